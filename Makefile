@@ -1,0 +1,66 @@
+# memsync: `make demo` shows it working, `make test` proves it. Both bootstrap what they need.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+GEN    := tests/agentdb_gen
+V139   := tests/agentdb_variants/v139
+V3     := tests/agentdb_variants/v3alpha
+NPM    := npm --no-audit --no-fund --loglevel=error
+# better-sqlite3 (agentdb 1.3.9, the WAL writer) builds from source against the local Node headers.
+NODEDIR := $(shell [ -d /usr/include/node ] && echo /usr || dirname $$(dirname $$(command -v node)))
+
+.PHONY: all bootstrap node check lint typecheck test test-fast demo bench clean
+
+all: test
+
+$(BIN)/.stamp-python: pyproject.toml requirements/dev.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memsync needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --require-hashes -r requirements/dev.txt
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $@
+
+# The real agentdb package, for the tests' AgentDB files and the demo's live agents.
+# --ignore-scripts: sharp's install script downloads a binary; nothing here uses sharp.
+$(GEN)/node_modules/.stamp-node: $(GEN)/package-lock.json
+	@node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' || { echo "memsync needs node >= 20"; exit 1; }
+	cd $(GEN) && $(NPM) ci --ignore-scripts --omit=optional
+	@touch $@
+
+$(V139)/node_modules/.stamp-node: $(V139)/package-lock.json
+	cd $(V139) && $(NPM) ci --ignore-scripts --omit=optional
+	cd $(V139) && npm_config_nodedir=$(NODEDIR) $(NPM) rebuild better-sqlite3
+	@touch $@
+
+# npm ci refuses this lock (agentdb 3.0.0-alpha names platform packages that were never
+# published); npm install from the same lock resolves the same tree and leaves it unchanged.
+$(V3)/node_modules/.stamp-node: $(V3)/package-lock.json
+	cd $(V3) && $(NPM) install --ignore-scripts --omit=optional
+	@touch $@
+
+bootstrap: $(BIN)/.stamp-python
+node: $(GEN)/node_modules/.stamp-node $(V139)/node_modules/.stamp-node $(V3)/node_modules/.stamp-node
+
+lint: bootstrap
+	$(BIN)/ruff check daemon sync tests bench
+	$(BIN)/ruff format --check daemon sync tests bench
+
+typecheck: bootstrap
+	$(BIN)/mypy
+
+check: lint typecheck
+
+test: bootstrap node check
+	$(BIN)/pytest
+
+test-fast: bootstrap node
+	$(BIN)/pytest -m "not slow"
+
+demo: bootstrap $(GEN)/node_modules/.stamp-node
+	$(BIN)/memsync demo
+
+bench: bootstrap $(GEN)/node_modules/.stamp-node
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) $(GEN)/node_modules $(V139)/node_modules $(V3)/node_modules .mypy_cache .ruff_cache .pytest_cache

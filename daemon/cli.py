@@ -1,0 +1,295 @@
+"""The ``memsync`` command.
+
+Exit codes: 0 ok; 1 a command failed (or status: degraded); 2 status: down; 75 another memsync
+holds the site, or the backbone stayed unreachable (try again later); 78 configuration error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import structlog
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from daemon import logs
+from daemon.config import Settings, load_settings
+from daemon.lock import SiteLock, holder_pid
+from sync.errors import (
+    EX_CONFIG,
+    EX_TEMPFAIL,
+    AlreadyRunning,
+    ConfigError,
+    MemsyncError,
+    TransientError,
+)
+from sync.retry import Interrupted, RetryPolicy
+
+app = typer.Typer(
+    name="memsync",
+    help="Keep AI agents' AgentDB memories in step across machines.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Tracebacks with local variables are where secrets leak: never print them.
+    pretty_exceptions_enable=False,
+)
+quarantine_app = typer.Typer(help="Episodes that could not be synced, with the reason.", no_args_is_help=True)
+app.add_typer(quarantine_app, name="quarantine")
+
+err = Console(stderr=True)
+out = Console()
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        envvar="MEMSYNC_CONFIG",
+        help="TOML config file (else MEMSYNC_* environment variables and .env only).",
+        dir_okay=False,
+    ),
+]
+
+
+@contextmanager
+def _handled() -> Iterator[None]:
+    """Turn memsync's errors into one clear line on stderr and the documented exit code."""
+    try:
+        yield
+    except ConfigError as exc:
+        err.print(f"[red]memsync: configuration error:[/] {exc}", highlight=False)
+        raise typer.Exit(EX_CONFIG) from None
+    except AlreadyRunning as exc:
+        err.print(f"[yellow]memsync:[/] {exc}", highlight=False)
+        raise typer.Exit(EX_TEMPFAIL) from None
+    except TransientError as exc:
+        err.print(f"[red]memsync: gave up for now:[/] {exc}", highlight=False)
+        raise typer.Exit(EX_TEMPFAIL) from None
+    except MemsyncError as exc:
+        err.print(f"[red]memsync:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _settings(config: Path | None) -> Settings:
+    settings = load_settings(config)
+    logs.configure(settings.log.level, settings.log.format)
+    logs.bind(site=settings.site.name)
+    return settings
+
+
+def _poke_daemon(settings: Settings) -> int | None:
+    """Ask a running daemon for a pass now; returns its pid, or None when none runs."""
+    pid = holder_pid(settings.lock_path)
+    if pid is None or pid <= 0:
+        return None
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        return None
+    return pid
+
+
+@app.command()
+def run(config: ConfigOption = None) -> None:
+    """Run the daemon: tail the AgentDB file and sync every episode until stopped (SIGTERM/SIGINT)."""
+    from daemon.runner import Daemon
+
+    with _handled():
+        settings = _settings(config)
+        code = Daemon(settings).run()
+    raise typer.Exit(code)
+
+
+@app.command()
+def sync(
+    config: ConfigOption = None,
+    once: Annotated[bool, typer.Option("--once", help="One pass, then exit (the only mode: see `run`).")] = True,
+    timeout: Annotated[float, typer.Option(help="Give up on an unreachable backbone after this many seconds.")] = 60.0,
+) -> None:
+    """One sync pass with a progress bar: for agent hooks and backfills."""
+    from daemon.site import Site
+
+    with _handled():
+        settings = _settings(config)
+        pid = _poke_daemon(settings)
+        if pid is not None:
+            err.print(f"memsync: the daemon (pid {pid}) syncs this site; asked it to sync now")
+            return
+        stop = threading.Event()
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        with SiteLock(settings.lock_path, settings.site.name), Site(settings) as site:
+            site.engine.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, give_up_after=timeout)
+            with Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=err,
+                transient=not err.is_terminal,
+            ) as bar:
+                task = bar.add_task(f"syncing {settings.site.name}", total=None)
+
+                def progress(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                try:
+                    report = site.engine.run_pass(stop, progress)
+                except Interrupted:
+                    err.print("memsync: interrupted; the next pass resumes from the cursor")
+                    raise typer.Exit(130) from None
+        err.print(
+            f"memsync: {report.inserted} new, {report.updated} updated, {report.reused} reused ids kept, "
+            f"{report.quarantined} quarantined; cursor {report.cursor}, backlog {report.backlog}",
+            highlight=False,
+        )
+        if report.interrupted:
+            raise typer.Exit(130)
+
+
+@app.command()
+def status(
+    config: ConfigOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Site, cursor, backlog, last sync, lag, quarantine and conflicts. Exit 0 ok, 1 degraded, 2 down."""
+    from daemon.status import gather, render
+
+    with _handled():
+        settings = load_settings(config)
+        logs.configure("error", settings.log.format)
+        report = gather(settings)
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        render(report, out)
+    raise typer.Exit(report["exitCode"])
+
+
+@app.command()
+def export(
+    config: ConfigOption = None,
+    site: Annotated[str | None, typer.Option(help="Only this site's episodes (default: every site).")] = None,
+) -> None:
+    """The backbone's episodes as JSON lines on stdout, oldest first."""
+    from daemon.site import open_backbone
+
+    with _handled():
+        settings = load_settings(config)
+        logs.configure("error", settings.log.format)
+        backbone = open_backbone(settings)
+        try:
+            write = sys.stdout.write
+            for episode in backbone.episodes(site):
+                write(json.dumps(episode, ensure_ascii=False) + "\n")
+        except BrokenPipeError:  # `memsync export | head` is fine
+            sys.stderr.close()
+        finally:
+            backbone.close()
+
+
+@quarantine_app.command("list")
+def quarantine_list(
+    config: ConfigOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Quarantined rows with their reasons."""
+    from sync.sidecar import Sidecar
+
+    with _handled():
+        settings = load_settings(config)
+        if not settings.state_path.exists():
+            entries = []
+        else:
+            sidecar = Sidecar(settings.state_path, readonly=True)
+            entries = sidecar.quarantine()
+            sidecar.close()
+    if as_json:
+        for e in entries:
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "id": e.local_id,
+                        "stage": e.stage,
+                        "reason": e.reason,
+                        "attempts": e.attempts,
+                        "retryRequested": e.retry_requested,
+                        "firstSeen": e.first_seen,
+                        "lastSeen": e.last_seen,
+                    }
+                )
+                + "\n"
+            )
+        return
+    if not entries:
+        out.print("nothing quarantined")
+        return
+    table = Table("id", "stage", "attempts", "reason")
+    for e in entries:
+        table.add_row(str(e.local_id), e.stage, str(e.attempts), e.reason)
+    out.print(table)
+
+
+@quarantine_app.command("retry")
+def quarantine_retry(
+    ids: Annotated[list[int] | None, typer.Argument(help="AgentDB ids to retry (default: all).")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Try quarantined rows again (after fixing them, or the backbone)."""
+    from daemon.site import Site
+    from sync.sidecar import Sidecar
+
+    with _handled():
+        settings = _settings(config)
+        sidecar = Sidecar(settings.state_path)
+        try:
+            marked = sidecar.request_retry(ids or None)
+        finally:
+            sidecar.close()
+        if marked == 0:
+            err.print("memsync: nothing to retry")
+            return
+        pid = _poke_daemon(settings)
+        if pid is not None:
+            err.print(f"memsync: {marked} marked; the daemon (pid {pid}) retries them now")
+            return
+        with SiteLock(settings.lock_path, settings.site.name), Site(settings) as site:
+            site.engine.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, give_up_after=60.0)
+            report = site.engine.run_pass()
+        remaining = report.quarantined
+        err.print(f"memsync: retried {marked}: {report.released} delivered, {remaining} still quarantined")
+        if remaining:
+            raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    duration: Annotated[float, typer.Option(help="Seconds the agents keep writing.")] = 20.0,
+    directory: Annotated[Path | None, typer.Option("--dir", help="Keep the demo's files here.")] = None,
+    rate: Annotated[float, typer.Option(help="Episodes a second each agent writes.")] = 5.0,
+) -> None:
+    """Two sites, two live agents, one embedded hub: watch them sync, then see the figures."""
+    from daemon.demo import run_demo
+
+    with _handled():
+        logs.configure("warning", "console")
+        code = run_demo(duration=duration, directory=directory, rate=rate, console=out)
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    structlog.contextvars.clear_contextvars()
+    app()
+
+
+__all__ = ["app", "main"]

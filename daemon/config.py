@@ -1,0 +1,193 @@
+"""Configuration: a TOML file, then the environment (``MEMSYNC_``, nested with ``__``), then ``.env``.
+
+Unknown or invalid keys are refused with a message that names the key, and the process exits 78
+(EX_CONFIG) so that systemd stops restarting it. Relative paths in the file are taken relative to
+the file's own folder, so a config travels with the files it names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from sync.episode import Attribution
+from sync.errors import ConfigError
+
+SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SiteDefaults(_Section):
+    """Who wrote an episode, when neither an AgentDB column nor its metadata says."""
+
+    agent_name: str | None = None
+    agent_platform: str | None = None
+    agent_interface: str | None = None
+    parent_agent: str | None = None
+    llm_provider: str | None = None
+    llm_model: str | None = None
+
+    def attribution(self) -> Attribution:
+        return Attribution(**self.model_dump())
+
+
+class SiteSection(_Section):
+    name: str
+    defaults: SiteDefaults = SiteDefaults()
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not SITE_NAME.match(value):
+            raise ValueError("use letters, digits, '.', '_' or '-' (at most 63), starting with a letter or digit")
+        return value
+
+
+class AgentDBSection(_Section):
+    path: Path
+    poll_interval: float = Field(1.0, ge=0.05, le=60.0, description="seconds between cheap stat polls")
+
+
+class BackboneSection(_Section):
+    kind: Literal["local"] = "local"
+    path: Path | None = None  # the embedded hub's file; default: <data dir>/hub.db
+    busy_timeout_ms: int = Field(5000, ge=0, le=600_000)
+
+
+class StateSection(_Section):
+    path: Path | None = None  # default: <data dir>/<site>.state.db
+
+
+class SyncSection(_Section):
+    batch_size: int = Field(200, ge=1, le=500)
+    window: int = Field(256, ge=0, description="ids behind the cursor re-checked on every pass")
+    full_check_interval: float = Field(60.0, ge=1.0, description="seconds between re-checks of every row")
+    lag_warning: float = Field(60.0, gt=0, description="status turns degraded past this many seconds of lag")
+    retry_max_wait: float = Field(30.0, gt=0, le=3600)
+
+
+class LogSection(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEMSYNC_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="forbid",
+        frozen=True,
+    )
+
+    site: SiteSection
+    agentdb: AgentDBSection
+    backbone: BackboneSection = BackboneSection()
+    state: StateSection = StateSection()
+    sync: SyncSection = SyncSection()
+    log: LogSection = LogSection()
+    data_dir: Path | None = None
+    config_file: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment overrides the file (init carries the file's values); .env fills in last.
+        return env_settings, dotenv_settings, init_settings
+
+    # -- derived paths ----------------------------------------------------------------------------
+    @property
+    def resolved_data_dir(self) -> Path:
+        if self.data_dir is not None:
+            return self.data_dir
+        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(base) / "memsync"
+
+    @property
+    def hub_path(self) -> Path:
+        return self.backbone.path or self.resolved_data_dir / "hub.db"
+
+    @property
+    def state_path(self) -> Path:
+        return self.state.path or self.resolved_data_dir / f"{self.site.name}.state.db"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.state_path.with_name(self.state_path.name + ".lock")
+
+
+def _anchor(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Make the file's relative paths relative to the file's folder."""
+
+    def fix(section: str, key: str) -> None:
+        part = values.get(section)
+        if isinstance(part, dict) and isinstance(part.get(key), str):
+            path = Path(part[key]).expanduser()
+            part[key] = os.path.normpath(path if path.is_absolute() else base / path)
+
+    fix("agentdb", "path")
+    fix("backbone", "path")
+    fix("state", "path")
+    if isinstance(values.get("data_dir"), str):
+        path = Path(values["data_dir"]).expanduser()
+        values["data_dir"] = os.path.normpath(path if path.is_absolute() else base / path)
+    return values
+
+
+def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
+    key = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        allowed = _allowed_keys(model, [str(p) for p in error["loc"][:-1]])
+        hint = f" (allowed here: {', '.join(allowed)})" if allowed else ""
+        return f"unknown key {key!r}{hint}"
+    if error["type"] == "missing":
+        return f"missing key {key!r}"
+    return f"{key}: {error['msg']}"
+
+
+def _allowed_keys(model: type[BaseModel], path: list[str]) -> list[str]:
+    current: Any = model
+    for part in path:
+        field = current.model_fields.get(part) if hasattr(current, "model_fields") else None
+        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
+            return []
+        current = field.annotation
+    return sorted(k for k in current.model_fields if k != "config_file")
+
+
+def load_settings(config: Path | None) -> Settings:
+    """Read the config file (if any) plus the environment; ConfigError names every bad key."""
+    values: dict[str, Any] = {}
+    where = "the environment"
+    if config is not None:
+        where = str(config)
+        try:
+            values = tomllib.loads(config.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {config} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {config} is not valid TOML: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {config}: {exc}") from None
+        values = _anchor(values, config.resolve().parent)
+        values["config_file"] = str(config.resolve())
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(dict(e), Settings) for e in exc.errors())
+        raise ConfigError(f"invalid configuration in {where}: {problems}") from None

@@ -1,0 +1,157 @@
+"""``memsync status``: gather the facts about one site (I/O), judge them (``daemon.health``), show them.
+
+Safe while the daemon runs: it opens the sidecar read-only, takes its own snapshot of the AgentDB
+file, and only reads from the backbone.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from daemon.config import Settings
+from daemon.health import Facts, Level, assess, lag_seconds
+from daemon.lock import holder_pid
+from daemon.site import open_backbone
+from sync.agentdb import AgentDBReader
+from sync.errors import MemsyncError
+from sync.sidecar import Sidecar
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _float(value: str | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
+    """Everything status shows, as one JSON-ready dict (``status --json`` prints it as is)."""
+    now = time.time() if now is None else now
+    meta: dict[str, str | None] = {}
+    cursor = quarantined = conflicts = synced = 0
+    state_exists = settings.state_path.exists()
+    if state_exists:
+        sidecar = Sidecar(settings.state_path, readonly=True)
+        try:
+            keys = (
+                "last_success_at",
+                "last_error",
+                "last_error_at",
+                "source_error",
+                "caught_up_at",
+                "daemon_started_at",
+            )
+            meta = {k: sidecar.get(k) for k in keys}
+            cursor, synced = sidecar.cursor(), sidecar.synced_count()
+            quarantined, conflicts = sidecar.quarantine_count(), sidecar.conflict_count()
+        finally:
+            sidecar.close()
+
+    pid = holder_pid(settings.lock_path)
+    agentdb: dict[str, Any] = {"path": str(settings.agentdb.path), "readable": False, "error": None}
+    backlog: int | None = None
+    oldest: float | None = None
+    try:
+        with AgentDBReader(settings.agentdb.path).snapshot() as snap:
+            backlog = snap.count_after(cursor)
+            agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
+            created = snap.oldest_created_after(cursor)
+            oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
+    except MemsyncError as exc:
+        agentdb["error"] = str(exc)
+
+    backbone: dict[str, Any] = {"kind": settings.backbone.kind, "reachable": False, "error": None}
+    try:
+        bb = open_backbone(settings)
+        try:
+            backbone["description"] = bb.description
+            bb.ping()
+            remote = bb.site_cursor(settings.site.name)
+            backbone["reachable"] = True
+            if remote is not None:
+                backbone["cursor"] = {
+                    "lastSyncedId": remote.last_synced_id,
+                    "lastSyncedAt": _iso(remote.last_synced_at / 1000),
+                    "totalSynced": remote.total_synced,
+                }
+        finally:
+            bb.close()
+    except MemsyncError as exc:
+        backbone["error"] = str(exc)
+
+    caught_up = _float(meta.get("caught_up_at"))
+    lag = lag_seconds(now, backlog, caught_up, oldest)
+    facts = Facts(
+        daemon_running=pid is not None,
+        backbone_error=backbone["error"],
+        source_error=agentdb["error"],
+        last_error=meta.get("last_error"),
+        backlog=backlog,
+        lag_seconds=lag,
+        lag_warning=settings.sync.lag_warning,
+        quarantined=quarantined,
+        conflicts=conflicts,
+    )
+    level, reasons = assess(facts)
+    return {
+        "site": settings.site.name,
+        "health": level.label,
+        "exitCode": int(level),
+        "reasons": reasons,
+        "daemon": {
+            "running": pid is not None,
+            "pid": pid if pid and pid > 0 else None,
+            "startedAt": _iso(_float(meta.get("daemon_started_at"))),
+        },
+        "cursor": cursor,
+        "synced": synced,
+        "backlog": backlog,
+        "lastSyncAt": _iso(_float(meta.get("last_success_at"))),
+        "lagSeconds": None if lag is None else round(lag, 3),
+        "quarantined": quarantined,
+        "conflicts": conflicts,
+        "lastError": meta.get("last_error"),
+        "agentdb": agentdb,
+        "backbone": backbone,
+        "stateFile": str(settings.state_path),
+    }
+
+
+_STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    level = Level(report["exitCode"])
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("site", report["site"])
+    table.add_row("health", f"[{_STYLE[level]}]{level.label}[/]")
+    daemon = report["daemon"]
+    table.add_row("daemon", f"running (pid {daemon['pid']})" if daemon["running"] else "[yellow]not running[/]")
+    bb = report["backbone"]
+    reach = "[green]reachable[/]" if bb["reachable"] else f"[red]unreachable[/]: {bb['error']}"
+    table.add_row("backbone", f"{bb['kind']} ({bb.get('description', '?')}): {reach}")
+    adb = report["agentdb"]
+    table.add_row(
+        "agentdb",
+        f"{adb['path']}: "
+        + (f"{adb['episodes']} episodes, max id {adb['maxId']}" if adb["readable"] else f"[red]{adb['error']}[/]"),
+    )
+    table.add_row("cursor", f"{report['cursor']} ({report['synced']} episodes synced)")
+    table.add_row("backlog", "?" if report["backlog"] is None else str(report["backlog"]))
+    table.add_row("last sync", report["lastSyncAt"] or "never")
+    table.add_row("lag", "?" if report["lagSeconds"] is None else f"{report['lagSeconds']:.1f}s")
+    table.add_row("quarantined", str(report["quarantined"]))
+    table.add_row("conflicts", f"{report['conflicts']} (reused ids; both episodes kept)")
+    console.print(table)
+    for reason in report["reasons"]:
+        console.print(f"[{_STYLE[level]}]- {reason}[/]")

@@ -1,0 +1,199 @@
+"""The embedded hub: a SQLite file in WAL mode that several sites on one machine share.
+
+It is the default backbone (no cloud account needed) and what ``memsync demo`` runs on. It keeps
+the contract in ``sync.backbone.base`` with the same per-row outcomes as the Convex functions.
+Durability: synchronous=FULL, because the sidecars (synchronous=NORMAL) may only ever be behind
+the hub, never ahead of it; a sidecar that lost a commit just re-pushes and gets UNCHANGED.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor
+from sync.episode import EXPORT_FIELDS
+from sync.errors import BackboneUnavailable
+from sync.sqlite_db import apply_schema, open_wal, primary_code, write_tx
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS episodes (
+  id INTEGER PRIMARY KEY,
+  source_site TEXT NOT NULL,
+  source_id TEXT NOT NULL,
+  identity_hash TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  body TEXT NOT NULL,               -- the episode's camelCase fields as JSON
+  ts INTEGER,
+  created_at INTEGER,
+  synced_at INTEGER NOT NULL,       -- ms; first receipt, never changed after
+  updated_at INTEGER NOT NULL,
+  UNIQUE (source_site, source_id)
+)""",
+    """CREATE INDEX IF NOT EXISTS episodes_by_created ON episodes (created_at)""",
+    """CREATE TABLE IF NOT EXISTS sync_cursors (
+  site TEXT PRIMARY KEY,
+  last_synced_id INTEGER NOT NULL,
+  last_synced_at INTEGER NOT NULL,
+  total_synced INTEGER NOT NULL
+)""",
+)
+SCHEMA_VERSION = "1"
+# Far below SQLite's own 1 GB limit; chosen so one site cannot make a batch hog the write lock.
+MAX_BATCH_ROWS = 500
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class HubBackbone:
+    kind = "local"
+    max_batch_rows = MAX_BATCH_ROWS
+    max_batch_bytes: int | None = 64 * 1024 * 1024
+    max_episode_bytes: int | None = None
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
+        self.path = path
+        self.description = f"embedded hub {path}"
+        self._lock = threading.Lock()
+        try:
+            self._conn = open_wal(path, synchronous="FULL", busy_timeout_ms=busy_timeout_ms)
+            apply_schema(self._conn, SCHEMA, SCHEMA_VERSION)
+        except sqlite3.Error as exc:
+            raise BackboneUnavailable(f"cannot open the embedded hub {path}: {exc}") from exc
+
+    def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
+        now = _now_ms()
+        with self._lock:
+            try:
+                with write_tx(self._conn) as conn:
+                    results = self._upsert(conn, site, items, now)
+                    inserted = sum(r.outcome is Outcome.INSERTED for r in results)
+                    conn.execute(
+                        """INSERT INTO sync_cursors (site, last_synced_id, last_synced_at, total_synced)
+                           VALUES (?, ?, ?, ?)
+                           ON CONFLICT (site) DO UPDATE SET
+                             last_synced_id = max(last_synced_id, excluded.last_synced_id),
+                             last_synced_at = excluded.last_synced_at,
+                             total_synced = total_synced + ?""",
+                        (site, cursor, now, inserted, inserted),
+                    )
+            except sqlite3.Error as exc:
+                raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+        return results
+
+    def _upsert(self, conn: sqlite3.Connection, site: str, items: Sequence[PushItem], now: int) -> list[PushResult]:
+        existing: dict[str, tuple[int, str, str, int]] = {}
+        keys = list({item.source_id for item in items})
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(
+                f"SELECT source_id, id, identity_hash, content_hash, synced_at FROM episodes "
+                f"WHERE source_site = ? AND source_id IN ({marks})",
+                (site, *chunk),
+            ):
+                existing[row[0]] = (row[1], row[2], row[3], row[4])
+        results: list[PushResult] = []
+        for item in items:
+            found = existing.get(item.source_id)
+            if found is not None and found[1] != item.identity_hash:
+                results.append(
+                    PushResult(
+                        item.source_id, Outcome.CONFLICT, str(found[0]), found[3], "the key holds another episode"
+                    )
+                )
+                continue
+            if found is not None and found[2] == item.content_hash:
+                results.append(PushResult(item.source_id, Outcome.UNCHANGED, str(found[0]), found[3]))
+                continue
+            body = json.dumps(item.fields, ensure_ascii=False, separators=(",", ":"))
+            try:
+                if found is None:
+                    row_id = conn.execute(
+                        "INSERT INTO episodes (source_site, source_id, identity_hash, content_hash, body,"
+                        " ts, created_at, synced_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            site,
+                            item.source_id,
+                            item.identity_hash,
+                            item.content_hash,
+                            body,
+                            item.fields.get("ts"),
+                            item.fields.get("createdAt"),
+                            now,
+                            now,
+                        ),
+                    ).lastrowid
+                    assert row_id is not None
+                    existing[item.source_id] = (row_id, item.identity_hash, item.content_hash, now)
+                    results.append(PushResult(item.source_id, Outcome.INSERTED, str(row_id), now))
+                else:
+                    conn.execute(
+                        "UPDATE episodes SET content_hash = ?, body = ?, ts = ?, created_at = ?, updated_at = ?"
+                        " WHERE id = ?",
+                        (item.content_hash, body, item.fields.get("ts"), item.fields.get("createdAt"), now, found[0]),
+                    )
+                    existing[item.source_id] = (found[0], found[1], item.content_hash, found[3])
+                    results.append(PushResult(item.source_id, Outcome.UPDATED, str(found[0]), found[3]))
+            except sqlite3.DataError as exc:
+                results.append(PushResult(item.source_id, Outcome.REJECTED, reason=f"hub refused the row: {exc}"))
+            except sqlite3.Error as exc:
+                if primary_code(exc) != sqlite3.SQLITE_TOOBIG:
+                    raise
+                results.append(PushResult(item.source_id, Outcome.REJECTED, reason=f"hub refused the row: {exc}"))
+        return results
+
+    def site_cursor(self, site: str) -> SiteCursor | None:
+        with self._lock:
+            try:
+                row = self._conn.execute(
+                    "SELECT last_synced_id, last_synced_at, total_synced FROM sync_cursors WHERE site = ?", (site,)
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+        return None if row is None else SiteCursor(site, row[0], row[1], row[2])
+
+    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every episode in the hub (or one site's), oldest first, as ``export`` prints them."""
+        last = 0
+        while True:
+            with self._lock:
+                try:
+                    rows = self._conn.execute(
+                        "SELECT id, source_site, source_id, body, content_hash, synced_at FROM episodes"
+                        " WHERE id > ? AND (? IS NULL OR source_site = ?) ORDER BY id LIMIT 1000",
+                        (last, site, site),
+                    ).fetchall()
+                except sqlite3.Error as exc:
+                    raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+            if not rows:
+                return
+            for row_id, source_site, source_id, body, content_hash, synced_at in rows:
+                fields = json.loads(body)
+                record = {
+                    "sourceSite": source_site,
+                    "sourceId": source_id,
+                    **fields,
+                    "contentHash": content_hash,
+                    "syncedAt": synced_at,
+                }
+                yield {name: record.get(name) for name in EXPORT_FIELDS}
+                last = row_id
+
+    def ping(self) -> None:
+        with self._lock:
+            try:
+                self._conn.execute("SELECT count(*) FROM sync_cursors").fetchone()
+            except sqlite3.Error as exc:
+                raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

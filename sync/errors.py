@@ -1,0 +1,54 @@
+"""The exceptions memsync raises on purpose, grouped by what the caller should do about them.
+
+- ``TransientError``: try again later, with backoff (the backbone is busy or unreachable, the
+  AgentDB file was caught mid-rewrite).
+- ``PermanentError``: retrying the same thing will not help. A row is quarantined with the reason;
+  a source problem (missing file, not SQLite) is reported and the daemon waits for the file to change.
+- ``ConfigError``: the configuration is wrong. The process exits with ``EX_CONFIG`` (78) so that
+  systemd's ``RestartPreventExitStatus=78`` stops restarting it until someone fixes the file.
+"""
+
+from __future__ import annotations
+
+EX_CONFIG = 78
+EX_TEMPFAIL = 75
+
+
+class MemsyncError(Exception):
+    """Base of every error memsync raises on purpose."""
+
+
+class TransientError(MemsyncError):
+    """Worth retrying with backoff."""
+
+
+class PermanentError(MemsyncError):
+    """Retrying the same input will not help."""
+
+
+class ConfigError(MemsyncError):
+    """The configuration is invalid; the message names the key or file."""
+
+
+class SnapshotNotReady(TransientError):
+    """The AgentDB file was caught mid-write (torn); read it again shortly."""
+
+
+class SourceUnavailable(PermanentError):
+    """The AgentDB file is missing, is not SQLite, or has no episodes table."""
+
+
+class BackboneUnavailable(TransientError):
+    """The backbone could not be reached or was busy."""
+
+
+class BackboneRejected(PermanentError):
+    """The backbone refused a request for a reason retrying will not fix."""
+
+
+class AlreadyRunning(MemsyncError):
+    """Another memsync process holds this site's lock."""
+
+    def __init__(self, message: str, pid: int | None) -> None:
+        super().__init__(message)
+        self.pid = pid
