@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_delay, stop_never
@@ -29,6 +29,8 @@ class RetryPolicy:
     maximum: float = 30.0
     jitter: float = 0.5
     give_up_after: float | None = None  # seconds; None retries until stopped
+    # Waits between attempts; by default on the stop event, so that a stop cuts a wait short.
+    sleep: Callable[[float], None] | None = field(default=None, compare=False)
 
     def call(
         self,
@@ -36,11 +38,10 @@ class RetryPolicy:
         *,
         stop: threading.Event | None = None,
         on_retry: Callable[[BaseException, float, int], None] | None = None,
-        sleep: Callable[[float], None] | None = None,
     ) -> T:
         """Run ``fn``, retrying TransientError. Other errors pass straight through."""
         stop_event = stop or threading.Event()
-        backoff = wait_exponential_jitter(initial=self.initial, max=self.maximum, jitter=self.jitter)
+        backoff = wait_exponential_jitter(multiplier=self.initial, max=self.maximum, jitter=self.jitter)
 
         def wait(state: RetryCallState) -> float:
             delay = backoff(state)
@@ -58,10 +59,10 @@ class RetryPolicy:
                 on_retry(error, state.next_action.sleep, state.attempt_number)
 
         def interruptible_sleep(seconds: float) -> None:
-            if sleep is not None:
-                sleep(seconds)
-            elif stop_event.wait(seconds):
-                return
+            if self.sleep is not None:
+                self.sleep(seconds)
+            else:
+                stop_event.wait(seconds)
 
         def should_stop(state: RetryCallState) -> bool:
             limit = stop_never if self.give_up_after is None else stop_after_delay(self.give_up_after)

@@ -94,7 +94,7 @@ async function main() {
       } else if (cmd.op === 'close') {
         db.close();
         realLog(JSON.stringify(reply));
-        return;
+        process.exit(0);   // stdin is still open and would keep the event loop alive
       } else if (cmd.op !== 'save') {
         throw new Error(`unknown op ${cmd.op}`);
       }

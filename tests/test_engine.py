@@ -1,0 +1,381 @@
+"""The engine and run loop, in process, against files written live by the real agentdb package."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import (
+    GEN,
+    AgentProcess,
+    SiteFiles,
+    assert_exactly_once,
+    episode,
+    hub_episodes,
+    read_agentdb_rows,
+    require_node_modules,
+    wait_for,
+)
+
+from daemon.runner import Daemon
+from daemon.site import Site
+from sync.backbone.base import PushItem, PushResult, SiteCursor
+from sync.backbone.hub import HubBackbone
+from sync.errors import BackboneRejected
+from sync.retry import RetryPolicy
+
+Agents = Callable[[Path], AgentProcess]
+Files = Callable[..., SiteFiles]
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def open_site() -> Iterator[Callable[..., Site]]:
+    opened: list[Site] = []
+
+    def make(files: SiteFiles, **engine: Any) -> Site:
+        site = Site(files.settings())
+        for key, value in engine.items():
+            setattr(site.engine, key, value)
+        opened.append(site)
+        return site
+
+    yield make
+    for site in opened:
+        site.close()
+
+
+def test_a_backfill_delivers_every_episode_once_and_then_nothing(
+    make_agentdb: Callable[..., Path], site_files: Files, open_site: Callable[..., Site]
+) -> None:
+    files = site_files(agentdb=make_agentdb(400, edge_cases=True))
+    site = open_site(files)
+    report = site.engine.run_pass()
+    assert (report.inserted, report.quarantined, report.cursor, report.backlog) == (400, 0, 400, 0)
+    assert_exactly_once(files.agentdb, files.hub, "laptop")
+    again = site.engine.run_pass()
+    assert (again.inserted, again.updated, again.read) == (0, 0, 0)
+    cursor = site.backbone.site_cursor("laptop")
+    assert cursor is not None
+    assert (cursor.last_synced_id, cursor.total_synced) == (400, 400)
+
+
+def test_a_live_writer_syncs_exactly_once_with_identical_content(
+    tmp_path: Path, site_files: Files, agents: Agents
+) -> None:
+    require_node_modules(GEN)
+    files = site_files(agentdb=tmp_path / "live.db")
+    creator = agents(files.agentdb)
+    creator.store(episode(0))  # an agent creates the file, then leaves
+    creator.close()
+    stop = threading.Event()
+    daemon = Daemon(files.settings(), stop=stop, install_signals=False)
+    thread = threading.Thread(target=daemon.run)
+    thread.start()
+    try:
+        writer = subprocess.run(
+            [
+                "node",
+                str(GEN / "agent.mjs"),
+                "--db",
+                str(files.agentdb),
+                "--live",
+                "150",
+                "--interval-ms",
+                "5",
+                "--seed",
+                "9",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert len(writer.stdout.splitlines()) == 150
+        wait_for(lambda: len(hub_episodes(files.hub, "laptop")) >= 151, what="all 151 episodes in the hub")
+    finally:
+        stop.set()
+        daemon.wake.set()
+        thread.join(20)
+    assert not thread.is_alive()
+    assert len(assert_exactly_once(files.agentdb, files.hub, "laptop")) == 151
+
+
+def test_a_reused_id_keeps_both_episodes_and_records_the_conflict(
+    tmp_path: Path, site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    files = site_files(agentdb=tmp_path / "race.db")
+    first = agents(files.agentdb)
+    first.store(episode(1, task="first writer, first episode"))
+    site = open_site(files)
+    site.engine.run_pass()
+    second = agents(files.agentdb)
+    second.reload()  # holds the file as it is now: it knows only id 1
+    reused = first.store(episode(2, task="first writer's episode"))
+    assert site.engine.run_pass().inserted == 1
+    assert second.store(episode(3, task="second writer's episode")) == reused  # the race: same id
+    report = site.engine.run_pass()
+    assert (report.reused, report.inserted) == (1, 1)
+    by_key = {e["sourceId"]: e["task"] for e in hub_episodes(files.hub, "laptop")}
+    assert by_key == {
+        "1": "first writer, first episode",
+        str(reused): "first writer's episode",
+        f"{reused}~1": "second writer's episode",
+    }
+    (conflict,) = site.sidecar.conflicts()
+    assert (conflict.local_id, conflict.kept_source_id, conflict.new_source_id) == (reused, str(reused), f"{reused}~1")
+    assert site.engine.run_pass().changed_anything() is False  # settled
+
+
+def test_edits_update_the_remote_episode_in_place(
+    make_agentdb: Callable[..., Path], site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    files = site_files(agentdb=make_agentdb(100))
+    clock = FakeClock()
+    site = open_site(files, window=10, clock=clock)
+    site.engine.run_pass()
+    first_synced = {e["sourceId"]: e["syncedAt"] for e in hub_episodes(files.hub, "laptop")}
+    agent = agents(files.agentdb)
+    agent.update(95, reward=0.99, critique="re-graded")  # inside the window
+    agent.update(3, output="rewritten long after")  # far behind the cursor
+    clock.now += 1
+    recent = site.engine.run_pass()
+    assert (recent.updated, recent.full_scan) == (1, False)
+    assert site.engine.full_check_due() is False
+    clock.now += 61
+    assert site.engine.full_check_due() is True  # the daemon runs a pass for this even if the file is quiet
+    full = site.engine.run_pass()
+    assert (full.updated, full.full_scan) == (1, True)
+    hub = {e["sourceId"]: e for e in hub_episodes(files.hub, "laptop")}
+    assert (hub["95"]["reward"], hub["95"]["critique"], hub["3"]["output"]) == (
+        0.99,
+        "re-graded",
+        "rewritten long after",
+    )
+    assert hub["95"]["syncedAt"] == first_synced["95"], "syncedAt is the first receipt"
+    assert len(hub) == 100
+    assert_exactly_once(files.agentdb, files.hub, "laptop")
+
+
+def test_a_lost_sidecar_costs_a_re_push_and_no_duplicates(
+    tmp_path: Path, site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    files = site_files(agentdb=tmp_path / "a.db")
+    first = agents(files.agentdb)
+    for i in range(5):
+        first.store(episode(i))
+    site = open_site(files)
+    site.engine.run_pass()
+    site.close()
+    second = agents(files.agentdb)
+    second.reload()
+    first.store(episode(10, task="synced, then overwritten"))
+    open_site(files).engine.run_pass()
+    second.store(episode(11, task="overwrote id 6"))  # id 6 reused while the sidecar...
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{files.state}{suffix}").unlink(missing_ok=True)  # ...is lost
+    report = open_site(files).engine.run_pass()
+    assert (report.inserted, report.unchanged, report.reused) == (1, 5, 1)
+    by_key = {e["sourceId"]: e["task"] for e in hub_episodes(files.hub, "laptop")}
+    assert by_key["6"] == "synced, then overwritten"
+    assert by_key["6~1"] == "overwrote id 6"
+    assert len(by_key) == 7
+
+
+def _store_bad_rows(agent: AgentProcess) -> dict[str, int]:
+    """Rows no real agent should write but real files contain, through the package's own handle."""
+    ids: dict[str, int] = {"before": agent.store(episode(1))}
+    agent.exec("INSERT INTO episodes (session_id, task, metadata) VALUES ('s', 'bad metadata', '{\"a\": 1,')")
+    agent.exec("INSERT INTO episodes (session_id, task, output) VALUES ('s', 'invalid utf-8', CAST(X'C3FF' AS TEXT))")
+    agent.exec(
+        "INSERT INTO episodes (session_id, task, input, output, critique, reward, success, latency_ms,"
+        " tokens_used, tags, metadata) VALUES ('s', 'all nulls', NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+        " NULL, NULL)"
+    )
+    ids["huge"] = agent.store(episode(5, task="huge output", output="y" * (2 * 1024 * 1024)))
+    ids["after"] = agent.store(episode(6, task="after the bad ones"))
+    return ids
+
+
+def test_bad_rows_are_quarantined_or_repaired_and_never_block_the_rest(
+    tmp_path: Path, site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    files = site_files(agentdb=tmp_path / "bad.db")
+    agent = agents(files.agentdb)
+    ids = _store_bad_rows(agent)
+    site = open_site(files, clock=FakeClock())
+    report = site.engine.run_pass()
+    assert (report.inserted, report.quarantined, report.cursor) == (5, 1, ids["after"])
+    (dead,) = site.sidecar.quarantine()
+    assert dead.stage == "read"
+    assert "column 'output' is not valid UTF-8" in dead.reason
+    hub = {e["task"]: e for e in hub_episodes(files.hub, "laptop")}
+    assert hub["huge output"]["output"] == "y" * (2 * 1024 * 1024)
+    assert hub["bad metadata"]["metadata"]["_memsync"]["raw"] == {"metadata": '{"a": 1,'}
+    assert (hub["all nulls"]["input"], hub["all nulls"]["tags"], hub["all nulls"]["reward"]) == (None, [], None)
+    assert hub["after the bad ones"]["sourceId"] == str(ids["after"])
+    # The same bad content is not retried on every pass...
+    assert site.engine.run_pass().quarantined == 0
+    # ...but a fixed row is delivered and leaves the quarantine.
+    agent.exec(f"UPDATE episodes SET output = 'fixed' WHERE id = {dead.local_id}")
+    site.engine.clock.now += 120  # type: ignore[attr-defined]
+    fixed = site.engine.run_pass()
+    assert (fixed.inserted, fixed.released) == (1, 1)
+    assert site.sidecar.quarantine() == []
+    assert_exactly_once(files.agentdb, files.hub, "laptop")
+
+
+def test_a_retry_request_tries_a_quarantined_row_again(
+    tmp_path: Path, site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    files = site_files(agentdb=tmp_path / "q.db")
+    agent = agents(files.agentdb)
+    agent.exec("INSERT INTO episodes (session_id, task, output) VALUES ('s', 'bad', CAST(X'FF' AS TEXT))")
+    site = open_site(files, window=0)
+    site.engine.run_pass()
+    assert site.sidecar.request_retry() == 1
+    retried = site.engine.run_pass()
+    assert retried.quarantined == 1  # still bad: back in quarantine, attempts counted
+    (entry,) = site.sidecar.quarantine()
+    assert (entry.attempts, entry.retry_requested) == (2, False)
+
+
+class RejectingHub:
+    """The hub behind the backbone seam, refusing any batch that holds one poison key, as a backbone
+    that validates whole requests does (Convex rejects a mutation whose arguments fail validation)."""
+
+    def __init__(self, inner: HubBackbone, poison: str) -> None:
+        self.inner = inner
+        self.poison = poison
+        self.kind = "rejecting"
+        self.description = inner.description
+        self.max_batch_rows = 50
+        self.max_batch_bytes: int | None = None
+        self.max_episode_bytes: int | None = None
+        self.calls = 0
+
+    def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
+        self.calls += 1
+        if any(i.source_id == self.poison for i in items):
+            raise BackboneRejected("ArgumentValidationError: value does not match validator")
+        return self.inner.push(site, items, cursor)
+
+    def site_cursor(self, site: str) -> SiteCursor | None:
+        return self.inner.site_cursor(site)
+
+    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        return self.inner.episodes(site)
+
+    def ping(self) -> None:
+        self.inner.ping()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_batch_refused_as_a_whole_is_split_until_the_poison_row_is_found(
+    make_agentdb: Callable[..., Path], site_files: Files
+) -> None:
+    files = site_files(agentdb=make_agentdb(120))
+    backbone = RejectingHub(HubBackbone(files.hub), poison="77")
+    with Site(files.settings(), backbone) as site:
+        report = site.engine.run_pass()
+        (dead,) = site.sidecar.quarantine()
+    assert (report.inserted, report.quarantined, report.cursor) == (119, 1, 120)
+    assert dead.local_id == 77
+    assert dead.stage == "backbone"
+    assert "ArgumentValidationError" in dead.reason
+    assert backbone.calls < 30, "bisection, not one call a row"
+    assert "77" not in {e["sourceId"] for e in hub_episodes(files.hub, "laptop")}
+
+
+def test_an_unavailable_backbone_is_retried_until_it_returns(
+    make_agentdb: Callable[..., Path], site_files: Files
+) -> None:
+    files = site_files(agentdb=make_agentdb(30))
+    hub = HubBackbone(files.hub, busy_timeout_ms=20)
+    holder = sqlite3.connect(files.hub, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the hub
+    waits: list[float] = []
+    released = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 3:
+            state = sqlite3.connect(files.state)
+            error = state.execute("SELECT value FROM meta WHERE key = 'last_error'").fetchone()
+            state.close()
+            assert error is not None
+            assert "database is locked" in error[0]
+            holder.execute("ROLLBACK")
+            released.set()
+
+    with Site(files.settings(), hub) as outage:
+        outage.engine.retry = RetryPolicy(initial=0.01, maximum=0.05, sleep=sleep)
+        report = outage.engine.run_pass()
+    holder.close()
+    assert released.is_set()
+    assert len(waits) >= 3
+    assert report.inserted == 30
+    assert_exactly_once(files.agentdb, files.hub, "laptop")
+
+
+def test_the_daemon_waits_for_a_missing_file_and_then_syncs_it(
+    tmp_path: Path, make_agentdb: Callable[..., Path], site_files: Files
+) -> None:
+    files = site_files(agentdb=tmp_path / "not-yet" / "agentdb.db")
+    stop = threading.Event()
+    reports: list[Any] = []
+    daemon = Daemon(files.settings(), stop=stop, install_signals=False, on_pass=reports.append)
+    thread = threading.Thread(target=daemon.run)
+    thread.start()
+    try:
+
+        def source_error() -> str | None:
+            if not files.state.exists():
+                return None
+            state = sqlite3.connect(files.state)
+            row = state.execute("SELECT value FROM meta WHERE key = 'source_error'").fetchone()
+            state.close()
+            return None if row is None else str(row[0])
+
+        wait_for(lambda: (source_error() or "").endswith("does not exist"), what="the missing file reported")
+        files.agentdb.parent.mkdir()
+        files.agentdb.write_bytes(make_agentdb(20).read_bytes())
+        wait_for(lambda: len(hub_episodes(files.hub, "laptop")) == 20, what="the file synced")
+        wait_for(lambda: source_error() is None, what="the problem cleared")
+    finally:
+        stop.set()
+        daemon.wake.set()
+        thread.join(20)
+    assert not thread.is_alive()
+    assert sum(r.inserted for r in reports) == 20
+
+
+def test_attribution_defaults_from_config_fill_the_gaps(
+    tmp_path: Path, site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    files = site_files(
+        agentdb=tmp_path / "attr.db", extra='\n[site.defaults]\nagent_name = "default-agent"\nllm_provider = "ollama"\n'
+    )
+    agent = agents(files.agentdb)
+    agent.store(episode(1, metadata={"agent_name": "from-metadata"}))
+    agent.store(episode(2, metadata=None))
+    open_site(files).engine.run_pass()
+    rows = {e["sourceId"]: e for e in hub_episodes(files.hub, "laptop")}
+    assert (rows["1"]["agentName"], rows["1"]["llmProvider"]) == ("from-metadata", "ollama")
+    assert (rows["2"]["agentName"], rows["2"]["llmProvider"]) == ("default-agent", "ollama")
+    assert json.dumps(read_agentdb_rows(files.agentdb)[2]["metadata"]) == "null"

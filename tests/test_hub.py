@@ -1,0 +1,134 @@
+"""The embedded hub keeps the backbone contract (sync/backbone/base.py), on a real SQLite file."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sync.backbone.base import Outcome, PushItem
+from sync.backbone.hub import HubBackbone
+from sync.episode import EXPORT_FIELDS
+from sync.errors import BackboneUnavailable
+
+
+def item(source_id: str, identity: str = "id", content: str = "c1", **fields: Any) -> PushItem:
+    body = {"sessionId": "s", "task": "t", "ts": 1000, "createdAt": 1000, "output": content, **fields}
+    local_id = int(source_id.split("~", maxsplit=1)[0])
+    return PushItem(source_id, local_id, f"identity-{identity}-{source_id}", content, body, 10)
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Any:
+    backbone = HubBackbone(tmp_path / "hub.db")
+    yield backbone
+    backbone.close()
+
+
+def test_insert_then_unchanged_then_update_keeps_first_synced_at(hub: HubBackbone) -> None:
+    first = hub.push("laptop", [item("1"), item("2")], cursor=2)
+    assert [r.outcome for r in first] == [Outcome.INSERTED, Outcome.INSERTED]
+    assert all(r.remote_id and r.synced_at for r in first)
+    again = hub.push("laptop", [item("1"), item("2")], cursor=2)
+    assert [r.outcome for r in again] == [Outcome.UNCHANGED, Outcome.UNCHANGED]
+    assert [(r.remote_id, r.synced_at) for r in again] == [(r.remote_id, r.synced_at) for r in first]
+    edited = hub.push("laptop", [item("1", content="c2")], cursor=2)
+    assert edited[0].outcome is Outcome.UPDATED
+    assert (edited[0].remote_id, edited[0].synced_at) == (first[0].remote_id, first[0].synced_at)
+    rows = {e["sourceId"]: e for e in hub.episodes()}
+    assert rows["1"]["output"] == "c2"
+    assert rows["1"]["contentHash"] == "c2"
+    assert len(rows) == 2
+
+
+def test_a_key_holding_another_episode_is_a_conflict_and_is_left_alone(hub: HubBackbone) -> None:
+    hub.push("laptop", [item("5", identity="a")], cursor=5)
+    result = hub.push("laptop", [item("5", identity="b", content="other")], cursor=5)
+    assert result[0].outcome is Outcome.CONFLICT
+    (kept,) = list(hub.episodes())
+    assert kept["output"] == "c1"
+    assert hub.push("laptop", [item("5~1", identity="b", content="other")], cursor=5)[0].outcome is Outcome.INSERTED
+
+
+def test_sites_are_separate_keyspaces(hub: HubBackbone) -> None:
+    hub.push("laptop", [item("1")], cursor=1)
+    assert hub.push("vm", [item("1")], cursor=1)[0].outcome is Outcome.INSERTED
+    assert {e["sourceSite"] for e in hub.episodes()} == {"laptop", "vm"}
+    assert [e["sourceSite"] for e in hub.episodes("vm")] == ["vm"]
+
+
+def test_the_cursor_moves_with_the_rows_and_never_backwards(hub: HubBackbone) -> None:
+    assert hub.site_cursor("laptop") is None
+    hub.push("laptop", [item("1"), item("2")], cursor=2)
+    cursor = hub.site_cursor("laptop")
+    assert cursor is not None
+    assert (cursor.last_synced_id, cursor.total_synced) == (2, 2)
+    hub.push("laptop", [item("1")], cursor=1)  # a re-push after a lost sidecar
+    cursor = hub.site_cursor("laptop")
+    assert cursor is not None
+    assert (cursor.last_synced_id, cursor.total_synced) == (2, 2)
+
+
+def test_a_failed_push_leaves_neither_rows_nor_cursor(tmp_path: Path) -> None:
+    path = tmp_path / "hub.db"
+    hub = HubBackbone(path, busy_timeout_ms=50)
+    hub.push("laptop", [item("1")], cursor=1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    with pytest.raises(BackboneUnavailable, match="locked"):
+        hub.push("laptop", [item("2"), item("3")], cursor=3)
+    holder.execute("ROLLBACK")
+    holder.close()
+    cursor = hub.site_cursor("laptop")
+    assert cursor is not None
+    assert cursor.last_synced_id == 1
+    assert [e["sourceId"] for e in hub.episodes()] == ["1"]
+    hub.close()
+
+
+def test_export_has_the_documented_fields_in_order(hub: HubBackbone) -> None:
+    hub.push("laptop", [item("1", tags=["x"], metadata={"k": 1})], cursor=1)
+    (exported,) = list(hub.episodes())
+    assert tuple(exported) == EXPORT_FIELDS
+    assert exported["sourceSite"] == "laptop"
+    assert exported["tags"] == ["x"]
+    assert exported["metadata"] == {"k": 1}
+
+
+def test_an_unreachable_hub_is_a_transient_error(tmp_path: Path) -> None:
+    (tmp_path / "hub.db").mkdir()  # a directory where the file should be
+    with pytest.raises(BackboneUnavailable, match="cannot open the embedded hub"):
+        HubBackbone(tmp_path / "hub.db")
+
+
+def _push_many(path: str, site: str, count: int) -> None:
+    hub = HubBackbone(Path(path), busy_timeout_ms=30_000)
+    for start in range(0, count, 50):
+        hub.push(site, [item(str(i)) for i in range(start + 1, start + 51)], cursor=start + 50)
+    hub.close()
+
+
+def test_two_site_processes_share_one_hub_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "hub.db")
+    HubBackbone(Path(path)).close()
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_push_many, args=(path, site, 1000)) for site in ("laptop", "vm")]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    hub = HubBackbone(Path(path))
+    episodes = list(hub.episodes())
+    assert len(episodes) == 2000
+    assert {(e["sourceSite"], e["sourceId"]) for e in episodes} == {
+        (site, str(i)) for site in ("laptop", "vm") for i in range(1, 1001)
+    }
+    for site in ("laptop", "vm"):
+        cursor = hub.site_cursor(site)
+        assert cursor is not None
+        assert (cursor.last_synced_id, cursor.total_synced) == (1000, 1000)
+    hub.close()
