@@ -13,12 +13,16 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
+from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sync.episode import Attribution
 from sync.errors import ConfigError
 
+ENV_PREFIX = "MEMSYNC_"
+# Read by the CLI and the demo, not settings.
+_CLI_VARIABLES = {"MEMSYNC_CONFIG", "MEMSYNC_AGENTDB_GEN"}
 SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
@@ -81,11 +85,13 @@ class LogSection(_Section):
 
 
 class Settings(BaseSettings):
+    # extra="ignore" at the top level only because a .env file may hold other programs' variables;
+    # load_settings refuses unknown top-level keys and MEMSYNC_ variables itself, by name.
     model_config = SettingsConfigDict(
-        env_prefix="MEMSYNC_",
+        env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
         env_file=".env",
-        extra="forbid",
+        extra="ignore",
         frozen=True,
     )
 
@@ -170,6 +176,23 @@ def _allowed_keys(model: type[BaseModel], path: list[str]) -> list[str]:
     return sorted(k for k in current.model_fields if k != "config_file")
 
 
+def _unknown_keys(values: dict[str, Any]) -> list[str]:
+    known = set(Settings.model_fields)
+    problems = [
+        f"unknown key {key!r} (allowed here: {', '.join(sorted(known - {'config_file'}))})"
+        for key in values
+        if key not in known or key == "config_file"
+    ]
+    variables = {**dotenv_values(".env"), **os.environ} if Path(".env").is_file() else dict(os.environ)
+    for name in sorted(variables):
+        if not name.upper().startswith(ENV_PREFIX) or name.upper() in _CLI_VARIABLES:
+            continue
+        section = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
+        if section not in known or section == "config_file":
+            problems.append(f"unknown variable {name!r}: no setting {section!r}")
+    return problems
+
+
 def load_settings(config: Path | None) -> Settings:
     """Read the config file (if any) plus the environment; ConfigError names every bad key."""
     values: dict[str, Any] = {}
@@ -184,10 +207,14 @@ def load_settings(config: Path | None) -> Settings:
             raise ConfigError(f"config file {config} is not valid TOML: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config file {config}: {exc}") from None
+    problems = _unknown_keys(values)
+    if problems:
+        raise ConfigError(f"invalid configuration in {where}: {'; '.join(problems)}")
+    if config is not None:
         values = _anchor(values, config.resolve().parent)
         values["config_file"] = str(config.resolve())
     try:
         return Settings(**values)
     except ValidationError as exc:
-        problems = "; ".join(_describe(dict(e), Settings) for e in exc.errors())
-        raise ConfigError(f"invalid configuration in {where}: {problems}") from None
+        described = "; ".join(_describe(dict(e), Settings) for e in exc.errors())
+        raise ConfigError(f"invalid configuration in {where}: {described}") from None

@@ -1,0 +1,99 @@
+"""Configuration: file + environment + .env, unknown keys refused by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from daemon.config import load_settings
+from sync.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "site.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+MINIMAL = '[site]\nname = "laptop"\n[agentdb]\npath = "data/agentdb.db"\n'
+
+
+def test_the_shipped_example_loads() -> None:
+    settings = load_settings(ROOT / "config" / "memsync.example.toml")
+    assert settings.site.name == "laptop"
+    assert settings.site.defaults.attribution().agent_platform == "claude-code"
+    assert settings.agentdb.path == Path("~/.agentdb/agentdb.db").expanduser()
+
+
+def test_relative_paths_are_relative_to_the_file_and_defaults_follow_the_data_dir(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, 'data_dir = "state"\n' + MINIMAL))
+    assert settings.agentdb.path == tmp_path / "data" / "agentdb.db"
+    assert settings.hub_path == tmp_path / "state" / "hub.db"
+    assert settings.state_path == tmp_path / "state" / "laptop.state.db"
+    assert settings.lock_path == tmp_path / "state" / "laptop.state.db.lock"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            MINIMAL + '[backbone]\npathh = "x"\n',
+            "unknown key 'backbone.pathh' (allowed here: busy_timeout_ms, kind, path)",
+            id="typo",
+        ),
+        pytest.param(
+            MINIMAL + "[sink]\nx = 1\n", "unknown key 'sink' (allowed here: agentdb, backbone", id="unknown section"
+        ),
+        pytest.param('[agentdb]\npath = "a.db"\n', "missing key 'site'", id="no site"),
+        pytest.param(MINIMAL + "[agentdb\n", "is not valid TOML", id="bad toml"),
+        pytest.param(MINIMAL.replace("laptop", "my laptop"), "site.name: Value error, use letters", id="bad name"),
+        pytest.param(
+            MINIMAL + '[backbone]\nkind = "cloud"\n', "backbone.kind: Input should be 'local'", id="unknown backbone"
+        ),
+        pytest.param(
+            MINIMAL.replace('path = "data/agentdb.db"', 'path = "a.db"\npoll_interval = -1'),
+            "agentdb.poll_interval: Input should be greater than or equal to 0.05",
+            id="bad value",
+        ),
+    ],
+)
+def test_bad_configuration_names_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(write(tmp_path, text))
+    assert message in str(raised.value)
+    assert str(tmp_path / "site.toml") in str(raised.value)
+
+
+def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_the_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSYNC_SITE__NAME", "vm")
+    monkeypatch.setenv("MEMSYNC_SYNC__BATCH_SIZE", "50")
+    settings = load_settings(write(tmp_path, MINIMAL))
+    assert (settings.site.name, settings.sync.batch_size) == ("vm", 50)
+
+
+def test_a_dotenv_file_in_the_working_directory_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".env").write_text("MEMSYNC_SITE__NAME=from-dotenv\nUNRELATED=1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert load_settings(write(tmp_path, MINIMAL)).site.name == "from-dotenv"
+
+
+def test_an_unknown_memsync_section_in_the_environment_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSYNC_SYNK__BATCH_SIZE", "5")
+    with pytest.raises(ConfigError, match="unknown variable 'MEMSYNC_SYNK__BATCH_SIZE': no setting 'synk'"):
+        load_settings(write(tmp_path, MINIMAL))
+
+
+def test_an_unknown_memsync_variable_in_dotenv_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".env").write_text("MEMSYNC_SITE__NAMEE=typo\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"site\.namee"):
+        load_settings(write(tmp_path, MINIMAL))
