@@ -48,7 +48,7 @@ class ChangeWaker:
                     stop_event=self._stop,
                     debounce=50,
                     step=5,
-                    rust_timeout=1000,
+                    rust_timeout=5000,
                     recursive=False,
                     raise_interrupt=False,
                 ):

@@ -187,7 +187,7 @@ def export(
     with _handled():
         settings = load_settings(config)
         logs.configure("error", settings.log.format)
-        backbone = open_backbone(settings)
+        backbone = open_backbone(settings, create=False)
         try:
             write = sys.stdout.write
             for episode in backbone.episodes(site):

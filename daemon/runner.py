@@ -114,8 +114,9 @@ class Daemon:
         except Interrupted:
             return False, True
         except SnapshotNotReady as exc:
+            # A busy writer, not a failure: read again on the next change or poll, without backing off.
             self._report(site, "last_error", f"AgentDB file is being rewritten; will read it again: {exc}", quiet=True)
-            return True, False
+            return True, True
         except SourceUnavailable as exc:
             # Wait for the file to change (the reader stops re-reading it until then).
             self._report(site, "source_error", str(exc))

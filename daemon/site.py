@@ -18,10 +18,12 @@ from sync.retry import RetryPolicy
 from sync.sidecar import Sidecar
 
 
-def open_backbone(settings: Settings) -> Backbone:
-    """The configured backbone. Raises BackboneUnavailable when it cannot be opened."""
+def open_backbone(settings: Settings, *, create: bool = True) -> Backbone:
+    """The configured backbone. Raises BackboneUnavailable when it cannot be opened.
+
+    ``create=False`` is for readers (status, export): they must not create or lock anything."""
     if settings.backbone.kind == "local":
-        return HubBackbone(settings.hub_path, busy_timeout_ms=settings.backbone.busy_timeout_ms)
+        return HubBackbone(settings.hub_path, busy_timeout_ms=settings.backbone.busy_timeout_ms, create=create)
     raise AssertionError(f"unhandled backbone kind {settings.backbone.kind!r}")  # config validation stops this
 
 

@@ -70,7 +70,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
 
     backbone: dict[str, Any] = {"kind": settings.backbone.kind, "reachable": False, "error": None}
     try:
-        bb = open_backbone(settings)
+        bb = open_backbone(settings, create=False)
         try:
             backbone["description"] = bb.description
             bb.ping()

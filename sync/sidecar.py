@@ -231,15 +231,19 @@ class Sidecar:
                 self._set(conn, {"cursor": cursor})
 
     # -- quarantine -----------------------------------------------------------------------------
+    _QUARANTINE_COLUMNS = (
+        "local_id, content_hash, stage, reason, first_seen, last_seen, attempts, retry_requested, row_preview"
+    )
+
     def quarantine(self) -> list[QuarantineEntry]:
-        rows = self._conn.execute(
-            "SELECT local_id, content_hash, stage, reason, first_seen, last_seen, attempts, retry_requested,"
-            " row_preview FROM quarantine ORDER BY local_id"
-        ).fetchall()
-        return [QuarantineEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8]) for r in rows]
+        rows = self._conn.execute(f"SELECT {self._QUARANTINE_COLUMNS} FROM quarantine ORDER BY local_id")
+        return [_entry(r) for r in rows]
 
     def quarantined_between(self, after: int, upto: int) -> dict[int, QuarantineEntry]:
-        return {q.local_id: q for q in self.quarantine() if after < q.local_id <= upto}
+        rows = self._conn.execute(
+            f"SELECT {self._QUARANTINE_COLUMNS} FROM quarantine WHERE local_id > ? AND local_id <= ?", (after, upto)
+        )
+        return {r[0]: _entry(r) for r in rows}
 
     def quarantine_count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM quarantine").fetchone()[0])
@@ -271,6 +275,10 @@ class Sidecar:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _entry(r: Any) -> QuarantineEntry:
+    return QuarantineEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8])
 
 
 def _group(rows: Iterable[Any]) -> dict[int, list[Occupant]]:

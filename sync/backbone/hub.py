@@ -58,13 +58,17 @@ class HubBackbone:
     max_batch_bytes: int | None = 64 * 1024 * 1024
     max_episode_bytes: int | None = None
 
-    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000, create: bool = True) -> None:
+        """``create=False`` opens an existing hub without writing to it (status, export)."""
         self.path = path
         self.description = f"embedded hub {path}"
         self._lock = threading.Lock()
+        if not create and not path.exists():
+            raise BackboneUnavailable(f"embedded hub {path} does not exist yet (no site has synced into it)")
         try:
             self._conn = open_wal(path, synchronous="FULL", busy_timeout_ms=busy_timeout_ms)
-            apply_schema(self._conn, SCHEMA, SCHEMA_VERSION)
+            if create:
+                apply_schema(self._conn, SCHEMA, SCHEMA_VERSION)
         except sqlite3.Error as exc:
             raise BackboneUnavailable(f"cannot open the embedded hub {path}: {exc}") from exc
 
