@@ -24,7 +24,8 @@ from rich.table import Table
 
 from daemon import logs
 from daemon.config import Settings, load_settings
-from daemon.lock import SiteLock, holder_pid
+from daemon.lock import DAEMON, ONCE, SiteLock, lock_holder
+from daemon.site import Site
 from sync.errors import (
     EX_CONFIG,
     EX_TEMPFAIL,
@@ -88,15 +89,30 @@ def _settings(config: Path | None) -> Settings:
 
 
 def _poke_daemon(settings: Settings) -> int | None:
-    """Ask a running daemon for a pass now; returns its pid, or None when none runs."""
-    pid = holder_pid(settings.lock_path)
-    if pid is None or pid <= 0:
+    """Ask a running daemon for a pass now; returns its pid, or None when no daemon holds the site."""
+    holder = lock_holder(settings.lock_path)
+    if holder is None or holder.role != DAEMON or holder.pid <= 0:
         return None
     try:
-        os.kill(pid, signal.SIGUSR1)
+        os.kill(holder.pid, signal.SIGUSR1)
     except ProcessLookupError:
         return None
-    return pid
+    return holder.pid
+
+
+@contextmanager
+def _one_shot(settings: Settings, timeout: float) -> Iterator[tuple[Site, threading.Event]]:
+    """The site, opened for one pass by this process: waits for another one-shot to finish first,
+    stops cleanly on SIGINT/SIGTERM, and gives up on an unreachable backbone after ``timeout``."""
+    from daemon.site import Site
+
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # a poke meant for a daemon must not kill us
+    with SiteLock(settings.lock_path, settings.site.name, role=ONCE, wait=timeout), Site(settings) as site:
+        site.engine.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, give_up_after=timeout)
+        yield site, stop
 
 
 @app.command()
@@ -117,37 +133,33 @@ def sync(
     timeout: Annotated[float, typer.Option(help="Give up on an unreachable backbone after this many seconds.")] = 60.0,
 ) -> None:
     """One sync pass with a progress bar: for agent hooks and backfills."""
-    from daemon.site import Site
-
     with _handled():
         settings = _settings(config)
         pid = _poke_daemon(settings)
         if pid is not None:
             err.print(f"memsync: the daemon (pid {pid}) syncs this site; asked it to sync now")
             return
-        stop = threading.Event()
-        signal.signal(signal.SIGINT, lambda *_: stop.set())
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        with SiteLock(settings.lock_path, settings.site.name), Site(settings) as site:
-            site.engine.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, give_up_after=timeout)
-            with Progress(
+        with (
+            _one_shot(settings, timeout) as (site, stop),
+            Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeRemainingColumn(),
                 console=err,
                 transient=not err.is_terminal,
-            ) as bar:
-                task = bar.add_task(f"syncing {settings.site.name}", total=None)
+            ) as bar,
+        ):
+            task = bar.add_task(f"syncing {settings.site.name}", total=None)
 
-                def progress(done: int, total: int) -> None:
-                    bar.update(task, completed=done, total=total)
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
 
-                try:
-                    report = site.engine.run_pass(stop, progress)
-                except Interrupted:
-                    err.print("memsync: interrupted; the next pass resumes from the cursor")
-                    raise typer.Exit(130) from None
+            try:
+                report = site.engine.run_pass(stop, progress)
+            except Interrupted:
+                err.print("memsync: interrupted; the next pass resumes from the cursor")
+                raise typer.Exit(130) from None
         err.print(
             f"memsync: {report.inserted} new, {report.updated} updated, {report.reused} reused ids kept, "
             f"{report.quarantined} quarantined; cursor {report.cursor}, backlog {report.backlog}",
@@ -208,10 +220,11 @@ def quarantine_list(
 
     with _handled():
         settings = load_settings(config)
-        if not settings.state_path.exists():
-            entries = []
-        else:
+        try:
             sidecar = Sidecar(settings.state_path, readonly=True)
+        except FileNotFoundError:
+            entries = []  # never synced
+        else:
             entries = sidecar.quarantine()
             sidecar.close()
     if as_json:
@@ -246,7 +259,6 @@ def quarantine_retry(
     config: ConfigOption = None,
 ) -> None:
     """Try quarantined rows again (after fixing them, or the backbone)."""
-    from daemon.site import Site
     from sync.sidecar import Sidecar
 
     with _handled():
@@ -263,9 +275,8 @@ def quarantine_retry(
         if pid is not None:
             err.print(f"memsync: {marked} marked; the daemon (pid {pid}) retries them now")
             return
-        with SiteLock(settings.lock_path, settings.site.name), Site(settings) as site:
-            site.engine.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, give_up_after=60.0)
-            report = site.engine.run_pass()
+        with _one_shot(settings, 60.0) as (site, stop):
+            report = site.engine.run_pass(stop)
         remaining = report.quarantined
         err.print(f"memsync: retried {marked}: {report.released} delivered, {remaining} still quarantined")
         if remaining:

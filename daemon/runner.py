@@ -51,9 +51,9 @@ class Daemon:
 
     def run(self) -> int:
         """Run until stopped. Raises AlreadyRunning if another process syncs this site."""
+        if self.install_signals:
+            self._install_signals()  # before the lock: a poke that finds us holding it must not kill us
         with SiteLock(self.settings.lock_path, self.settings.site.name):
-            if self.install_signals:
-                self._install_signals()
             backbone = self._open_backbone()
             if backbone is None:
                 return 0

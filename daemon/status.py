@@ -37,9 +37,11 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
     meta: dict[str, str | None] = {}
     cursor = quarantined = conflicts = synced = 0
-    state_exists = settings.state_path.exists()
-    if state_exists:
-        sidecar = Sidecar(settings.state_path, readonly=True)
+    try:
+        sidecar: Sidecar | None = Sidecar(settings.state_path, readonly=True)
+    except FileNotFoundError:
+        sidecar = None  # never synced
+    if sidecar is not None:
         try:
             keys = (
                 "last_success_at",

@@ -111,6 +111,10 @@ class Sidecar:
         self._conn = open_wal(path, readonly=readonly)
         if not readonly:
             apply_schema(self._conn, SCHEMA, SCHEMA_VERSION)
+        elif self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+            # Created a moment ago by a daemon that has not laid out its tables yet: nothing to read.
+            self._conn.close()
+            raise FileNotFoundError(path)
 
     # -- binding --------------------------------------------------------------------------------
     def bind(self, site: str, backbone: str) -> bool:

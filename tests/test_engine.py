@@ -65,7 +65,7 @@ def test_a_backfill_delivers_every_episode_once_and_then_nothing(
     site = open_site(files)
     report = site.engine.run_pass()
     assert (report.inserted, report.quarantined, report.cursor, report.backlog) == (400, 0, 400, 0)
-    assert_exactly_once(files.agentdb, files.hub, "laptop")
+    assert_exactly_once(files.hub, "laptop", files.agentdb)
     again = site.engine.run_pass()
     assert (again.inserted, again.updated, again.read) == (0, 0, 0)
     cursor = site.backbone.site_cursor("laptop")
@@ -111,7 +111,7 @@ def test_a_live_writer_syncs_exactly_once_with_identical_content(
         daemon.wake.set()
         thread.join(20)
     assert not thread.is_alive()
-    assert len(assert_exactly_once(files.agentdb, files.hub, "laptop")) == 151
+    assert len(assert_exactly_once(files.hub, "laptop", files.agentdb)) == 151
 
 
 def test_a_reused_id_keeps_both_episodes_and_records_the_conflict(
@@ -167,7 +167,7 @@ def test_edits_update_the_remote_episode_in_place(
     )
     assert hub["95"]["syncedAt"] == first_synced["95"], "syncedAt is the first receipt"
     assert len(hub) == 100
-    assert_exactly_once(files.agentdb, files.hub, "laptop")
+    assert_exactly_once(files.hub, "laptop", files.agentdb)
 
 
 def test_a_lost_sidecar_costs_a_re_push_and_no_duplicates(
@@ -235,7 +235,7 @@ def test_bad_rows_are_quarantined_or_repaired_and_never_block_the_rest(
     fixed = site.engine.run_pass()
     assert (fixed.inserted, fixed.released) == (1, 1)
     assert site.sidecar.quarantine() == []
-    assert_exactly_once(files.agentdb, files.hub, "laptop")
+    assert_exactly_once(files.hub, "laptop", files.agentdb)
 
 
 def test_a_retry_request_tries_a_quarantined_row_again(
@@ -330,7 +330,7 @@ def test_an_unavailable_backbone_is_retried_until_it_returns(
     assert released.is_set()
     assert len(waits) >= 3
     assert report.inserted == 30
-    assert_exactly_once(files.agentdb, files.hub, "laptop")
+    assert_exactly_once(files.hub, "laptop", files.agentdb)
 
 
 def test_the_daemon_waits_for_a_missing_file_and_then_syncs_it(
