@@ -1,0 +1,184 @@
+"""Backfill: one full sync pass of a 100k-episode AgentDB file into a fresh hub, against a plain copy.
+
+memsync: a fresh hub and sidecar, the site wired exactly as the product wires it
+(``daemon.site.Site``), and one timed ``engine.run_pass()``: read and check the file, convert and
+hash every row, push to the hub in batches, record each batch in the sidecar.
+
+Baseline, measured in the same run on the same file: plain sqlite3. Read the file's bytes,
+deserialize them into an in-memory database (as the reader does), SELECT * FROM episodes, and
+executemany the rows into a fresh on-disk file in WAL mode with synchronous=FULL, committing every
+500 rows (the hub's largest batch). The two alternate which goes first.
+
+    python -m bench.backfill [--runs 3] [--episodes 100000]
+    python -m bench.backfill --profile   # one pass under cProfile instead: the top 15 by cumulative time
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    RESULTS,
+    Figure,
+    agentdb_fixture,
+    emit,
+    make_site,
+    median,
+    progress,
+    result,
+    stopwatch,
+    workdir,
+)
+
+TARGET_RATE = 50_000  # episodes/s ...
+TARGET_SLOWDOWN = 4.0  # ... or within this factor of the plain copy
+COPY_COMMIT_ROWS = 500
+
+
+def timed_pass(site: Any, profiler: cProfile.Profile | None = None) -> tuple[float, Any]:
+    """Seconds and report for one ``engine.run_pass()`` of a ``daemon.site.Site``."""
+    if profiler is not None:
+        profiler.enable()
+    with stopwatch() as elapsed:
+        report = site.engine.run_pass()
+        seconds = elapsed()
+    if profiler is not None:
+        profiler.disable()
+    if report.backlog or report.quarantined:
+        raise RuntimeError(f"the pass did not sync everything: {report}")
+    return seconds, report
+
+
+def memsync_passes(source: Path, root: Path, profiler: cProfile.Profile | None = None) -> tuple[float, float]:
+    """Seconds for the backfill pass of a fresh site over ``source`` (profiled when asked), then for
+    a full re-check pass over the same, now synced, rows: the pass the daemon makes every
+    ``sync.full_check_interval`` (60 s) while the file keeps changing."""
+    from daemon import logs
+    from daemon.site import Site
+
+    logs.configure("warning", "json")
+    site_files = make_site(root, agentdb=source)
+    with Site(site_files.settings()) as site:
+        backfill_s, _ = timed_pass(site, profiler)
+        site.sidecar.set_many({"last_full_at": 0.0})  # due: the next pass re-checks every row
+        recheck_s, report = timed_pass(site)
+    if not report.full_scan or report.read:
+        raise RuntimeError(f"expected a full re-check with nothing new: {report}")
+    return backfill_s, recheck_s
+
+
+def plain_copy(source: Path, dest: Path) -> tuple[float, int]:
+    """Seconds and rows for the plain sqlite3 copy of the episodes table."""
+    with stopwatch() as elapsed:
+        data = bytearray(source.read_bytes())
+        data[18] = data[19] = 1  # rollback-journal header, as the reader does for a WAL-mode header
+        src = sqlite3.connect(":memory:")
+        src.deserialize(bytes(data))
+        del data
+        (create,) = src.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'episodes'").fetchone()
+        dst = sqlite3.connect(dest, isolation_level=None)
+        dst.execute("PRAGMA journal_mode = WAL")
+        dst.execute("PRAGMA synchronous = FULL")
+        dst.execute(create)
+        rows = src.execute("SELECT * FROM episodes")
+        insert = f"INSERT INTO episodes VALUES ({', '.join('?' * len(rows.description))})"
+        copied = 0
+        while batch := rows.fetchmany(COPY_COMMIT_ROWS):
+            dst.execute("BEGIN IMMEDIATE")
+            dst.executemany(insert, batch)
+            dst.execute("COMMIT")
+            copied += len(batch)
+        seconds = elapsed()
+    src.close()
+    dst.close()
+    return seconds, copied
+
+
+def one_run(source: Path, episodes: int, copy_first: bool) -> dict[str, Any]:
+    timings: dict[str, float] = {}
+    for which in ("copy", "memsync") if copy_first else ("memsync", "copy"):
+        with workdir("backfill") as root:
+            if which == "copy":
+                timings["copy"], copied = plain_copy(source, root / "copy.db")
+                if copied != episodes:
+                    raise RuntimeError(f"the copy moved {copied} rows, not {episodes}")
+            else:
+                timings["memsync"], timings["recheck"] = memsync_passes(source, root)
+    memsync_rate, copy_rate = episodes / timings["memsync"], episodes / timings["copy"]
+    return {
+        "memsync_s": timings["memsync"],
+        "copy_s": timings["copy"],
+        "memsync_eps": memsync_rate,
+        "copy_eps": copy_rate,
+        "ratio": memsync_rate / copy_rate,
+        "slowdown": copy_rate / memsync_rate,
+        "recheck_s": timings["recheck"],
+        "copy_first": copy_first,
+    }
+
+
+def profile(source: Path, top: int = 15) -> str:
+    """Top ``top`` functions by cumulative time in one profiled pass (stats kept under bench/results/)."""
+    profiler = cProfile.Profile()
+    with workdir("backfill-profile") as root:
+        memsync_passes(source, root, profiler)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    profiler.dump_stats(RESULTS / "backfill.prof")
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+def describe_run(r: dict[str, Any]) -> str:
+    return (
+        f"memsync {r['memsync_eps']:,.0f}/s vs copy {r['copy_eps']:,.0f}/s ({r['slowdown']:.1f}x), "
+        f"re-check {r['recheck_s']:.1f} s"
+    )
+
+
+def run(runs: int = 3, episodes: int = 100_000) -> dict[str, Any]:
+    source = agentdb_fixture(episodes)
+    source.read_bytes()  # warm the page cache, so that neither side pays for the first read from disk
+    records: list[dict[str, Any]] = []
+    for i in range(runs):
+        progress(f"backfill: run {i + 1}/{runs} ({episodes} episodes)")
+        record = one_run(source, episodes, copy_first=i % 2 == 1)
+        progress(f"  {describe_run(record)}")
+        records.append({"run": i + 1, **record})
+    rate = median([r["memsync_eps"] for r in records])
+    slowdown = median([r["slowdown"] for r in records])
+    met = rate >= TARGET_RATE or slowdown <= TARGET_SLOWDOWN
+    figures = [
+        Figure("backfill rate, memsync", rate, "episodes/s", f">= {TARGET_RATE:,} episodes/s or <= 4x slower", met),
+        Figure("backfill rate, plain sqlite3 copy", median([r["copy_eps"] for r in records]), "episodes/s"),
+        Figure("memsync / copy rate", median([r["ratio"] for r in records]), "x"),
+        Figure("slowdown (copy rate / memsync rate)", slowdown, "x", f"<= {TARGET_SLOWDOWN:g} x", met),
+        Figure("full re-check pass over the synced rows", median([r["recheck_s"] for r in records]), "s"),
+    ]
+    return result(
+        "backfill", {"runs": runs, "episodes": episodes, "file_bytes": source.stat().st_size}, records, figures
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--episodes", type=int, default=100_000)
+    parser.add_argument(
+        "--profile", action="store_true", help="instead, profile one pass and print the top 15 (cumulative)"
+    )
+    args = parser.parse_args()
+    if args.profile:
+        print(profile(agentdb_fixture(args.episodes)))
+    else:
+        emit(run(args.runs, args.episodes))
+
+
+if __name__ == "__main__":
+    main()

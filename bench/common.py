@@ -1,0 +1,288 @@
+"""What more than one benchmark needs: fixtures, site files, the daemon process, statistics, output.
+
+Everything here drives the real parts: AgentDB files come from the real agentdb package
+(tests/agentdb_gen), the daemon is ``python -m daemon run`` in a child process, the hub is the
+product's own ``HubBackbone``. Nothing asserts on timings: benchmarks measure and report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+GEN = ROOT / "tests" / "agentdb_gen"
+CACHE = ROOT / "bench" / ".cache"
+RESULTS = ROOT / "bench" / "results"
+FIXED_TS = 1735689600
+SITE = "bench"
+
+
+# -- statistics ----------------------------------------------------------------------------------
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The ``pct``-th percentile (0..100), linear between closest ranks (numpy's default)."""
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * pct / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+@contextmanager
+def stopwatch() -> Iterator[Callable[[], float]]:
+    """``with stopwatch() as elapsed:`` ... ``elapsed()`` is the seconds since the block began."""
+    started = time.perf_counter()
+    yield lambda: time.perf_counter() - started
+
+
+def wait_for(predicate: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+# -- figures and output --------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One headline number, the median over repetitions, with its target when there is one."""
+
+    metric: str
+    value: float
+    unit: str
+    target: str | None = None
+    met: bool | None = None
+
+
+def at_most(metric: str, value: float, unit: str, limit: float) -> Figure:
+    return Figure(metric, value, unit, f"<= {limit:g} {unit}", value <= limit)
+
+
+def result(name: str, params: dict[str, Any], runs: list[dict[str, Any]], figures: list[Figure]) -> dict[str, Any]:
+    return {
+        "benchmark": name,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load": os.getloadavg(),  # 1, 5 and 15 minutes, as the benchmark ended: how busy the machine was
+        "params": params,
+        "runs": runs,
+        "figures": [asdict(f) for f in figures],
+    }
+
+
+def summary(res: dict[str, Any]) -> str:
+    lines = [f"{res['benchmark']}: medians ({len(res['runs'])} repetitions in all)"]
+    for fig in res["figures"]:
+        verdict = "" if fig["met"] is None else ("  [target met]" if fig["met"] else "  [target MISSED]")
+        target = f" (target {fig['target']})" if fig["target"] else ""
+        lines.append(f"  {fig['metric']}: {fig['value']:,.{decimals(fig['value'])}f} {fig['unit']}{target}{verdict}")
+    return "\n".join(lines)
+
+
+def decimals(value: float) -> int:
+    return 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
+
+
+def emit(res: dict[str, Any]) -> None:
+    """Print the JSON result line and the human summary; keep the JSON under bench/results/."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{res['benchmark']}.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(res, separators=(",", ":")), flush=True)
+    print(summary(res), flush=True)
+
+
+def progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+# -- AgentDB fixtures ----------------------------------------------------------------------------
+def agentdb_fixture(n: int, *, seed: int = 42) -> Path:
+    """An AgentDB file of ``n`` episodes written by the real package, generated once and cached."""
+    path = CACHE / f"agentdb-n{n}-s{seed}-ts{FIXED_TS}.db"
+    if path.exists():
+        return path
+    if not (GEN / "node_modules").is_dir():
+        raise RuntimeError(f"{GEN}/node_modules is missing: run `make node`")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".partial-{os.getpid()}")
+    partial.unlink(missing_ok=True)
+    progress(f"generating {n} episodes with the agentdb package into {path.name} (cached for next time)")
+    argv = ["node", str(GEN / "generate.mjs"), "--db", str(partial), "--n", str(n), "--seed", str(seed)]
+    argv += ["--fixed-ts", str(FIXED_TS)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"generate.mjs failed: {done.stderr[-2000:]}")
+    partial.replace(path)
+    return path
+
+
+def copy_fixture(n: int, dest: Path) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(agentdb_fixture(n), dest)
+    return dest
+
+
+# -- one site's files ----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SiteFiles:
+    """A site laid out as in production: the agent's folder holds only the AgentDB file."""
+
+    root: Path
+    agentdb: Path
+    hub: Path
+    state: Path
+    config: Path
+    log: Path
+
+    def settings(self) -> Any:
+        from daemon.config import load_settings
+
+        return load_settings(self.config)
+
+
+def make_site(root: Path, agentdb: Path | None = None) -> SiteFiles:
+    """Config for one site on the embedded hub, every setting at the product default.
+
+    The AgentDB file is ``agent/agentdb.db`` under ``root`` unless ``agentdb`` names another.
+    """
+    agentdb, state_dir = agentdb or root / "agent" / "agentdb.db", root / "memsync"
+    agentdb.parent.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    site = SiteFiles(
+        root, agentdb, state_dir / "hub.db", state_dir / f"{SITE}.state.db", root / "memsync.toml", root / "daemon.log"
+    )
+    site.config.write_text(
+        f'[site]\nname = "{SITE}"\n\n[agentdb]\npath = "{site.agentdb}"\n\n'
+        f'[backbone]\nkind = "local"\npath = "{site.hub}"\n\n[state]\npath = "{site.state}"\n\n'
+        '[log]\nformat = "json"\nlevel = "info"\n',
+        encoding="utf-8",
+    )
+    return site
+
+
+@contextmanager
+def workdir(name: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix=f"memsync-bench-{name}-") as folder:
+        yield Path(folder)
+
+
+def hub_total(site: SiteFiles) -> int:
+    """Episodes the hub has received from the site (its own count, kept with each push)."""
+    from sync.backbone.hub import HubBackbone
+    from sync.errors import BackboneUnavailable
+
+    try:
+        hub = HubBackbone(site.hub, create=False)
+    except BackboneUnavailable:
+        return 0  # the daemon has not created it yet
+    try:
+        cursor = hub.site_cursor(SITE)
+    except BackboneUnavailable:
+        return 0  # created, but its schema is not committed yet
+    finally:
+        hub.close()
+    return 0 if cursor is None else cursor.total_synced
+
+
+def hub_episodes(site: SiteFiles) -> list[dict[str, Any]]:
+    from sync.backbone.hub import HubBackbone
+
+    hub = HubBackbone(site.hub, create=False)
+    try:
+        return list(hub.episodes(SITE))
+    finally:
+        hub.close()
+
+
+# -- the daemon ----------------------------------------------------------------------------------
+class DaemonProcess:
+    """``python -m daemon run --config F`` as a child process; ``with`` starts it and stops it."""
+
+    def __init__(self, site: SiteFiles, *, start_timeout: float = 60.0) -> None:
+        self.site = site
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> DaemonProcess:
+        from daemon.lock import holder_pid
+
+        lock = self.site.settings().lock_path
+        with self.site.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "daemon", "run", "--config", str(self.site.config)],
+                stdout=log,
+                stderr=log,
+                cwd=ROOT,
+            )
+        try:
+            wait_for(
+                lambda: self.check_alive() and holder_pid(lock) is not None, timeout=self.start_timeout, what="lock"
+            )
+        except TimeoutError:
+            self.stop()
+            raise RuntimeError(f"the daemon did not take its lock; log:\n{self.log_tail()}") from None
+        return self
+
+    def check_alive(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"the daemon exited with {self.proc.returncode}; log:\n{self.log_tail()}")
+        return True
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout)
+
+    def log_tail(self, lines: int = 20) -> str:
+        if not self.site.log.exists():
+            return "(no log)"
+        return "\n".join(self.site.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+    def __enter__(self) -> DaemonProcess:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def wait_caught_up(site: SiteFiles, daemon: DaemonProcess, episodes: int, timeout: float) -> None:
+    """Until the hub holds ``episodes`` episodes from the site (the daemon must stay alive)."""
+    wait_for(
+        lambda: daemon.check_alive() and hub_total(site) >= episodes,
+        timeout=timeout,
+        interval=0.1,
+        what=f"{episodes} episodes in the hub",
+    )

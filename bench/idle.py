@@ -1,0 +1,137 @@
+"""An idle daemon: CPU seconds per hour and resident memory.
+
+The real daemon (``python -m daemon run``, default settings) syncs a 1000-episode AgentDB file,
+then nothing writes to the file. After it has caught up and settled, its CPU time (utime + stime
+from /proc/PID/stat, all threads) is sampled across idle windows and extrapolated to an hour;
+RSS is VmRSS from /proc/PID/status (VmHWM, the peak, is reported beside it). Per-thread CPU
+(/proc/PID/task/*/stat) shows where idle time goes. The clock tick is 10 ms, so one 60 s window
+resolves 0.6 CPU-s/hour.
+
+    python -m bench.idle [--windows 3] [--window-s 60] [--episodes 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    DaemonProcess,
+    Figure,
+    SiteFiles,
+    at_most,
+    copy_fixture,
+    emit,
+    make_site,
+    median,
+    progress,
+    result,
+    wait_caught_up,
+    workdir,
+)
+
+TARGET_CPU_S_PER_HOUR = 5.0
+TARGET_RSS_MB = 80.0
+SETTLE_S = 5.0  # past the reader's 2 s "racy" window, in which a just-written file is read again
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(stat_file: Path) -> float:
+    """utime + stime from a /proc stat file (for a process: every thread, living or gone)."""
+    text = stat_file.read_text()
+    fields = text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds by thread, labelled "main" or by the kernel's thread name and id."""
+    threads: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = "main" if int(task.name) == pid else f"{(task / 'comm').read_text().strip()}/{task.name}"
+            threads[name] = cpu_seconds(task / "stat")
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended while we looked
+    return threads
+
+
+def memory_mb(pid: int) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) / 1024
+    return values
+
+
+def last_pass_at(site: SiteFiles) -> str | None:
+    from sync.sidecar import Sidecar
+
+    sidecar = Sidecar(site.state, readonly=True)
+    try:
+        return sidecar.get("last_pass_at")
+    finally:
+        sidecar.close()
+
+
+def window(daemon: DaemonProcess, site: SiteFiles, seconds: float) -> dict[str, Any]:
+    pid = daemon.pid
+    passed, threads = last_pass_at(site), thread_cpu(pid)
+    cpu, started = cpu_seconds(Path(f"/proc/{pid}/stat")), time.monotonic()
+    time.sleep(seconds)
+    daemon.check_alive()
+    cpu, elapsed = cpu_seconds(Path(f"/proc/{pid}/stat")) - cpu, time.monotonic() - started
+    threads = {name: round(t - threads.get(name, 0.0), 2) for name, t in thread_cpu(pid).items()}
+    memory = memory_mb(pid)
+    return {
+        "seconds": elapsed,
+        "cpu_s": cpu,
+        "cpu_s_per_hour": cpu / elapsed * 3600,
+        "rss_mb": memory["VmRSS"],
+        "peak_rss_mb": memory["VmHWM"],
+        "passes_ran": last_pass_at(site) != passed,
+        "thread_cpu_s": {name: t for name, t in threads.items() if t > 0},
+    }
+
+
+def describe_run(r: dict[str, Any]) -> str:
+    threads = ", ".join(f"{name} {cpu:g} s" for name, cpu in r["thread_cpu_s"].items()) or "none"
+    passes = "a sync pass ran" if r["passes_ran"] else "no sync pass"
+    return f"{r['cpu_s_per_hour']:.1f} CPU-s/h, RSS {r['rss_mb']:.1f} MB, {passes} (CPU by thread: {threads})"
+
+
+def run(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[str, Any]:
+    records: list[dict[str, Any]] = []
+    with workdir("idle") as root:
+        site = make_site(root)
+        copy_fixture(episodes, site.agentdb)
+        with DaemonProcess(site) as daemon:
+            wait_caught_up(site, daemon, episodes, timeout=120)
+            time.sleep(SETTLE_S)
+            for i in range(windows):
+                progress(f"idle: window {i + 1}/{windows} ({window_s:g} s)")
+                record = window(daemon, site, window_s)
+                progress(f"  {describe_run(record)}")
+                records.append({"window": i + 1, **record})
+    figures = [
+        at_most("idle CPU", median([r["cpu_s_per_hour"] for r in records]), "CPU-s/hour", TARGET_CPU_S_PER_HOUR),
+        at_most("idle RSS", median([r["rss_mb"] for r in records]), "MB", TARGET_RSS_MB),
+        Figure("peak RSS (VmHWM, includes the catch-up)", median([r["peak_rss_mb"] for r in records]), "MB"),
+    ]
+    return result("idle", {"windows": windows, "window_s": window_s, "episodes": episodes}, records, figures)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--windows", type=int, default=3)
+    parser.add_argument("--window-s", type=float, default=60.0)
+    parser.add_argument("--episodes", type=int, default=1000)
+    args = parser.parse_args()
+    emit(run(args.windows, args.window_s, args.episodes))
+
+
+if __name__ == "__main__":
+    main()
