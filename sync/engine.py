@@ -349,7 +349,7 @@ class SyncEngine:
                 w.episode.identity_hash,
                 w.episode.content_hash,
                 w.episode.fields,
-                w.episode.size,
+                w.episode.body,
             )
             for w in batch
         ]

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 # Columns every AgentDB episodes table has (agentdb 1.3.9, 1.6.1, 3.0.0-alpha).
 BASE_COLUMNS = (
     "id",
@@ -84,6 +86,10 @@ def camel(snake: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+# (AgentDB column, camelCase field) for each attribution column, computed once.
+_ATTRIBUTION_KEYS = tuple((column, camel(column)) for column in ATTRIBUTION_COLUMNS)
+
+
 @dataclass(frozen=True, slots=True)
 class Attribution:
     """The site's defaults for who wrote an episode, used when neither column nor metadata says."""
@@ -106,8 +112,12 @@ class Episode:
     fields: dict[str, Any]
     identity_hash: str
     content_hash: str
-    size: int
+    body: bytes  # the fields as canonical JSON: what content_hash covers, and what the hub stores
     issues: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +133,26 @@ class _Reject(Exception):
 
 
 def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    """Sorted keys, no spaces, UTF-8: the same value always gives the same bytes (and hash)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # integers beyond 64 bits, which orjson refuses and JSON allows
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(text: str) -> Any:
+    """Strict JSON: NaN and Infinity, which Python's parser lets through by default, are refused.
+
+    Not orjson: it reads integers beyond 64 bits as floats, silently losing digits."""
+    return _STRICT_JSON.decode(text)
+
+
+# One decoder: json.loads(text, parse_constant=...) would build a new one for every call.
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -150,26 +179,16 @@ def json_safe(row: Mapping[str, object]) -> dict[str, Any]:
 
 def _text(row: Mapping[str, object], column: str) -> str | None:
     value = row.get(column)
-    if value is None:
-        return None
-    if isinstance(value, bytes):
+    if value.__class__ is bytes:
         try:
-            return value.decode("utf-8")
+            return value.decode()
         except UnicodeDecodeError as exc:
             bad = value[exc.start]
             raise _Reject(f"column {column!r} is not valid UTF-8 (byte 0x{bad:02x} at offset {exc.start})") from None
-    return str(value)
+    return None if value is None else str(value)
 
 
-def _required_text(row: Mapping[str, object], column: str) -> str:
-    value = _text(row, column)
-    if value is None:
-        raise _Reject(f"column {column!r} is NULL but an episode needs it")
-    return value
-
-
-def _epoch_ms(row: Mapping[str, object], column: str) -> int:
-    value = row.get(column)
+def _epoch_ms(value: object, column: str) -> int:
     if isinstance(value, bytes):
         text = value.decode("utf-8", errors="replace").strip()
         try:
@@ -221,36 +240,43 @@ def _success(value: object, issues: list[str]) -> bool:
     return False
 
 
+def _problem(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at char {exc.pos}"
+    return str(exc)
+
+
 def _tags(raw: str | None, issues: list[str], kept: dict[str, str]) -> list[str]:
     if raw is None or raw.strip() == "":
         return []
     try:
-        parsed = json.loads(raw)
-    except json.JSONDecodeError:
+        parsed = parse_json(raw)
+    except ValueError:
         issues.append("tags is not a JSON array; split on commas")
         kept["tags"] = raw
         return [part.strip() for part in raw.split(",") if part.strip()]
     if isinstance(parsed, list):
-        return [item if isinstance(item, str) else json.dumps(item) for item in parsed if item is not None]
+        return [item if isinstance(item, str) else canonical_json(item).decode() for item in parsed if item is not None]
     issues.append("tags is JSON but not an array")
     kept["tags"] = raw
-    return [parsed if isinstance(parsed, str) else json.dumps(parsed)]
+    return [parsed if isinstance(parsed, str) else canonical_json(parsed).decode()]
 
 
-def _metadata(value: object, issues: list[str], kept: dict[str, str]) -> dict[str, Any]:
+def _metadata(row: Mapping[str, object], issues: list[str], kept: dict[str, str]) -> dict[str, Any]:
+    value = row.get("metadata")
     if value is None:
         return {}
     if isinstance(value, int | float):
         # The column is declared JSON, which SQLite treats as NUMERIC: a bare number arrives as one.
         issues.append("metadata is a bare number, not a JSON object")
-        return {"value": value}
-    text = value.decode("utf-8") if isinstance(value, bytes) else str(value)
+        return {"value": value if math.isfinite(value) else None}
+    text = _text(row, "metadata") or ""
     if text.strip() == "":
         return {}
     try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as exc:
-        issues.append(f"metadata is not valid JSON ({exc.msg} at char {exc.pos}); kept as text")
+        parsed = parse_json(text)
+    except ValueError as exc:
+        issues.append(f"metadata is not valid JSON ({_problem(exc)}); kept as text")
         kept["metadata"] = text
         return {}
     if isinstance(parsed, dict):
@@ -260,16 +286,14 @@ def _metadata(value: object, issues: list[str], kept: dict[str, str]) -> dict[st
 
 
 def _attribution(
-    row: Mapping[str, object], column: str, metadata: Mapping[str, Any], defaults: Attribution
+    row: Mapping[str, object], column: str, key: str, metadata: Mapping[str, Any], defaults: Attribution
 ) -> str | None:
-    from_column = _text(row, column)
-    if from_column:
-        return from_column
-    for key in (column, camel(column)):
-        from_meta = metadata.get(key)
-        if isinstance(from_meta, str) and from_meta:
-            return from_meta
-    return defaults.get(column)
+    if row.get(column):
+        return _text(row, column)
+    from_meta = metadata.get(column) or metadata.get(key)
+    if isinstance(from_meta, str) and from_meta:
+        return from_meta
+    return getattr(defaults, column)  # type: ignore[no-any-return]
 
 
 def convert(row: Mapping[str, object], defaults: Attribution) -> Episode | Rejected:
@@ -281,24 +305,25 @@ def convert(row: Mapping[str, object], defaults: Attribution) -> Episode | Rejec
         return _convert(local_id, row, defaults)
     except _Reject as problem:
         return Rejected(local_id, str(problem), raw_row_hash(row), json_safe(row))
+    except Exception as exc:  # noqa: BLE001 - a row no rule foresaw must not stop the rows after it
+        reason = f"could not convert the row ({type(exc).__name__}: {exc})"
+        return Rejected(local_id, reason, raw_row_hash(row), json_safe(row))
 
 
 def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution) -> Episode:
     issues: list[str] = []
     kept: dict[str, str] = {}
     texts = {column: _text(row, column) for column in TEXT_COLUMNS}
-    session_id = _required_text(row, "session_id")
-    task = _required_text(row, "task")
+    session_id, task = texts["session_id"], texts["task"]
+    if session_id is None or task is None:
+        missing = "session_id" if session_id is None else "task"
+        raise _Reject(f"column {missing!r} is NULL but an episode needs it")
     # Some schemas (agentdb 1.3.9's MCP init) have no created_at; a row then dates from its ts.
-    timing = dict(row)
-    if timing.get("created_at") is None:
-        timing["created_at"] = timing.get("ts")
-    if timing.get("ts") is None:
-        timing["ts"] = timing.get("created_at")
-    created_at = _epoch_ms(timing, "created_at")
-    ts = _epoch_ms(timing, "ts")
+    ts_raw, created_raw = row.get("ts"), row.get("created_at")
+    created_at = _epoch_ms(created_raw if created_raw is not None else ts_raw, "created_at")
+    ts = _epoch_ms(ts_raw if ts_raw is not None else created_raw, "ts")
     tags_text = _text(row, "tags")
-    metadata = _metadata(row.get("metadata"), issues, kept)
+    metadata = _metadata(row, issues, kept)
     fields: dict[str, Any] = {
         "sessionId": session_id,
         "task": task,
@@ -314,8 +339,8 @@ def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution) ->
         "ts": ts,
         "createdAt": created_at,
     }
-    for column in ATTRIBUTION_COLUMNS:
-        fields[camel(column)] = _attribution(row, column, metadata, defaults)
+    for column, key in _ATTRIBUTION_KEYS:
+        fields[key] = _attribution(row, column, key, metadata, defaults)
     if issues:
         # Repaired, not rejected: say what was wrong and keep the original text beside it.
         note: dict[str, Any] = {"issues": issues}
@@ -324,4 +349,4 @@ def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution) ->
         fields["metadata"] = {**metadata, "_memsync": note}
     body = canonical_json(fields)
     identity = canonical_json([session_id, task, created_at, texts["input"]])
-    return Episode(local_id, fields, sha256_hex(identity), sha256_hex(body), len(body), tuple(issues))
+    return Episode(local_id, fields, sha256_hex(identity), sha256_hex(body), body, tuple(issues))

@@ -92,6 +92,8 @@ def test_attribution_comes_from_column_then_metadata_then_config(
         pytest.param({"metadata": b"{not json"}, "metadata", None, "metadata is not valid JSON", id="bad metadata"),
         pytest.param({"metadata": b"[1,2]"}, "metadata", {"value": [1, 2]}, "not an object", id="array metadata"),
         pytest.param({"metadata": 17}, "metadata", {"value": 17}, "bare number", id="numeric metadata"),
+        pytest.param({"metadata": b'{"score": NaN}'}, "metadata", None, "metadata is not valid JSON", id="NaN"),
+        pytest.param({"metadata": b'{"x": Infinity}'}, "metadata", None, "Infinity is not JSON", id="Infinity"),
         pytest.param({"tags": b"a, b"}, "tags", ["a", "b"], "not a JSON array", id="comma tags"),
         pytest.param({"tags": b'"solo"'}, "tags", ["solo"], "not an array", id="string tags"),
         pytest.param({"reward": float("nan")}, "reward", None, "not a finite number", id="nan reward"),
@@ -111,6 +113,19 @@ def test_repairable_problems_deliver_the_episode_and_say_what_was_wrong(
         assert got == value
     assert any(issue in text for text in ep.issues), ep.issues
     assert any(issue in text for text in ep.fields["metadata"]["_memsync"]["issues"])
+
+
+def test_integers_beyond_64_bits_are_still_json() -> None:
+    ep = ok(convert(row(metadata=b'{"big": 1180591620717411303424}', tags=b"[1180591620717411303424]"), Attribution()))
+    assert ep.fields["metadata"] == {"big": 2**70}
+    assert ep.fields["tags"] == ["1180591620717411303424"]
+    assert ep.issues == ()
+
+
+def test_invalid_utf8_in_metadata_names_the_column() -> None:
+    result = convert(row(metadata=b'{"a": "\xff"}'), Attribution())
+    assert isinstance(result, Rejected)
+    assert "column 'metadata' is not valid UTF-8" in result.reason
 
 
 def test_malformed_metadata_keeps_the_original_text() -> None:

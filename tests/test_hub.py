@@ -11,14 +11,14 @@ import pytest
 
 from sync.backbone.base import Outcome, PushItem
 from sync.backbone.hub import HubBackbone
-from sync.episode import EXPORT_FIELDS
+from sync.episode import EXPORT_FIELDS, canonical_json
 from sync.errors import BackboneUnavailable
 
 
 def item(source_id: str, identity: str = "id", content: str = "c1", **fields: Any) -> PushItem:
     body = {"sessionId": "s", "task": "t", "ts": 1000, "createdAt": 1000, "output": content, **fields}
     local_id = int(source_id.split("~", maxsplit=1)[0])
-    return PushItem(source_id, local_id, f"identity-{identity}-{source_id}", content, body, 10)
+    return PushItem(source_id, local_id, f"identity-{identity}-{source_id}", content, body, canonical_json(body))
 
 
 @pytest.fixture

@@ -28,7 +28,11 @@ class PushItem:
     identity_hash: str
     content_hash: str
     fields: Mapping[str, Any]  # camelCase episode fields, without the four the backbone keys on
-    size: int  # bytes of the fields as canonical JSON
+    body: bytes  # the same fields as canonical JSON (what content_hash covers)
+
+    @property
+    def size(self) -> int:
+        return len(self.body)
 
 
 class Outcome(StrEnum):

@@ -48,6 +48,18 @@ SCHEMA_VERSION = "1"
 MAX_BATCH_ROWS = 500
 
 
+_INSERT = (
+    "INSERT INTO episodes (id, source_site, source_id, identity_hash, content_hash, body, ts, created_at,"
+    " synced_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE = "UPDATE episodes SET content_hash = ?, body = ?, ts = ?, created_at = ?, updated_at = ? WHERE id = ?"
+
+
+def _refused_row(exc: sqlite3.Error) -> bool:
+    """SQLite refused a value (too big, wrong type), not the database as a whole."""
+    return isinstance(exc, sqlite3.DataError) or primary_code(exc) == sqlite3.SQLITE_TOOBIG
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -93,66 +105,89 @@ class HubBackbone:
         return results
 
     def _upsert(self, conn: sqlite3.Connection, site: str, items: Sequence[PushItem], now: int) -> list[PushResult]:
+        existing = self._existing(conn, site, items)
+        results: list[PushResult] = []
+        # (index of the result, statement, parameters) for every row to write
+        writes: list[tuple[int, str, tuple[Any, ...]]] = []
+        # We hold the write lock (BEGIN IMMEDIATE), so ids can be assigned here and rows written in bulk.
+        next_id: int = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM episodes").fetchone()[0]
+        for item in items:
+            found = existing.get(item.source_id)
+            ts, created = item.fields.get("ts"), item.fields.get("createdAt")
+            if found is None:
+                row: tuple[Any, ...] = (
+                    next_id,
+                    site,
+                    item.source_id,
+                    item.identity_hash,
+                    item.content_hash,
+                    item.body.decode(),
+                    ts,
+                    created,
+                    now,
+                    now,
+                )
+                writes.append((len(results), _INSERT, row))
+                existing[item.source_id] = (next_id, item.identity_hash, item.content_hash, now)
+                results.append(PushResult(item.source_id, Outcome.INSERTED, str(next_id), now))
+                next_id += 1
+            elif found[1] != item.identity_hash:
+                reason = "the key holds another episode"
+                results.append(PushResult(item.source_id, Outcome.CONFLICT, str(found[0]), found[3], reason))
+            elif found[2] == item.content_hash:
+                results.append(PushResult(item.source_id, Outcome.UNCHANGED, str(found[0]), found[3]))
+            else:
+                row = (item.content_hash, item.body.decode(), ts, created, now, found[0])
+                writes.append((len(results), _UPDATE, row))
+                existing[item.source_id] = (found[0], found[1], item.content_hash, found[3])
+                results.append(PushResult(item.source_id, Outcome.UPDATED, str(found[0]), found[3]))
+        self._write(conn, writes, results)
+        return results
+
+    @staticmethod
+    def _existing(
+        conn: sqlite3.Connection, site: str, items: Sequence[PushItem]
+    ) -> dict[str, tuple[int, str, str, int]]:
+        """(row id, identity, content hash, syncedAt) for the keys already in the hub."""
         existing: dict[str, tuple[int, str, str, int]] = {}
         keys = list({item.source_id for item in items})
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in conn.execute(
-                f"SELECT source_id, id, identity_hash, content_hash, synced_at FROM episodes "
+                "SELECT source_id, id, identity_hash, content_hash, synced_at FROM episodes "
                 f"WHERE source_site = ? AND source_id IN ({marks})",
                 (site, *chunk),
             ):
                 existing[row[0]] = (row[1], row[2], row[3], row[4])
-        results: list[PushResult] = []
-        for item in items:
-            found = existing.get(item.source_id)
-            if found is not None and found[1] != item.identity_hash:
-                results.append(
-                    PushResult(
-                        item.source_id, Outcome.CONFLICT, str(found[0]), found[3], "the key holds another episode"
-                    )
-                )
-                continue
-            if found is not None and found[2] == item.content_hash:
-                results.append(PushResult(item.source_id, Outcome.UNCHANGED, str(found[0]), found[3]))
-                continue
-            body = json.dumps(item.fields, ensure_ascii=False, separators=(",", ":"))
+        return existing
+
+    @staticmethod
+    def _write(
+        conn: sqlite3.Connection, writes: list[tuple[int, str, tuple[Any, ...]]], results: list[PushResult]
+    ) -> None:
+        """All rows in bulk; if SQLite refuses one (too big), row by row, and only that one is REJECTED."""
+        conn.execute("SAVEPOINT rows")
+        try:
+            for statement in (_INSERT, _UPDATE):
+                conn.executemany(statement, [params for _, s, params in writes if s == statement])
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK TO rows")
+            conn.execute("RELEASE rows")
+            if not _refused_row(exc):
+                raise
+        else:
+            conn.execute("RELEASE rows")
+            return
+        for index, statement, params in writes:
             try:
-                if found is None:
-                    row_id = conn.execute(
-                        "INSERT INTO episodes (source_site, source_id, identity_hash, content_hash, body,"
-                        " ts, created_at, synced_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            site,
-                            item.source_id,
-                            item.identity_hash,
-                            item.content_hash,
-                            body,
-                            item.fields.get("ts"),
-                            item.fields.get("createdAt"),
-                            now,
-                            now,
-                        ),
-                    ).lastrowid
-                    assert row_id is not None
-                    existing[item.source_id] = (row_id, item.identity_hash, item.content_hash, now)
-                    results.append(PushResult(item.source_id, Outcome.INSERTED, str(row_id), now))
-                else:
-                    conn.execute(
-                        "UPDATE episodes SET content_hash = ?, body = ?, ts = ?, created_at = ?, updated_at = ?"
-                        " WHERE id = ?",
-                        (item.content_hash, body, item.fields.get("ts"), item.fields.get("createdAt"), now, found[0]),
-                    )
-                    existing[item.source_id] = (found[0], found[1], item.content_hash, found[3])
-                    results.append(PushResult(item.source_id, Outcome.UPDATED, str(found[0]), found[3]))
-            except sqlite3.DataError as exc:
-                results.append(PushResult(item.source_id, Outcome.REJECTED, reason=f"hub refused the row: {exc}"))
+                conn.execute(statement, params)
             except sqlite3.Error as exc:
-                if primary_code(exc) != sqlite3.SQLITE_TOOBIG:
+                if not _refused_row(exc):
                     raise
-                results.append(PushResult(item.source_id, Outcome.REJECTED, reason=f"hub refused the row: {exc}"))
-        return results
+                results[index] = PushResult(
+                    results[index].source_id, Outcome.REJECTED, reason=f"hub refused the row: {exc}"
+                )
 
     def site_cursor(self, site: str) -> SiteCursor | None:
         with self._lock:
