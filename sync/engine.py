@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from sync.agentdb import AgentDBReader, Snapshot
+from sync.agentdb import AgentDBReader, FileStamp, Snapshot
 from sync.backbone.base import Backbone, Outcome, PushItem, PushResult
 from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
@@ -32,6 +32,8 @@ from sync.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
 log = structlog.get_logger("memsync.engine")
 
 RECHECK_CHUNK = 2000
+# Rows of the full re-check done in one pass (~0.1 s): new episodes never wait behind more than this.
+FULL_CHECK_SLICE = 5000
 # Beyond this many distinct episodes under one id, something is writing garbage: stop and say so.
 MAX_GENERATIONS = 64
 
@@ -47,7 +49,8 @@ class PassReport:
     released: int = 0
     cursor: int = 0
     backlog: int = 0
-    full_scan: bool = False
+    full_scan: bool = False  # a slice of the full re-check ran
+    full_done: bool = False  # ...and it completed the full re-check
     interrupted: bool = False
 
     @property
@@ -86,6 +89,7 @@ class SyncEngine:
         batch_rows: int = 200,
         window: int = 256,
         full_interval: float = 60.0,
+        full_check_slice: int = FULL_CHECK_SLICE,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -97,15 +101,22 @@ class SyncEngine:
         self.batch_rows = max(1, min(batch_rows, backbone.max_batch_rows))
         self.window = window
         self.full_interval = full_interval
+        self.full_check_slice = full_check_slice
         self.retry = retry or RetryPolicy()
         self.clock = clock
-        # A pass that only re-checked the window leaves older rows unchecked since their last change.
-        self._owes_full_check = False
+        # The full re-check in slices: where the one in progress has reached (None: none running),
+        # the file's stamp when it began, and whether the file changed since the last one began.
+        self._full_position: int | None = None
+        self._full_started: FileStamp | None = None
+        self._changed_since_full = True  # unknown at start: edits may have happened while we were down
 
     def full_check_due(self) -> bool:
-        """True when rows changed since the last full re-check and its interval has passed, so an
-        edit to an old episode is caught even if the file then goes quiet."""
-        if not self._owes_full_check:
+        """True when a pass is needed for the full re-check alone: one is under way, or its interval
+        has passed since the last and the file changed since. So an edit to an old episode is
+        caught even if the file then goes quiet."""
+        if self._full_position is not None:
+            return True
+        if not self._changed_since_full:
             return False
         last = self.sidecar.get_float("last_full_at")
         return last is None or self.clock() - last >= self.full_interval
@@ -116,41 +127,31 @@ class SyncEngine:
         stop: threading.Event | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> PassReport:
-        """One pass over the file. ``progress(done, total)`` follows the new rows, for progress bars."""
+        """One pass over the file. ``progress(done, total)`` follows the new rows, for progress bars.
+
+        New rows first, so that they never wait behind re-checks; then the rows behind the cursor
+        (requested retries, the window, a slice of the full re-check)."""
         stop = stop or threading.Event()
         report = PassReport()
         with self.reader.snapshot() as snap:
-            cursor = self.sidecar.cursor()
+            if self._full_started is not None and snap.stamp != self._full_started:
+                self._changed_since_full = True
+            start_cursor = self.sidecar.cursor()
             plan = plan_scan(
-                cursor, self.window, self.clock(), self.sidecar.get_float("last_full_at"), self.full_interval
+                start_cursor,
+                self.window,
+                self.clock(),
+                self.sidecar.get_float("last_full_at"),
+                self.full_interval,
+                self._full_position,
+                self._changed_since_full,
             )
-            report.full_scan = plan.full
-            self._owes_full_check = not plan.full
-            self._recheck(snap, plan.recheck_after, cursor, report, stop)
-            if plan.full and not stop.is_set():
-                self.sidecar.set_many({"last_full_at": self.clock()})
-            total = snap.count_after(cursor)
-            done = 0
-            if progress is not None:
-                progress(0, total)
-            while not stop.is_set():
-                rows = snap.rows_between(cursor, None, self.batch_rows)
-                if not rows:
-                    break
-                upto = rows[-1]["id"]
-                quarantined = self._quarantine_map(cursor, upto)
-                work, delivery = self._plan_rows(
-                    rows, self.sidecar.occupants_between(cursor, upto), quarantined, forced=set()
-                )
-                self._deliver(work, delivery, upto, stop, report)
-                self._record(delivery, report, cursor=upto)
-                cursor = upto
-                report.read += len(rows)
-                done += len(rows)
-                if progress is not None:
-                    progress(done, total)
-            report.cursor = cursor
-            report.backlog = snap.count_after(cursor)
+            report.cursor = self._sync_new_rows(snap, start_cursor, report, stop, progress)
+            self._retry_requested(snap, start_cursor, report, stop)
+            self._recheck(snap, plan.window_after, start_cursor, report, stop)
+            if plan.full_from is not None and not stop.is_set():
+                self._full_check_slice(snap, plan.full_from, start_cursor, report, stop)
+            report.backlog = snap.count_after(report.cursor)
             report.interrupted = stop.is_set() and report.backlog > 0
         now = self.clock()
         # When the backlog last reached zero: pending rows cannot have been waiting longer than that.
@@ -180,26 +181,88 @@ class SyncEngine:
             )
         return report
 
+    def _sync_new_rows(
+        self,
+        snap: Snapshot,
+        cursor: int,
+        report: PassReport,
+        stop: threading.Event,
+        progress: Callable[[int, int], None] | None,
+    ) -> int:
+        """Rows after the cursor, in id order, a batch at a time; returns the new cursor."""
+        total = snap.count_after(cursor)
+        done = 0
+        if progress is not None:
+            progress(0, total)
+        while not stop.is_set():
+            rows = snap.rows_between(cursor, None, self.batch_rows)
+            if not rows:
+                break
+            upto = rows[-1]["id"]
+            occupants = self.sidecar.occupants_between(cursor, upto)
+            work, delivery = self._plan_rows(rows, occupants, self._quarantine_map(cursor, upto), forced=set())
+            self._deliver(work, delivery, upto, stop, report)
+            self._record(delivery, report, cursor=upto)
+            cursor = upto
+            report.read += len(rows)
+            done += len(rows)
+            if progress is not None:
+                progress(done, total)
+        return cursor
+
+    def _full_check_slice(
+        self, snap: Snapshot, after: int, cursor: int, report: PassReport, stop: threading.Event
+    ) -> None:
+        if after == 0:
+            self._full_started = snap.stamp
+            self._changed_since_full = False
+        reached = self._recheck(snap, after, cursor, report, stop, limit=self.full_check_slice)
+        report.full_scan = True
+        if reached >= cursor:
+            self._full_position = None
+            self.sidecar.set_many({"last_full_at": self.clock()})
+            report.full_done = True
+        else:
+            self._full_position = reached
+
     def _quarantine_map(self, after: int, upto: int) -> dict[int, QuarantineEntry]:
         return self.sidecar.quarantined_between(after, upto)
 
-    def _recheck(self, snap: Snapshot, after: int, cursor: int, report: PassReport, stop: threading.Event) -> None:
-        """Hash rows already behind the cursor again; deliver what changed."""
+    def _retry_requested(self, snap: Snapshot, cursor: int, report: PassReport, stop: threading.Event) -> None:
+        """Quarantined rows someone asked to retry (``memsync quarantine retry``)."""
         forced = set(self.sidecar.retry_requested())
-        if forced:
-            rows = [r for r in snap.rows_by_id(forced) if r["id"] <= cursor]
-            self._recheck_rows(rows, forced, cursor, report, stop)
-            missing = forced - {r["id"] for r in rows}
-            if missing:
-                # Gone from the AgentDB file: nothing left to retry; drop the dead letters.
-                self._record(_Delivery(released=sorted(missing)), report)
-        position = after
-        while position < cursor and not stop.is_set():
-            rows = snap.rows_between(position, cursor, RECHECK_CHUNK)
+        if not forced:
+            return
+        rows = [r for r in snap.rows_by_id(forced) if r["id"] <= cursor]
+        self._recheck_rows(rows, forced, cursor, report, stop)
+        missing = forced - {r["id"] for r in rows}
+        if missing:
+            # Gone from the AgentDB file: nothing left to retry; drop the dead letters.
+            self._record(_Delivery(released=sorted(missing)), report)
+
+    def _recheck(
+        self,
+        snap: Snapshot,
+        after: int,
+        cursor: int,
+        report: PassReport,
+        stop: threading.Event,
+        limit: int | None = None,
+    ) -> int:
+        """Hash rows in (after, cursor] again, at most ``limit`` of them, and deliver what changed.
+        Returns the last id checked (``cursor`` when the range is done)."""
+        position, checked = after, 0
+        while position < cursor and not stop.is_set() and (limit is None or checked < limit):
+            chunk = RECHECK_CHUNK if limit is None else min(RECHECK_CHUNK, limit - checked)
+            rows = snap.rows_between(position, cursor, chunk)
             if not rows:
-                break
-            self._recheck_rows([r for r in rows if r["id"] not in forced], set(), cursor, report, stop)
+                return cursor
+            self._recheck_rows(rows, set(), cursor, report, stop)
             position = rows[-1]["id"]
+            checked += len(rows)
+            if len(rows) < chunk:
+                return cursor
+        return cursor if position >= cursor else position
 
     def _recheck_rows(
         self, rows: Sequence[dict[str, Any]], forced: set[int], cursor: int, report: PassReport, stop: threading.Event

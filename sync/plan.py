@@ -73,18 +73,30 @@ def after_conflict(local_id: int, decision: Decision) -> Decision:
 
 @dataclass(frozen=True, slots=True)
 class ScanPlan:
-    """Which already-synced rows a pass hashes again to catch edits and reused ids."""
+    """Which already-synced rows a pass hashes again, to catch edits and reused ids."""
 
-    recheck_after: int  # rows with recheck_after < id <= cursor
-    full: bool
+    window_after: int  # the window: rows with window_after < id <= cursor, every pass
+    full_from: int | None  # a slice of the full re-check, from this id on; None: none this pass
 
 
-def plan_scan(cursor: int, window: int, now: float, last_full_at: float | None, full_interval: float) -> ScanPlan:
-    """Every pass re-checks the last ``window`` ids (where racing writers reuse them); every
-    ``full_interval`` seconds a pass re-checks everything, to catch edits of old episodes."""
-    if last_full_at is None or now - last_full_at >= full_interval:
-        return ScanPlan(0, True)
-    return ScanPlan(max(0, cursor - window), False)
+def plan_scan(
+    cursor: int,
+    window: int,
+    now: float,
+    last_full_at: float | None,
+    full_interval: float,
+    full_position: int | None,
+    changed_since_full: bool,
+) -> ScanPlan:
+    """Every pass re-checks the last ``window`` ids, where racing writers reuse them. A full
+    re-check of every row, to catch edits of old episodes, runs in slices over several passes
+    (so new episodes never wait behind it); a new one starts once ``full_interval`` has passed
+    since the last, and only if the file changed since that one began."""
+    window_after = max(0, cursor - window)
+    if full_position is not None:
+        return ScanPlan(window_after, full_position)
+    due = last_full_at is None or now - last_full_at >= full_interval
+    return ScanPlan(window_after, 0 if due and changed_since_full else None)
 
 
 def batches(items: Iterable[T], max_rows: int, max_bytes: int | None, size: Callable[[T], int]) -> Iterator[list[T]]:

@@ -170,6 +170,39 @@ def test_edits_update_the_remote_episode_in_place(
     assert_exactly_once(files.hub, "laptop", files.agentdb)
 
 
+def test_the_full_re_check_runs_in_slices_after_new_rows_and_only_when_the_file_changed(
+    make_agentdb: Callable[..., Path], site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    files = site_files(agentdb=make_agentdb(100))
+    clock = FakeClock()
+    site = open_site(files, window=5, full_check_slice=40, clock=clock)
+    first = site.engine.run_pass()
+    assert (first.inserted, first.full_done) == (100, True)  # nothing was behind the cursor yet
+    agent = agents(files.agentdb)
+    agent.update(10, critique="edited long after")
+    new_id = agent.store(episode(500))
+    second = site.engine.run_pass()
+    assert (second.inserted, second.updated, second.full_scan) == (1, 0, False)  # too soon for a full check
+    assert not site.engine.full_check_due()
+    clock.now += 61
+    assert site.engine.full_check_due()  # due although the file is quiet now
+    slices = []
+    while site.engine.full_check_due():
+        report = site.engine.run_pass()
+        slices.append((report.updated, report.full_done))
+    assert slices == [(1, False), (0, False), (0, True)]  # 40 rows a pass; the edit was in the first
+    assert site.sidecar.get_float("last_full_at") == clock.now
+    clock.now += 61
+    assert not site.engine.full_check_due(), "nothing changed since the last full check began"
+    agent.update(60, critique="edited again")
+    site.engine.run_pass()  # the change is seen...
+    clock.now += 61
+    assert site.engine.full_check_due()  # ...and owes a full check once the interval has passed
+    hub = {e["sourceId"]: e for e in hub_episodes(files.hub, "laptop")}
+    assert hub["10"]["critique"] == "edited long after"
+    assert str(new_id) in hub
+
+
 def test_a_lost_sidecar_costs_a_re_push_and_no_duplicates(
     tmp_path: Path, site_files: Files, agents: Agents, open_site: Callable[..., Site]
 ) -> None:

@@ -55,19 +55,24 @@ def test_a_conflict_moves_to_the_next_generation_and_keeps_what_was_displaced() 
 
 
 @pytest.mark.parametrize(
-    ("cursor", "window", "now", "last_full", "interval", "expected"),
+    ("cursor", "last_full", "now", "position", "changed", "expected"),
     [
-        pytest.param(1000, 256, 100.0, None, 60.0, ScanPlan(0, True), id="never checked: everything"),
-        pytest.param(1000, 256, 100.0, 90.0, 60.0, ScanPlan(744, False), id="recent: the window"),
-        pytest.param(1000, 256, 200.0, 90.0, 60.0, ScanPlan(0, True), id="interval passed: everything"),
-        pytest.param(100, 256, 100.0, 90.0, 60.0, ScanPlan(0, False), id="window wider than the file"),
-        pytest.param(1000, 0, 100.0, 90.0, 60.0, ScanPlan(1000, False), id="no window"),
+        pytest.param(1000, None, 100.0, None, True, ScanPlan(744, 0), id="never checked: start a full check"),
+        pytest.param(1000, 90.0, 100.0, None, True, ScanPlan(744, None), id="checked recently: the window only"),
+        pytest.param(1000, 90.0, 200.0, None, True, ScanPlan(744, 0), id="interval passed and changed: start"),
+        pytest.param(1000, 90.0, 200.0, None, False, ScanPlan(744, None), id="interval passed, unchanged: nothing"),
+        pytest.param(1000, 90.0, 100.0, 5000, False, ScanPlan(744, 5000), id="one under way: continue it"),
+        pytest.param(100, 90.0, 100.0, None, True, ScanPlan(0, None), id="window wider than the file"),
     ],
 )
 def test_plan_scan(
-    cursor: int, window: int, now: float, last_full: float | None, interval: float, expected: ScanPlan
+    cursor: int, last_full: float | None, now: float, position: int | None, changed: bool, expected: ScanPlan
 ) -> None:
-    assert plan_scan(cursor, window, now, last_full, interval) == expected
+    assert plan_scan(cursor, 256, now, last_full, 60.0, position, changed) == expected
+
+
+def test_no_window_means_no_window_re_check() -> None:
+    assert plan_scan(1000, 0, 100.0, 90.0, 60.0, None, True).window_after == 1000
 
 
 @pytest.mark.parametrize(
