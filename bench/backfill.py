@@ -55,10 +55,11 @@ def timed_pass(site: Any, profiler: cProfile.Profile | None = None) -> tuple[flo
     return seconds, report
 
 
-def memsync_passes(source: Path, root: Path, profiler: cProfile.Profile | None = None) -> tuple[float, float]:
-    """Seconds for the backfill pass of a fresh site over ``source`` (profiled when asked), then for
-    a full re-check pass over the same, now synced, rows: the pass the daemon makes every
-    ``sync.full_check_interval`` (60 s) while the file keeps changing."""
+def memsync_passes(source: Path, root: Path, profiler: cProfile.Profile | None = None) -> tuple[float, float, float]:
+    """Seconds for the backfill pass of a fresh site over ``source`` (profiled when asked); then,
+    for the full re-check of the same, now synced, rows as the daemon makes it (a restarted daemon
+    owes one), the longest single pass (the most a new episode can wait behind it) and the whole
+    check, which runs in slices over several passes."""
     from daemon import logs
     from daemon.site import Site
 
@@ -66,11 +67,17 @@ def memsync_passes(source: Path, root: Path, profiler: cProfile.Profile | None =
     site_files = make_site(root, agentdb=source)
     with Site(site_files.settings()) as site:
         backfill_s, _ = timed_pass(site, profiler)
-        site.sidecar.set_many({"last_full_at": 0.0})  # due: the next pass re-checks every row
-        recheck_s, report = timed_pass(site)
-    if not report.full_scan or report.read:
-        raise RuntimeError(f"expected a full re-check with nothing new: {report}")
-    return backfill_s, recheck_s
+        site.sidecar.set_many({"last_full_at": 0.0})  # long ago: the next full check is due at once
+    slices: list[float] = []
+    with Site(site_files.settings()) as restarted:
+        while restarted.engine.full_check_due():
+            seconds, report = timed_pass(restarted)
+            if not report.full_scan or report.read:
+                raise RuntimeError(f"expected a slice of the full re-check with nothing new: {report}")
+            slices.append(seconds)
+    if not slices:
+        raise RuntimeError("a restarted site owed no full re-check")
+    return backfill_s, max(slices), sum(slices)
 
 
 def plain_copy(source: Path, dest: Path) -> tuple[float, int]:
@@ -109,7 +116,7 @@ def one_run(source: Path, episodes: int, copy_first: bool) -> dict[str, Any]:
                 if copied != episodes:
                     raise RuntimeError(f"the copy moved {copied} rows, not {episodes}")
             else:
-                timings["memsync"], timings["recheck"] = memsync_passes(source, root)
+                timings["memsync"], timings["slice"], timings["recheck"] = memsync_passes(source, root)
     memsync_rate, copy_rate = episodes / timings["memsync"], episodes / timings["copy"]
     return {
         "memsync_s": timings["memsync"],
@@ -119,6 +126,7 @@ def one_run(source: Path, episodes: int, copy_first: bool) -> dict[str, Any]:
         "ratio": memsync_rate / copy_rate,
         "slowdown": copy_rate / memsync_rate,
         "recheck_s": timings["recheck"],
+        "recheck_slice_s": timings["slice"],
         "copy_first": copy_first,
     }
 
@@ -138,7 +146,7 @@ def profile(source: Path, top: int = 15) -> str:
 def describe_run(r: dict[str, Any]) -> str:
     return (
         f"memsync {r['memsync_eps']:,.0f}/s vs copy {r['copy_eps']:,.0f}/s ({r['slowdown']:.1f}x), "
-        f"re-check {r['recheck_s']:.1f} s"
+        f"full re-check {r['recheck_s']:.1f} s in passes of at most {r['recheck_slice_s']:.2f} s"
     )
 
 
@@ -159,7 +167,8 @@ def run(runs: int = 3, episodes: int = 100_000) -> dict[str, Any]:
         Figure("backfill rate, plain sqlite3 copy", median([r["copy_eps"] for r in records]), "episodes/s"),
         Figure("memsync / copy rate", median([r["ratio"] for r in records]), "x"),
         Figure("slowdown (copy rate / memsync rate)", slowdown, "x", f"<= {TARGET_SLOWDOWN:g} x", met),
-        Figure("full re-check pass over the synced rows", median([r["recheck_s"] for r in records]), "s"),
+        Figure("full re-check of every synced row, all slices", median([r["recheck_s"] for r in records]), "s"),
+        Figure("longest pass of the full re-check", median([r["recheck_slice_s"] for r in records]), "s"),
     ]
     return result(
         "backfill", {"runs": runs, "episodes": episodes, "file_bytes": source.stat().st_size}, records, figures
