@@ -200,7 +200,9 @@ class SyncEngine:
                 break
             upto = rows[-1]["id"]
             occupants = self.sidecar.occupants_between(cursor, upto)
-            work, delivery = self._plan_rows(rows, occupants, self._quarantine_map(cursor, upto), forced=set())
+            work, delivery = self._plan_rows(
+                rows, occupants, self.sidecar.quarantined_between(cursor, upto), forced=set()
+            )
             self._deliver(work, delivery, upto, stop, report)
             self._record(delivery, report, cursor=upto)
             cursor = upto
@@ -224,9 +226,6 @@ class SyncEngine:
             report.full_done = True
         else:
             self._full_position = reached
-
-    def _quarantine_map(self, after: int, upto: int) -> dict[int, QuarantineEntry]:
-        return self.sidecar.quarantined_between(after, upto)
 
     def _retry_requested(self, snap: Snapshot, cursor: int, report: PassReport, stop: threading.Event) -> None:
         """Quarantined rows someone asked to retry (``memsync quarantine retry``)."""
@@ -272,7 +271,7 @@ class SyncEngine:
         lo, hi = rows[0]["id"] - 1, rows[-1]["id"]
         ids = [r["id"] for r in rows]
         occupants = self.sidecar.occupants_for(ids)
-        quarantined = self._quarantine_map(lo, hi)
+        quarantined = self.sidecar.quarantined_between(lo, hi)
         work, delivery = self._plan_rows(rows, occupants, quarantined, forced)
         if not work and not delivery.quarantined and not delivery.released:
             return

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import (
     FIXED_TS,
     AgentProcess,
@@ -536,10 +537,19 @@ def test_invalid_utf8_row_is_quarantined_then_delivered_after_fix_and_retry(
 
 
 # -- demo -----------------------------------------------------------------------------------------
-def test_demo_syncs_two_sites_exactly_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("env", "writer"),
+    [
+        pytest.param({}, "agentdb (npm, sql.js)", id="the real package"),
+        # Without Node or this checkout's generator, the demo writes the way sql.js does itself.
+        pytest.param({"MEMSYNC_AGENTDB_GEN": "/nonexistent"}, "built-in sql.js-style writer", id="built-in writer"),
+    ],
+)
+def test_demo_syncs_two_sites_exactly_once(tmp_path: Path, env: dict[str, str], writer: str) -> None:
     folder = tmp_path / "demo"
-    done = memsync("demo", "--duration", "3", "--dir", str(folder), timeout=180)
+    done = memsync("demo", "--duration", "3", "--dir", str(folder), timeout=180, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert f"agents: {writer}" in done.stdout
     lines = done.stdout.splitlines()
     summary = next((n for n, line in enumerate(lines) if line.strip().startswith("summary")), None)
     assert summary is not None, done.stdout
