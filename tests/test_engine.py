@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from conftest import (
     GEN,
+    V3ALPHA,
+    V139,
     AgentProcess,
     SiteFiles,
     assert_exactly_once,
@@ -112,6 +114,39 @@ def test_a_live_writer_syncs_exactly_once_with_identical_content(
         thread.join(20)
     assert not thread.is_alive()
     assert len(assert_exactly_once(files.hub, "laptop", files.agentdb)) == 151
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [
+        pytest.param(V139, id="agentdb 1.3.9: WAL commits"),
+        pytest.param(V3ALPHA, id="agentdb 3.0.0-alpha: temp file and rename"),
+    ],
+)
+def test_other_real_writers_sync_exactly_once_while_they_write(tmp_path: Path, site_files: Files, writer: Path) -> None:
+    require_node_modules(writer)
+    files = site_files(agentdb=tmp_path / "other.db")
+    stop = threading.Event()
+    daemon = Daemon(files.settings(), stop=stop, install_signals=False)
+    thread = threading.Thread(target=daemon.run)
+    thread.start()
+    try:
+        done = subprocess.run(
+            ["node", str(writer / "writer.mjs"), str(files.agentdb), "25", "40", "1500"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        stored = [json.loads(line)["stored"] for line in done.stdout.splitlines() if '"stored"' in line]
+        assert stored == list(range(1, 26))
+        wait_for(lambda: len(hub_episodes(files.hub, "laptop")) >= 25, what="all 25 episodes in the hub")
+    finally:
+        stop.set()
+        daemon.wake.set()
+        thread.join(20)
+    assert not thread.is_alive()
+    assert len(assert_exactly_once(files.hub, "laptop", files.agentdb)) == 25
 
 
 def test_a_reused_id_keeps_both_episodes_and_records_the_conflict(
