@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 GEN    := tests/agentdb_gen
 V139   := tests/agentdb_variants/v139
 V3     := tests/agentdb_variants/v3alpha
+# Convex's npm project sits at the root (its CLI wants package.json beside convex.json).
+CONVEX := node_modules/.stamp-node
 NPM    := npm --no-audit --no-fund --loglevel=error
 # better-sqlite3 (agentdb 1.3.9, the WAL writer) builds from source against the local Node headers.
 NODEDIR := $(shell [ -d /usr/include/node ] && echo /usr || dirname $$(dirname $$(command -v node)))
@@ -38,19 +40,26 @@ $(V3)/node_modules/.stamp-node: $(V3)/package-lock.json
 	cd $(V3) && $(NPM) install --ignore-scripts --omit=optional
 	@touch $@
 
+# convex, convex-test and vitest: for cloud_functions' tests and the local Convex the Python tests use.
+$(CONVEX): package.json package-lock.json
+	$(NPM) ci
+	@touch $@
+
 bootstrap: $(BIN)/.stamp-python
-node: $(GEN)/node_modules/.stamp-node $(V139)/node_modules/.stamp-node $(V3)/node_modules/.stamp-node
+node: $(GEN)/node_modules/.stamp-node $(V139)/node_modules/.stamp-node $(V3)/node_modules/.stamp-node $(CONVEX)
 
 lint: bootstrap
 	$(BIN)/ruff check daemon sync tests bench
 	$(BIN)/ruff format --check daemon sync tests bench
 
-typecheck: bootstrap
+typecheck: bootstrap $(CONVEX)
 	$(BIN)/mypy
+	npx --no-install tsc --noEmit -p cloud_functions
 
 check: lint typecheck
 
 test: bootstrap node check
+	npm test --silent
 	$(BIN)/pytest
 
 test-fast: bootstrap node
@@ -63,4 +72,4 @@ bench: bootstrap $(GEN)/node_modules/.stamp-node
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf $(VENV) $(GEN)/node_modules $(V139)/node_modules $(V3)/node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) node_modules $(GEN)/node_modules $(V139)/node_modules $(V3)/node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -25,7 +25,7 @@ from rich.table import Table
 from daemon import logs
 from daemon.config import Settings, load_settings
 from daemon.lock import DAEMON, ONCE, SiteLock, lock_holder
-from daemon.site import Site
+from daemon.site import Site, open_backbone
 from sync.errors import (
     EX_CONFIG,
     EX_TEMPFAIL,
@@ -110,9 +110,12 @@ def _one_shot(settings: Settings, timeout: float) -> Iterator[tuple[Site, thread
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # a poke meant for a daemon must not kill us
-    with SiteLock(settings.lock_path, settings.site.name, role=ONCE, wait=timeout), Site(settings) as site:
-        site.engine.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, give_up_after=timeout)
-        yield site, stop
+    retry = RetryPolicy(maximum=settings.sync.retry_max_wait, give_up_after=timeout)
+    with SiteLock(settings.lock_path, settings.site.name, role=ONCE, wait=timeout):
+        backbone = retry.call(lambda: open_backbone(settings), stop=stop)
+        with Site(settings, backbone) as site:
+            site.engine.retry = retry
+            yield site, stop
 
 
 @app.command()
@@ -194,7 +197,6 @@ def export(
     site: Annotated[str | None, typer.Option(help="Only this site's episodes (default: every site).")] = None,
 ) -> None:
     """The backbone's episodes as JSON lines on stdout, oldest first."""
-    from daemon.site import open_backbone
 
     with _handled():
         settings = load_settings(config)

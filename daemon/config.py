@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sync.episode import Attribution
@@ -62,9 +62,27 @@ class AgentDBSection(_Section):
 
 
 class BackboneSection(_Section):
-    kind: Literal["local"] = "local"
-    path: Path | None = None  # the embedded hub's file; default: <data dir>/hub.db
+    kind: Literal["local", "convex"] = "local"
+    # local: the embedded hub's file; default: <data dir>/hub.db
+    path: Path | None = None
     busy_timeout_ms: int = Field(5000, ge=0, le=600_000)
+    # convex: the deployment's URL, and this site's own secret (never the deploy key). The secret
+    # comes from the environment (MEMSYNC_BACKBONE__SITE_SECRET) or .env, never the config file.
+    url: str | None = None
+    site_secret: SecretStr | None = None
+    timeout: float = Field(15.0, gt=0, le=300, description="seconds to wait for the deployment")
+
+    @model_validator(mode="after")
+    def _complete(self) -> BackboneSection:
+        if self.kind == "convex":
+            if not self.url:
+                raise ValueError("backbone.url is required when backbone.kind = 'convex'")
+            if self.site_secret is None or not self.site_secret.get_secret_value():
+                raise ValueError(
+                    "backbone.site_secret is required when backbone.kind = 'convex': "
+                    "set MEMSYNC_BACKBONE__SITE_SECRET in the environment or .env"
+                )
+        return self
 
 
 class StateSection(_Section):
@@ -207,6 +225,11 @@ def load_settings(config: Path | None) -> Settings:
             raise ConfigError(f"config file {config} is not valid TOML: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config file {config}: {exc}") from None
+    if isinstance(values.get("backbone"), dict) and "site_secret" in values["backbone"]:
+        raise ConfigError(
+            f"{where}: backbone.site_secret does not belong in a config file; "
+            "set MEMSYNC_BACKBONE__SITE_SECRET in the environment or a .env file"
+        )
     problems = _unknown_keys(values)
     if problems:
         raise ConfigError(f"invalid configuration in {where}: {'; '.join(problems)}")

@@ -24,7 +24,7 @@ from daemon.lock import SiteLock
 from daemon.site import Site, open_backbone, retry_policy
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
-from sync.errors import SnapshotNotReady, SourceUnavailable
+from sync.errors import ConfigError, SnapshotNotReady, SourceUnavailable
 from sync.retry import Interrupted
 
 log = structlog.get_logger("memsync.daemon")
@@ -117,6 +117,8 @@ class Daemon:
             # A busy writer, not a failure: read again on the next change or poll, without backing off.
             self._report(site, "last_error", f"AgentDB file is being rewritten; will read it again: {exc}", quiet=True)
             return True, True
+        except ConfigError:
+            raise  # e.g. the backbone refused our credentials: only a person can fix that (exit 78)
         except SourceUnavailable as exc:
             # Wait for the file to change (the reader stops re-reading it until then).
             self._report(site, "source_error", str(exc))

@@ -9,9 +9,11 @@ from __future__ import annotations
 from contextlib import ExitStack
 from types import TracebackType
 
+from daemon import logs
 from daemon.config import Settings
 from sync.agentdb import AgentDBReader
 from sync.backbone.base import Backbone
+from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 from sync.engine import SyncEngine
 from sync.retry import RetryPolicy
@@ -22,9 +24,24 @@ def open_backbone(settings: Settings, *, create: bool = True) -> Backbone:
     """The configured backbone. Raises BackboneUnavailable when it cannot be opened.
 
     ``create=False`` is for readers (status, export): they must not create or lock anything."""
-    if settings.backbone.kind == "local":
-        return HubBackbone(settings.hub_path, busy_timeout_ms=settings.backbone.busy_timeout_ms, create=create)
-    raise AssertionError(f"unhandled backbone kind {settings.backbone.kind!r}")  # config validation stops this
+    config = settings.backbone
+    opened: Backbone
+    if config.kind == "convex":
+        assert config.url is not None
+        assert config.site_secret is not None
+        secret = config.site_secret.get_secret_value()
+        logs.register_secrets([secret])
+        opened = ConvexBackbone(config.url, settings.site.name, secret, timeout=config.timeout)
+    else:
+        opened = HubBackbone(settings.hub_path, busy_timeout_ms=config.busy_timeout_ms, create=create)
+    if create:
+        # A writer learns now, not at its first episode, that the backbone is down or refuses it.
+        try:
+            opened.ping()
+        except BaseException:
+            opened.close()
+            raise
+    return opened
 
 
 def retry_policy(settings: Settings) -> RetryPolicy:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ["convex_fixtures"]
+
 ROOT = Path(__file__).resolve().parents[1]
 GEN = ROOT / "tests" / "agentdb_gen"
 V139 = ROOT / "tests" / "agentdb_variants" / "v139"
@@ -227,6 +229,7 @@ def write_config(
     hub: Path,
     *,
     log_format: str | None = "json",
+    kind: str = "local",
     backbone: str = "",
     sync: str = "",
     extra: str = "",
@@ -238,7 +241,7 @@ def write_config(
     log = '[log]\nlevel = "debug"\n' + (f'format = "{log_format}"\n' if log_format else "")
     config.write_text(
         f'[site]\nname = "{name}"\n\n[agentdb]\npath = "{agentdb}"\npoll_interval = 0.2\n\n'
-        f'[backbone]\nkind = "local"\npath = "{hub}"\n{backbone}\n[state]\npath = "{state}"\n\n'
+        f'[backbone]\nkind = "{kind}"\npath = "{hub}"\n{backbone}\n[state]\npath = "{state}"\n\n'
         f"[sync]\n{sync}\n{log}{extra}",
         encoding="utf-8",
     )

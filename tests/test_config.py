@@ -40,7 +40,7 @@ def test_relative_paths_are_relative_to_the_file_and_defaults_follow_the_data_di
     [
         pytest.param(
             MINIMAL + '[backbone]\npathh = "x"\n',
-            "unknown key 'backbone.pathh' (allowed here: busy_timeout_ms, kind, path)",
+            "unknown key 'backbone.pathh' (allowed here: busy_timeout_ms, kind, path, site_secret, timeout, url)",
             id="typo",
         ),
         pytest.param(
@@ -97,3 +97,29 @@ def test_an_unknown_memsync_variable_in_dotenv_is_refused(tmp_path: Path, monkey
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=r"site\.namee"):
         load_settings(write(tmp_path, MINIMAL))
+
+
+CONVEX = MINIMAL + '[backbone]\nkind = "convex"\nurl = "https://happy-otter-123.convex.cloud"\n'
+
+
+def test_a_convex_site_takes_its_secret_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSYNC_BACKBONE__SITE_SECRET", "s3cret-value-from-env")
+    settings = load_settings(write(tmp_path, CONVEX))
+    assert settings.backbone.site_secret is not None
+    assert settings.backbone.site_secret.get_secret_value() == "s3cret-value-from-env"
+    assert "s3cret-value-from-env" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(CONVEX, "set MEMSYNC_BACKBONE__SITE_SECRET in the environment or .env", id="no secret"),
+        pytest.param(MINIMAL + '[backbone]\nkind = "convex"\n', "backbone.url is required", id="no url"),
+        pytest.param(CONVEX + 'site_secret = "in-the-file"\n', "does not belong in a config file", id="secret in file"),
+    ],
+)
+def test_a_convex_site_needs_a_url_and_a_secret_kept_out_of_the_file(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(write(tmp_path, text))
+    assert message in str(raised.value)
+    assert "in-the-file" not in str(raised.value)

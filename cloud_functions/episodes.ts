@@ -1,0 +1,175 @@
+import { v } from "convex/values";
+import { internal } from "./_generated/api";
+import { internalMutation, internalQuery, mutation, query } from "./_generated/server";
+import { authenticate, siteArgs } from "./lib/auth";
+import { advanceCursor, cursorOf, readCursor } from "./lib/cursor";
+import { exportEpisode } from "./lib/episodeView";
+import { fail } from "./lib/errors";
+import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
+import { setAlertState } from "./lib/alerts";
+import { cursorValue, exportedEpisode, isCount, pushItem } from "./lib/validators";
+
+const MAX_PAGE = 500;
+
+function requireCount(name: string, value: number, max = Number.MAX_SAFE_INTEGER): void {
+  if (!isCount(value) || value > max) fail("INVALID", `${name} must be a whole number from 0 to ${max}, not ${value}`);
+}
+
+const pushResult = v.object({
+  sourceId: v.string(),
+  outcome: v.union(
+    v.literal("inserted"),
+    v.literal("updated"),
+    v.literal("unchanged"),
+    v.literal("conflict"),
+    v.literal("rejected"),
+  ),
+  remoteId: v.union(v.string(), v.null()),
+  syncedAt: v.union(v.number(), v.null()),
+  reason: v.union(v.string(), v.null()),
+});
+
+/** A site's push: every row upserted and the site's cursor advanced, in one transaction. */
+export const bulkSyncEpisodes = mutation({
+  args: { ...siteArgs, cursor: v.number(), episodes: v.array(pushItem) },
+  returns: v.object({ results: v.array(pushResult), cursor: cursorValue }),
+  handler: async (ctx, args) => {
+    const site = await authenticate(ctx, args);
+    if (args.episodes.length > MAX_BATCH_ROWS) {
+      fail("TOO_LARGE", `${args.episodes.length} episodes in one call; at most ${MAX_BATCH_ROWS}`);
+    }
+    requireCount("cursor", args.cursor);
+    const now = Date.now();
+    const results = await pushEpisodes(ctx, site, args.episodes, now);
+    const inserted = results.filter((result) => result.outcome === "inserted").length;
+    const cursor = await advanceCursor(ctx, site, args.cursor, inserted, now);
+    return { results, cursor };
+  },
+});
+
+export const updateCursor = mutation({
+  args: { ...siteArgs, lastSyncedId: v.number() },
+  returns: cursorValue,
+  handler: async (ctx, args) => {
+    const site = await authenticate(ctx, args);
+    requireCount("lastSyncedId", args.lastSyncedId);
+    return await advanceCursor(ctx, site, args.lastSyncedId, 0, Date.now());
+  },
+});
+
+export const getCursor = query({
+  args: siteArgs,
+  returns: v.union(cursorValue, v.null()),
+  handler: async (ctx, args) => {
+    const site = await authenticate(ctx, args);
+    const found = await readCursor(ctx.db, site);
+    return found === null ? null : cursorOf(found);
+  },
+});
+
+/** The site's own episodes in order of first receipt, a page at a time (`memsync export`). */
+export const listEpisodes = query({
+  args: { ...siteArgs, after: v.union(v.string(), v.null()), limit: v.number() },
+  returns: v.object({ episodes: v.array(exportedEpisode), next: v.union(v.string(), v.null()) }),
+  handler: async (ctx, args) => {
+    const site = await authenticate(ctx, args);
+    requireCount("limit", args.limit, MAX_PAGE);
+    if (args.limit === 0) fail("INVALID", "limit must be at least 1");
+    const page = await ctx.db
+      .query("episodes")
+      .withIndex("by_site_synced", (q) => q.eq("sourceSite", site))
+      .paginate({ cursor: args.after, numItems: args.limit });
+    return { episodes: page.page.map(exportEpisode), next: page.isDone ? null : page.continueCursor };
+  },
+});
+
+/** Hard delete, and a tombstone so that a later push of the same key is refused ("forgotten"). */
+export const forget = mutation({
+  args: { ...siteArgs, sourceId: v.string() },
+  returns: v.object({ deleted: v.boolean() }),
+  handler: async (ctx, args) => {
+    const site = await authenticate(ctx, args);
+    const found = await findEpisode(ctx.db, site, args.sourceId);
+    if (found !== null) await ctx.db.delete(found._id);
+    const tombstone = await ctx.db
+      .query("tombstones")
+      .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", args.sourceId))
+      .unique();
+    if (tombstone === null) {
+      await ctx.db.insert("tombstones", { sourceSite: site, sourceId: args.sourceId, deletedAt: Date.now() });
+    }
+    return { deleted: found !== null };
+  },
+});
+
+function waitingForVectors(db: Parameters<typeof findEpisode>[0]) {
+  return db.query("episodes").withIndex("by_qdrant", (q) => q.eq("archived", false).eq("qdrantPointId", undefined));
+}
+
+/** Episodes the daemon still has to embed, with the id to report the point under. */
+export const needingVectors = internalQuery({
+  args: { limit: v.number() },
+  handler: async (ctx, args) => {
+    requireCount("limit", args.limit, MAX_PAGE);
+    const docs = await waitingForVectors(ctx.db).take(args.limit);
+    return docs.map((doc) => ({ id: doc._id, ...exportEpisode(doc) }));
+  },
+});
+
+/**
+ * The daemon reports the Qdrant points it wrote. With `contentHash`, a point embedded from content
+ * that has since changed is not recorded, so the edited episode stays in needingVectors.
+ */
+export const recordPointIds = internalMutation({
+  args: {
+    items: v.array(v.object({ id: v.id("episodes"), qdrantPointId: v.string(), contentHash: v.optional(v.string()) })),
+  },
+  handler: async (ctx, args) => {
+    if (args.items.length > MAX_PAGE) fail("TOO_LARGE", `${args.items.length} items in one call; at most ${MAX_PAGE}`);
+    let recorded = 0;
+    for (const item of args.items) {
+      const doc = await ctx.db.get(item.id);
+      if (doc === null || (item.contentHash !== undefined && item.contentHash !== doc.contentHash)) continue;
+      await ctx.db.patch(item.id, { qdrantPointId: item.qdrantPointId });
+      recorded += 1;
+    }
+    return { recorded };
+  },
+});
+
+const BACKLOG_CAP = 1000;
+
+/**
+ * The qdrant-episode-sync cron's share of the work: the cloud only counts what waits for a vector
+ * (embedding is the daemon's job) and keeps the answer in alertStates under "qdrant-backlog".
+ */
+export const vectorBacklog = internalMutation({
+  args: {},
+  handler: async (ctx) => {
+    const waiting = (await waitingForVectors(ctx.db).take(BACKLOG_CAP + 1)).length;
+    const state = waiting > 0 ? "pending" : "clear";
+    await setAlertState(ctx, "qdrant-backlog", state, Date.now());
+    return { backlog: Math.min(waiting, BACKLOG_CAP), capped: waiting > BACKLOG_CAP };
+  },
+});
+
+/**
+ * Marks episodes created more than `olderThanMs` ago as archived, `limit` at a time; when a batch
+ * is full it schedules the next one, so one cron run finishes the job without one huge transaction.
+ */
+export const archiveOld = internalMutation({
+  args: { olderThanMs: v.number(), limit: v.number() },
+  handler: async (ctx, args) => {
+    requireCount("olderThanMs", args.olderThanMs);
+    requireCount("limit", args.limit, 4000);
+    const cutoff = Date.now() - args.olderThanMs;
+    const old = await ctx.db
+      .query("episodes")
+      .withIndex("by_created", (q) => q.eq("archived", false).lt("createdAt", cutoff))
+      .take(args.limit);
+    for (const doc of old) await ctx.db.patch(doc._id, { archived: true });
+    const more = args.limit > 0 && old.length === args.limit;
+    if (more) await ctx.scheduler.runAfter(0, internal.episodes.archiveOld, args);
+    return { archived: old.length, more };
+  },
+});

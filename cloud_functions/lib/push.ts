@@ -1,0 +1,106 @@
+import type { Infer } from "convex/values";
+import type { MutationCtx, QueryCtx } from "../_generated/server";
+import { metadataText } from "./metadata";
+import type { pushItem } from "./validators";
+
+export type PushItem = Infer<typeof pushItem>;
+export type Outcome = "inserted" | "updated" | "unchanged" | "conflict" | "rejected";
+export type PushResult = {
+  sourceId: string;
+  outcome: Outcome;
+  remoteId: string | null;
+  syncedAt: number | null;
+  reason: string | null;
+};
+
+/**
+ * Rows per push. Each row costs two index lookups (tombstone, key) and at most one write; 200 rows
+ * of ~2 KB stay far inside a mutation's limits (4,096 index reads, 16 MiB written): see the
+ * transactionLimits test for the measured headroom.
+ */
+export const MAX_BATCH_ROWS = 200;
+// Convex stores at most 1 MiB a document; keep room for the system fields and encoding overhead.
+const MAX_DOCUMENT_BYTES = 1_000_000;
+
+export async function isForgotten(db: QueryCtx["db"], site: string, sourceId: string): Promise<boolean> {
+  const tombstone = await db
+    .query("tombstones")
+    .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", sourceId))
+    .unique();
+  return tombstone !== null;
+}
+
+export async function findEpisode(db: QueryCtx["db"], site: string, sourceId: string) {
+  return await db
+    .query("episodes")
+    .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", sourceId))
+    .unique();
+}
+
+function refused(sourceId: string, reason: string): PushResult {
+  return { sourceId, outcome: "rejected", remoteId: null, syncedAt: null, reason };
+}
+
+/** The columns one pushed item writes (everything but the key, identity and timestamps). */
+type Row = Omit<PushItem["fields"], "metadata" | "metadataJson"> & { metadataJson: string; contentHash: string };
+
+function rowContent(item: PushItem): { row: Row } | { reason: string } {
+  const meta = metadataText(item.fields);
+  if ("reason" in meta) return meta;
+  const { metadata: _object, metadataJson: _text, ...content } = item.fields;
+  const row = { ...content, metadataJson: meta.text, contentHash: item.contentHash };
+  const bytes = new TextEncoder().encode(JSON.stringify(row)).length;
+  if (bytes > MAX_DOCUMENT_BYTES) {
+    return { reason: `episode too large: ${bytes} bytes, Convex stores at most ${MAX_DOCUMENT_BYTES}` };
+  }
+  return { row };
+}
+
+/**
+ * One row, with the embedded hub's semantics (sync/backbone/hub.py): a new key is inserted; a key
+ * holding another identity is a conflict and left untouched; the same content is unchanged; new
+ * content updates in place and keeps the first syncedAt. As in the hub, a row's content is only
+ * judged when it is about to be written. Rows are handled in order inside one mutation, which
+ * reads its own writes, so a key repeated within a batch behaves as in the hub too.
+ */
+async function pushOne(ctx: MutationCtx, site: string, item: PushItem, now: number): Promise<PushResult> {
+  const { sourceId } = item;
+  if (sourceId === "") return refused(sourceId, "sourceId is empty");
+  if (await isForgotten(ctx.db, site, sourceId)) return refused(sourceId, "forgotten");
+  const found = await findEpisode(ctx.db, site, sourceId);
+  if (found !== null && found.identityHash !== item.identityHash) {
+    return { sourceId, outcome: "conflict", remoteId: found._id, syncedAt: found.syncedAt, reason: "the key holds another episode" };
+  }
+  if (found !== null && found.contentHash === item.contentHash) {
+    return { sourceId, outcome: "unchanged", remoteId: found._id, syncedAt: found.syncedAt, reason: null };
+  }
+  const content = rowContent(item);
+  if ("reason" in content) return refused(sourceId, content.reason);
+  const { row } = content;
+  if (found === null) {
+    const remoteId = await ctx.db.insert("episodes", {
+      ...row,
+      sourceSite: site,
+      sourceId,
+      identityHash: item.identityHash,
+      syncedAt: now,
+      updatedAt: now,
+      archived: false,
+    });
+    return { sourceId, outcome: "inserted", remoteId, syncedAt: now, reason: null };
+  }
+  // New content needs a new vector: dropping the point id puts the episode back in needingVectors.
+  await ctx.db.patch(found._id, { ...row, updatedAt: now, qdrantPointId: undefined });
+  return { sourceId, outcome: "updated", remoteId: found._id, syncedAt: found.syncedAt, reason: null };
+}
+
+export async function pushEpisodes(
+  ctx: MutationCtx,
+  site: string,
+  items: PushItem[],
+  now: number,
+): Promise<PushResult[]> {
+  const results: PushResult[] = [];
+  for (const item of items) results.push(await pushOne(ctx, site, item, now));
+  return results;
+}

@@ -1,0 +1,83 @@
+import { v } from "convex/values";
+
+export const nullable = <T extends Parameters<typeof v.union>[0]>(validator: T) => v.union(validator, v.null());
+
+/**
+ * The episode's own fields (sync/episode.py builds them), shared by the table and the push
+ * arguments. `output` and `critique` are nullable because AgentDB columns are, and the Python
+ * side sends None for them. Metadata is not here: see lib/metadata.ts.
+ */
+export const episodeContent = {
+  sessionId: v.string(),
+  task: v.string(),
+  input: nullable(v.string()),
+  output: nullable(v.string()),
+  critique: nullable(v.string()),
+  reward: nullable(v.number()),
+  success: v.boolean(),
+  latencyMs: nullable(v.number()),
+  tokensUsed: nullable(v.number()),
+  tags: v.array(v.string()),
+  ts: v.number(), // ms since the epoch
+  createdAt: v.number(), // ms since the epoch
+  agentName: nullable(v.string()),
+  agentPlatform: nullable(v.string()),
+  agentInterface: nullable(v.string()),
+  parentAgent: nullable(v.string()),
+  llmProvider: nullable(v.string()),
+  llmModel: nullable(v.string()),
+};
+
+/** What a site pushes for one episode: metadata as an object, or as JSON text (lossless, any keys). */
+export const pushedFields = v.object({
+  ...episodeContent,
+  metadata: v.optional(v.any()),
+  metadataJson: v.optional(v.string()),
+});
+
+export const pushItem = v.object({
+  sourceId: v.string(),
+  identityHash: v.string(),
+  contentHash: v.string(),
+  fields: pushedFields,
+});
+
+export const cursorValue = v.object({
+  site: v.string(),
+  lastSyncedId: v.number(),
+  lastSyncedAt: v.number(),
+  totalSynced: v.number(),
+});
+
+/** An episode as clients read it: the export fields of sync/episode.py, plus metadataJson when needed. */
+export const exportedEpisode = v.object({
+  sourceSite: v.string(),
+  sourceId: v.string(),
+  ...episodeContent,
+  metadata: v.any(),
+  metadataJson: v.optional(v.string()),
+  contentHash: v.string(),
+  syncedAt: v.number(),
+});
+
+export const approvalStatus = v.union(
+  v.literal("pending"),
+  v.literal("approved"),
+  v.literal("rejected"),
+  v.literal("expired"),
+);
+export const approvalPriority = v.union(v.literal("low"), v.literal("normal"), v.literal("high"), v.literal("critical"));
+export const taskStatus = v.union(
+  v.literal("pending"),
+  v.literal("in_progress"),
+  v.literal("blocked"),
+  v.literal("done"),
+  v.literal("failed"),
+  v.literal("cancelled"),
+);
+export const agentStatus = v.union(v.literal("online"), v.literal("offline"));
+
+/** Whole, non-negative numbers that JSON carries exactly (the cursor, limits). */
+export function isCount(value: number): boolean {
+  return Number.isSafeInteger(value) && value >= 0;
+}

@@ -1,0 +1,105 @@
+import { defineSchema, defineTable } from "convex/server";
+import { v } from "convex/values";
+import { agentStatus, approvalPriority, approvalStatus, episodeContent, taskStatus } from "./lib/validators";
+
+/** Numbers are v.number() (float64, exact to 2^53): int64 would arrive as strings in JSON format. */
+export default defineSchema({
+  episodes: defineTable({
+    sourceSite: v.string(),
+    sourceId: v.string(), // the AgentDB id as text, "22~1" for a reused id
+    identityHash: v.string(),
+    contentHash: v.string(),
+    ...episodeContent,
+    metadataJson: v.string(), // text, not an object: see lib/metadata.ts
+    syncedAt: v.number(), // first receipt; never changed after
+    updatedAt: v.number(),
+    archived: v.boolean(),
+    qdrantPointId: v.optional(v.string()),
+    approvalStatus: v.optional(v.string()),
+  })
+    // The upsert key: Convex has no unique constraints, so uniqueness is lookup-then-write in one mutation.
+    .index("by_site_source", ["sourceSite", "sourceId"])
+    // Export order: a site's episodes by first receipt (edits keep their place).
+    .index("by_site_synced", ["sourceSite", "syncedAt"])
+    // Archival and the digest: leading with `archived` keeps archived rows out of every later scan.
+    .index("by_created", ["archived", "createdAt"])
+    // Episodes still waiting for a vector: archived=false, qdrantPointId missing.
+    .index("by_qdrant", ["archived", "qdrantPointId"]),
+
+  syncCursors: defineTable({
+    site: v.string(),
+    lastSyncedId: v.number(),
+    lastSyncedAt: v.number(),
+    totalSynced: v.number(),
+  }).index("by_site", ["site"]),
+
+  agents: defineTable({
+    agentName: v.string(),
+    site: v.string(),
+    platform: v.string(),
+    status: agentStatus,
+    lastHeartbeat: v.number(),
+  })
+    .index("by_site_agent", ["site", "agentName"])
+    .index("by_status", ["status", "lastHeartbeat"]),
+
+  approvals: defineTable({
+    agentName: v.string(),
+    site: v.string(),
+    actionType: v.string(),
+    status: approvalStatus,
+    priority: approvalPriority,
+    reviewers: v.array(v.string()),
+    telegramMessageId: v.optional(v.number()),
+    expiresAt: v.number(),
+    createdAt: v.number(),
+    resolvedAt: v.optional(v.number()),
+    resolvedBy: v.optional(v.string()),
+  })
+    .index("by_status_expires", ["status", "expiresAt"])
+    .index("by_site_status", ["site", "status"]),
+
+  tasks: defineTable({
+    title: v.string(),
+    agentName: v.string(),
+    site: v.string(),
+    status: taskStatus,
+    assignedTo: v.optional(v.string()),
+    approvalId: v.optional(v.id("approvals")),
+  }).index("by_site_status", ["site", "status"]),
+
+  collaborators: defineTable({
+    name: v.string(),
+    role: v.string(),
+    telegramChatId: v.string(),
+    permissions: v.array(v.string()),
+    notifyOn: v.array(v.string()),
+  }).index("by_name", ["name"]),
+
+  sites: defineTable({
+    name: v.string(),
+    secretHash: v.string(), // sha256 hex of the secret; the secret itself is never stored
+    createdAt: v.number(),
+    disabled: v.optional(v.boolean()),
+  }).index("by_name", ["name"]),
+
+  jobClaims: defineTable({
+    job: v.string(),
+    slot: v.string(),
+    claimant: v.string(),
+    claimedAt: v.number(),
+  }).index("by_job_slot", ["job", "slot"]),
+
+  // A forgotten episode's key: a later push of it is refused, not re-inserted.
+  tombstones: defineTable({
+    sourceSite: v.string(),
+    sourceId: v.string(),
+    deletedAt: v.number(),
+  }).index("by_site_source", ["sourceSite", "sourceId"]),
+
+  alertStates: defineTable({
+    key: v.string(),
+    state: v.string(),
+    since: v.number(),
+  }).index("by_key", ["key"]),
+});

@@ -1,0 +1,192 @@
+"""The Convex backbone: the same contract as the embedded hub, over Convex's HTTP API.
+
+Not the ``convex`` PyPI client: it holds the GIL while it waits, has no timeout and retries network
+errors forever (see docs/ARCHITECTURE.md). This is a plain httpx client with timeouts; retries are
+the engine's one policy (``sync.retry``), driven by how each failure is classified here.
+
+The site authenticates every call with its own secret (never the deployment's deploy key); the
+functions in ``cloud_functions/`` check it against a stored hash. The secret is sent in the request
+body, never in a URL, and never appears in a log line, an error message or ``status``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import httpx
+
+from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor
+from sync.episode import EXPORT_FIELDS, canonical_json
+from sync.errors import BackboneRejected, BackboneUnavailable, ConfigError, MemsyncError
+
+# Convex's limits: 16 MiB of arguments, 1 MiB a document, 8192 array elements; an upsert costs an
+# index read a row, so a few hundred rows a call keeps a mutation well inside its budget.
+MAX_BATCH_ROWS = 200
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+MAX_EPISODE_BYTES = 900 * 1024  # a document is at most 1 MiB, with the backbone's own fields around
+
+Kind = Literal["query", "mutation", "action"]
+
+
+class BackboneAuthError(ConfigError):
+    """The deployment refused this site's secret: only a configuration change can fix it."""
+
+
+class BackboneConflict(MemsyncError):
+    """The request contradicts the backbone's state (an approval already resolved, a name taken)."""
+
+
+def classify(code: str | None, message: str) -> MemsyncError:
+    """The exception for a function's error, by its ``errorData.code``, never by message text
+    (production deployments redact messages)."""
+    if code == "UNAUTHORIZED":
+        return BackboneAuthError(f"convex refused this site's credentials: {message}")
+    if code in {"INVALID", "TOO_LARGE"}:
+        return BackboneRejected(f"convex rejected the request ({code}): {message}")
+    if code == "CONFLICT":
+        return BackboneConflict(message)
+    if code is None:
+        # An uncaught error in a function, e.g. an argument that fails a validator. Permanent for
+        # this request: the engine splits the batch to find the row that causes it.
+        return BackboneRejected(f"convex function failed: {message}")
+    return BackboneUnavailable(f"convex error {code}: {message}")
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return None if value is None else max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class ConvexBackbone:
+    kind = "convex"
+    max_batch_rows = MAX_BATCH_ROWS
+    max_batch_bytes: int | None = MAX_BATCH_BYTES
+    max_episode_bytes: int | None = MAX_EPISODE_BYTES
+
+    def __init__(
+        self,
+        url: str,
+        site: str,
+        secret: str,
+        *,
+        timeout: float = 15.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not url.startswith(("https://", "http://")):
+            raise ConfigError(f"backbone.url must be the deployment's URL (https://...), not {url!r}")
+        self.url = url.rstrip("/")
+        self.site = site
+        self._secret = secret
+        self.description = f"convex {self.url}"
+        self._client = httpx.Client(
+            base_url=self.url,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            transport=transport,
+            headers={"Convex-Client": "memsync-0.1.0"},
+        )
+
+    # -- the HTTP API ---------------------------------------------------------------------------
+    def call(self, kind: Kind, path: str, args: Mapping[str, Any] | None = None) -> Any:
+        """Run one public function as this site; its value, or a classified exception."""
+        body = {"path": path, "args": {"site": self.site, "secret": self._secret, **(args or {})}, "format": "json"}
+        try:
+            response = self._client.post(f"/api/{kind}", json=body)
+        except httpx.TimeoutException:
+            raise BackboneUnavailable(f"convex {path}: no answer within the timeout") from None
+        except httpx.HTTPError as exc:
+            raise BackboneUnavailable(f"convex {path}: {type(exc).__name__}: {exc}") from None
+        # Convex answers 200 for both outcomes; its own client also takes 560 as "function failed".
+        if response.status_code in (200, 560):
+            try:
+                payload = response.json()
+            except ValueError:
+                raise BackboneUnavailable(f"convex {path}: the answer is not JSON") from None
+            if payload.get("status") == "success":
+                return payload.get("value")
+            data = payload.get("errorData")
+            code = data.get("code") if isinstance(data, dict) else None
+            message = (data.get("message") if isinstance(data, dict) else None) or payload.get("errorMessage") or ""
+            raise classify(code if isinstance(code, str) else None, f"{path}: {message}")
+        if response.status_code == 429 or response.status_code >= 500:
+            error = BackboneUnavailable(f"convex {path}: HTTP {response.status_code}")
+            error.retry_after = _retry_after(response)  # type: ignore[attr-defined]
+            raise error
+        if response.status_code in (401, 403):
+            raise BackboneAuthError(f"convex {path}: HTTP {response.status_code}")
+        raise BackboneRejected(f"convex {path}: HTTP {response.status_code}")
+
+    # -- the backbone contract ------------------------------------------------------------------
+    def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
+        self._own(site)
+        value = self.call(
+            "mutation",
+            "episodes:bulkSyncEpisodes",
+            {"cursor": cursor, "episodes": [_wire_episode(i) for i in items]},
+        )
+
+        return [
+            PushResult(
+                r["sourceId"], Outcome(r["outcome"]), r.get("remoteId"), _int(r.get("syncedAt")), r.get("reason")
+            )
+            for r in value["results"]
+        ]
+
+    def site_cursor(self, site: str) -> SiteCursor | None:
+        self._own(site)
+        value = self.call("query", "episodes:getCursor")
+        if value is None:
+            return None
+        return SiteCursor(site, int(value["lastSyncedId"]), int(value["lastSyncedAt"]), int(value["totalSynced"]))
+
+    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        """This site's episodes (a site reads only its own), oldest first."""
+        if site not in (None, self.site):
+            return
+        after: str | None = None
+        while True:
+            page = self.call("query", "episodes:listEpisodes", {"after": after, "limit": 500})
+            for episode in page["episodes"]:
+                yield _exported(episode)
+            after = page.get("next")
+            if after is None:
+                return
+
+    def ping(self) -> None:
+        self.call("query", "episodes:getCursor")
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _own(self, site: str) -> None:
+        if site != self.site:
+            raise ConfigError(f"this backbone client acts for site {self.site!r}, not {site!r}")
+
+
+def _wire_episode(item: PushItem) -> dict[str, Any]:
+    """Metadata travels as JSON text: Convex refuses object keys that start with '$' or are not
+    ASCII, and agents' metadata may have any keys (and integers beyond 2^53)."""
+    fields = {k: v for k, v in item.fields.items() if k != "metadata"}
+    fields["metadataJson"] = canonical_json(item.fields.get("metadata") or {}).decode()
+    return {
+        "sourceId": item.source_id,
+        "identityHash": item.identity_hash,
+        "contentHash": item.content_hash,
+        "fields": fields,
+    }
+
+
+def _exported(episode: Mapping[str, Any]) -> dict[str, Any]:
+    record = dict(episode)
+    text = record.get("metadataJson")
+    if isinstance(text, str):
+        record["metadata"] = json.loads(text)
+    return {name: record.get(name) for name in EXPORT_FIELDS}
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -1,0 +1,205 @@
+"""One conformance suite, run against the embedded hub and against Convex (the real cloud_functions
+in the local Convex server): both must give the same results for the same calls."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
+from convex_fixtures import LocalConvex
+
+from sync.agentdb import AgentDBReader
+from sync.backbone.base import Backbone, Outcome, PushItem
+from sync.backbone.convex import ConvexBackbone
+from sync.backbone.hub import HubBackbone
+from sync.engine import SyncEngine
+from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
+from sync.sidecar import Sidecar
+
+
+@dataclass
+class Opened:
+    backbone: Backbone
+    site: str
+
+
+OpenSite = Callable[[str], Opened]
+
+
+@pytest.fixture(params=["local", "convex"])
+def open_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSite]:
+    """A backbone client for a site; on Convex each test's sites get names of their own."""
+    opened: list[Backbone] = []
+    suffix = uuid.uuid4().hex[:8]
+
+    def make(name: str) -> Opened:
+        backbone: Backbone
+        if request.param == "local":
+            backbone = HubBackbone(tmp_path / "hub.db")
+            site = name
+        else:
+            convex: LocalConvex = request.getfixturevalue("local_convex")
+            site = f"{name}-{suffix}"
+            backbone = ConvexBackbone(convex.url, site, convex.register_site(site))
+        opened.append(backbone)
+        return Opened(backbone, site)
+
+    yield make
+    for backbone in opened:
+        backbone.close()
+
+
+def item(local_id: int, *, task: str = "t", output: str = "out", suffix: str = "") -> PushItem:
+    row = {
+        "id": local_id,
+        "ts": 1735689600 + local_id,
+        "created_at": 1735689600 + local_id,
+        "session_id": b"s",
+        "task": task.encode(),
+        "input": f"in {local_id}".encode(),
+        "output": output.encode(),
+        "critique": None,
+        "reward": 0.5,
+        "success": 1,
+        "latency_ms": 10,
+        "tokens_used": 20,
+        "tags": b'["a"]',
+        "metadata": b'{"agent_name": "coder", "_private": 1}',
+    }
+    ep = convert(row, Attribution())
+    assert isinstance(ep, Episode)
+    return PushItem(f"{local_id}{suffix}", local_id, ep.identity_hash, ep.content_hash, ep.fields, ep.body)
+
+
+def test_insert_then_unchanged_then_update_keeps_the_first_synced_at(open_site: OpenSite) -> None:
+    s = open_site("laptop")
+    first = s.backbone.push(s.site, [item(1), item(2)], cursor=2)
+    assert [r.outcome for r in first] == [Outcome.INSERTED, Outcome.INSERTED]
+    assert all(r.remote_id and r.synced_at for r in first)
+    again = s.backbone.push(s.site, [item(1), item(2)], cursor=2)
+    assert [r.outcome for r in again] == [Outcome.UNCHANGED, Outcome.UNCHANGED]
+    assert [(r.remote_id, r.synced_at) for r in again] == [(r.remote_id, r.synced_at) for r in first]
+    edited = s.backbone.push(s.site, [item(1, output="better")], cursor=2)
+    assert edited[0].outcome is Outcome.UPDATED
+    assert (edited[0].remote_id, edited[0].synced_at) == (first[0].remote_id, first[0].synced_at)
+    exported = {e["sourceId"]: e for e in s.backbone.episodes(s.site)}
+    assert exported["1"]["output"] == "better"
+    assert len(exported) == 2
+
+
+def test_a_key_holding_another_episode_is_a_conflict_and_is_left_alone(open_site: OpenSite) -> None:
+    s = open_site("laptop")
+    s.backbone.push(s.site, [item(5, task="first")], cursor=5)
+    (conflict,) = s.backbone.push(s.site, [item(5, task="another")], cursor=5)
+    assert conflict.outcome is Outcome.CONFLICT
+    assert [e["task"] for e in s.backbone.episodes(s.site)] == ["first"]
+    (second,) = s.backbone.push(s.site, [item(5, task="another", suffix="~1")], cursor=5)
+    assert second.outcome is Outcome.INSERTED
+    assert sorted(e["sourceId"] for e in s.backbone.episodes(s.site)) == ["5", "5~1"]
+
+
+def test_the_cursor_moves_with_the_rows_and_never_backwards(open_site: OpenSite) -> None:
+    s = open_site("laptop")
+    assert s.backbone.site_cursor(s.site) is None
+    s.backbone.push(s.site, [item(1), item(2)], cursor=2)
+    cursor = s.backbone.site_cursor(s.site)
+    assert cursor is not None
+    assert (cursor.last_synced_id, cursor.total_synced) == (2, 2)
+    s.backbone.push(s.site, [item(1)], cursor=1)  # a re-push after a lost sidecar
+    cursor = s.backbone.site_cursor(s.site)
+    assert cursor is not None
+    assert (cursor.last_synced_id, cursor.total_synced) == (2, 2)
+
+
+def test_export_has_the_documented_fields_in_order_and_metadata_as_an_object(open_site: OpenSite) -> None:
+    s = open_site("laptop")
+    s.backbone.push(s.site, [item(1)], cursor=1)
+    (exported,) = list(s.backbone.episodes(s.site))
+    assert tuple(exported) == EXPORT_FIELDS
+    assert exported["sourceSite"] == s.site
+    assert exported["metadata"] == {"agent_name": "coder", "_private": 1}
+    assert exported["tags"] == ["a"]
+    assert exported["success"] is True
+
+
+def _sync(agentdb: Path, tmp_path: Path, s: Opened, name: str) -> SyncEngine:
+    sidecar = Sidecar(tmp_path / f"{name}.state.db")
+    sidecar.bind(s.site, s.backbone.description)
+    return SyncEngine(site=s.site, reader=AgentDBReader(agentdb), sidecar=sidecar, backbone=s.backbone)
+
+
+def _assert_delivered(s: Opened, agentdb: Path) -> list[dict[str, Any]]:
+    rows = read_agentdb_rows(agentdb)
+    exported = list(s.backbone.episodes(s.site))
+    counts = Counter(e["sourceId"] for e in exported)
+    assert all(n == 1 for n in counts.values()), "an episode was duplicated"
+    assert set(counts) == {str(i) for i in rows}
+    for e in exported:
+        want = expected_episode(rows[int(e["sourceId"])])
+        assert {k: e[k] for k in want} == want
+    return exported
+
+
+def test_the_engine_gives_the_same_result_on_both(
+    open_site: OpenSite, make_agentdb: Callable[..., Path], tmp_path: Path
+) -> None:
+    s = open_site("laptop")
+    agentdb = make_agentdb(450, edge_cases=True)
+    engine = _sync(agentdb, tmp_path, s, "a")
+    report = engine.run_pass()
+    assert (report.inserted, report.quarantined, report.backlog) == (450, 0, 0)
+    _assert_delivered(s, agentdb)
+    assert engine.run_pass().changed_anything() is False
+
+
+def test_edits_and_reused_ids_through_the_engine(
+    open_site: OpenSite, agents: Callable[[Path], AgentProcess], tmp_path: Path
+) -> None:
+    s = open_site("laptop")
+    path = tmp_path / "race.db"
+    first = agents(path)
+    first.store(episode(1))
+    engine = _sync(path, tmp_path, s, "race")
+    engine.run_pass()
+    second = agents(path)
+    second.reload()
+    reused = first.store(episode(2, task="first writer"))
+    engine.run_pass()
+    assert second.store(episode(3, task="second writer")) == reused
+    second.update(1, critique="edited")
+    report = engine.run_pass()
+    assert (report.reused, report.inserted, report.updated) == (1, 1, 1)
+    by_key = {e["sourceId"]: e for e in s.backbone.episodes(s.site)}
+    assert (by_key[str(reused)]["task"], by_key[f"{reused}~1"]["task"]) == ("first writer", "second writer")
+    assert by_key["1"]["critique"] == "edited"
+
+
+def test_two_sites_syncing_at_once_lose_nothing_and_duplicate_nothing(
+    open_site: OpenSite, make_agentdb: Callable[..., Path], tmp_path: Path
+) -> None:
+    sites = [open_site("laptop"), open_site("vm")]
+    files = [make_agentdb(300, seed=1, name="a.db"), make_agentdb(300, seed=2, name="b.db")]
+    engines = [_sync(f, tmp_path, s, f.stem) for f, s in zip(files, sites, strict=True)]
+    errors: list[BaseException] = []
+
+    def run(engine: SyncEngine) -> None:
+        try:
+            engine.run_pass()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(e,)) for e in engines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    for s, f in zip(sites, files, strict=True):
+        assert {e["sourceSite"] for e in _assert_delivered(s, f)} == {s.site}

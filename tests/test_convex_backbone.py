@@ -1,0 +1,139 @@
+"""The Convex backbone client: how failures are classified, authentication, and the site secret
+staying out of every log line, status report and error message."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from conftest import memsync, write_config
+from convex_fixtures import LocalConvex
+
+from sync.backbone.convex import BackboneAuthError, BackboneConflict, ConvexBackbone, classify
+from sync.errors import BackboneRejected, BackboneUnavailable, MemsyncError
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        ("UNAUTHORIZED", BackboneAuthError),
+        ("INVALID", BackboneRejected),
+        ("TOO_LARGE", BackboneRejected),
+        ("CONFLICT", BackboneConflict),
+        (None, BackboneRejected),  # an uncaught function error: the engine bisects the batch
+        ("OVERLOADED", BackboneUnavailable),  # a code we do not know: try again later
+    ],
+)
+def test_errors_are_classified_by_code_never_by_message(code: str | None, kind: type[MemsyncError]) -> None:
+    assert type(classify(code, "[Request ID: 1] Server Error")) is kind
+
+
+class _Canned(BaseHTTPRequestHandler):
+    status = 200
+    body = b"{}"
+    headers_out: dict[str, str] = {}  # noqa: RUF012 - set per test, before the server starts
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(self.status)
+        for key, value in self.headers_out.items():
+            self.send_header(key, value)
+        self.send_header("content-length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def canned() -> Iterator[type[_Canned]]:
+    handler = type("Handler", (_Canned,), {"headers_out": {}})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    handler.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
+    yield handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_rate_limit_is_transient_and_carries_retry_after(canned: type[_Canned]) -> None:
+    canned.status, canned.body, canned.headers_out = 429, b"slow down", {"Retry-After": "7"}
+    client = ConvexBackbone(canned.url, "laptop", "s3cret-abcdef")  # type: ignore[attr-defined]
+    with pytest.raises(BackboneUnavailable, match="HTTP 429") as raised:
+        client.ping()
+    assert getattr(raised.value, "retry_after", None) == 7.0
+    client.close()
+
+
+def test_a_function_error_with_a_code_is_classified(canned: type[_Canned]) -> None:
+    canned.body = json.dumps(
+        {
+            "status": "error",
+            "errorMessage": "[Request ID: 9] Server Error",
+            "errorData": {"code": "INVALID", "message": "cursor must be a number"},
+        }
+    ).encode()
+    client = ConvexBackbone(canned.url, "laptop", "s3cret-abcdef")  # type: ignore[attr-defined]
+    with pytest.raises(BackboneRejected, match="cursor must be a number"):
+        client.ping()
+    client.close()
+
+
+def test_nobody_listening_is_transient() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = ConvexBackbone(f"http://127.0.0.1:{port}", "laptop", "s3cret-abcdef", timeout=2)
+    with pytest.raises(BackboneUnavailable, match="ConnectError"):
+        client.ping()
+    client.close()
+
+
+def test_wrong_secrets_and_other_sites_are_refused(local_convex: LocalConvex) -> None:
+    secret = local_convex.register_site("auth-a")
+    local_convex.register_site("auth-b")
+    for site, key in (("auth-a", "wrong" + secret[5:]), ("auth-a", ""), ("auth-b", secret), ("nobody", secret)):
+        client = ConvexBackbone(local_convex.url, site, key)
+        with pytest.raises(BackboneAuthError) as raised:
+            client.ping()
+        assert secret not in str(raised.value)
+        client.close()
+    client = ConvexBackbone(local_convex.url, "auth-a", secret)
+    client.ping()
+    client.close()
+
+
+def test_the_site_secret_never_appears_in_logs_status_or_errors(
+    local_convex: LocalConvex, make_agentdb: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    secret = local_convex.register_site("quiet")
+    agentdb = make_agentdb(30)  # type: ignore[operator]
+    site = write_config(
+        tmp_path / "sites",
+        "quiet",
+        agentdb,
+        tmp_path / "unused-hub.db",
+        kind="convex",
+        backbone=f'url = "{local_convex.url}"\n',
+    )
+    good = {"MEMSYNC_BACKBONE__SITE_SECRET": secret}
+    synced = memsync("sync", "--once", "--config", str(site.config), env=good)
+    assert synced.returncode == 0, synced.stderr
+    assert "30 new" in " ".join(synced.stderr.split())
+    status = memsync("status", "--json", "--config", str(site.config), env=good)
+    assert json.loads(status.stdout)["backbone"]["reachable"] is True
+    wrong = "0" * len(secret)
+    refused = memsync("sync", "--once", "--config", str(site.config), env={"MEMSYNC_BACKBONE__SITE_SECRET": wrong})
+    assert refused.returncode == 78, refused.stderr
+    assert "refused this site's credentials" in " ".join(refused.stderr.split())
+    for done in (synced, status, refused):
+        for text in (done.stdout, done.stderr):
+            assert secret not in text
+            assert wrong not in text
