@@ -42,3 +42,11 @@ test("markStale: offline after 3 minutes without a heartbeat; a heartbeat brings
   await t.mutation(api.agents.heartbeat, { ...laptop, agentName: "old", platform: "linux" });
   expect((await t.query(api.agents.list, laptop))[0].status).toBe("online");
 });
+
+test("markStale as of a given time (an admin's sweep): the clock is an argument", async () => {
+  await t.mutation(api.agents.heartbeat, { ...laptop, agentName: "old", platform: "linux" });
+  expect(await t.mutation(internal.agents.markStale, { now: Date.now() + 60_000 })).toEqual({ marked: [] });
+  expect(await t.mutation(internal.agents.markStale, { now: Date.now() + 3 * 60_000 + 1 })).toEqual({
+    marked: [{ site: "laptop", agentName: "old" }],
+  });
+});

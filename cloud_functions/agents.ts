@@ -34,9 +34,10 @@ export const list = query({
 
 /** Cron mark-stale-agents: online agents silent for STALE_AFTER_MS go offline. */
 export const markStale = internalMutation({
-  args: {},
-  handler: async (ctx) => {
-    const cutoff = Date.now() - STALE_AFTER_MS;
+  // `now` lets an admin (or a test) run the sweep as of another time; crons leave it out.
+  args: { now: v.optional(v.number()) },
+  handler: async (ctx, args) => {
+    const cutoff = (args.now ?? Date.now()) - STALE_AFTER_MS;
     const stale = await ctx.db
       .query("agents")
       .withIndex("by_status", (q) => q.eq("status", "online").lt("lastHeartbeat", cutoff))

@@ -70,4 +70,10 @@ describe("approvals", () => {
     expect((await t.query(api.approvals.list, { ...vm, status: "pending" })).map((a) => a._id)).toEqual([later.approvalId]);
     expect(await t.mutation(internal.approvals.expirePending, {})).toEqual({ expired: [] });
   });
+
+  test("expirePending as of a given time (an admin's sweep): the clock is an argument", async () => {
+    const soon = await create(laptop, NOW + 1_000);
+    expect(await t.mutation(internal.approvals.expirePending, { now: NOW + 999 })).toEqual({ expired: [] });
+    expect(await t.mutation(internal.approvals.expirePending, { now: NOW + 1_000 })).toEqual({ expired: [soon.approvalId] });
+  });
 });

@@ -69,9 +69,10 @@ export const list = query({
 
 /** Cron expire-pending-approvals: pending approvals past expiresAt become expired. */
 export const expirePending = internalMutation({
-  args: {},
-  handler: async (ctx) => {
-    const now = Date.now();
+  // `now` lets an admin (or a test) run the sweep as of another time; crons leave it out.
+  args: { now: v.optional(v.number()) },
+  handler: async (ctx, args) => {
+    const now = args.now ?? Date.now();
     const due = await ctx.db
       .query("approvals")
       .withIndex("by_status_expires", (q) => q.eq("status", "pending").lte("expiresAt", now))

@@ -46,6 +46,14 @@ class BackboneRejected(PermanentError):
     """The backbone refused a request for a reason retrying will not fix."""
 
 
+class BackboneConflict(PermanentError):
+    """The request contradicts the backbone's state (an approval already resolved or expired)."""
+
+
+class BackboneNotFound(PermanentError):
+    """No such record for this site (an approval or task id that is unknown or another site's)."""
+
+
 class AlreadyRunning(MemsyncError):
     """Another memsync process holds this site's lock."""
 

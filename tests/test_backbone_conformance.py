@@ -4,6 +4,7 @@ in the local Convex server): both must give the same results for the same calls.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 from sync.engine import SyncEngine
 from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
+from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 from sync.sidecar import Sidecar
 
 
@@ -28,6 +30,10 @@ from sync.sidecar import Sidecar
 class Opened:
     backbone: Backbone
     site: str
+    # The periodic sweeps, as of a given time: the hub's own methods, or on Convex the cron's
+    # internal functions run with the admin key.
+    sweep_stale: Callable[[int], object]
+    sweep_approvals: Callable[[int], object]
 
 
 OpenSite = Callable[[str], Opened]
@@ -40,16 +46,20 @@ def open_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSi
     suffix = uuid.uuid4().hex[:8]
 
     def make(name: str) -> Opened:
-        backbone: Backbone
         if request.param == "local":
-            backbone = HubBackbone(tmp_path / "hub.db")
-            site = name
-        else:
-            convex: LocalConvex = request.getfixturevalue("local_convex")
-            site = f"{name}-{suffix}"
-            backbone = ConvexBackbone(convex.url, site, convex.register_site(site))
-        opened.append(backbone)
-        return Opened(backbone, site)
+            hub = HubBackbone(tmp_path / "hub.db")
+            opened.append(hub)
+            return Opened(hub, name, hub.mark_stale, hub.expire_approvals)
+        convex: LocalConvex = request.getfixturevalue("local_convex")
+        site = f"{name}-{suffix}"
+        client = ConvexBackbone(convex.url, site, convex.register_site(site))
+        opened.append(client)
+        return Opened(
+            client,
+            site,
+            lambda now: convex.admin("mutation", "agents:markStale", {"now": now}),
+            lambda now: convex.admin("mutation", "approvals:expirePending", {"now": now}),
+        )
 
     yield make
     for backbone in opened:
@@ -203,3 +213,74 @@ def test_two_sites_syncing_at_once_lose_nothing_and_duplicate_nothing(
     assert errors == []
     for s, f in zip(sites, files, strict=True):
         assert {e["sourceSite"] for e in _assert_delivered(s, f)} == {s.site}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def test_heartbeats_and_staleness(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    laptop.backbone.heartbeat(laptop.site, "coder", "claude-code")
+    vm.backbone.heartbeat(vm.site, "planner", "agentic-flow")
+    (coder,) = laptop.backbone.agents(laptop.site)
+    assert (coder.agent_name, coder.platform, coder.status) == ("coder", "claude-code", "online")
+    laptop.sweep_stale(_now_ms() + 60_000)
+    assert laptop.backbone.agents(laptop.site)[0].status == "online"
+    laptop.sweep_stale(_now_ms() + 3 * 60_000 + 1_000)  # three minutes without a heartbeat
+    assert laptop.backbone.agents(laptop.site)[0].status == "offline"
+    laptop.backbone.heartbeat(laptop.site, "coder", "claude-code")
+    assert laptop.backbone.agents(laptop.site)[0].status == "online"
+    assert [a.agent_name for a in vm.backbone.agents(vm.site)] == ["planner"]  # each site sees its own
+
+
+def test_approvals_and_their_expiry(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    later = _now_ms() + 600_000
+    first = laptop.backbone.create_approval(
+        laptop.site, agent_name="coder", action_type="deploy", priority="high", reviewers=["alice"], expires_at=later
+    )
+    (pending,) = laptop.backbone.approvals(laptop.site, "pending")
+    assert (pending.approval_id, pending.action_type, pending.reviewers) == (first, "deploy", ("alice",))
+    assert laptop.backbone.resolve_approval(laptop.site, first, "approved", "alice") == "approved"
+    with pytest.raises(BackboneConflict):
+        laptop.backbone.resolve_approval(laptop.site, first, "rejected", "bob")
+    with pytest.raises(BackboneNotFound):
+        vm.backbone.resolve_approval(vm.site, first, "rejected", "mallory")  # another site's approval
+    soon = laptop.backbone.create_approval(
+        laptop.site,
+        agent_name="coder",
+        action_type="rm -rf",
+        priority="critical",
+        reviewers=[],
+        expires_at=_now_ms() + 60_000,
+    )
+    laptop.sweep_approvals(_now_ms() + 61_000)
+    assert [a.approval_id for a in laptop.backbone.approvals(laptop.site, "expired")] == [soon]
+    with pytest.raises(BackboneConflict):
+        laptop.backbone.resolve_approval(laptop.site, soon, "approved", "alice")
+    with pytest.raises(BackboneRejected):
+        laptop.backbone.create_approval(
+            laptop.site, agent_name="coder", action_type="x", priority="urgent!", reviewers=[], expires_at=later
+        )
+    assert [a.status for a in laptop.backbone.approvals(laptop.site)] == ["approved", "expired"]
+
+
+def test_a_job_slot_has_exactly_one_owner(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    slot = f"2026-11-21T10:05-{uuid.uuid4().hex[:6]}"
+    assert laptop.backbone.claim_slot(laptop.site, "qdrant-episode-sync", slot) is True
+    assert laptop.backbone.claim_slot(laptop.site, "qdrant-episode-sync", slot) is True  # a retry still wins
+    assert vm.backbone.claim_slot(vm.site, "qdrant-episode-sync", slot) is False
+    assert vm.backbone.claim_slot(vm.site, "daily-digest", slot) is True
+
+
+def test_forget_deletes_for_good(open_site: OpenSite) -> None:
+    s = open_site("laptop")
+    s.backbone.push(s.site, [item(1), item(2)], cursor=2)
+    assert s.backbone.forget(s.site, "1") is True
+    assert [e["sourceId"] for e in s.backbone.episodes(s.site)] == ["2"]
+    (again,) = s.backbone.push(s.site, [item(1)], cursor=2)
+    assert (again.outcome, again.reason) == (Outcome.REJECTED, "forgotten")
+    assert s.backbone.forget(s.site, "1") is False
+    assert [e["sourceId"] for e in s.backbone.episodes(s.site)] == ["2"]

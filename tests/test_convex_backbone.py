@@ -14,8 +14,8 @@ import pytest
 from conftest import memsync, write_config
 from convex_fixtures import LocalConvex
 
-from sync.backbone.convex import BackboneAuthError, BackboneConflict, ConvexBackbone, classify
-from sync.errors import BackboneRejected, BackboneUnavailable, MemsyncError
+from sync.backbone.convex import BackboneAuthError, ConvexBackbone, classify
+from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected, BackboneUnavailable, MemsyncError
 
 
 @pytest.mark.parametrize(
@@ -25,6 +25,7 @@ from sync.errors import BackboneRejected, BackboneUnavailable, MemsyncError
         ("INVALID", BackboneRejected),
         ("TOO_LARGE", BackboneRejected),
         ("CONFLICT", BackboneConflict),
+        ("NOT_FOUND", BackboneNotFound),
         (None, BackboneRejected),  # an uncaught function error: the engine bisects the batch
         ("OVERLOADED", BackboneUnavailable),  # a code we do not know: try again later
     ],

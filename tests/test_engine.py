@@ -27,7 +27,7 @@ from conftest import (
 
 from daemon.runner import Daemon
 from daemon.site import Site
-from sync.backbone.base import PushItem, PushResult, SiteCursor
+from sync.backbone.base import PushItem, PushResult
 from sync.backbone.hub import HubBackbone
 from sync.errors import BackboneRejected
 from sync.retry import RetryPolicy
@@ -321,44 +321,29 @@ def test_a_retry_request_tries_a_quarantined_row_again(
     assert (entry.attempts, entry.retry_requested) == (2, False)
 
 
-class RejectingHub:
-    """The hub behind the backbone seam, refusing any batch that holds one poison key, as a backbone
-    that validates whole requests does (Convex rejects a mutation whose arguments fail validation)."""
+class RejectingHub(HubBackbone):
+    """The hub, refusing any batch that holds one poison key, as a backbone that validates whole
+    requests does (Convex rejects a mutation whose arguments fail validation)."""
 
-    def __init__(self, inner: HubBackbone, poison: str) -> None:
-        self.inner = inner
+    max_batch_rows = 50
+
+    def __init__(self, path: Path, poison: str) -> None:
+        super().__init__(path)
         self.poison = poison
-        self.kind = "rejecting"
-        self.description = inner.description
-        self.max_batch_rows = 50
-        self.max_batch_bytes: int | None = None
-        self.max_episode_bytes: int | None = None
         self.calls = 0
 
     def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
         self.calls += 1
         if any(i.source_id == self.poison for i in items):
             raise BackboneRejected("ArgumentValidationError: value does not match validator")
-        return self.inner.push(site, items, cursor)
-
-    def site_cursor(self, site: str) -> SiteCursor | None:
-        return self.inner.site_cursor(site)
-
-    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
-        return self.inner.episodes(site)
-
-    def ping(self) -> None:
-        self.inner.ping()
-
-    def close(self) -> None:
-        self.inner.close()
+        return super().push(site, items, cursor)
 
 
 def test_a_batch_refused_as_a_whole_is_split_until_the_poison_row_is_found(
     make_agentdb: Callable[..., Path], site_files: Files
 ) -> None:
     files = site_files(agentdb=make_agentdb(120))
-    backbone = RejectingHub(HubBackbone(files.hub), poison="77")
+    backbone = RejectingHub(files.hub, poison="77")
     with Site(files.settings(), backbone) as site:
         report = site.engine.run_pass()
         (dead,) = site.sidecar.quarantine()

@@ -10,7 +10,11 @@ Contract, for every implementation:
   transaction as the rows; lastSyncedId never goes backwards.
 - Failures raise ``BackboneUnavailable`` (transient: retry the same call) or ``BackboneRejected``
   (this request will never succeed: the engine splits the batch to find the row). A row the
-  backbone will not store comes back as REJECTED with a reason.
+  backbone will not store comes back as REJECTED with a reason (a forgotten key among them).
+- Beside episodes it keeps the agent registry (heartbeats; offline after 3 minutes of silence),
+  approvals (pending until approved, rejected or expired), one owner per (job, slot), and
+  tombstones. On Convex, crons sweep stale agents and expired approvals; on the hub, whoever runs
+  the periodic jobs calls ``mark_stale`` and ``expire_approvals``.
 """
 
 from __future__ import annotations
@@ -60,6 +64,29 @@ class SiteCursor:
     total_synced: int
 
 
+@dataclass(frozen=True, slots=True)
+class AgentState:
+    agent_name: str
+    platform: str
+    status: str  # "online" | "offline"
+    last_heartbeat: int  # ms
+
+
+APPROVAL_PRIORITIES = ("low", "normal", "high", "critical")
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    approval_id: str
+    agent_name: str
+    action_type: str
+    status: str  # "pending" | "approved" | "rejected" | "expired"
+    priority: str
+    reviewers: tuple[str, ...]
+    expires_at: int  # ms
+    resolved_by: str | None = None
+
+
 class Backbone(Protocol):
     kind: str
     # Where it is, fit for logs and status: never contains a secret.
@@ -77,3 +104,34 @@ class Backbone(Protocol):
     def ping(self) -> None: ...
 
     def close(self) -> None: ...
+
+    # -- the shared registry and coordination (the scheduler and alerts use these) --------------
+    def heartbeat(self, site: str, agent_name: str, platform: str) -> None: ...
+
+    def agents(self, site: str) -> list[AgentState]: ...
+
+    def claim_slot(self, site: str, job: str, slot: str) -> bool:
+        """True for exactly one site per (job, slot), ever; a repeated call by the owner says True."""
+        ...
+
+    def create_approval(
+        self,
+        site: str,
+        *,
+        agent_name: str,
+        action_type: str,
+        priority: str,
+        reviewers: Sequence[str],
+        expires_at: int,
+    ) -> str: ...
+
+    def resolve_approval(self, site: str, approval_id: str, status: str, by: str) -> str:
+        """Approve or reject a pending approval; BackboneConflict once resolved or past expiry,
+        BackboneNotFound for an unknown id or another site's."""
+        ...
+
+    def approvals(self, site: str, status: str | None = None) -> list[Approval]: ...
+
+    def forget(self, site: str, source_id: str) -> bool:
+        """Delete an episode for good: a later push of the key is REJECTED as forgotten."""
+        ...

@@ -17,9 +17,16 @@ from typing import Any, Literal
 
 import httpx
 
-from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor
+from sync.backbone.base import AgentState, Approval, Outcome, PushItem, PushResult, SiteCursor
 from sync.episode import EXPORT_FIELDS, canonical_json
-from sync.errors import BackboneRejected, BackboneUnavailable, ConfigError, MemsyncError
+from sync.errors import (
+    BackboneConflict,
+    BackboneNotFound,
+    BackboneRejected,
+    BackboneUnavailable,
+    ConfigError,
+    MemsyncError,
+)
 
 # Convex's limits: 16 MiB of arguments, 1 MiB a document, 8192 array elements; an upsert costs an
 # index read a row, so a few hundred rows a call keeps a mutation well inside its budget.
@@ -34,10 +41,6 @@ class BackboneAuthError(ConfigError):
     """The deployment refused this site's secret: only a configuration change can fix it."""
 
 
-class BackboneConflict(MemsyncError):
-    """The request contradicts the backbone's state (an approval already resolved, a name taken)."""
-
-
 def classify(code: str | None, message: str) -> MemsyncError:
     """The exception for a function's error, by its ``errorData.code``, never by message text
     (production deployments redact messages)."""
@@ -47,6 +50,8 @@ def classify(code: str | None, message: str) -> MemsyncError:
         return BackboneRejected(f"convex rejected the request ({code}): {message}")
     if code == "CONFLICT":
         return BackboneConflict(message)
+    if code == "NOT_FOUND":
+        return BackboneNotFound(message)
     if code is None:
         # An uncaught error in a function, e.g. an argument that fails a validator. Permanent for
         # this request: the engine splits the batch to find the row that causes it.
@@ -161,6 +166,73 @@ class ConvexBackbone:
 
     def close(self) -> None:
         self._client.close()
+
+    # -- registry and coordination --------------------------------------------------------------
+    def heartbeat(self, site: str, agent_name: str, platform: str) -> None:
+        self._own(site)
+        self.call("mutation", "agents:heartbeat", {"agentName": agent_name, "platform": platform})
+
+    def agents(self, site: str) -> list[AgentState]:
+        self._own(site)
+        rows = self.call("query", "agents:list")
+        return sorted(
+            (AgentState(r["agentName"], r["platform"], r["status"], int(r["lastHeartbeat"])) for r in rows),
+            key=lambda a: a.agent_name,
+        )
+
+    def claim_slot(self, site: str, job: str, slot: str) -> bool:
+        self._own(site)
+        return bool(self.call("mutation", "jobs:claimSlot", {"job": job, "slot": slot})["claimed"])
+
+    def create_approval(
+        self,
+        site: str,
+        *,
+        agent_name: str,
+        action_type: str,
+        priority: str,
+        reviewers: Sequence[str],
+        expires_at: int,
+    ) -> str:
+        self._own(site)
+        value = self.call(
+            "mutation",
+            "approvals:create",
+            {
+                "agentName": agent_name,
+                "actionType": action_type,
+                "priority": priority,
+                "reviewers": list(reviewers),
+                "expiresAt": expires_at,
+            },
+        )
+        return str(value["approvalId"])
+
+    def resolve_approval(self, site: str, approval_id: str, status: str, by: str) -> str:
+        self._own(site)
+        value = self.call("mutation", "approvals:resolve", {"approvalId": approval_id, "status": status, "by": by})
+        return str(value["status"])
+
+    def approvals(self, site: str, status: str | None = None) -> list[Approval]:
+        self._own(site)
+        rows = self.call("query", "approvals:list", {} if status is None else {"status": status})
+        return [
+            Approval(
+                str(r["_id"]),
+                r["agentName"],
+                r["actionType"],
+                r["status"],
+                r["priority"],
+                tuple(r["reviewers"]),
+                int(r["expiresAt"]),
+                r.get("resolvedBy"),
+            )
+            for r in sorted(rows, key=lambda r: float(r["_creationTime"]))
+        ]
+
+    def forget(self, site: str, source_id: str) -> bool:
+        self._own(site)
+        return bool(self.call("mutation", "episodes:forget", {"sourceId": source_id})["deleted"])
 
     def _own(self, site: str) -> None:
         if site != self.site:

@@ -16,9 +16,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor
+from sync.backbone.base import (
+    APPROVAL_PRIORITIES,
+    AgentState,
+    Approval,
+    Outcome,
+    PushItem,
+    PushResult,
+    SiteCursor,
+)
 from sync.episode import EXPORT_FIELDS
-from sync.errors import BackboneUnavailable
+from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected, BackboneUnavailable
 from sync.sqlite_db import apply_schema, open_wal, primary_code, write_tx
 
 SCHEMA = (
@@ -36,6 +44,41 @@ SCHEMA = (
   UNIQUE (source_site, source_id)
 )""",
     """CREATE INDEX IF NOT EXISTS episodes_by_created ON episodes (created_at)""",
+    """CREATE TABLE IF NOT EXISTS agents (
+  site TEXT NOT NULL,
+  agent_name TEXT NOT NULL,
+  platform TEXT NOT NULL,
+  status TEXT NOT NULL,
+  last_heartbeat INTEGER NOT NULL,
+  PRIMARY KEY (site, agent_name)
+)""",
+    """CREATE TABLE IF NOT EXISTS approvals (
+  id INTEGER PRIMARY KEY,
+  site TEXT NOT NULL,
+  agent_name TEXT NOT NULL,
+  action_type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  priority TEXT NOT NULL,
+  reviewers TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  resolved_at INTEGER,
+  resolved_by TEXT
+)""",
+    """CREATE INDEX IF NOT EXISTS approvals_by_status_expires ON approvals (status, expires_at)""",
+    """CREATE TABLE IF NOT EXISTS job_claims (
+  job TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  claimant TEXT NOT NULL,
+  claimed_at INTEGER NOT NULL,
+  PRIMARY KEY (job, slot)
+)""",
+    """CREATE TABLE IF NOT EXISTS tombstones (
+  source_site TEXT NOT NULL,
+  source_id TEXT NOT NULL,
+  deleted_at INTEGER NOT NULL,
+  PRIMARY KEY (source_site, source_id)
+)""",
     """CREATE TABLE IF NOT EXISTS sync_cursors (
   site TEXT PRIMARY KEY,
   last_synced_id INTEGER NOT NULL,
@@ -43,7 +86,9 @@ SCHEMA = (
   total_synced INTEGER NOT NULL
 )""",
 )
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+# An agent silent this long is offline (the same rule as the Convex functions).
+STALE_AFTER_MS = 3 * 60 * 1000
 # Far below SQLite's own 1 GB limit; chosen so one site cannot make a batch hog the write lock.
 MAX_BATCH_ROWS = 500
 
@@ -106,6 +151,7 @@ class HubBackbone:
 
     def _upsert(self, conn: sqlite3.Connection, site: str, items: Sequence[PushItem], now: int) -> list[PushResult]:
         existing = self._existing(conn, site, items)
+        forgotten = {r[0] for r in conn.execute("SELECT source_id FROM tombstones WHERE source_site = ?", (site,))}
         results: list[PushResult] = []
         # (index of the result, statement, parameters) for every row to write
         writes: list[tuple[int, str, tuple[Any, ...]]] = []
@@ -114,7 +160,9 @@ class HubBackbone:
         for item in items:
             found = existing.get(item.source_id)
             ts, created = item.fields.get("ts"), item.fields.get("createdAt")
-            if found is None:
+            if item.source_id in forgotten:
+                results.append(PushResult(item.source_id, Outcome.REJECTED, reason="forgotten"))
+            elif found is None:
                 row: tuple[Any, ...] = (
                     next_id,
                     site,
@@ -232,6 +280,131 @@ class HubBackbone:
                 self._conn.execute("SELECT count(*) FROM sync_cursors").fetchone()
             except sqlite3.Error as exc:
                 raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+
+    # -- registry and coordination --------------------------------------------------------------
+    def _run(self, fn: Any) -> Any:
+        """Run ``fn(conn)`` in one write transaction, as one hub operation."""
+        with self._lock:
+            try:
+                with write_tx(self._conn) as conn:
+                    return fn(conn)
+            except sqlite3.Error as exc:
+                raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+
+    def heartbeat(self, site: str, agent_name: str, platform: str) -> None:
+        self._run(
+            lambda conn: conn.execute(
+                "INSERT INTO agents VALUES (?, ?, ?, 'online', ?) ON CONFLICT (site, agent_name) DO UPDATE SET"
+                " platform = excluded.platform, status = 'online', last_heartbeat = excluded.last_heartbeat",
+                (site, agent_name, platform, _now_ms()),
+            )
+        )
+
+    def agents(self, site: str) -> list[AgentState]:
+        rows = self._read(
+            "SELECT agent_name, platform, status, last_heartbeat FROM agents WHERE site = ? ORDER BY agent_name",
+            (site,),
+        )
+        return [AgentState(*row) for row in rows]
+
+    def mark_stale(self, now_ms: int | None = None) -> int:
+        """Online agents silent for STALE_AFTER_MS go offline (Convex's mark-stale-agents cron)."""
+        cutoff = (_now_ms() if now_ms is None else now_ms) - STALE_AFTER_MS
+        cursor = self._run(
+            lambda conn: conn.execute(
+                "UPDATE agents SET status = 'offline' WHERE status = 'online' AND last_heartbeat < ?", (cutoff,)
+            )
+        )
+        return int(cursor.rowcount)
+
+    def claim_slot(self, site: str, job: str, slot: str) -> bool:
+        def claim(conn: sqlite3.Connection) -> bool:
+            conn.execute("INSERT OR IGNORE INTO job_claims VALUES (?, ?, ?, ?)", (job, slot, site, _now_ms()))
+            (claimant,) = conn.execute(
+                "SELECT claimant FROM job_claims WHERE job = ? AND slot = ?", (job, slot)
+            ).fetchone()
+            return bool(claimant == site)
+
+        return bool(self._run(claim))
+
+    def create_approval(
+        self,
+        site: str,
+        *,
+        agent_name: str,
+        action_type: str,
+        priority: str,
+        reviewers: Sequence[str],
+        expires_at: int,
+    ) -> str:
+        if priority not in APPROVAL_PRIORITIES:
+            raise BackboneRejected(f"priority must be one of {', '.join(APPROVAL_PRIORITIES)}, not {priority!r}")
+        cursor = self._run(
+            lambda conn: conn.execute(
+                "INSERT INTO approvals (site, agent_name, action_type, status, priority, reviewers, expires_at,"
+                " created_at) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)",
+                (site, agent_name, action_type, priority, json.dumps(list(reviewers)), expires_at, _now_ms()),
+            )
+        )
+        return str(cursor.lastrowid)
+
+    def resolve_approval(self, site: str, approval_id: str, status: str, by: str) -> str:
+        if status not in ("approved", "rejected"):
+            raise BackboneRejected(f"an approval is resolved as approved or rejected, not {status!r}")
+
+        def resolve(conn: sqlite3.Connection) -> str:
+            now = _now_ms()
+            row = conn.execute(
+                "SELECT status, expires_at FROM approvals WHERE id = ? AND site = ?",
+                (int(approval_id) if approval_id.isdigit() else -1, site),
+            ).fetchone()
+            if row is None:
+                raise BackboneNotFound(f"no approval {approval_id!r} for site {site!r}")
+            if row[0] != "pending" or now >= row[1]:
+                raise BackboneConflict(f"approval {approval_id} is {row[0] if row[0] != 'pending' else 'expired'}")
+            conn.execute(
+                "UPDATE approvals SET status = ?, resolved_at = ?, resolved_by = ? WHERE id = ?",
+                (status, now, by, int(approval_id)),
+            )
+            return status
+
+        return str(self._run(resolve))
+
+    def approvals(self, site: str, status: str | None = None) -> list[Approval]:
+        rows = self._read(
+            "SELECT id, agent_name, action_type, status, priority, reviewers, expires_at, resolved_by FROM approvals"
+            " WHERE site = ? AND (? IS NULL OR status = ?) ORDER BY id",
+            (site, status, status),
+        )
+        return [Approval(str(r[0]), r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7]) for r in rows]
+
+    def expire_approvals(self, now_ms: int | None = None) -> int:
+        """Pending approvals past their deadline expire (Convex's expire-pending-approvals cron)."""
+        now = _now_ms() if now_ms is None else now_ms
+        cursor = self._run(
+            lambda conn: conn.execute(
+                "UPDATE approvals SET status = 'expired', resolved_at = ? WHERE status = 'pending' AND expires_at <= ?",
+                (now, now),
+            )
+        )
+        return int(cursor.rowcount)
+
+    def forget(self, site: str, source_id: str) -> bool:
+        def forget(conn: sqlite3.Connection) -> bool:
+            deleted = conn.execute(
+                "DELETE FROM episodes WHERE source_site = ? AND source_id = ?", (site, source_id)
+            ).rowcount
+            conn.execute("INSERT OR IGNORE INTO tombstones VALUES (?, ?, ?)", (site, source_id, _now_ms()))
+            return bool(deleted)
+
+        return bool(self._run(forget))
 
     def close(self) -> None:
         with self._lock:
