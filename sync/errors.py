@@ -19,7 +19,11 @@ class MemsyncError(Exception):
 
 
 class TransientError(MemsyncError):
-    """Worth retrying with backoff."""
+    """Worth retrying with backoff; ``retry_after`` is how long the other side asked us to wait."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class PermanentError(MemsyncError):

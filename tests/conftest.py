@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -190,16 +191,24 @@ def agents() -> Iterator[Callable[[Path], AgentProcess]]:
 
 
 def read_agentdb_rows(path: Path) -> dict[int, dict[str, Any]]:
-    """The rows as stored, read with plain sqlite3 from a private copy (never the live file)."""
-    data = path.read_bytes()
-    conn = sqlite3.connect(":memory:")
-    buf = bytearray(data)
-    buf[18] = buf[19] = 1
-    conn.deserialize(bytes(buf))
-    conn.text_factory = bytes
-    conn.row_factory = sqlite3.Row
-    rows = {int(r["id"]): dict(r) for r in conn.execute("SELECT * FROM episodes ORDER BY id")}
-    conn.close()
+    """The rows as stored, read with plain sqlite3 from a private copy (never the live file).
+
+    A WAL left behind (a WAL writer that was not the last connection skips its final checkpoint)
+    is copied too, and SQLite replays it, as any reader of the database would."""
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / "agentdb.db"
+        data = bytearray(path.read_bytes())
+        wal = Path(f"{path}-wal")
+        if wal.exists():
+            shutil.copyfile(wal, f"{copy}-wal")
+        else:
+            data[18] = data[19] = 1  # a WAL-mode header with no WAL: read it as a rollback database
+        copy.write_bytes(data)
+        conn = sqlite3.connect(copy)
+        conn.text_factory = bytes
+        conn.row_factory = sqlite3.Row
+        rows = {int(r["id"]): dict(r) for r in conn.execute("SELECT * FROM episodes ORDER BY id")}
+        conn.close()
     return rows
 
 

@@ -15,7 +15,14 @@ from conftest import memsync, write_config
 from convex_fixtures import LocalConvex
 
 from sync.backbone.convex import BackboneAuthError, ConvexBackbone, classify
-from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected, BackboneUnavailable, MemsyncError
+from sync.errors import (
+    BackboneConflict,
+    BackboneNotFound,
+    BackboneRejected,
+    BackboneUnavailable,
+    ConfigError,
+    MemsyncError,
+)
 
 
 @pytest.mark.parametrize(
@@ -70,6 +77,14 @@ def test_a_rate_limit_is_transient_and_carries_retry_after(canned: type[_Canned]
     with pytest.raises(BackboneUnavailable, match="HTTP 429") as raised:
         client.ping()
     assert getattr(raised.value, "retry_after", None) == 7.0
+    client.close()
+
+
+def test_a_wrong_url_is_a_configuration_error_not_a_bad_row(canned: type[_Canned]) -> None:
+    canned.status, canned.body = 404, b"Not Found"
+    client = ConvexBackbone(canned.url, "laptop", "s3cret-abcdef")  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="HTTP 404"):
+        client.ping()
     client.close()
 
 

@@ -118,12 +118,14 @@ class ConvexBackbone:
             message = (data.get("message") if isinstance(data, dict) else None) or payload.get("errorMessage") or ""
             raise classify(code if isinstance(code, str) else None, f"{path}: {message}")
         if response.status_code == 429 or response.status_code >= 500:
-            error = BackboneUnavailable(f"convex {path}: HTTP {response.status_code}")
-            error.retry_after = _retry_after(response)  # type: ignore[attr-defined]
-            raise error
+            raise BackboneUnavailable(f"convex {path}: HTTP {response.status_code}", _retry_after(response))
         if response.status_code in (401, 403):
             raise BackboneAuthError(f"convex {path}: HTTP {response.status_code}")
-        raise BackboneRejected(f"convex {path}: HTTP {response.status_code}")
+        # Not a row's fault (that would be a function error): the URL or the deployment is wrong.
+        raise ConfigError(
+            f"convex {path}: HTTP {response.status_code} from {self.url}: is this the deployment "
+            "URL, with cloud_functions deployed?"
+        )
 
     # -- the backbone contract ------------------------------------------------------------------
     def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
