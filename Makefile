@@ -68,7 +68,7 @@ test-fast: bootstrap node
 demo: bootstrap $(GEN)/node_modules/.stamp-node
 	$(BIN)/memsync demo
 
-bench: bootstrap $(GEN)/node_modules/.stamp-node
+bench: bootstrap $(GEN)/node_modules/.stamp-node $(CONVEX)
 	$(BIN)/python -m bench.run_all
 
 clean:

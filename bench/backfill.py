@@ -33,26 +33,13 @@ from bench.common import (
     progress,
     result,
     stopwatch,
+    timed_pass,
     workdir,
 )
 
 TARGET_RATE = 50_000  # episodes/s ...
 TARGET_SLOWDOWN = 4.0  # ... or within this factor of the plain copy
 COPY_COMMIT_ROWS = 500
-
-
-def timed_pass(site: Any, profiler: cProfile.Profile | None = None) -> tuple[float, Any]:
-    """Seconds and report for one ``engine.run_pass()`` of a ``daemon.site.Site``."""
-    if profiler is not None:
-        profiler.enable()
-    with stopwatch() as elapsed:
-        report = site.engine.run_pass()
-        seconds = elapsed()
-    if profiler is not None:
-        profiler.disable()
-    if report.backlog or report.quarantined:
-        raise RuntimeError(f"the pass did not sync everything: {report}")
-    return seconds, report
 
 
 def memsync_passes(source: Path, root: Path, profiler: cProfile.Profile | None = None) -> tuple[float, float, float]:

@@ -7,7 +7,9 @@ product's own ``HubBackbone``. Nothing asserts on timings: benchmarks measure an
 
 from __future__ import annotations
 
+import cProfile
 import json
+import math
 import os
 import shutil
 import signal
@@ -100,7 +102,15 @@ def summary(res: dict[str, Any]) -> str:
 
 
 def decimals(value: float) -> int:
-    return 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
+    """Decimals to show: none from 100 up, one from 10, two above 0.1, two significant digits below."""
+    size = abs(value)
+    if size >= 100:
+        return 0
+    if size >= 10:
+        return 1
+    if size >= 0.1 or size == 0:
+        return 2
+    return 1 - math.floor(math.log10(size))
 
 
 def emit(res: dict[str, Any]) -> None:
@@ -161,10 +171,12 @@ class SiteFiles:
         return load_settings(self.config)
 
 
-def make_site(root: Path, agentdb: Path | None = None) -> SiteFiles:
+def make_site(root: Path, agentdb: Path | None = None, *, convex_url: str | None = None) -> SiteFiles:
     """Config for one site on the embedded hub, every setting at the product default.
 
-    The AgentDB file is ``agent/agentdb.db`` under ``root`` unless ``agentdb`` names another.
+    The AgentDB file is ``agent/agentdb.db`` under ``root`` unless ``agentdb`` names another. With
+    ``convex_url`` the backbone is that Convex deployment instead (the product reads the site's
+    secret from the environment, MEMSYNC_BACKBONE__SITE_SECRET, never from the file).
     """
     agentdb, state_dir = agentdb or root / "agent" / "agentdb.db", root / "memsync"
     agentdb.parent.mkdir(parents=True, exist_ok=True)
@@ -172,13 +184,29 @@ def make_site(root: Path, agentdb: Path | None = None) -> SiteFiles:
     site = SiteFiles(
         root, agentdb, state_dir / "hub.db", state_dir / f"{SITE}.state.db", root / "memsync.toml", root / "daemon.log"
     )
+    backbone = f'kind = "convex"\nurl = "{convex_url}"\n' if convex_url else f'kind = "local"\npath = "{site.hub}"\n'
     site.config.write_text(
         f'[site]\nname = "{SITE}"\n\n[agentdb]\npath = "{site.agentdb}"\n\n'
-        f'[backbone]\nkind = "local"\npath = "{site.hub}"\n\n[state]\npath = "{site.state}"\n\n'
+        f'[backbone]\n{backbone}\n[state]\npath = "{site.state}"\n\n'
         '[log]\nformat = "json"\nlevel = "info"\n',
         encoding="utf-8",
     )
     return site
+
+
+def timed_pass(site: Any, profiler: cProfile.Profile | None = None) -> tuple[float, Any]:
+    """Seconds and report for one ``engine.run_pass()`` of a ``daemon.site.Site``, which must sync
+    every row it reads (profiled when asked)."""
+    if profiler is not None:
+        profiler.enable()
+    with stopwatch() as elapsed:
+        report = site.engine.run_pass()
+        seconds = elapsed()
+    if profiler is not None:
+        profiler.disable()
+    if report.backlog or report.quarantined:
+        raise RuntimeError(f"the pass did not sync everything: {report}")
+    return seconds, report
 
 
 @contextmanager

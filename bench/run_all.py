@@ -4,7 +4,7 @@ The section between the figures markers is regenerated from bench/results/*.json
 run on its own (``--only idle``) updates its rows and leaves the others' last figures, each with
 its own date.
 
-    python -m bench.run_all [--only latency backfill idle] [--render-only]
+    python -m bench.run_all [--only latency backfill convex_backfill idle] [--render-only]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import backfill, idle, latency
+from bench import backfill, convex_backfill, idle, latency
 from bench.common import RESULTS, ROOT, decimals, emit, progress
 
 Record = dict[str, Any]
@@ -26,6 +26,7 @@ Record = dict[str, Any]
 BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "latency": (latency.run, latency.describe_run),
     "backfill": (backfill.run, backfill.describe_run),
+    "convex_backfill": (convex_backfill.run, convex_backfill.describe_run),
     "idle": (idle.run, idle.describe_run),
 }
 DOC = ROOT / "docs" / "BENCHMARKS.md"

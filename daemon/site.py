@@ -9,6 +9,8 @@ from __future__ import annotations
 from contextlib import ExitStack
 from types import TracebackType
 
+import httpx
+
 from daemon import logs
 from daemon.config import Settings
 from sync.agentdb import AgentDBReader
@@ -20,10 +22,11 @@ from sync.retry import RetryPolicy
 from sync.sidecar import Sidecar
 
 
-def open_backbone(settings: Settings, *, create: bool = True) -> Backbone:
+def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.BaseTransport | None = None) -> Backbone:
     """The configured backbone. Raises BackboneUnavailable when it cannot be opened.
 
-    ``create=False`` is for readers (status, export): they must not create or lock anything."""
+    ``create=False`` is for readers (status, export): they must not create or lock anything.
+    ``transport`` is the HTTP seam of a Convex backbone (measurement, tests)."""
     config = settings.backbone
     opened: Backbone
     if config.kind == "convex":
@@ -31,7 +34,7 @@ def open_backbone(settings: Settings, *, create: bool = True) -> Backbone:
         assert config.site_secret is not None
         secret = config.site_secret.get_secret_value()
         logs.register_secrets([secret])
-        opened = ConvexBackbone(config.url, settings.site.name, secret, timeout=config.timeout)
+        opened = ConvexBackbone(config.url, settings.site.name, secret, timeout=config.timeout, transport=transport)
     else:
         opened = HubBackbone(settings.hub_path, busy_timeout_ms=config.busy_timeout_ms, create=create)
     if create:
