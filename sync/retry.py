@@ -6,13 +6,13 @@ Everything that talks to something outside the process retries through ``RetryPo
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_delay, stop_never
-from tenacity.wait import wait_exponential_jitter
 
 from sync.errors import TransientError
 
@@ -32,6 +32,12 @@ class RetryPolicy:
     # Waits between attempts; by default on the stop event, so that a stop cuts a wait short.
     sleep: Callable[[float], None] | None = field(default=None, compare=False)
 
+    def backoff(self, attempt: int, draw: float) -> float:
+        """Seconds before retry number ``attempt`` (1, 2, ...): doubling from ``initial`` up to
+        ``maximum``, plus up to ``jitter`` seconds (``draw`` in [0, 1)) so that sites do not retry
+        in step. Pure; computed here rather than by tenacity, whose API for it changed in 9.2."""
+        return float(min(self.maximum, self.initial * 2.0 ** (attempt - 1)) + self.jitter * draw)
+
     def call(
         self,
         fn: Callable[[], T],
@@ -41,10 +47,9 @@ class RetryPolicy:
     ) -> T:
         """Run ``fn``, retrying TransientError. Other errors pass straight through."""
         stop_event = stop or threading.Event()
-        backoff = wait_exponential_jitter(multiplier=self.initial, max=self.maximum, jitter=self.jitter)
 
         def wait(state: RetryCallState) -> float:
-            delay = backoff(state)
+            delay = self.backoff(state.attempt_number, random.random())  # noqa: S311 - jitter, not secrecy
             outcome = state.outcome
             error = outcome.exception() if outcome is not None else None
             retry_after = getattr(error, "retry_after", None)

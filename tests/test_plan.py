@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sync.plan import Decision, Occupant, ScanPlan, Verdict, after_conflict, batches, decide, plan_scan, source_id_for
+from sync.retry import RetryPolicy
 
 A = Occupant(42, 0, "42", "identity-a", "content-a1")
 B = Occupant(42, 1, "42~1", "identity-b", "content-b1")
@@ -87,3 +88,11 @@ def test_no_window_means_no_window_re_check() -> None:
 )
 def test_batches(sizes: list[int], max_rows: int, max_bytes: int | None, expected: list[list[int]]) -> None:
     assert list(batches(sizes, max_rows, max_bytes, lambda s: s)) == expected
+
+
+@pytest.mark.parametrize(
+    ("attempt", "draw", "expected"),
+    [(1, 0.0, 0.2), (2, 0.0, 0.4), (3, 0.5, 1.05), (10, 0.0, 30.0), (30, 0.999, 30.4995)],
+)
+def test_backoff_doubles_up_to_the_maximum_plus_jitter(attempt: int, draw: float, expected: float) -> None:
+    assert RetryPolicy(initial=0.2, maximum=30.0, jitter=0.5).backoff(attempt, draw) == pytest.approx(expected)

@@ -1,0 +1,404 @@
+"""The VectorStore contract, run against both implementations: EdgeStore (the real engine in-process)
+and ServerStore on qdrant-client's local mode (the stand-in for a Qdrant server or Qdrant Cloud)."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from qdrant_client import QdrantClient
+
+from sync.errors import ConfigError, PermanentError, TransientError
+from sync.warm import bm25
+from sync.warm.store import (
+    CollectionMismatch,
+    EdgeStore,
+    Hit,
+    SearchFilter,
+    ServerStore,
+    StoreLocked,
+    StoreRejected,
+    VectorStore,
+    WarmPoint,
+    point_id,
+)
+
+DIMS = 8
+COLLECTION = "agent_memory_hybrid"
+MODEL = "local-minilm"
+
+Factory = Callable[[], VectorStore]
+
+
+def unit(*components: float) -> list[float]:
+    """A deterministic dense vector: the given leading components, zero-padded to DIMS."""
+    vec = [*components, *([0.0] * (DIMS - len(components)))]
+    return vec
+
+
+def axis(i: int) -> list[float]:
+    vec = [0.0] * DIMS
+    vec[i % DIMS] = 1.0
+    return vec
+
+
+EPISODES = [
+    # (source id, text, dense, payload extras)
+    ("1", "getUserById returned null for a deleted account", axis(0), {"agent": "coder", "tags": ["bug"]}),
+    ("2", "connection dropped with ERR_CONN_RESET during upload", axis(1), {"agent": "ops", "tags": ["net", "bug"]}),
+    ("3", "JIRA-4821: migrate the billing cron to the new scheduler", axis(2), {"agent": "coder", "tags": ["plan"]}),
+    ("4", "wrote unit tests for the payment retry policy", axis(3), {"agent": "tester", "tags": []}),
+    ("5", "deploy failed with error E1234 on step 7", axis(4), {"agent": "ops", "tags": ["deploy"]}),
+]
+
+
+def make_points(site: str = "site-a", session: str = "s1", ts0: int = 1_000) -> list[WarmPoint]:
+    return [
+        WarmPoint(
+            id=point_id(site, source_id),
+            dense=dense,
+            sparse=bm25.embed_document(text),
+            payload={
+                "site": site,
+                "session": session,
+                "ts": ts0 + n * 1_000,
+                "reward": 0.5,
+                "success": True,
+                "contentHash": f"h{source_id}",
+                "text": text,
+                "sourceId": source_id,
+                **extra,
+            },
+        )
+        for n, (source_id, text, dense, extra) in enumerate(EPISODES)
+    ]
+
+
+@pytest.fixture(params=["edge", "server"])
+def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
+    """Makes stores of one kind that share backing storage (a folder, or one in-memory client)."""
+    opened: list[VectorStore] = []
+    if request.param == "edge":
+
+        def make() -> VectorStore:
+            store = EdgeStore(tmp_path / "warm")
+            opened.append(store)
+            return store
+
+    else:
+        # One local-mode client per test, shared by every store made, as two processes share a server.
+        shared = QdrantClient(location=":memory:")
+
+        def make() -> VectorStore:
+            store = ServerStore(client=shared)
+            opened.append(store)
+            return store
+
+    yield make
+    for store in opened:
+        store.close()
+    if request.param == "server":
+        shared.close()
+
+
+@pytest.fixture
+def store(factory: Factory) -> VectorStore:
+    s = factory()
+    s.open_or_create(COLLECTION, MODEL, DIMS)
+    s.upsert(make_points())
+    return s
+
+
+def source_ids(hits: Sequence[Hit]) -> list[str]:
+    return [str(h.payload["sourceId"]) for h in hits]
+
+
+def test_point_id_is_a_deterministic_uuid5_of_site_and_source_id() -> None:
+    assert point_id("site-a", "22") == point_id("site-a", "22")
+    assert uuid.UUID(point_id("site-a", "22")).version == 5
+    assert point_id("site-a", "22") != point_id("site-b", "22")
+    assert point_id("a:b", "c") != point_id("a", "b:c")
+    # Golden value: a changed namespace or framing would orphan every indexed point.
+    assert point_id("site-a", "22") == "a1b9385f-a254-5db7-9c5a-273e4e3554b0"
+
+
+def test_count_get_and_idempotent_upsert(store: VectorStore) -> None:
+    assert store.count() == 5
+    store.upsert(make_points())  # same ids again: replaced, not duplicated
+    assert store.count() == 5
+    pid = point_id("site-a", "3")
+    [got] = store.get([pid, point_id("site-a", "missing")], with_vectors=True)
+    assert got.id == pid
+    assert got.payload["text"].startswith("JIRA-4821")
+    assert got.dense is not None
+    assert got.dense == pytest.approx(axis(2))
+    expected = bm25.embed_document(EPISODES[2][1])
+    assert got.sparse is not None
+    assert got.sparse.indices == expected.indices
+    assert got.sparse.values == pytest.approx(expected.values, abs=1e-6)  # stored as float32
+    [bare] = store.get([pid])
+    assert bare.dense is None
+
+
+def test_edit_replaces_payload_and_vectors(store: VectorStore) -> None:
+    pid = point_id("site-a", "1")
+    store.upsert([WarmPoint(pid, axis(7), bm25.embed_document("edited text"), {"site": "site-a", "ts": 1})])
+    [got] = store.get([pid], with_vectors=True)
+    assert got.payload == {"site": "site-a", "ts": 1}
+    assert got.dense == pytest.approx(axis(7))
+    assert store.count() == 5
+
+
+def test_delete(store: VectorStore) -> None:
+    store.delete([point_id("site-a", "1"), point_id("site-a", "2")])
+    store.delete([point_id("site-a", "never-there")])
+    assert store.count() == 3
+    assert store.get([point_id("site-a", "1")]) == []
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        (SearchFilter(agent="coder"), {"1", "3"}),
+        (SearchFilter(tags=("net", "deploy")), {"2", "5"}),
+        (SearchFilter(tags=("bug",), agent="ops"), {"2"}),
+        (SearchFilter(since_ms=3_000), {"3", "4", "5"}),
+        (SearchFilter(site="site-a", session="s1"), {"1", "2", "3", "4", "5"}),
+        (SearchFilter(site="site-b"), set()),
+    ],
+)
+def test_filters_apply_to_count_and_both_searches(store: VectorStore, flt: SearchFilter, expected: set[str]) -> None:
+    assert store.count(flt) == len(expected)
+    query = [1.0] * DIMS
+    assert set(source_ids(store.dense_search(query, limit=10, filter=flt))) == expected
+    hybrid = store.hybrid_search(query, bm25.embed_query("error deploy JIRA-4821"), limit=10, filter=flt)
+    assert set(source_ids(hybrid)) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("getUserById", "1"), ("ERR_CONN_RESET", "2"), ("JIRA-4821", "3"), ("E1234", "5")],
+)
+def test_exact_identifier_wins_through_bm25_when_dense_is_uninformative(
+    store: VectorStore, query: str, expected: str
+) -> None:
+    # The same dense similarity to every episode: only the sparse prefetch can tell them apart.
+    flat = [1.0] * DIMS
+    hits = store.hybrid_search(flat, bm25.embed_query(query), limit=3)
+    assert source_ids(hits)[0] == expected
+    assert hits[0].score > hits[1].score
+
+
+def test_hybrid_returns_rrf_scores_and_dense_similarity(store: VectorStore) -> None:
+    query = unit(1.0, 0.2)  # closest to episode 1 densely; its text also matches
+    hits = store.hybrid_search(query, bm25.embed_query("getUserById"), limit=5)
+    assert source_ids(hits)[0] == "1"
+    # Rank 0 in both prefetches with Qdrant's default k=2: 1/2 + 1/2.
+    assert hits[0].score == pytest.approx(1.0)
+    expected = 1.0 / math.sqrt(1.0 + 0.2**2)
+    assert hits[0].similarity == pytest.approx(expected, abs=1e-6)
+    assert all(h.similarity is not None and -1.0 <= h.similarity <= 1.0 + 1e-6 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_dense_search_threshold_for_near_duplicates(store: VectorStore) -> None:
+    hits = store.dense_search(unit(0.0, 0.0, 1.0, 0.1), limit=5, score_threshold=0.95)
+    assert source_ids(hits) == ["3"]
+    assert hits[0].score == pytest.approx(1.0 / math.sqrt(1.01), abs=1e-6)
+    assert hits[0].similarity == hits[0].score
+    assert store.dense_search(unit(0.0, 0.0, 1.0, 1.0), limit=5, score_threshold=0.95) == []
+
+
+def test_empty_text_point_and_query_are_accepted(store: VectorStore) -> None:
+    pid = point_id("site-a", "empty")
+    store.upsert([WarmPoint(pid, axis(5), bm25.embed_document(""), {"site": "site-a", "sourceId": "empty"})])
+    hits = store.hybrid_search(axis(5), bm25.embed_query(""), limit=1)
+    assert source_ids(hits) == ["empty"]
+
+
+def test_wrong_vector_size_is_rejected(store: VectorStore) -> None:
+    with pytest.raises(StoreRejected, match="7 dims"):
+        store.upsert([WarmPoint(point_id("x", "1"), [1.0] * 7, bm25.embed_document("x"), {})])
+    with pytest.raises(StoreRejected, match="9 dims"):
+        store.dense_search([1.0] * 9)
+
+
+def test_use_before_open_is_rejected(factory: Factory) -> None:
+    with pytest.raises(StoreRejected, match="open_or_create"):
+        factory().count()
+
+
+def test_reopen_with_same_spec_keeps_points(factory: Factory) -> None:
+    first = factory()
+    first.open_or_create(COLLECTION, MODEL, DIMS)
+    first.upsert(make_points())
+    first.close()
+    second = factory()
+    spec = second.open_or_create(COLLECTION, MODEL, DIMS)
+    assert (spec.model_name, spec.dims, spec.bm25) == (MODEL, DIMS, bm25.Bm25Config())
+    assert second.count() == 5
+    assert source_ids(second.hybrid_search([1.0] * DIMS, bm25.embed_query("E1234"), limit=1)) == ["5"]
+
+
+@pytest.mark.parametrize(
+    ("model", "dims", "config", "message"),
+    [
+        (
+            "gemini-embedding-001",
+            768,
+            bm25.Bm25Config(),
+            f"collection {COLLECTION} was built with model local-minilm (8 dims); this site is configured for "
+            "gemini-embedding-001 (768 dims): run `memsync reindex`",
+        ),
+        (
+            MODEL,
+            16,
+            bm25.Bm25Config(),
+            "model local-minilm (8 dims); this site is configured for local-minilm (16 dims)",
+        ),
+        (MODEL, DIMS, bm25.Bm25Config(k=1.5), f"collection {COLLECTION} was built with BM25 settings"),
+    ],
+)
+def test_model_guard_refuses_another_model_dims_or_bm25(
+    factory: Factory, model: str, dims: int, config: bm25.Bm25Config, message: str
+) -> None:
+    first = factory()
+    first.open_or_create(COLLECTION, MODEL, DIMS)
+    first.upsert(make_points())
+    first.close()
+    with pytest.raises(CollectionMismatch, match=re.escape(message)) as info:
+        factory().open_or_create(COLLECTION, model, dims, config)
+    assert isinstance(info.value, ConfigError)
+    again = factory()
+    again.open_or_create(COLLECTION, MODEL, DIMS)  # the original spec still opens, data intact
+    assert again.count() == 5
+
+
+def test_a_different_collection_name_can_hold_another_model(factory: Factory) -> None:
+    factory().open_or_create(COLLECTION, MODEL, DIMS)
+    other = factory()
+    spec = other.open_or_create(f"{COLLECTION}_v2", "gemini-embedding-001", 16)
+    assert spec.dims == 16
+    assert other.count() == 0
+
+
+def test_invalid_collection_name_is_a_config_error(factory: Factory) -> None:
+    with pytest.raises(ConfigError, match="invalid collection name"):
+        factory().open_or_create("../escape", MODEL, DIMS)
+
+
+# --- EdgeStore only: the embedded store lives on disk and has one owner ------------------------
+
+
+def test_edge_store_persists_across_reopen(tmp_path: Path) -> None:
+    with EdgeStore(tmp_path) as first:
+        first.open_or_create(COLLECTION, MODEL, DIMS)
+        first.upsert(make_points())
+    record = tmp_path / COLLECTION / EdgeStore.RECORD_FILE
+    assert record.exists()
+    with EdgeStore(tmp_path) as second:
+        second.open_or_create(COLLECTION, MODEL, DIMS)
+        assert second.count() == 5
+        assert second.count(SearchFilter(tags=("bug",))) == 2
+        assert source_ids(second.hybrid_search(axis(1), bm25.embed_query("ERR_CONN_RESET"), limit=1)) == ["2"]
+
+
+def test_edge_store_second_opener_is_locked_out_naming_the_path(tmp_path: Path) -> None:
+    with EdgeStore(tmp_path) as owner:
+        owner.open_or_create(COLLECTION, MODEL, DIMS)
+        with pytest.raises(StoreLocked, match=str(tmp_path / COLLECTION / "shard")) as info:
+            EdgeStore(tmp_path).open_or_create(COLLECTION, MODEL, DIMS)
+        assert isinstance(info.value, TransientError)
+        assert info.value.path == tmp_path / COLLECTION / "shard"
+        owner.upsert(make_points())  # the owner is unaffected
+        assert owner.count() == 5
+    with EdgeStore(tmp_path) as later:  # released on close
+        later.open_or_create(COLLECTION, MODEL, DIMS)
+        assert later.count() == 5
+
+
+def test_edge_store_second_process_is_locked_out(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from sync.warm.store import EdgeStore, StoreLocked\n"
+        "try:\n"
+        f"    EdgeStore(sys.argv[1]).open_or_create({COLLECTION!r}, {MODEL!r}, {DIMS})\n"
+        "except StoreLocked as exc:\n"
+        "    print(exc.path); sys.exit(3)\n"
+    )
+    with EdgeStore(tmp_path) as owner:
+        owner.open_or_create(COLLECTION, MODEL, DIMS)
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.strip() == str(tmp_path / COLLECTION / "shard")
+
+
+def test_edge_store_refuses_a_shard_with_points_but_no_record(tmp_path: Path) -> None:
+    with EdgeStore(tmp_path) as first:
+        first.open_or_create(COLLECTION, MODEL, DIMS)
+        first.upsert(make_points())
+    (tmp_path / COLLECTION / EdgeStore.RECORD_FILE).unlink()
+    with pytest.raises(ConfigError, match=r"no memsync-collection\.json"):
+        EdgeStore(tmp_path).open_or_create(COLLECTION, MODEL, DIMS)
+    with EdgeStore(tmp_path) as again, pytest.raises(ConfigError):  # not StoreLocked: the failed open let go
+        again.open_or_create(COLLECTION, MODEL, DIMS)
+
+
+def test_edge_store_closed_store_is_rejected(tmp_path: Path) -> None:
+    store = EdgeStore(tmp_path)
+    store.open_or_create(COLLECTION, MODEL, DIMS)
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(PermanentError):
+        store.count()
+
+
+# --- ServerStore only -------------------------------------------------------------------------
+
+
+def test_server_store_refuses_a_collection_without_a_record() -> None:
+    from qdrant_client import models as qm
+
+    store = ServerStore(location=":memory:")
+    store._client.create_collection(
+        COLLECTION, vectors_config={"dense": qm.VectorParams(size=DIMS, distance=qm.Distance.COSINE)}
+    )
+    with pytest.raises(ConfigError, match="no memsync record"):
+        store.open_or_create(COLLECTION, MODEL, DIMS)
+    store.close()
+
+
+def test_server_store_records_the_spec_in_collection_metadata() -> None:
+    store = ServerStore(location=":memory:")
+    store.open_or_create(COLLECTION, MODEL, DIMS)
+    metadata = store._client.get_collection(COLLECTION).config.metadata or {}
+    assert metadata["memsync"]["model"] == MODEL
+    assert metadata["memsync"]["dims"] == DIMS
+    assert metadata["memsync"]["bm25"] == bm25.Bm25Config().to_dict()
+    store.close()
+
+
+def test_server_store_needs_exactly_one_location() -> None:
+    with pytest.raises(ConfigError):
+        ServerStore()
+    with pytest.raises(ConfigError):
+        ServerStore(url="http://localhost:6333", location=":memory:")
+
+
+def test_server_store_unreachable_server_is_transient() -> None:
+    store = ServerStore(url="http://127.0.0.1:9", timeout=2)  # discard port: nothing listens
+    with pytest.raises(TransientError, match="cannot reach Qdrant"):
+        store.open_or_create(COLLECTION, MODEL, DIMS)
+    store.close()
