@@ -151,7 +151,7 @@ class HubBackbone:
 
     def _upsert(self, conn: sqlite3.Connection, site: str, items: Sequence[PushItem], now: int) -> list[PushResult]:
         existing = self._existing(conn, site, items)
-        forgotten = {r[0] for r in conn.execute("SELECT source_id FROM tombstones WHERE source_site = ?", (site,))}
+        forgotten = {r[0] for r in self._for_keys(conn, "SELECT source_id FROM tombstones", site, items)}
         results: list[PushResult] = []
         # (index of the result, statement, parameters) for every row to write
         writes: list[tuple[int, str, tuple[Any, ...]]] = []
@@ -193,22 +193,24 @@ class HubBackbone:
         return results
 
     @staticmethod
-    def _existing(
-        conn: sqlite3.Connection, site: str, items: Sequence[PushItem]
-    ) -> dict[str, tuple[int, str, str, int]]:
-        """(row id, identity, content hash, syncedAt) for the keys already in the hub."""
-        existing: dict[str, tuple[int, str, str, int]] = {}
+    def _for_keys(
+        conn: sqlite3.Connection, select: str, site: str, items: Sequence[PushItem]
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``select`` (a table keyed by source_site, source_id) for this batch's keys only,
+        500 keys a query: the cost of a push never grows with the size of the table."""
         keys = list({item.source_id for item in items})
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                "SELECT source_id, id, identity_hash, content_hash, synced_at FROM episodes "
-                f"WHERE source_site = ? AND source_id IN ({marks})",
-                (site, *chunk),
-            ):
-                existing[row[0]] = (row[1], row[2], row[3], row[4])
-        return existing
+            yield from conn.execute(f"{select} WHERE source_site = ? AND source_id IN ({marks})", (site, *chunk))
+
+    @classmethod
+    def _existing(
+        cls, conn: sqlite3.Connection, site: str, items: Sequence[PushItem]
+    ) -> dict[str, tuple[int, str, str, int]]:
+        """(row id, identity, content hash, syncedAt) for the keys already in the hub."""
+        select = "SELECT source_id, id, identity_hash, content_hash, synced_at FROM episodes"
+        return {row[0]: (row[1], row[2], row[3], row[4]) for row in cls._for_keys(conn, select, site, items)}
 
     @staticmethod
     def _write(
