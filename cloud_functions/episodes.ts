@@ -2,12 +2,13 @@ import { v } from "convex/values";
 import { internal } from "./_generated/api";
 import { internalMutation, internalQuery, mutation, query } from "./_generated/server";
 import { authenticate, siteArgs } from "./lib/auth";
+import { backfillChangeSeqs, CHANGE_COUNTER, ChangeSequence, readChanges, recordPoint } from "./lib/changes";
 import { advanceCursor, cursorOf, readCursor } from "./lib/cursor";
 import { exportEpisode } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
 import { setAlertState } from "./lib/alerts";
-import { cursorValue, exportedEpisode, isCount, pushItem } from "./lib/validators";
+import { cursorValue, exportedEpisode, isCount, nullable, pushItem } from "./lib/validators";
 
 const MAX_PAGE = 500;
 
@@ -83,7 +84,10 @@ export const listEpisodes = query({
   },
 });
 
-/** Hard delete, and a tombstone so that a later push of the same key is refused ("forgotten"). */
+/**
+ * Hard delete, and a tombstone so that a later push of the same key is refused ("forgotten"). A new
+ * tombstone is a change (the feed lists the key with no episode); forgetting it again is not.
+ */
 export const forget = mutation({
   args: { ...siteArgs, sourceId: v.string() },
   returns: v.object({ deleted: v.boolean() }),
@@ -96,9 +100,97 @@ export const forget = mutation({
       .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", args.sourceId))
       .unique();
     if (tombstone === null) {
-      await ctx.db.insert("tombstones", { sourceSite: site, sourceId: args.sourceId, deletedAt: Date.now() });
+      const sequence = new ChangeSequence(ctx.db);
+      const changeSeq = await sequence.next();
+      await ctx.db.insert("tombstones", { sourceSite: site, sourceId: args.sourceId, deletedAt: Date.now(), changeSeq });
+      await sequence.save();
     }
     return { deleted: found !== null };
+  },
+});
+
+const change = v.object({
+  seq: v.number(),
+  sourceSite: v.string(),
+  sourceId: v.string(),
+  episode: nullable(exportedEpisode), // null: the key was forgotten
+  qdrantPointId: nullable(v.string()),
+});
+
+/**
+ * The change feed, for every site's warm layer: each insert, edit and forget of every site, after
+ * seq `after`, in seq order (commit order: see lib/changes.ts). An episode edited since appears
+ * once, at its latest seq, as it now is. A page may hold fewer than `limit` changes when the
+ * episodes are large; only an empty page means the caller has caught up.
+ */
+export const changes = query({
+  args: { ...siteArgs, after: v.number(), limit: v.number() },
+  returns: v.array(change),
+  handler: async (ctx, args) => {
+    await authenticate(ctx, args);
+    requireCount("after", args.after);
+    requireCount("limit", args.limit, MAX_PAGE);
+    if (args.limit === 0) fail("INVALID", "limit must be at least 1");
+    return await readChanges(ctx.db, args.after, args.limit);
+  },
+});
+
+/** The feed's latest seq (0 before any change): how far a reader has to go, for progress bars. */
+export const feedEnd = query({
+  args: { ...siteArgs },
+  returns: v.number(),
+  handler: async (ctx, args) => {
+    await authenticate(ctx, args);
+    const counter = await ctx.db
+      .query("counters")
+      .withIndex("by_name", (q) => q.eq("name", CHANGE_COUNTER))
+      .unique();
+    return counter?.value ?? 0;
+  },
+});
+
+/**
+ * The warm layer reports the Qdrant points it wrote, for any site's episodes (point ids are
+ * deterministic, so whichever site embeds first may record). A point is recorded only while the
+ * episode's content hash is still the one it was embedded from; unknown keys are ignored.
+ * Recording is not a change: the feed's sequence does not move.
+ */
+export const recordPoints = mutation({
+  args: {
+    ...siteArgs,
+    items: v.array(
+      v.object({ sourceSite: v.string(), sourceId: v.string(), qdrantPointId: v.string(), contentHash: v.string() }),
+    ),
+  },
+  returns: v.object({ recorded: v.number() }),
+  handler: async (ctx, args) => {
+    await authenticate(ctx, args);
+    if (args.items.length > MAX_PAGE) fail("TOO_LARGE", `${args.items.length} items in one call; at most ${MAX_PAGE}`);
+    let recorded = 0;
+    for (const item of args.items) {
+      const doc = await findEpisode(ctx.db, item.sourceSite, item.sourceId);
+      if (await recordPoint(ctx.db, doc, item.qdrantPointId, item.contentHash)) recorded += 1;
+    }
+    return { recorded };
+  },
+});
+
+/**
+ * For deployments that hold documents written before the change feed: gives episodes, then
+ * tombstones, without a changeSeq one, `limit` a mutation, scheduling the next batch until none is
+ * left. Run once after deploying: `npx convex run episodes:backfillChangeSeq '{"limit": 200}'` (a
+ * lower limit if a batch of large episodes meets Convex's 16 MiB a transaction).
+ */
+export const backfillChangeSeq = internalMutation({
+  args: { limit: v.number() },
+  returns: v.object({ assigned: v.number(), more: v.boolean() }),
+  handler: async (ctx, args) => {
+    requireCount("limit", args.limit, MAX_PAGE);
+    if (args.limit === 0) fail("INVALID", "limit must be at least 1");
+    const assigned = await backfillChangeSeqs(ctx.db, args.limit);
+    const more = assigned === args.limit;
+    if (more) await ctx.scheduler.runAfter(0, internal.episodes.backfillChangeSeq, args);
+    return { assigned, more };
   },
 });
 
@@ -117,8 +209,9 @@ export const needingVectors = internalQuery({
 });
 
 /**
- * The daemon reports the Qdrant points it wrote. With `contentHash`, a point embedded from content
- * that has since changed is not recorded, so the edited episode stays in needingVectors.
+ * The Qdrant points written, by document id (admin and tests; sites use recordPoints, by key). With
+ * `contentHash`, a point embedded from content that has since changed is not recorded, so the
+ * edited episode stays in needingVectors.
  */
 export const recordPointIds = internalMutation({
   args: {
@@ -128,10 +221,7 @@ export const recordPointIds = internalMutation({
     if (args.items.length > MAX_PAGE) fail("TOO_LARGE", `${args.items.length} items in one call; at most ${MAX_PAGE}`);
     let recorded = 0;
     for (const item of args.items) {
-      const doc = await ctx.db.get(item.id);
-      if (doc === null || (item.contentHash !== undefined && item.contentHash !== doc.contentHash)) continue;
-      await ctx.db.patch(item.id, { qdrantPointId: item.qdrantPointId });
-      recorded += 1;
+      if (await recordPoint(ctx.db, await ctx.db.get(item.id), item.qdrantPointId, item.contentHash)) recorded += 1;
     }
     return { recorded };
   },

@@ -16,6 +16,9 @@ export default defineSchema({
     archived: v.boolean(),
     qdrantPointId: v.optional(v.string()),
     approvalStatus: v.optional(v.string()),
+    // The change feed's position of the latest insert or edit (lib/changes.ts). Optional only for
+    // documents written before the feed: episodes:backfillChangeSeq gives them one.
+    changeSeq: v.optional(v.number()),
   })
     // The upsert key: Convex has no unique constraints, so uniqueness is lookup-then-write in one mutation.
     .index("by_site_source", ["sourceSite", "sourceId"])
@@ -24,7 +27,9 @@ export default defineSchema({
     // Archival and the digest: leading with `archived` keeps archived rows out of every later scan.
     .index("by_created", ["archived", "createdAt"])
     // Episodes still waiting for a vector: archived=false, qdrantPointId missing.
-    .index("by_qdrant", ["archived", "qdrantPointId"]),
+    .index("by_qdrant", ["archived", "qdrantPointId"])
+    // The change feed (episodes:changes), merged with the tombstones' range of the same index.
+    .index("by_changeSeq", ["changeSeq"]),
 
   syncCursors: defineTable({
     site: v.string(),
@@ -95,7 +100,16 @@ export default defineSchema({
     sourceSite: v.string(),
     sourceId: v.string(),
     deletedAt: v.number(),
-  }).index("by_site_source", ["sourceSite", "sourceId"]),
+    changeSeq: v.optional(v.number()), // the forget's place in the change feed (see episodes)
+  })
+    .index("by_site_source", ["sourceSite", "sourceId"])
+    .index("by_changeSeq", ["changeSeq"]),
+
+  // Named counters; "changeSeq" is the change feed's last seq (lib/changes.ts).
+  counters: defineTable({
+    name: v.string(),
+    value: v.number(),
+  }).index("by_name", ["name"]),
 
   alertStates: defineTable({
     key: v.string(),

@@ -11,10 +11,11 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import structlog
 import typer
@@ -282,6 +283,100 @@ def quarantine_retry(
         remaining = report.quarantined
         err.print(f"memsync: retried {marked}: {report.released} delivered, {remaining} still quarantined")
         if remaining:
+            raise typer.Exit(1)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for: words, an error code, a function name.")],
+    config: ConfigOption = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100, help="Results to show.")] = 10,
+    site: Annotated[str | None, typer.Option(help="Only episodes from this site.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Only this agent's episodes.")] = None,
+    session: Annotated[str | None, typer.Option(help="Only this session's episodes.")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="Only episodes with this tag (repeat: any of them).")
+    ] = None,
+    since: Annotated[str | None, typer.Option(help="Only episodes since: 7d, 12h, 30m, or an ISO date.")] = None,
+    rerank: Annotated[
+        bool, typer.Option("--rerank", help="Rerank with Voyage rerank-2.5 (needs a Voyage key).")
+    ] = False,
+    use_mmr: Annotated[bool, typer.Option("--mmr", help="Diversify the results (maximal marginal relevance).")] = False,
+    all_duplicates: Annotated[
+        bool, typer.Option("--all", help="Show near-duplicates too (collapsed into their best match by default).")
+    ] = False,
+    mode: Annotated[str, typer.Option(help="hybrid (default), dense or bm25: the latter two to compare.")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Search every site's episodes: BM25 and dense vectors fused with RRF, then recency decay."""
+    from daemon.recall import parse_since, render_results, run_search
+    from sync.warm.search import SearchRequest
+    from sync.warm.store import SearchFilter
+
+    with _handled():
+        settings = load_settings(config)
+        logs.configure("error", settings.log.format)
+        if not settings.warm.enabled:
+            raise ConfigError("the warm layer is off (warm.enabled = false): nothing is indexed to search")
+        try:
+            request = SearchRequest(
+                query=query,
+                limit=limit,
+                filter=SearchFilter(
+                    site=site,
+                    agent=agent,
+                    session=session,
+                    tags=tuple(tag or ()),
+                    since_ms=None if since is None else parse_since(since, time.time()),
+                ),
+                collapse=not all_duplicates,
+                rerank=rerank,
+                mmr=use_mmr,
+                mode=mode,  # type: ignore[arg-type]  # checked just below
+            )
+            request.check()
+            results, via = run_search(settings, request)
+        except ValueError as exc:
+            err.print(f"[red]memsync search:[/] {exc}", highlight=False)
+            raise typer.Exit(2) from None
+    if as_json:
+        payload = {"query": query, "via": via, "results": [r.to_wire() for r in results]}
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        return
+    render_results(results, out)
+
+
+@app.command()
+def reindex(config: ConfigOption = None) -> None:
+    """Rebuild the vector collection from the backbone with the configured embedding model, then
+    switch searches to it (the old collection serves until the new one is complete)."""
+    from daemon.recall import run_reindex
+
+    with _handled():
+        settings = _settings(config)
+        if not settings.warm.enabled:
+            raise ConfigError("the warm layer is off (warm.enabled = false)")
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("changes"),
+            TimeRemainingColumn(),
+            console=err,
+            transient=not err.is_terminal,
+        ) as bar:
+            task = bar.add_task(f"reindexing {settings.warm.collection}", total=None)
+
+            def progress(report: Mapping[str, Any]) -> None:
+                bar.update(task, completed=report.get("cursor", 0), total=report.get("end") or None)
+
+            report, via = run_reindex(settings, progress)
+        err.print(
+            f"memsync: reindexed ({via}): {report['embedded']} embedded, {report['linked']} linked as "
+            f"near-duplicates, {report['failed']} refused by the embedder",
+            highlight=False,
+        )
+        if report["failed"]:
             raise typer.Exit(1)
 
 

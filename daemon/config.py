@@ -23,6 +23,8 @@ from sync.errors import ConfigError
 ENV_PREFIX = "MEMSYNC_"
 # Read by the CLI and the demo, not settings.
 _CLI_VARIABLES = {"MEMSYNC_CONFIG", "MEMSYNC_AGENTDB_GEN"}
+# Secrets: from the environment or .env only, never a config file that may be shared or committed.
+_ENV_ONLY = (("backbone", "site_secret"), ("warm", "api_key"), ("warm", "qdrant_api_key"), ("warm", "rerank_api_key"))
 SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
@@ -97,6 +99,49 @@ class SyncSection(_Section):
     retry_max_wait: float = Field(30.0, gt=0, le=3600)
 
 
+class WarmSection(_Section):
+    """The warm layer: every synced episode embedded into a hybrid (dense + BM25) Qdrant collection.
+
+    Keys (``api_key``, ``qdrant_api_key``, ``rerank_api_key``) come from the environment or .env
+    only, like the site secret: MEMSYNC_WARM__API_KEY and so on."""
+
+    enabled: bool = True
+    embedder: Literal["local", "gemini", "voyage"] = "local"
+    model: str | None = None  # default: gemini-embedding-001 / voyage-3.5; the local model is fixed
+    dims: int | None = Field(None, ge=1, le=4096)  # default: gemini 768, voyage 1024
+    api_key: SecretStr | None = None
+    base_url: str | None = None  # the embedding provider's endpoint, when not the public one
+    store: Literal["edge", "qdrant"] = "edge"
+    path: Path | None = None  # default: <data dir>/warm/<site>
+    url: str | None = None  # store = "qdrant": the server or Qdrant Cloud URL
+    qdrant_api_key: SecretStr | None = None
+    collection: str = Field("agent_memory_hybrid", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+    batch_size: int = Field(64, ge=1, le=500, description="episodes embedded and upserted together")
+    duplicate_threshold: float = Field(0.95, gt=0, le=1.0, description="cosine at which episodes are linked")
+    # Seconds between looks for other sites' episodes. Default: 2 on the embedded hub (a local query);
+    # 10 on Convex, where every look is a function call against the deployment's monthly quota.
+    catch_up_interval: float | None = Field(None, ge=0.1, le=3600)
+    rerank_model: str = "rerank-2.5"
+    rerank_api_key: SecretStr | None = None  # default: api_key when embedder = "voyage"
+    rerank_base_url: str | None = None
+    socket: Path | None = None  # default: <data dir>/<site>.sock
+
+    @model_validator(mode="after")
+    def _complete(self) -> WarmSection:
+        if not self.enabled:
+            return self
+        if self.embedder != "local" and (self.api_key is None or not self.api_key.get_secret_value()):
+            raise ValueError(
+                f"warm.api_key is required when warm.embedder = {self.embedder!r}: "
+                "set MEMSYNC_WARM__API_KEY in the environment or .env"
+            )
+        if self.embedder == "local" and (self.model is not None or self.dims is not None):
+            raise ValueError("warm.model and warm.dims apply to gemini and voyage; the local model is fixed (384 dims)")
+        if self.store == "qdrant" and not self.url:
+            raise ValueError("warm.url is required when warm.store = 'qdrant'")
+        return self
+
+
 class LogSection(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
@@ -118,6 +163,7 @@ class Settings(BaseSettings):
     backbone: BackboneSection = BackboneSection()
     state: StateSection = StateSection()
     sync: SyncSection = SyncSection()
+    warm: WarmSection = WarmSection()
     log: LogSection = LogSection()
     data_dir: Path | None = None
     config_file: Path | None = None
@@ -151,6 +197,20 @@ class Settings(BaseSettings):
         return self.state.path or self.resolved_data_dir / f"{self.site.name}.state.db"
 
     @property
+    def catch_up_interval(self) -> float:
+        if self.warm.catch_up_interval is not None:
+            return self.warm.catch_up_interval
+        return 10.0 if self.backbone.kind == "convex" else 2.0
+
+    @property
+    def warm_dir(self) -> Path:
+        return self.warm.path or self.resolved_data_dir / "warm" / self.site.name
+
+    @property
+    def socket_path(self) -> Path:
+        return self.warm.socket or self.resolved_data_dir / f"{self.site.name}.sock"
+
+    @property
     def lock_path(self) -> Path:
         return self.state_path.with_name(self.state_path.name + ".lock")
 
@@ -167,6 +227,8 @@ def _anchor(values: dict[str, Any], base: Path) -> dict[str, Any]:
     fix("agentdb", "path")
     fix("backbone", "path")
     fix("state", "path")
+    fix("warm", "path")
+    fix("warm", "socket")
     if isinstance(values.get("data_dir"), str):
         path = Path(values["data_dir"]).expanduser()
         values["data_dir"] = os.path.normpath(path if path.is_absolute() else base / path)
@@ -225,11 +287,12 @@ def load_settings(config: Path | None) -> Settings:
             raise ConfigError(f"config file {config} is not valid TOML: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config file {config}: {exc}") from None
-    if isinstance(values.get("backbone"), dict) and "site_secret" in values["backbone"]:
-        raise ConfigError(
-            f"{where}: backbone.site_secret does not belong in a config file; "
-            "set MEMSYNC_BACKBONE__SITE_SECRET in the environment or a .env file"
-        )
+    for section, key in _ENV_ONLY:
+        if isinstance(values.get(section), dict) and key in values[section]:
+            raise ConfigError(
+                f"{where}: {section}.{key} does not belong in a config file; "
+                f"set MEMSYNC_{section.upper()}__{key.upper()} in the environment or a .env file"
+            )
     problems = _unknown_keys(values)
     if problems:
         raise ConfigError(f"invalid configuration in {where}: {'; '.join(problems)}")

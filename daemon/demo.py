@@ -21,12 +21,17 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from daemon.config import load_settings
 from daemon.demo_agents import Agent
 from daemon.lock import holder_pid
+from daemon.recall import render_results, run_search
+from daemon.warm import read_status
 from sync.backbone.hub import HubBackbone
+from sync.warm.search import SearchRequest
 
 SITES = ("laptop", "vm")
 DRAIN_SECONDS = 10.0
+INDEX_WAIT_SECONDS = 90.0
 
 
 def _config(root: Path, site: str) -> Path:
@@ -34,7 +39,7 @@ def _config(root: Path, site: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "memsync.toml"
     path.write_text(
-        f'[site]\nname = "{site}"\n\n[site.defaults]\nagent_platform = "memsync-demo"\n\n'
+        f'data_dir = "."\n\n[site]\nname = "{site}"\n\n[site.defaults]\nagent_platform = "memsync-demo"\n\n'
         f'[agentdb]\npath = "agentdb.db"\npoll_interval = 0.5\n\n'
         f'[backbone]\nkind = "local"\npath = "../hub.db"\n\n[state]\npath = "state.db"\n\n'
         f'[log]\nformat = "json"\n',
@@ -102,13 +107,15 @@ def run_demo(*, duration: float, directory: Path | None, rate: float, console: C
         for agent in agents.values():
             agent.start()
         _watch(console, root, hub, agents, daemons, started)
+        searched = _closing_search(console, configs["laptop"], hub)
     finally:
         _shut_down(agents, daemons)
         for handle in logs.values():
             handle.close()
     seen = _hub_view(hub)
     hub.close()
-    return _summary(console, root, configs, agents, seen)
+    code = _summary(console, root, configs, agents, seen)
+    return code if searched else 1
 
 
 def _watch(
@@ -147,6 +154,36 @@ def _wait_until_running(configs: dict[str, Path], daemons: dict[str, subprocess.
         if all(holder_pid(lock) for lock in locks.values()) or any(p.poll() is not None for p in daemons.values()):
             return
         time.sleep(0.05)
+
+
+SEARCH_QUERY = "TLS certificate rotation"
+
+
+def _closing_search(console: Console, config: Path, hub: HubBackbone) -> bool:
+    """One memory: the laptop's daemon searches every site's episodes, once it has indexed them."""
+    settings = load_settings(config)
+    end = hub.feed_end(settings.site.name)
+    deadline = time.monotonic() + INDEX_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        status = read_status(settings) or {}
+        if int(status.get("cursor") or 0) >= end:
+            break
+        time.sleep(0.2)
+    else:
+        console.print(f"[red]the laptop's search index did not catch up within {INDEX_WAIT_SECONDS:.0f}s[/]")
+        return False
+    request = SearchRequest(SEARCH_QUERY, limit=3)
+    started = time.perf_counter()
+    results, via = run_search(settings, request)
+    took = (time.perf_counter() - started) * 1000
+    console.print()
+    console.print(f'[bold]memsync search "{SEARCH_QUERY}"[/] (through the laptop\'s daemon: {via}, {took:.0f} ms)')
+    render_results(results, console)
+    sites = {r.site for r in results}
+    console.print(
+        f"[dim]near-duplicates are collapsed into their best match; --all shows them. sites: {sorted(sites)}[/]"
+    )
+    return bool(results)
 
 
 def _shut_down(agents: dict[str, Agent], daemons: dict[str, subprocess.Popen[bytes]]) -> None:
@@ -195,4 +232,5 @@ def _summary(
         )
     laptop = configs["laptop"]
     console.print(f"try: memsync status --config {laptop}   |   memsync export --config {laptop} | head -3")
+    console.print(f'     memsync search "duplicate key" --config {laptop}')
     return 0 if ok else 1

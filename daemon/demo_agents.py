@@ -28,6 +28,22 @@ CREATE TABLE IF NOT EXISTS episodes (
 """
 
 
+# The same as LIVE_TASKS in tests/agentdb_gen/agent.mjs: (task, output) pairs a live agent cycles through.
+LIVE_TASKS = (
+    ("fix ERR_CONN_4471 in the http client retry loop", "capped the backoff at 30s and honoured Retry-After"),
+    ("deploy the billing api to staging with the helm chart", "rolled out 3 replicas; smoke tests green"),
+    ("investigate OPS-2291: nightly backup job timing out", "raised the timeout to 2h and split the dump per schema"),
+    ("rotate the TLS certificate on the edge proxy", "new cert from the internal CA, reloaded nginx without downtime"),
+    (
+        "database migration failed with E11000 duplicate key on users.email",
+        "deduplicated 14 rows, then re-ran the migration",
+    ),
+    ("write unit tests for parse_retry_after", "covered seconds, HTTP dates and garbage input; 12 tests"),
+    ("speed up the search endpoint p99", "added an index on (tenant_id, created_at); p99 from 900ms to 80ms"),
+    ("summarise yesterday's incident for the team", "root cause: a config push disabled the health checks"),
+)
+
+
 def agentdb_generator_dir() -> Path | None:
     """The repo's copy of the real-package scripts, if installed: $MEMSYNC_AGENTDB_GEN or the checkout."""
     configured = os.environ.get("MEMSYNC_AGENTDB_GEN")
@@ -116,9 +132,9 @@ class Agent:
                 " tokens_used, tags, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     f"demo-{self.site}",
-                    f"live task {self.seed}-{i}",
+                    f"{LIVE_TASKS[(i + self.seed) % len(LIVE_TASKS)][0]} (run {self.seed}-{i})",
                     f"live input {i}",
-                    f"live output {i}",
+                    LIVE_TASKS[(i + self.seed) % len(LIVE_TASKS)][1],
                     "fine",
                     (i % 10) / 10,
                     i % 4 != 0,

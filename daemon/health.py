@@ -34,6 +34,7 @@ class Facts:
     lag_warning: float
     quarantined: int
     conflicts: int
+    warm_problem: str | None = None  # the search index is paused, waits for a reindex, or fails
 
 
 def assess(f: Facts) -> tuple[Level, list[str]]:
@@ -53,6 +54,8 @@ def assess(f: Facts) -> tuple[Level, list[str]]:
         degraded.append(f"lag {f.lag_seconds:.0f}s is over the {f.lag_warning:.0f}s limit ({f.backlog} waiting)")
     if f.quarantined:
         degraded.append(f"{f.quarantined} episodes quarantined (see `memsync quarantine list`)")
+    if f.warm_problem:
+        degraded.append(f"search index: {f.warm_problem}")
     if f.last_error and not down:
         degraded.append(f"last error: {f.last_error}")
     if down:

@@ -20,8 +20,10 @@ import structlog
 
 from daemon.changes import ChangeWaker
 from daemon.config import Settings
+from daemon.control import ControlServer
 from daemon.lock import SiteLock
 from daemon.site import Site, open_backbone, retry_policy
+from daemon.warm import WarmLayer, warm_handlers
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
 from sync.errors import ConfigError, SnapshotNotReady, SourceUnavailable
@@ -48,6 +50,7 @@ class Daemon:
         self.on_pass = on_pass
         self.asked = threading.Event()  # SIGUSR1: someone wants a pass now (a retry, sync --once)
         self._reported: str | None = None
+        self._warm: WarmLayer | None = None
 
     def run(self) -> int:
         """Run until stopped. Raises AlreadyRunning if another process syncs this site."""
@@ -72,13 +75,31 @@ class Daemon:
                     pid=os.getpid(),
                 )
                 waker = ChangeWaker(self.settings.agentdb.path, self.wake).start()
+                warm, control = self._start_warm(backbone)
                 try:
                     self._loop(site)
                 finally:
                     waker.stop()
+                    if control is not None:
+                        control.close()
+                    if warm is not None:
+                        warm.close()
                     site.sidecar.set_many({"daemon_stopped_at": time.time()})
                 log.info("stopped", site=self.settings.site.name)
         return 0
+
+    def _start_warm(self, backbone: Backbone) -> tuple[WarmLayer | None, ControlServer | None]:
+        """The warm layer's thread and the control socket that searches reach it through."""
+        if not self.settings.warm.enabled:
+            return None, None
+        warm = WarmLayer(self.settings, backbone, stop=self.stop).start()
+        try:
+            control = ControlServer(self.settings.socket_path, warm_handlers(warm)).start()
+        except BaseException:
+            warm.close()
+            raise
+        self._warm = warm
+        return warm, control
 
     def _open_backbone(self) -> Backbone | None:
         """Opening can fail like any other call to the backbone: retry until it works or we stop."""
@@ -130,6 +151,8 @@ class Daemon:
         if self._reported is not None:
             log.info("recovered", previous=self._reported)
             self._reported = None
+        if self._warm is not None and (report.inserted or report.updated):
+            self._warm.poke()  # index what was just pushed now, not at the next catch-up
         if self.on_pass is not None:
             self.on_pass(report)
         return report.interrupted and not self.stop.is_set(), True

@@ -17,6 +17,7 @@ from daemon.config import Settings
 from daemon.health import Facts, Level, assess, lag_seconds
 from daemon.lock import holder_pid
 from daemon.site import open_backbone
+from daemon.warm import read_status
 from sync.agentdb import AgentDBReader
 from sync.errors import MemsyncError
 from sync.sidecar import Sidecar
@@ -89,6 +90,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
     except MemsyncError as exc:
         backbone["error"] = str(exc)
 
+    warm = _warm(settings, pid is not None, now)
     caught_up = _float(meta.get("caught_up_at"))
     lag = lag_seconds(now, backlog, caught_up, oldest)
     facts = Facts(
@@ -101,6 +103,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         lag_warning=settings.sync.lag_warning,
         quarantined=quarantined,
         conflicts=conflicts,
+        warm_problem=warm.get("problem"),
     )
     level, reasons = assess(facts)
     return {
@@ -123,7 +126,37 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         "lastError": meta.get("last_error"),
         "agentdb": agentdb,
         "backbone": backbone,
+        "warm": warm,
         "stateFile": str(settings.state_path),
+    }
+
+
+def _warm(settings: Settings, daemon_running: bool, now: float) -> dict[str, Any]:
+    """The search index, as the daemon's warm layer last reported it."""
+    if not settings.warm.enabled:
+        return {"enabled": False, "problem": None}
+    found = read_status(settings) or {}
+    state = found.get("state", "never run") if daemon_running else "not running"
+    paused = found.get("pausedUntil") if state == "paused" else None
+    problem = None
+    if state == "paused":
+        problem = f"indexing paused until {_iso(paused)}: {found.get('detail')}"
+    elif state in ("needs-reindex", "error", "retrying"):
+        problem = f"{state}: {found.get('detail')}"
+    totals = found.get("totals") or {}
+    return {
+        "enabled": True,
+        "state": state,
+        "detail": found.get("detail"),
+        "pausedUntil": _iso(paused),
+        "problem": problem,
+        "store": settings.warm.store,
+        "embedder": settings.warm.embedder,
+        "collection": found.get("collection", settings.warm.collection),
+        "model": found.get("model"),
+        "feedCursor": found.get("cursor"),
+        "embedded": totals.get("embedded"),
+        "lastIndexedAt": _iso(found.get("lastPassAt")),
     }
 
 
@@ -154,6 +187,13 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("lag", "?" if report["lagSeconds"] is None else f"{report['lagSeconds']:.1f}s")
     table.add_row("quarantined", str(report["quarantined"]))
     table.add_row("conflicts", f"{report['conflicts']} (reused ids; both episodes kept)")
+    warm = report["warm"]
+    if not warm["enabled"]:
+        table.add_row("search index", "off (warm.enabled = false)")
+    else:
+        where = f"{warm['store']} {warm['collection']}, {warm['model'] or warm['embedder']}"
+        shown = warm["problem"] or f"{warm['state']}, feed position {warm['feedCursor']}"
+        table.add_row("search index", f"{where}: {shown}")
     console.print(table)
     for reason in report["reasons"]:
         console.print(f"[{_STYLE[level]}]- {reason}[/]")

@@ -242,16 +242,21 @@ def write_config(
     backbone: str = "",
     sync: str = "",
     extra: str = "",
+    warm: str | None = None,
 ) -> SiteFiles:
-    """A site's TOML config; ``backbone``/``sync`` add keys to those tables, ``extra`` whole tables."""
+    """A site's TOML config; ``backbone``/``sync``/``warm`` add keys to those tables, ``extra`` whole
+    tables. The warm layer (embedding every episode) is off unless ``warm`` is given: the sync tests
+    measure syncing, and the warm tests turn it on."""
     root.mkdir(parents=True, exist_ok=True)
     state = root / f"{name}.state.db"
     config = root / f"{name}.toml"
     log = '[log]\nlevel = "debug"\n' + (f'format = "{log_format}"\n' if log_format else "")
+    warm_table = "[warm]\nenabled = false\n" if warm is None else f"[warm]\n{warm}\n"
     config.write_text(
+        f'data_dir = "{root / "data"}"\n\n'
         f'[site]\nname = "{name}"\n\n[agentdb]\npath = "{agentdb}"\npoll_interval = 0.2\n\n'
         f'[backbone]\nkind = "{kind}"\npath = "{hub}"\n{backbone}\n[state]\npath = "{state}"\n\n'
-        f"[sync]\n{sync}\n{log}{extra}",
+        f"[sync]\n{sync}\n{log}{warm_table}{extra}",
         encoding="utf-8",
     )
     return SiteFiles(root, agentdb, hub, state, config, name)

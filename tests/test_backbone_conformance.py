@@ -17,7 +17,7 @@ from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
 from sync.agentdb import AgentDBReader
-from sync.backbone.base import Backbone, Outcome, PushItem
+from sync.backbone.base import Backbone, Change, Outcome, PointRecord, PushItem
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 from sync.engine import SyncEngine
@@ -284,3 +284,71 @@ def test_forget_deletes_for_good(open_site: OpenSite) -> None:
     assert (again.outcome, again.reason) == (Outcome.REJECTED, "forgotten")
     assert s.backbone.forget(s.site, "1") is False
     assert [e["sourceId"] for e in s.backbone.episodes(s.site)] == ["2"]
+
+
+def _feed_end(backbone: Backbone, site: str) -> int:
+    """The feed's last seq so far (a shared Convex holds other tests' changes too)."""
+    after = 0
+    while page := backbone.changes(site, after, 500):
+        after = page[-1].seq
+    return after
+
+
+def _feed(backbone: Backbone, site: str, after: int, limit: int = 500) -> list[Change]:
+    changes: list[Change] = []
+    while page := backbone.changes(site, after, limit):
+        assert [c.seq for c in page] == sorted({c.seq for c in page}), "seq must strictly increase"
+        assert all(c.seq > after for c in page)
+        changes.extend(page)
+        after = page[-1].seq
+    return changes
+
+
+def test_the_change_feed_lists_every_insert_edit_and_forget_once_in_commit_order(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    start = _feed_end(laptop.backbone, laptop.site)
+    laptop.backbone.push(laptop.site, [item(1), item(2)], cursor=2)
+    vm.backbone.push(vm.site, [item(1)], cursor=1)
+    laptop.backbone.push(laptop.site, [item(1), item(2)], cursor=2)  # unchanged: no change
+    laptop.backbone.push(laptop.site, [item(1, output="better")], cursor=2)
+    vm.backbone.forget(vm.site, "1")
+    vm.backbone.forget(vm.site, "1")  # already forgotten: no change
+    feed = _feed(vm.backbone, vm.site, start)
+    assert [(c.site, c.source_id, c.episode is None) for c in feed] == [
+        (laptop.site, "2", False),
+        (laptop.site, "1", False),  # the edit moved it to the end; it appears once
+        (vm.site, "1", True),
+    ]
+    edited = feed[1].episode
+    assert edited is not None
+    assert tuple(edited) == EXPORT_FIELDS
+    assert (edited["output"], edited["sourceSite"], edited["sourceId"]) == ("better", laptop.site, "1")
+    assert edited["contentHash"] == item(1, output="better").content_hash
+    assert feed[0].point_id is None
+    assert laptop.backbone.feed_end(laptop.site) == vm.backbone.feed_end(vm.site) == feed[-1].seq
+    paged = _feed(vm.backbone, vm.site, start, limit=1)
+    assert [c.seq for c in paged] == [c.seq for c in feed]
+    assert _feed(laptop.backbone, laptop.site, feed[-1].seq) == []
+
+
+def test_point_ids_are_recorded_for_the_current_content_only_and_are_not_changes(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    laptop.backbone.push(laptop.site, [item(1), item(2)], cursor=2)
+    end = _feed_end(laptop.backbone, laptop.site)
+    current, stale = item(1).content_hash, item(2, output="old").content_hash
+    recorded = vm.backbone.record_point_ids(  # any site may record: point ids are deterministic
+        vm.site,
+        [
+            PointRecord(laptop.site, "1", "p-1", current),
+            PointRecord(laptop.site, "2", "p-2", stale),
+            PointRecord(laptop.site, "99", "p-99", current),
+        ],
+    )
+    assert recorded == 1
+    assert vm.backbone.record_point_ids(vm.site, []) == 0
+    assert _feed(laptop.backbone, laptop.site, end) == []
+    by_key = {c.source_id: c for c in _feed(laptop.backbone, laptop.site, end - 2) if c.site == laptop.site}
+    assert (by_key["1"].point_id, by_key["2"].point_id) == ("p-1", None)
+    laptop.backbone.push(laptop.site, [item(1, output="edited")], cursor=2)
+    (edit,) = _feed(laptop.backbone, laptop.site, end)
+    assert (edit.source_id, edit.point_id) == ("1", None)  # an edit waits for a new vector

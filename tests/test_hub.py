@@ -132,3 +132,43 @@ def test_two_site_processes_share_one_hub_file(tmp_path: Path) -> None:
         assert cursor is not None
         assert (cursor.last_synced_id, cursor.total_synced) == (1000, 1000)
     hub.close()
+
+
+def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
+    """Hubs written before the change feed: their episodes enter it in id order, tombstones after."""
+    path = tmp_path / "hub.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """CREATE TABLE episodes (id INTEGER PRIMARY KEY, source_site TEXT NOT NULL, source_id TEXT NOT NULL,
+             identity_hash TEXT NOT NULL, content_hash TEXT NOT NULL, body TEXT NOT NULL, ts INTEGER,
+             created_at INTEGER, synced_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+             UNIQUE (source_site, source_id));
+           CREATE TABLE tombstones (source_site TEXT NOT NULL, source_id TEXT NOT NULL, deleted_at INTEGER NOT NULL,
+             PRIMARY KEY (source_site, source_id));
+           CREATE TABLE schema_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+           INSERT INTO schema_info VALUES ('version', '2');
+           INSERT INTO episodes VALUES (7, 'laptop', '1', 'i1', 'c1', '{"task": "a"}', 1, 1, 5, 5);
+           INSERT INTO episodes VALUES (9, 'vm', '4', 'i4', 'c4', '{"task": "b"}', 2, 2, 6, 6);
+           INSERT INTO tombstones VALUES ('laptop', '3', 8);"""
+    )
+    conn.close()
+    hub = HubBackbone(path)
+    try:
+        feed = hub.changes("laptop", 0, 10)
+        assert [(c.seq, c.site, c.source_id, c.episode is None) for c in feed] == [
+            (7, "laptop", "1", False),
+            (9, "vm", "4", False),
+            (10, "laptop", "3", True),
+        ]
+        assert feed[0].episode is not None
+        assert feed[0].episode["task"] == "a"
+        hub.push("laptop", [item("5")], cursor=5)
+        (new,) = hub.changes("laptop", 10, 10)
+        assert (new.seq, new.source_id) == (11, "5")
+    finally:
+        hub.close()
+    hub = HubBackbone(path)  # reopening does not migrate twice
+    try:
+        assert [c.seq for c in hub.changes("laptop", 0, 10)] == [7, 9, 10, 11]
+    finally:
+        hub.close()

@@ -5,18 +5,26 @@ from __future__ import annotations
 
 import base64
 import email.utils
-import hashlib
-import json
-import threading
-import traceback
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from fake_providers import (
+    KEY,
+    NOW,
+    FakeProvider,
+    Reply,
+    Sleeps,
+    assert_key_hidden,
+    closed_url,
+    fake_vector,
+    fast_policy,
+    gemini_respond,
+    google_error,
+    serve,
+)
 
 from sync.errors import ConfigError, PermanentError, TransientError
 from sync.retry import RetryPolicy
@@ -27,23 +35,11 @@ from sync.warm.embedders import (
     ModelFileError,
     QuotaExhausted,
     VoyageEmbedder,
-    needs_embedding,
 )
-
-KEY = "sk-TEST-secret-key-0123456789"
-# A fixed clock 600 s past an hour: "until the next hour" is 3000 s.
-NOW = 3600.0 * 480_000 + 600.0
 
 
 def cosine(a: list[float], b: list[float]) -> float:
     return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
-
-
-def fake_vector(text: str, dims: int) -> list[float]:
-    """What the fake providers return: deterministic per text and deliberately not unit length."""
-    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-    vector: list[float] = (np.random.default_rng(seed).standard_normal(dims) * 3.0).tolist()
-    return vector
 
 
 def unit(vector: list[float]) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -53,16 +49,6 @@ def unit(vector: list[float]) -> np.ndarray[Any, np.dtype[np.float64]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# needs_embedding
-
-
-def test_needs_embedding_skips_known_and_repeated_hashes() -> None:
-    items = [("h1", "a"), ("h2", "b"), ("h1", "a again"), ("h3", "c"), ("h2", "b")]
-    assert needs_embedding(items, {"h2"}) == [("h1", "a"), ("h3", "c")]
-    assert needs_embedding(items, {"h1", "h2", "h3"}) == []
-    assert needs_embedding([], set()) == []
-
-
 # ---------------------------------------------------------------------------------------------
 # Local model, for real
 
@@ -133,78 +119,7 @@ def test_local_refuses_wrong_checksum_and_missing_file(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# A real HTTP server with scripted failures
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-Reply = tuple[int, dict[str, str], Any]
-
-
-@dataclass
-class FakeProvider:
-    url: str
-    respond: Callable[[str, Any], Reply]
-    requests: list[Seen] = field(default_factory=list)
-    script: list[Reply] = field(default_factory=list)  # served first, in order, before `respond`
-
-    def fail(self, status: int, body: Any, headers: dict[str, str] | None = None, times: int = 1) -> None:
-        self.script += [(status, headers or {}, body)] * times
-
-
-def serve(respond: Callable[[str, Any], Reply]) -> Iterator[FakeProvider]:
-    provider = FakeProvider(url="", respond=respond)
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            body = json.loads(raw) if raw else None
-            with lock:
-                provider.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                reply = provider.script.pop(0) if provider.script else None
-            status, headers, payload = reply or provider.respond(self.path, body)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    provider.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield provider
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
-@dataclass
-class Sleeps:
-    """RetryPolicy's sleep: records the waits instead of sleeping, and stops a runaway loop."""
-
-    waits: list[float] = field(default_factory=list)
-
-    def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        assert len(self.waits) < 20, "retrying in a loop"
+# Retry waits recorded, not slept (the server is tests/fake_providers.py's)
 
 
 @pytest.fixture
@@ -214,33 +129,11 @@ def sleeps() -> Sleeps:
 
 @pytest.fixture
 def policy(sleeps: Sleeps) -> RetryPolicy:
-    return RetryPolicy(initial=0.01, maximum=0.01, jitter=0.0, sleep=sleeps)
-
-
-def assert_key_hidden(exc: BaseException) -> None:
-    text = "".join(traceback.format_exception(exc)) + repr(exc) + str(exc.__cause__) + str(exc.__context__)
-    assert KEY not in text
+    return fast_policy(sleeps)
 
 
 # ---------------------------------------------------------------------------------------------
 # Gemini: POST /v1/models/{model}:batchEmbedContents (google-genai 3.4 calls v1, not v1beta)
-
-
-def gemini_respond(path: str, body: Any) -> Reply:
-    if path != "/v1/models/gemini-embedding-001:batchEmbedContents":
-        return 404, {}, {"error": {"code": 404, "message": f"no route {path}", "status": "NOT_FOUND"}}
-    if len(body["requests"]) > 100:
-        return 400, {}, {"error": {"code": 400, "message": "at most 100 requests", "status": "INVALID_ARGUMENT"}}
-    return (
-        200,
-        {},
-        {
-            "embeddings": [
-                {"values": fake_vector(r["content"]["parts"][0]["text"], r["outputDimensionality"])}
-                for r in body["requests"]
-            ]
-        },
-    )
 
 
 @pytest.fixture
@@ -251,10 +144,6 @@ def gemini_server() -> Iterator[FakeProvider]:
 @pytest.fixture
 def gemini(gemini_server: FakeProvider, policy: RetryPolicy) -> GeminiEmbedder:
     return GeminiEmbedder(KEY, base_url=gemini_server.url, retry=policy, clock=lambda: NOW)
-
-
-def google_error(code: int, status: str, message: str, details: list[Any] | None = None) -> Any:
-    return {"error": {"code": code, "message": message, "status": status, "details": details or []}}
 
 
 def test_gemini_batches_250_texts_into_3_calls_with_document_task(
@@ -375,10 +264,8 @@ def test_gemini_bad_key_is_a_config_error(
 
 
 def test_gemini_unreachable_is_transient() -> None:
-    with ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler) as closed:
-        port = closed.server_address[1]
-    once = RetryPolicy(initial=0.01, maximum=0.01, jitter=0.0, give_up_after=0.0, sleep=Sleeps())
-    embedder = GeminiEmbedder(KEY, base_url=f"http://127.0.0.1:{port}", retry=once, timeout=5)
+    once = fast_policy(Sleeps(), give_up_after=0.0)
+    embedder = GeminiEmbedder(KEY, base_url=closed_url(), retry=once, timeout=5)
     with pytest.raises(TransientError) as caught:
         embedder.embed_query("a")
     assert_key_hidden(caught.value)

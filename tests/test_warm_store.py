@@ -173,12 +173,15 @@ def test_delete(store: VectorStore) -> None:
         (SearchFilter(site="site-b"), set()),
     ],
 )
-def test_filters_apply_to_count_and_both_searches(store: VectorStore, flt: SearchFilter, expected: set[str]) -> None:
+def test_filters_apply_to_count_and_every_search(store: VectorStore, flt: SearchFilter, expected: set[str]) -> None:
     assert store.count(flt) == len(expected)
     query = [1.0] * DIMS
     assert set(source_ids(store.dense_search(query, limit=10, filter=flt))) == expected
     hybrid = store.hybrid_search(query, bm25.embed_query("error deploy JIRA-4821"), limit=10, filter=flt)
     assert set(source_ids(hybrid)) == expected
+    # A BM25 search only returns points sharing a term: this query has one term from every episode.
+    every = bm25.embed_query("getUserById upload JIRA-4821 payment E1234")
+    assert set(source_ids(store.sparse_search(every, limit=10, filter=flt))) == expected
 
 
 @pytest.mark.parametrize(
@@ -193,6 +196,49 @@ def test_exact_identifier_wins_through_bm25_when_dense_is_uninformative(
     hits = store.hybrid_search(flat, bm25.embed_query(query), limit=3)
     assert source_ids(hits)[0] == expected
     assert hits[0].score > hits[1].score
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("getUserById", "1"), ("ERR_CONN_RESET", "2"), ("jira-4821", "3"), ("E1234", "5"), ("step 7", "5")],
+)
+def test_sparse_search_finds_exactly_the_episode_carrying_the_token(
+    store: VectorStore, query: str, expected: str
+) -> None:
+    hits = store.sparse_search(bm25.embed_query(query), limit=10)
+    assert source_ids(hits) == [expected]
+
+
+def test_sparse_search_scores_are_bm25_with_the_collection_idf(store: VectorStore) -> None:
+    # "retry" and "payment" are both in episode 4, "deploy" in episode 5; no other episode has any.
+    hits = store.sparse_search(bm25.embed_query("Deploy the payment retry"), limit=10)
+    assert source_ids(hits) == ["4", "5"]
+    # Qdrant's IDF for a term in n of N points: ln(1 + (N - n + 0.5) / (n + 0.5)); here n=1, N=5.
+    idf = math.log(1.0 + (5 - 1 + 0.5) / (1 + 0.5))
+
+    def weight(text: str, token: str) -> float:
+        doc = bm25.embed_document(text)
+        return doc.values[doc.indices.index(bm25.token_id(token))]
+
+    payment, retry = weight(EPISODES[3][1], "payment"), weight(EPISODES[3][1], "retri")
+    deploy = weight(EPISODES[4][1], "deploy")
+    assert hits[0].score == pytest.approx(idf * (payment + retry), rel=1e-5)
+    assert hits[1].score == pytest.approx(idf * deploy, rel=1e-5)
+    assert all(h.similarity is None for h in hits)  # no dense query to compare with
+    assert hits[0].payload["sourceId"] == "4"
+    assert hits[0].id == point_id("site-a", "4")
+
+
+def test_sparse_search_respects_the_limit_best_first(store: VectorStore) -> None:
+    every = bm25.embed_query("getUserById upload JIRA-4821 payment E1234 failed")
+    hits = store.sparse_search(every, limit=2)
+    assert len(hits) == 2
+    assert source_ids(hits)[0] == "5"  # the only episode matching two terms (E1234, failed)
+
+
+@pytest.mark.parametrize("query", ["", "the and of", "kubernetes"])
+def test_sparse_search_without_a_shared_term_finds_nothing(store: VectorStore, query: str) -> None:
+    assert store.sparse_search(bm25.embed_query(query), limit=10) == []
 
 
 def test_hybrid_returns_rrf_scores_and_dense_similarity(store: VectorStore) -> None:
@@ -232,6 +278,8 @@ def test_wrong_vector_size_is_rejected(store: VectorStore) -> None:
 def test_use_before_open_is_rejected(factory: Factory) -> None:
     with pytest.raises(StoreRejected, match="open_or_create"):
         factory().count()
+    with pytest.raises(StoreRejected, match="open_or_create"):
+        factory().sparse_search(bm25.embed_query("E1234"))
 
 
 def test_reopen_with_same_spec_keeps_points(factory: Factory) -> None:

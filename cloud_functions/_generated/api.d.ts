@@ -22,6 +22,7 @@ import type * as health from "../health.js";
 import type * as jobs from "../jobs.js";
 import type * as lib_alerts from "../lib/alerts.js";
 import type * as lib_auth from "../lib/auth.js";
+import type * as lib_changes from "../lib/changes.js";
 import type * as lib_cursor from "../lib/cursor.js";
 import type * as lib_episodeView from "../lib/episodeView.js";
 import type * as lib_errors from "../lib/errors.js";
@@ -50,6 +51,7 @@ declare const fullApi: ApiFromModules<{
   jobs: typeof jobs;
   "lib/alerts": typeof lib_alerts;
   "lib/auth": typeof lib_auth;
+  "lib/changes": typeof lib_changes;
   "lib/cursor": typeof lib_cursor;
   "lib/episodeView": typeof lib_episodeView;
   "lib/errors": typeof lib_errors;

@@ -1,5 +1,6 @@
 import type { Infer } from "convex/values";
 import type { MutationCtx, QueryCtx } from "../_generated/server";
+import { ChangeSequence } from "./changes";
 import { metadataText } from "./metadata";
 import type { pushItem } from "./validators";
 
@@ -61,9 +62,16 @@ function rowContent(item: PushItem): { row: Row } | { reason: string } {
  * holding another identity is a conflict and left untouched; the same content is unchanged; new
  * content updates in place and keeps the first syncedAt. As in the hub, a row's content is only
  * judged when it is about to be written. Rows are handled in order inside one mutation, which
- * reads its own writes, so a key repeated within a batch behaves as in the hub too.
+ * reads its own writes, so a key repeated within a batch behaves as in the hub too. An insert or an
+ * edit is a change: the row takes the next seq of the change feed (lib/changes.ts).
  */
-async function pushOne(ctx: MutationCtx, site: string, item: PushItem, now: number): Promise<PushResult> {
+async function pushOne(
+  ctx: MutationCtx,
+  site: string,
+  item: PushItem,
+  now: number,
+  sequence: ChangeSequence,
+): Promise<PushResult> {
   const { sourceId } = item;
   if (sourceId === "") return refused(sourceId, "sourceId is empty");
   if (await isForgotten(ctx.db, site, sourceId)) return refused(sourceId, "forgotten");
@@ -86,11 +94,13 @@ async function pushOne(ctx: MutationCtx, site: string, item: PushItem, now: numb
       syncedAt: now,
       updatedAt: now,
       archived: false,
+      changeSeq: await sequence.next(),
     });
     return { sourceId, outcome: "inserted", remoteId, syncedAt: now, reason: null };
   }
   // New content needs a new vector: dropping the point id puts the episode back in needingVectors.
-  await ctx.db.patch(found._id, { ...row, updatedAt: now, qdrantPointId: undefined });
+  // The new seq moves the episode to the feed's end, so the feed lists it once, as it now is.
+  await ctx.db.patch(found._id, { ...row, updatedAt: now, qdrantPointId: undefined, changeSeq: await sequence.next() });
   return { sourceId, outcome: "updated", remoteId: found._id, syncedAt: found.syncedAt, reason: null };
 }
 
@@ -100,7 +110,9 @@ export async function pushEpisodes(
   items: PushItem[],
   now: number,
 ): Promise<PushResult[]> {
+  const sequence = new ChangeSequence(ctx.db);
   const results: PushResult[] = [];
-  for (const item of items) results.push(await pushOne(ctx, site, item, now));
+  for (const item of items) results.push(await pushOne(ctx, site, item, now, sequence));
+  await sequence.save(); // once per mutation, and only if a row changed
   return results;
 }

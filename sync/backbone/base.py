@@ -15,6 +15,11 @@ Contract, for every implementation:
   approvals (pending until approved, rejected or expired), one owner per (job, slot), and
   tombstones. On Convex, crons sweep stale agents and expired approvals; on the hub, whoever runs
   the periodic jobs calls ``mark_stale`` and ``expire_approvals``.
+- A change feed for the warm layer: every insert, edit and forget gets a sequence number, strictly
+  increasing across the whole backbone in commit order (assigned inside the writing transaction,
+  so a reader that has seen seq N will never later see a new change numbered N or below).
+  ``changes(after)`` lists them; an episode edited twice appears once, at its latest seq.
+  Recording a point id is not a change.
 """
 
 from __future__ import annotations
@@ -87,6 +92,28 @@ class Approval:
     resolved_by: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One entry of the change feed: an episode as it now is, or a key that was forgotten."""
+
+    seq: int
+    site: str
+    source_id: str
+    episode: Mapping[str, Any] | None  # the exported fields (EXPORT_FIELDS); None once forgotten
+    point_id: str | None = None  # the qdrantPointId recorded for the current content, if any
+
+
+@dataclass(frozen=True, slots=True)
+class PointRecord:
+    """A vector store point written for an episode's content: recorded only while that content is
+    still the episode's (an edit since then leaves the episode waiting for a new vector)."""
+
+    site: str
+    source_id: str
+    point_id: str
+    content_hash: str
+
+
 class Backbone(Protocol):
     kind: str
     # Where it is, fit for logs and status: never contains a secret.
@@ -134,4 +161,19 @@ class Backbone(Protocol):
 
     def forget(self, site: str, source_id: str) -> bool:
         """Delete an episode for good: a later push of the key is REJECTED as forgotten."""
+        ...
+
+    # -- the warm layer's feed ------------------------------------------------------------------
+    def changes(self, site: str, after: int, limit: int) -> list[Change]:
+        """Up to ``limit`` (1..500) changes with seq > ``after``, every site's, in seq order (``site``
+        is the caller, for authentication). A page may be shorter than ``limit`` with more to come
+        (Convex stops at its read limit): only an empty page means the reader has caught up."""
+        ...
+
+    def feed_end(self, site: str) -> int:
+        """The latest seq handed out (0 before any change): how far the feed goes, for progress."""
+        ...
+
+    def record_point_ids(self, site: str, records: Sequence[PointRecord]) -> int:
+        """Set qdrantPointId on episodes whose content hash still matches; returns how many."""
         ...

@@ -17,7 +17,16 @@ from typing import Any, Literal
 
 import httpx
 
-from sync.backbone.base import AgentState, Approval, Outcome, PushItem, PushResult, SiteCursor
+from sync.backbone.base import (
+    AgentState,
+    Approval,
+    Change,
+    Outcome,
+    PointRecord,
+    PushItem,
+    PushResult,
+    SiteCursor,
+)
 from sync.episode import EXPORT_FIELDS, canonical_json
 from sync.errors import (
     BackboneConflict,
@@ -33,6 +42,8 @@ from sync.errors import (
 MAX_BATCH_ROWS = 200
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 MAX_EPISODE_BYTES = 900 * 1024  # a document is at most 1 MiB, with the backbone's own fields around
+# episodes:changes pages and episodes:recordPoints batches: at most this many a call.
+MAX_PAGE = 500
 
 Kind = Literal["query", "mutation", "action"]
 
@@ -236,6 +247,35 @@ class ConvexBackbone:
         self._own(site)
         return bool(self.call("mutation", "episodes:forget", {"sourceId": source_id})["deleted"])
 
+    # -- the warm layer's feed ------------------------------------------------------------------
+    def changes(self, site: str, after: int, limit: int) -> list[Change]:
+        """Every site's changes after ``after``. At most 500 a call, and fewer when episodes are large
+        (a Convex query reads at most 16 MiB): only an empty list means the caller has caught up."""
+        self._own(site)
+        rows = self.call("query", "episodes:changes", {"after": after, "limit": min(limit, MAX_PAGE)})
+        return [
+            Change(
+                int(r["seq"]),
+                r["sourceSite"],
+                r["sourceId"],
+                None if r["episode"] is None else _exported(r["episode"]),
+                r.get("qdrantPointId"),
+            )
+            for r in rows
+        ]
+
+    def feed_end(self, site: str) -> int:
+        self._own(site)
+        return int(self.call("query", "episodes:feedEnd", {}))
+
+    def record_point_ids(self, site: str, records: Sequence[PointRecord]) -> int:
+        self._own(site)
+        recorded = 0
+        for start in range(0, len(records), MAX_PAGE):
+            items = [_wire_point(r) for r in records[start : start + MAX_PAGE]]
+            recorded += int(self.call("mutation", "episodes:recordPoints", {"items": items})["recorded"])
+        return recorded
+
     def _own(self, site: str) -> None:
         if site != self.site:
             raise ConfigError(f"this backbone client acts for site {self.site!r}, not {site!r}")
@@ -251,6 +291,15 @@ def _wire_episode(item: PushItem) -> dict[str, Any]:
         "identityHash": item.identity_hash,
         "contentHash": item.content_hash,
         "fields": fields,
+    }
+
+
+def _wire_point(record: PointRecord) -> dict[str, str]:
+    return {
+        "sourceSite": record.site,
+        "sourceId": record.source_id,
+        "qdrantPointId": record.point_id,
+        "contentHash": record.content_hash,
     }
 
 

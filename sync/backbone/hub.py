@@ -20,7 +20,9 @@ from sync.backbone.base import (
     APPROVAL_PRIORITIES,
     AgentState,
     Approval,
+    Change,
     Outcome,
+    PointRecord,
     PushItem,
     PushResult,
     SiteCursor,
@@ -29,6 +31,7 @@ from sync.episode import EXPORT_FIELDS
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected, BackboneUnavailable
 from sync.sqlite_db import apply_schema, open_wal, primary_code, write_tx
 
+_COUNTERS = "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS episodes (
   id INTEGER PRIMARY KEY,
@@ -41,6 +44,8 @@ SCHEMA = (
   created_at INTEGER,
   synced_at INTEGER NOT NULL,       -- ms; first receipt, never changed after
   updated_at INTEGER NOT NULL,
+  change_seq INTEGER,               -- the change feed's position of the latest insert or edit
+  point_id TEXT,                    -- qdrantPointId for the current content; cleared by an edit
   UNIQUE (source_site, source_id)
 )""",
     """CREATE INDEX IF NOT EXISTS episodes_by_created ON episodes (created_at)""",
@@ -77,8 +82,10 @@ SCHEMA = (
   source_site TEXT NOT NULL,
   source_id TEXT NOT NULL,
   deleted_at INTEGER NOT NULL,
+  change_seq INTEGER,
   PRIMARY KEY (source_site, source_id)
 )""",
+    _COUNTERS,
     """CREATE TABLE IF NOT EXISTS sync_cursors (
   site TEXT PRIMARY KEY,
   last_synced_id INTEGER NOT NULL,
@@ -86,7 +93,19 @@ SCHEMA = (
   total_synced INTEGER NOT NULL
 )""",
 )
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
+# Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
+_MIGRATE_TO_3 = (
+    "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
+    "ALTER TABLE episodes ADD COLUMN point_id TEXT",
+    "ALTER TABLE tombstones ADD COLUMN change_seq INTEGER",
+    "UPDATE episodes SET change_seq = id",
+    "UPDATE tombstones SET change_seq = (SELECT coalesce(max(id), 0) FROM episodes) + rowid",
+)
+_INDEXES_3 = (
+    "CREATE INDEX IF NOT EXISTS episodes_by_change ON episodes (change_seq)",
+    "CREATE INDEX IF NOT EXISTS tombstones_by_change ON tombstones (change_seq)",
+)
 # An agent silent this long is offline (the same rule as the Convex functions).
 STALE_AFTER_MS = 3 * 60 * 1000
 # Far below SQLite's own 1 GB limit; chosen so one site cannot make a batch hog the write lock.
@@ -95,9 +114,12 @@ MAX_BATCH_ROWS = 500
 
 _INSERT = (
     "INSERT INTO episodes (id, source_site, source_id, identity_hash, content_hash, body, ts, created_at,"
-    " synced_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " synced_at, updated_at, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_UPDATE = "UPDATE episodes SET content_hash = ?, body = ?, ts = ?, created_at = ?, updated_at = ? WHERE id = ?"
+_UPDATE = (
+    "UPDATE episodes SET content_hash = ?, body = ?, ts = ?, created_at = ?, updated_at = ?, change_seq = ?,"
+    " point_id = NULL WHERE id = ?"
+)
 
 
 def _refused_row(exc: sqlite3.Error) -> bool:
@@ -125,9 +147,28 @@ class HubBackbone:
         try:
             self._conn = open_wal(path, synchronous="FULL", busy_timeout_ms=busy_timeout_ms)
             if create:
-                apply_schema(self._conn, SCHEMA, SCHEMA_VERSION)
+                self._migrate()
+                apply_schema(self._conn, SCHEMA + _INDEXES_3, SCHEMA_VERSION)
         except sqlite3.Error as exc:
             raise BackboneUnavailable(f"cannot open the embedded hub {path}: {exc}") from exc
+
+    def _migrate(self) -> None:
+        """Bring a version-2 hub (before the change feed) to version 3, in one transaction."""
+        with write_tx(self._conn) as conn:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
+                return
+            version = conn.execute("SELECT value FROM schema_info WHERE key = 'version'").fetchone()
+            if version is None or version[0] != "2":
+                return
+            for statement in _MIGRATE_TO_3:
+                conn.execute(statement)
+            conn.execute(_COUNTERS)
+            conn.execute(
+                "INSERT OR REPLACE INTO counters VALUES ('change_seq', max("
+                " coalesce((SELECT max(change_seq) FROM episodes), 0),"
+                " coalesce((SELECT max(change_seq) FROM tombstones), 0)))"
+            )
+            conn.execute("UPDATE schema_info SET value = '3' WHERE key = 'version'")
 
     def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
         now = _now_ms()
@@ -157,6 +198,7 @@ class HubBackbone:
         writes: list[tuple[int, str, tuple[Any, ...]]] = []
         # We hold the write lock (BEGIN IMMEDIATE), so ids can be assigned here and rows written in bulk.
         next_id: int = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM episodes").fetchone()[0]
+        seq = _change_seq(conn)
         for item in items:
             found = existing.get(item.source_id)
             ts, created = item.fields.get("ts"), item.fields.get("createdAt")
@@ -174,6 +216,7 @@ class HubBackbone:
                     created,
                     now,
                     now,
+                    seq := seq + 1,
                 )
                 writes.append((len(results), _INSERT, row))
                 existing[item.source_id] = (next_id, item.identity_hash, item.content_hash, now)
@@ -185,11 +228,12 @@ class HubBackbone:
             elif found[2] == item.content_hash:
                 results.append(PushResult(item.source_id, Outcome.UNCHANGED, str(found[0]), found[3]))
             else:
-                row = (item.content_hash, item.body.decode(), ts, created, now, found[0])
+                row = (item.content_hash, item.body.decode(), ts, created, now, seq := seq + 1, found[0])
                 writes.append((len(results), _UPDATE, row))
                 existing[item.source_id] = (found[0], found[1], item.content_hash, found[3])
                 results.append(PushResult(item.source_id, Outcome.UPDATED, str(found[0]), found[3]))
         self._write(conn, writes, results)
+        _set_change_seq(conn, seq)
         return results
 
     @staticmethod
@@ -265,15 +309,7 @@ class HubBackbone:
             if not rows:
                 return
             for row_id, source_site, source_id, body, content_hash, synced_at in rows:
-                fields = json.loads(body)
-                record = {
-                    "sourceSite": source_site,
-                    "sourceId": source_id,
-                    **fields,
-                    "contentHash": content_hash,
-                    "syncedAt": synced_at,
-                }
-                yield {name: record.get(name) for name in EXPORT_FIELDS}
+                yield _exported(source_site, source_id, body, content_hash, synced_at)
                 last = row_id
 
     def ping(self) -> None:
@@ -403,11 +439,74 @@ class HubBackbone:
             deleted = conn.execute(
                 "DELETE FROM episodes WHERE source_site = ? AND source_id = ?", (site, source_id)
             ).rowcount
-            conn.execute("INSERT OR IGNORE INTO tombstones VALUES (?, ?, ?)", (site, source_id, _now_ms()))
+            if not conn.execute(
+                "SELECT 1 FROM tombstones WHERE source_site = ? AND source_id = ?", (site, source_id)
+            ).fetchone():
+                seq = _change_seq(conn) + 1
+                conn.execute(
+                    "INSERT INTO tombstones (source_site, source_id, deleted_at, change_seq) VALUES (?, ?, ?, ?)",
+                    (site, source_id, _now_ms(), seq),
+                )
+                _set_change_seq(conn, seq)
             return bool(deleted)
 
         return bool(self._run(forget))
 
+    # -- the warm layer's feed ------------------------------------------------------------------
+    def changes(self, site: str, after: int, limit: int) -> list[Change]:
+        rows = self._read(
+            """SELECT change_seq, source_site, source_id, body, content_hash, synced_at, point_id FROM (
+                 SELECT change_seq, source_site, source_id, body, content_hash, synced_at, point_id
+                 FROM episodes WHERE change_seq > ? ORDER BY change_seq LIMIT ?)
+               UNION ALL
+               SELECT * FROM (
+                 SELECT change_seq, source_site, source_id, NULL, NULL, NULL, NULL
+                 FROM tombstones WHERE change_seq > ? ORDER BY change_seq LIMIT ?)
+               ORDER BY change_seq LIMIT ?""",
+            (after, limit, after, limit, limit),
+        )
+        changes: list[Change] = []
+        for seq, source_site, source_id, body, content_hash, synced_at, point in rows:
+            episode = None if body is None else _exported(source_site, source_id, body, content_hash, synced_at)
+            changes.append(Change(seq, source_site, source_id, episode, point))
+        return changes
+
+    def feed_end(self, site: str) -> int:
+        rows = self._read("SELECT value FROM counters WHERE name = 'change_seq'", ())
+        return int(rows[0][0]) if rows else 0
+
+    def record_point_ids(self, site: str, records: Sequence[PointRecord]) -> int:
+        def record(conn: sqlite3.Connection) -> int:
+            cursor = conn.executemany(
+                "UPDATE episodes SET point_id = ? WHERE source_site = ? AND source_id = ? AND content_hash = ?",
+                [(r.point_id, r.site, r.source_id, r.content_hash) for r in records],
+            )
+            return int(cursor.rowcount)
+
+        return int(self._run(record)) if records else 0
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _change_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM counters WHERE name = 'change_seq'").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _set_change_seq(conn: sqlite3.Connection, seq: int) -> None:
+    conn.execute("INSERT OR REPLACE INTO counters VALUES ('change_seq', ?)", (seq,))
+
+
+def _exported(source_site: str, source_id: str, body: str, content_hash: str, synced_at: int) -> dict[str, Any]:
+    """A hub row as ``export`` prints it: the documented fields, in order."""
+    fields = json.loads(body)
+    record = {
+        "sourceSite": source_site,
+        "sourceId": source_id,
+        **fields,
+        "contentHash": content_hash,
+        "syncedAt": synced_at,
+    }
+    return {name: record.get(name) for name in EXPORT_FIELDS}

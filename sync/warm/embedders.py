@@ -10,22 +10,21 @@ Every vector returned is L2-normalised, so cosine similarity is a dot product. V
 models are never comparable: ``name`` and ``dims`` are what a collection records.
 
 The cloud embedders retry 429 and 5xx through the project's ``RetryPolicy`` (honouring Retry-After
-and the server's retry hints). An exhausted quota is not retried here: it raises ``QuotaExhausted``
+and the server's retry hints), with the call, error-mapping and key-scrubbing code they share with the
+reranker in ``sync.warm.cloud``. An exhausted quota is not retried here: it raises ``QuotaExhausted``
 with a long ``retry_after`` so that the caller can pause and show it in ``status``. API keys never
 appear in a message, a repr or an exception's cause.
 """
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import importlib.util
-import math
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -35,15 +34,23 @@ import numpy.typing as npt
 
 from sync.errors import ConfigError, PermanentError, TransientError
 from sync.retry import RetryPolicy
+from sync.warm.cloud import DEFAULT_RETRY, CloudClient, QuotaExhausted, VoyageClient, retry_after_header
 
 if TYPE_CHECKING:
     from google.genai import errors as genai_errors
-    from voyageai import error as voyage_errors
+
+__all__ = [
+    "DEFAULT_RETRY",
+    "VOYAGE_DIMENSIONS",
+    "Embedder",
+    "GeminiEmbedder",
+    "LocalEmbedder",
+    "ModelFileError",
+    "QuotaExhausted",
+    "VoyageEmbedder",
+]
 
 T = TypeVar("T")
-
-DEFAULT_RETRY = RetryPolicy(initial=1.0, maximum=60.0, give_up_after=600.0)
-_MAX_MESSAGE = 300
 
 
 class Embedder(Protocol):
@@ -64,27 +71,6 @@ class Embedder(Protocol):
 
 class ModelFileError(ConfigError):
     """The local model or tokenizer file is missing or does not match its published checksum."""
-
-
-class QuotaExhausted(TransientError):
-    """The provider's quota is used up: pause until ``retry_after`` seconds from now, then resume."""
-
-    def __init__(self, message: str, retry_after: float, provider: str) -> None:
-        super().__init__(message, retry_after=retry_after)
-        self.provider = provider
-
-
-def needs_embedding(items: Iterable[tuple[str, str]], embedded: Container[str]) -> list[tuple[str, str]]:
-    """The ``(content_hash, text)`` pairs whose hash is not in ``embedded`` (hashes already embedded
-    with this model), each hash once, in first-seen order: unchanged content is never re-embedded."""
-    seen: set[str] = set()
-    out: list[tuple[str, str]] = []
-    for content_hash, text in items:
-        if content_hash in embedded or content_hash in seen:
-            continue
-        seen.add(content_hash)
-        out.append((content_hash, text))
-    return out
 
 
 def _normalised(matrix: npt.ArrayLike, dims: int, provider: str) -> list[list[float]]:
@@ -221,83 +207,6 @@ class LocalEmbedder:
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared by the cloud embedders
-
-
-def _retry_after_header(headers: Any, now: float) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date), if there is one."""
-    value = headers.get("retry-after") if headers is not None else None
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(str(value))
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
-def _until_next_hour(now: float) -> float:
-    return 3600.0 - (now % 3600.0)
-
-
-class _CloudEmbedder:
-    provider = "cloud"
-
-    def __init__(
-        self,
-        api_key: str,
-        *,
-        retry: RetryPolicy | None,
-        stop: threading.Event | None,
-        clock: Callable[[], float],
-    ) -> None:
-        if not api_key or not api_key.strip():
-            raise ConfigError(f"no {self.provider} API key: set it in the config or the environment")
-        self._api_key = api_key
-        self._retry = retry or DEFAULT_RETRY
-        self._stop = stop
-        self._clock = clock
-
-    def _scrub(self, text: object) -> str:
-        """Provider text made safe for a message: no API key, bounded length."""
-        clean = str(text).replace(self._api_key, "[redacted]")
-        return clean if len(clean) <= _MAX_MESSAGE else clean[:_MAX_MESSAGE] + "..."
-
-    def _classify(self, status: int | None, detail: str, retry_after: float | None, quota: bool) -> Exception:
-        """One mapping from an HTTP outcome to memsync's error kinds. An exhausted quota waits for the
-        server's hint or the next full hour, whichever is later."""
-        message = self._scrub(f"{self.provider} embedding request failed (HTTP {status}): {detail}")
-        if quota:
-            wait = max(retry_after or 0.0, _until_next_hour(self._clock()))
-            return QuotaExhausted(f"{self.provider} quota exhausted: {self._scrub(detail)}", wait, self.provider)
-        if status is None or status == 429 or status >= 500 or status == 408:
-            return TransientError(message, retry_after=retry_after)
-        if status in (401, 403):
-            return ConfigError(f"{self.provider} rejected the API key (HTTP {status}): {self._scrub(detail)}")
-        return PermanentError(message)
-
-    def _call(self, request: Callable[[], T]) -> T:
-        """``request`` through the retry policy; QuotaExhausted is raised, never waited out here."""
-
-        def attempt() -> T | QuotaExhausted:
-            try:
-                return request()
-            except QuotaExhausted as exc:
-                return exc
-
-        result = self._retry.call(attempt, stop=self._stop)
-        if isinstance(result, QuotaExhausted):
-            raise result
-        return result
-
-
-# ---------------------------------------------------------------------------------------------
 # Gemini
 
 
@@ -319,10 +228,11 @@ def _gemini_hints(details: Any) -> tuple[float | None, list[str]]:
     return delay, quota_ids
 
 
-class GeminiEmbedder(_CloudEmbedder):
+class GeminiEmbedder(CloudClient):
     """gemini-embedding-001 through google-genai: RETRIEVAL_DOCUMENT vs RETRIEVAL_QUERY, <= 100 texts a call."""
 
     provider = "Gemini"
+    operation = "embedding"
     max_batch = 100
 
     def __init__(
@@ -395,7 +305,7 @@ class GeminiEmbedder(_CloudEmbedder):
         status = int(exc.code) if exc.code else None
         message = str(exc.message or "")
         delay, quota_ids = _gemini_hints(exc.details)
-        header = _retry_after_header(getattr(exc.response, "headers", None), self._clock())
+        header = retry_after_header(getattr(exc.response, "headers", None), self._clock())
         retry_after = header if header is not None else delay
         quota = (
             status == 429
@@ -414,15 +324,12 @@ class GeminiEmbedder(_CloudEmbedder):
 # Voyage
 
 VOYAGE_DIMENSIONS = (256, 512, 1024, 2048)
-_VOYAGE_QUOTA = re.compile(
-    r"\bquota\b|insufficient (funds|credit|balance)|out of credits?|credits? (exhausted|depleted)"
-)
 
 
-class VoyageEmbedder(_CloudEmbedder):
+class VoyageEmbedder(VoyageClient):
     """Voyage embeddings through voyageai: input_type document vs query."""
 
-    provider = "Voyage"
+    operation = "embedding"
 
     def __init__(
         self,
@@ -437,18 +344,15 @@ class VoyageEmbedder(_CloudEmbedder):
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(api_key, retry=retry, stop=stop, clock=clock)
+        super().__init__(api_key, base_url=base_url, timeout=timeout, retry=retry, stop=stop, clock=clock)
         if dims not in VOYAGE_DIMENSIONS:
             raise ConfigError(f"Voyage output_dimension must be one of {VOYAGE_DIMENSIONS}, got {dims}")
         if not 1 <= batch_size <= 1000:
             raise ConfigError(f"Voyage batch_size must be 1..1000, got {batch_size}")
-        from voyageai.client import Client
-
         self.name = f"voyage/{model}"
         self.dims = dims
         self.model = model
         self.batch_size = batch_size
-        self._client = Client(api_key=api_key, max_retries=0, timeout=timeout, base_url=base_url)
 
     def __repr__(self) -> str:
         return f"VoyageEmbedder(name={self.name!r}, dims={self.dims})"
@@ -463,35 +367,12 @@ class VoyageEmbedder(_CloudEmbedder):
         return self._call(partial(self._embed, [text], "query"))[0]
 
     def _embed(self, texts: Sequence[str], input_type: str) -> list[list[float]]:
-        from voyageai import error
-
-        try:
-            result = self._client.embed(
-                list(texts), model=self.model, input_type=input_type, output_dimension=self.dims
-            )
-        except error.VoyageError as exc:
-            mapped = self._map(exc)
-        else:
-            return self._vectors(texts, result.embeddings)
-        raise mapped
+        result = self._request(
+            lambda: self._client.embed(list(texts), model=self.model, input_type=input_type, output_dimension=self.dims)
+        )
+        return self._vectors(texts, result.embeddings)
 
     def _vectors(self, texts: Sequence[str], embeddings: Sequence[Any]) -> list[list[float]]:
         if len(embeddings) != len(texts):
             raise PermanentError(f"Voyage returned {len(embeddings)} embeddings for {len(texts)} texts")
         return _normalised(embeddings, self.dims, "Voyage")
-
-    def _map(self, exc: voyage_errors.VoyageError) -> Exception:
-        from voyageai import error
-
-        status = exc.http_status if isinstance(exc.http_status, int) else None
-        body = exc.json_body
-        detail = str(body["detail"] if isinstance(body, dict) and "detail" in body else exc.user_message)
-        if isinstance(exc, error.Timeout | error.APIConnectionError | error.TryAgain):
-            return TransientError(self._scrub(f"Voyage unreachable: {detail}"))
-        if isinstance(exc, error.AuthenticationError):
-            status = 401
-        elif status is None:
-            return PermanentError(self._scrub(f"Voyage returned an unusable response: {detail}"))
-        retry_after = _retry_after_header(exc.headers, self._clock())
-        quota = status == 402 or (status == 429 and bool(_VOYAGE_QUOTA.search(detail.lower())))
-        return self._classify(status, detail, retry_after, quota)

@@ -65,7 +65,7 @@ def collapse_duplicates(results: Sequence[Ranked], key: str = "duplicateOf") -> 
     return kept
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
@@ -84,7 +84,7 @@ def mmr(results: Sequence[Ranked], limit: int, diversity: float = 0.3) -> list[R
 
         def value(r: Ranked) -> float:
             redundancy = max(
-                (_cosine(r.vector, p.vector) for p in picked if r.vector is not None and p.vector is not None),
+                (cosine(r.vector, p.vector) for p in picked if r.vector is not None and p.vector is not None),
                 default=0.0,
             )
             return (1 - diversity) * (r.score / top) - diversity * redundancy

@@ -15,6 +15,9 @@ Hybrid search is a dense prefetch and a BM25 prefetch under the same filter, fus
 Rank Fusion (score = sum of 1/(rank + k), rank from 0; Qdrant's default k is 2). RRF scores carry no
 similarity, and the search layer's recency decay needs it, so each hit comes back with its stored
 dense vector and ``Hit.similarity`` is its cosine to the query, computed here (a few hits x dims).
+``dense_search`` and ``sparse_search`` run one mode alone: a dense hit's score is its cosine (and its
+similarity), a BM25 hit's score is its BM25 score (IDF applied by the engine) and its similarity ``None``;
+a BM25 search returns only points sharing at least one term with the query.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import math
 import os
 import re
+import shutil
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -138,7 +142,8 @@ class StoredPoint:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """A search result. ``similarity`` is the cosine of the hit's dense vector to the query."""
+    """A search result. ``similarity`` is the cosine of the hit's dense vector to the query; ``None``
+    from ``sparse_search``, which has no dense query to compare with."""
 
     id: str
     score: float
@@ -187,11 +192,23 @@ class VectorStore(Protocol):
         filter: SearchFilter | None = None,
     ) -> list[Hit]: ...
 
+    def sparse_search(
+        self,
+        sparse_query: SparseVector,
+        limit: int = 10,
+        filter: SearchFilter | None = None,
+    ) -> list[Hit]: ...
+
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]: ...
 
     def delete(self, ids: Sequence[str]) -> None: ...
 
     def count(self, filter: SearchFilter | None = None) -> int: ...
+
+    def drop(self, collection: str) -> None:
+        """Delete another collection of this store and its points (``memsync reindex`` retires the
+        one it replaced); refused for the open one. Dropping a missing collection does nothing."""
+        ...
 
     def close(self) -> None: ...
 
@@ -237,6 +254,11 @@ class _Base:
     def _validate_name(collection: str) -> None:
         if not _COLLECTION_NAME.fullmatch(collection):
             raise ConfigError(f"invalid collection name {collection!r}: letters, digits, '_', '-', '.' only")
+
+    def _check_droppable(self, collection: str) -> None:
+        self._validate_name(collection)
+        if collection == self._collection:
+            raise StoreRejected(f"collection {collection} is open here; close it before dropping it")
 
     def _check_dense(self, vector: Sequence[float], what: str) -> None:
         _, spec = self._opened()
@@ -431,6 +453,26 @@ class EdgeStore(_Base):
             found = shard.query(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {}), float(p.score)) for p in found]
 
+    def sparse_search(
+        self,
+        sparse_query: SparseVector,
+        limit: int = 10,
+        filter: SearchFilter | None = None,
+    ) -> list[Hit]:
+        import qdrant_edge as qe
+
+        shard = self._live()
+        sparse = qe.SparseVector(list(sparse_query.indices), list(sparse_query.values))
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(sparse, using=SPARSE),
+            filter=_edge_filter(qe, filter),
+            with_payload=True,
+        )
+        with self._edge_errors("run a BM25 search"):
+            found = shard.query(request)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {}), None) for p in found]
+
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
         shard = self._live()
         if not ids:
@@ -466,6 +508,18 @@ class EdgeStore(_Base):
         shard = self._live()
         with self._edge_errors("count points"):
             return int(shard.count(qe.CountRequest(exact=True, filter=_edge_filter(qe, filter))))
+
+    def drop(self, collection: str) -> None:
+        self._check_droppable(collection)
+        folder = self._root / collection
+        if folder.is_dir():
+            # The engine locks an open shard's WAL: a folder another handle still owns is refused.
+            with self._edge_errors("check the collection is not in use"):
+                import qdrant_edge as qe
+
+                if (folder / "shard" / "segments").exists():
+                    qe.EdgeShard.load(str(folder / "shard")).close()
+            shutil.rmtree(folder)
 
     def close(self) -> None:
         shard, self._shard, self._collection, self._spec = self._shard, None, None, None
@@ -699,6 +753,24 @@ class ServerStore(_Base):
             ).points
         return [Hit(str(p.id), float(p.score), dict(p.payload or {}), float(p.score)) for p in found]
 
+    def sparse_search(
+        self,
+        sparse_query: SparseVector,
+        limit: int = 10,
+        filter: SearchFilter | None = None,
+    ) -> list[Hit]:
+        collection, _ = self._opened()
+        with self._client_errors("run a BM25 search"):
+            found = self._client.query_points(
+                collection,
+                query=_qm_sparse(sparse_query),
+                using=SPARSE,
+                query_filter=_qm_filter(filter),
+                limit=limit,
+                with_payload=True,
+            ).points
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {}), None) for p in found]
+
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
         from qdrant_client import models as qm
 
@@ -735,6 +807,12 @@ class ServerStore(_Base):
         collection, _ = self._opened()
         with self._client_errors("count points"):
             return self._client.count(collection, count_filter=_qm_filter(filter), exact=True).count
+
+    def drop(self, collection: str) -> None:
+        self._check_droppable(collection)
+        with self._client_errors(f"drop collection {collection}"):
+            if self._client.collection_exists(collection):
+                self._client.delete_collection(collection)
 
     def close(self) -> None:
         self._collection, self._spec = None, None

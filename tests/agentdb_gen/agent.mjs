@@ -41,6 +41,18 @@ function parseArgs(argv) {
 }
 
 const nowMs = () => performance.timeOrigin + performance.now();
+// What live agents work on: varied enough that a search over a demo's episodes finds something.
+// Keep in step with LIVE_TASKS in daemon/demo_agents.py (the fallback writer without Node).
+const LIVE_TASKS = [
+  ['fix ERR_CONN_4471 in the http client retry loop', 'capped the backoff at 30s and honoured Retry-After'],
+  ['deploy the billing api to staging with the helm chart', 'rolled out 3 replicas; smoke tests green'],
+  ['investigate OPS-2291: nightly backup job timing out', 'raised the timeout to 2h and split the dump per schema'],
+  ['rotate the TLS certificate on the edge proxy', 'new cert from the internal CA, reloaded nginx without downtime'],
+  ['database migration failed with E11000 duplicate key on users.email', 'deduplicated 14 rows, then re-ran the migration'],
+  ['write unit tests for parse_retry_after', 'covered seconds, HTTP dates and garbage input; 12 tests'],
+  ['speed up the search endpoint p99', 'added an index on (tenant_id, created_at); p99 from 900ms to 80ms'],
+  ['summarise yesterday\'s incident for the team', 'root cause: a config push disabled the health checks'],
+];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function main() {
@@ -62,8 +74,8 @@ async function main() {
   if (o.live > 0) {
     for (let i = 0; i < o.live; i++) {
       const id = Number(await memory.storeEpisode({
-        sessionId: o.session, task: `live task ${o.seed}-${i}`,
-        input: `live input ${i}`, output: `live output ${i} ${'x'.repeat(i % 50)}`,
+        sessionId: o.session, task: `${LIVE_TASKS[(i + o.seed) % LIVE_TASKS.length][0]} (run ${o.seed}-${i})`,
+        input: `live input ${i}`, output: `${LIVE_TASKS[(i + o.seed) % LIVE_TASKS.length][1]} ${'x'.repeat(i % 50)}`,
         critique: i % 3 ? 'fine' : 'needs retries', reward: (i % 10) / 10, success: i % 4 !== 0,
         latencyMs: 100 + i, tokensUsed: 1000 + i, tags: ['live', `seed-${o.seed}`],
         metadata: { agent_name: 'live-agent', llm_provider: 'anthropic', seq: i },

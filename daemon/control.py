@@ -1,0 +1,159 @@
+"""The daemon's control socket: how ``memsync search`` and ``memsync reindex`` reach the process
+that owns the embedded vector store.
+
+A Unix socket beside the site's state (mode 0600: only the user who runs the daemon may ask), one
+request per connection, JSON lines both ways: the client sends ``{"op": ..., ...}``; the daemon
+answers with zero or more ``{"progress": {...}}`` lines and then one ``{"ok": true, "result": ...}``
+or ``{"ok": false, "error": "...", "kind": "invalid" | "config" | "transient" | "internal"}``.
+Nothing listens on a network port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import socketserver
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import structlog
+
+from sync.errors import ConfigError, MemsyncError, TransientError
+
+log = structlog.get_logger("memsync.control")
+
+# sun_path is 108 bytes on Linux, 104 on macOS.
+MAX_SOCKET_PATH: Final = 100
+MAX_REQUEST: Final = 1 << 20
+
+Progress = Callable[[Mapping[str, Any]], None]
+Handler = Callable[[Mapping[str, Any], Progress], Any]
+
+
+class DaemonNotListening(MemsyncError):
+    """No daemon answers on the socket (none running, or one without the warm layer)."""
+
+
+class ControlError(MemsyncError):
+    """The daemon answered with an error; ``kind`` says which."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def check_path(path: Path) -> None:
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise ConfigError(
+            f"the control socket path {path} is longer than {MAX_SOCKET_PATH} bytes, which Unix sockets "
+            "cannot take: set warm.socket to a shorter path"
+        )
+
+
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, ValueError):
+        return "invalid"
+    if isinstance(exc, ConfigError):
+        return "config"
+    if isinstance(exc, TransientError):
+        return "transient"
+    return "internal"
+
+
+def _parse(line: bytes, handlers: Mapping[str, Handler]) -> dict[str, Any]:
+    """A request line, checked; ValueError says what is wrong with it."""
+    request = json.loads(line)  # JSONDecodeError is a ValueError
+    if not isinstance(request, dict):
+        raise ValueError("a request is a JSON object")  # noqa: TRY004 - bad input, answered as "invalid"
+    if request.get("op") not in handlers:
+        raise ValueError(f"unknown op {request.get('op')!r}; known: {', '.join(sorted(handlers))}")
+    return request
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    handlers: dict[str, Handler]
+
+
+class _Request(socketserver.StreamRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        def send(message: Mapping[str, Any]) -> None:
+            self.wfile.write(json.dumps(message).encode() + b"\n")
+            self.wfile.flush()
+
+        line = self.rfile.readline(MAX_REQUEST)
+        try:
+            request = _parse(line, self.server.handlers)
+            result = self.server.handlers[request["op"]](request, lambda p: send({"progress": dict(p)}))
+        except BrokenPipeError:
+            return  # the client went away
+        except Exception as exc:
+            if _kind(exc) == "internal":
+                log.exception("control request failed")
+            with contextlib.suppress(OSError):
+                send({"ok": False, "error": str(exc) or type(exc).__name__, "kind": _kind(exc)})
+            return
+        with contextlib.suppress(OSError):
+            send({"ok": True, "result": result})
+
+
+class ControlServer:
+    def __init__(self, path: Path, handlers: Mapping[str, Handler]) -> None:
+        check_path(path)
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # The caller holds the site lock, so a socket file left here is a dead daemon's.
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        old = os.umask(0o177)
+        try:
+            self._server = _Server(str(path), _Request)
+        finally:
+            os.umask(old)
+        self._server.handlers = dict(handlers)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="memsync-control", daemon=True)
+
+    def start(self) -> ControlServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def ask(path: Path, request: Mapping[str, Any], *, on_progress: Progress | None = None, timeout: float = 60.0) -> Any:
+    """Send one request to the daemon and return its result.
+
+    DaemonNotListening when nobody answers; ControlError with the daemon's message otherwise."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise DaemonNotListening(f"no daemon is listening on {path}") from exc
+        sock.sendall(json.dumps(dict(request)).encode() + b"\n")
+        with sock.makefile("rb") as replies:
+            for line in replies:
+                message = json.loads(line)
+                if "progress" in message:
+                    if on_progress is not None:
+                        on_progress(message["progress"])
+                    continue
+                if message.get("ok"):
+                    return message.get("result")
+                raise ControlError(str(message.get("error")), str(message.get("kind")))
+    except TimeoutError as exc:
+        raise TransientError(f"the daemon did not answer within {timeout:g}s on {path}") from exc
+    finally:
+        sock.close()
+    raise TransientError(f"the daemon closed {path} without an answer")

@@ -1,0 +1,175 @@
+"""Search: a query in, ranked episodes out, the same whether the CLI or the daemon runs it.
+
+The pipeline, in order: the query is embedded twice (dense by the collection's own model, BM25 as
+Qdrant computes it); Qdrant runs a dense and a BM25 prefetch under the same filter and fuses them
+with RRF; the fused scores are decayed by age, gated by similarity (``sync.warm.rank``);
+near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
+survivors and MMR trades a little relevance for diversity. More candidates than asked for are
+fetched, so that collapsing and MMR still leave ``limit`` results.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Final, Literal
+
+from sync.warm import bm25
+from sync.warm.embedders import Embedder
+from sync.warm.indexer import DUPLICATE_KEY
+from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
+from sync.warm.rerank import Reranker
+from sync.warm.store import Hit, SearchFilter, VectorStore
+
+MAX_LIMIT: Final = 100
+Mode = Literal["hybrid", "dense", "bm25"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    limit: int = 10
+    filter: SearchFilter = field(default_factory=SearchFilter)
+    collapse: bool = True
+    rerank: bool = False
+    mmr: bool = False
+    mode: Mode = "hybrid"  # dense-only and BM25-only exist to measure what hybrid buys
+
+    def to_wire(self) -> dict[str, Any]:
+        wire = asdict(self)
+        wire["filter"] = {**asdict(self.filter), "tags": list(self.filter.tags)}
+        return wire
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> SearchRequest:
+        """A request from the control socket; ValueError names what is wrong with it."""
+        try:
+            flt = dict(data.get("filter") or {})
+            request = cls(
+                query=str(data["query"]),
+                limit=int(data.get("limit", 10)),
+                filter=SearchFilter(
+                    site=flt.get("site"),
+                    agent=flt.get("agent"),
+                    session=flt.get("session"),
+                    tags=tuple(str(t) for t in flt.get("tags") or ()),
+                    since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
+                ),
+                collapse=bool(data.get("collapse", True)),
+                rerank=bool(data.get("rerank", False)),
+                mmr=bool(data.get("mmr", False)),
+                mode=data.get("mode", "hybrid"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed search request: {exc}") from None
+        request.check()
+        return request
+
+    def check(self) -> None:
+        if not self.query.strip():
+            raise ValueError("the query is empty")
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be 1..{MAX_LIMIT}, got {self.limit}")
+        if self.mode not in ("hybrid", "dense", "bm25"):
+            raise ValueError(f"mode must be hybrid, dense or bm25, got {self.mode!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    id: str
+    site: str
+    source_id: str
+    score: float
+    similarity: float | None
+    ts: int | None
+    agent: str | None
+    session: str | None
+    task: str | None
+    tags: list[str]
+    reward: float | None
+    success: bool | None
+    text: str
+    duplicates: int = 0  # near-duplicates collapsed into this result
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> SearchResult:
+        fields: dict[str, Any] = {name: data.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+def candidates_for(request: SearchRequest) -> int:
+    """How many fused results to fetch: enough that collapsing and MMR still fill ``limit``."""
+    return min(max(request.limit * 4, 40), 200)
+
+
+def _hits(
+    store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, config: bm25.Bm25Config
+) -> list[Hit]:
+    if request.mode == "bm25":
+        return store.sparse_search(bm25.embed_query(request.query), limit=wanted, filter=request.filter)
+    dense = embedder.embed_query(request.query)
+    if request.mode == "dense":
+        return store.dense_search(dense, limit=wanted, filter=request.filter)
+    sparse = bm25.embed_query(request.query)
+    return store.hybrid_search(dense, sparse, limit=wanted, filter=request.filter, prefetch_limit=max(50, wanted))
+
+
+def search(
+    store: VectorStore,
+    embedder: Embedder,
+    request: SearchRequest,
+    *,
+    now_ms: int,
+    reranker: Reranker | None = None,
+    bm25_config: bm25.Bm25Config = bm25.DEFAULT_BM25,
+) -> list[SearchResult]:
+    request.check()
+    if request.rerank and reranker is None:
+        raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
+    hits = _hits(store, embedder, request, candidates_for(request), bm25_config)
+    ranked = apply_decay(
+        [Ranked(h.id, h.score, h.similarity, _int(h.payload.get("ts")), h.payload) for h in hits], now_ms
+    )
+    members = Counter(str(r.payload.get(DUPLICATE_KEY) or r.id) for r in ranked)
+    if request.collapse:
+        ranked = collapse_duplicates(ranked, DUPLICATE_KEY)
+    if request.rerank and reranker is not None and ranked:
+        order = reranker.rerank(request.query, [str(r.payload.get("text", "")) for r in ranked])
+        ranked = [replace(ranked[index], score=score) for index, score in order]
+    if request.mmr and ranked:
+        vectors = {p.id: p.dense for p in store.get([r.id for r in ranked], with_vectors=True)}
+        ranked = mmr([replace(r, vector=vectors.get(r.id)) for r in ranked], request.limit)
+    return [
+        _result(r, members[str(r.payload.get(DUPLICATE_KEY) or r.id)] - 1 if request.collapse else 0)
+        for r in ranked[: request.limit]
+    ]
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _result(r: Ranked, duplicates: int) -> SearchResult:
+    p = r.payload
+    reward = p.get("reward")
+    success = p.get("success")
+    return SearchResult(
+        id=r.id,
+        site=str(p.get("site", "")),
+        source_id=str(p.get("sourceId", "")),
+        score=r.score,
+        similarity=r.similarity,
+        ts=_int(p.get("ts")),
+        agent=p.get("agent"),
+        session=p.get("session"),
+        task=p.get("task"),
+        tags=[str(t) for t in p.get("tags") or []],
+        reward=float(reward) if isinstance(reward, int | float) and not isinstance(reward, bool) else None,
+        success=success if isinstance(success, bool) else None,
+        text=str(p.get("text", "")),
+        duplicates=max(0, duplicates),
+    )

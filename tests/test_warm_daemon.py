@@ -1,0 +1,226 @@
+"""The warm layer as a user meets it: a running daemon indexes what its agent writes, `memsync search`
+finds it through the daemon (which owns the embedded store) or in-process when no daemon runs,
+a collection built with another model is refused until `memsync reindex`, and an exhausted
+embedding quota shows in `status` while syncing carries on.
+
+Real parts throughout: the agentdb package writes, the daemon runs as a process, the local
+MiniLM embeds, qdrant-edge stores; Gemini is a real HTTP server on 127.0.0.1 speaking its API."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import AgentProcess, SiteFiles, episode, memsync, status_json, stop_daemon, wait_for, wait_started
+from fake_providers import KEY, FakeProvider, gemini_respond, google_error, serve
+
+Daemons = Callable[..., subprocess.Popen[bytes]]
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """Unix socket paths are limited to ~100 bytes; pytest's tmp paths can be longer."""
+    path = Path(tempfile.mkdtemp(prefix="ms-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def warm_site(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path, warm: str = "") -> SiteFiles:
+    settings = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 0.5\n{warm}'
+    return site_files(warm=settings)
+
+
+def search(site: SiteFiles, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    done = memsync("search", *args, "--json", "--config", str(site.config), env=env)
+    try:
+        return done.returncode, json.loads(done.stdout), done.stderr
+    except json.JSONDecodeError:
+        return done.returncode, {}, done.stderr
+
+
+def found(site: SiteFiles, query: str, task: str, env: dict[str, str] | None = None) -> bool:
+    code, reply, _ = search(site, query, env=env)
+    return code == 0 and any(r["task"] == task for r in reply.get("results", []))
+
+
+def test_a_running_daemon_indexes_what_its_agent_writes_and_serves_search(
+    site_files: Callable[..., SiteFiles],
+    short_dir: Path,
+    tmp_path: Path,
+    agents: Callable[[Path], AgentProcess],
+    daemons: Daemons,
+) -> None:
+    site = warm_site(site_files, short_dir, tmp_path)
+    agent = agents(site.agentdb)
+    agent.store(episode(1, task="rotate the TLS certificate on the edge proxy", tags=["ops"]))
+    agent.store(episode(2, task="write unit tests for parse_retry_after"))
+    log = tmp_path / "daemon.log"
+    proc = daemons(site.config, log)
+    wait_started(site, proc, log)
+    wait_for(lambda: found(site, "TLS certificate", "rotate the TLS certificate on the edge proxy"), what="first index")
+
+    # Written while the daemon runs: searchable through it within seconds.
+    task = "nightly backup job timing out, ticket OPS-2291"
+    agent.store(episode(3, task=task, output="raised the timeout to 2h"))
+    wait_for(lambda: found(site, "OPS-2291", task), timeout=60, what="the new episode to be searchable")
+    code, reply, _ = search(site, "OPS-2291", "--limit", "1")
+    assert code == 0
+    assert reply["via"] == "daemon"
+    (top,) = reply["results"]
+    assert (top["site"], top["source_id"], top["task"]) == ("laptop", "3", task)
+    assert "raised the timeout to 2h" in top["text"]
+
+    _, tagged, _ = search(site, "certificate", "--tag", "ops")
+    assert [r["source_id"] for r in tagged["results"]] == ["1"]
+    _, elsewhere, _ = search(site, "certificate", "--site", "vm")
+    assert elsewhere["results"] == []
+
+    code, report = status_json(site.config)
+    assert report["warm"]["state"] == "ok"
+    assert report["warm"]["model"].startswith("all-MiniLM-L6-v2")
+    assert report["warm"]["problem"] is None
+    assert code == 0, report["reasons"]
+
+    no_key = memsync("search", "certificate", "--rerank", "--config", str(site.config))
+    assert no_key.returncode == 2
+    assert "--rerank needs a Voyage API key" in no_key.stderr
+
+    human = memsync("search", "parse_retry_after", "--config", str(site.config))
+    assert human.returncode == 0
+    assert "laptop#2" in human.stdout
+
+    # Without a daemon, the command opens the store itself.
+    assert stop_daemon(proc) == 0
+    code, offline, _ = search(site, "OPS-2291", "--limit", "1")
+    assert code == 0
+    assert offline["via"] == "this process"
+    assert offline["results"][0]["source_id"] == "3"
+
+
+def test_bad_search_input_is_named(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path) -> None:
+    site = warm_site(site_files, short_dir, tmp_path)
+    done = memsync("search", "x", "--since", "last tuesday", "--config", str(site.config))
+    assert done.returncode == 2
+    assert "--since 'last tuesday'" in done.stderr
+    done = memsync("search", "   ", "--config", str(site.config))
+    assert done.returncode == 2
+    assert "the query is empty" in done.stderr
+
+
+@pytest.fixture
+def gemini() -> Iterator[FakeProvider]:
+    yield from serve(gemini_respond)
+
+
+def test_another_model_is_refused_until_reindex_which_works_through_the_daemon(
+    site_files: Callable[..., SiteFiles],
+    short_dir: Path,
+    tmp_path: Path,
+    agents: Callable[[Path], AgentProcess],
+    daemons: Daemons,
+    gemini: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMSYNC_WARM__API_KEY", KEY)  # the daemons inherit it, as from a unit's environment
+    site = warm_site(site_files, short_dir, tmp_path)
+    agent = agents(site.agentdb)
+    for i, task in enumerate(["deploy billing to staging", "fix E11000 duplicate key on users.email"], 1):
+        agent.store(episode(i, task=task))
+    assert memsync("sync", "--once", "--config", str(site.config)).returncode == 0
+    built = memsync("reindex", "--config", str(site.config))
+    assert built.returncode == 0, built.stderr
+    assert "2 embedded" in built.stderr
+    assert found(site, "E11000", "fix E11000 duplicate key on users.email")
+
+    # The same site, now configured for Gemini: the MiniLM collection must not take its vectors.
+    gemini_site = warm_site(site_files, short_dir, tmp_path, warm=f'embedder = "gemini"\nbase_url = "{gemini.url}"\n')
+    env = {"MEMSYNC_WARM__API_KEY": KEY}
+    refused = memsync("search", "E11000", "--config", str(gemini_site.config), env=env)
+    assert refused.returncode == 78
+    assert "all-MiniLM-L6-v2" in refused.stderr
+    assert "gemini/gemini-embedding-001" in refused.stderr
+    assert KEY not in refused.stderr
+
+    log = tmp_path / "gemini-daemon.log"
+    proc = daemons(gemini_site.config, log)
+    wait_started(gemini_site, proc, log)
+    agent.store(episode(3, task="rotate the TLS certificate"))
+
+    def needs_reindex() -> bool:
+        _, report = status_json(gemini_site.config, env=env)
+        return bool(report["warm"]["state"] == "needs-reindex" and report["synced"] == 3)
+
+    wait_for(needs_reindex, what="the daemon to report the mismatch while it keeps syncing")
+    code, report = status_json(gemini_site.config, env=env)
+    assert code == 1
+    assert any("memsync reindex" in reason for reason in report["reasons"])
+
+    rebuilt = memsync("reindex", "--config", str(gemini_site.config), env=env)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "reindexed (daemon): 3 embedded" in rebuilt.stderr
+    wait_for(lambda: found(gemini_site, "TLS certificate", "rotate the TLS certificate", env=env), what="gemini search")
+    code, reply, _ = search(gemini_site, "E11000", env=env)
+    assert reply["via"] == "daemon"
+    assert len(gemini.requests) >= 2
+    _, report = status_json(gemini_site.config, env=env)
+    assert report["warm"]["model"] == "gemini/gemini-embedding-001"
+    assert report["warm"]["state"] == "ok"
+    # Only the new collection remains.
+    collections = [p.name for p in (tmp_path / "warm" / "qdrant").iterdir()]
+    assert len(collections) == 1
+    assert collections[0].startswith("agent_memory_hybrid-")
+    assert KEY not in log.read_text()
+    assert stop_daemon(proc) == 0
+
+
+def _exhausted(path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+    daily = [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [{"quotaId": "EmbedContentRequestsPerDayPerProjectPerModel-FreeTier"}],
+        }
+    ]
+    return 429, {}, google_error(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota", daily)
+
+
+@pytest.fixture
+def exhausted_gemini() -> Iterator[FakeProvider]:
+    yield from serve(_exhausted)
+
+
+def test_an_exhausted_quota_pauses_indexing_shows_in_status_and_syncing_goes_on(
+    site_files: Callable[..., SiteFiles],
+    short_dir: Path,
+    tmp_path: Path,
+    agents: Callable[[Path], AgentProcess],
+    daemons: Daemons,
+    exhausted_gemini: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMSYNC_WARM__API_KEY", KEY)
+    site = warm_site(
+        site_files, short_dir, tmp_path, warm=f'embedder = "gemini"\nbase_url = "{exhausted_gemini.url}"\n'
+    )
+    agent = agents(site.agentdb)
+    agent.store(episode(1, task="deploy billing to staging"))
+    log = tmp_path / "daemon.log"
+    proc = daemons(site.config, log)
+    wait_started(site, proc, log)
+    wait_for(lambda: status_json(site.config)[1]["warm"]["state"] == "paused", what="indexing to pause")
+    agent.store(episode(2, task="rotate the TLS certificate"))
+    wait_for(lambda: status_json(site.config)[1]["synced"] == 2, what="syncing to go on")
+    code, report = status_json(site.config)
+    assert code == 1
+    assert report["warm"]["pausedUntil"] is not None
+    assert any("indexing paused until" in r and "quota" in r for r in report["reasons"])
+    assert len(exhausted_gemini.requests) <= 2  # paused, not failing in a loop
+    human = memsync("status", "--config", str(site.config))
+    assert "indexing paused until" in human.stdout
+    assert stop_daemon(proc) == 0
+    assert KEY not in log.read_text()

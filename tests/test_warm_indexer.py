@@ -1,0 +1,341 @@
+"""The indexer: its pure decisions from tables, then the real thing end to end (the embedded hub's
+change feed, the real MiniLM embedder, both vector stores)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from qdrant_client import QdrantClient
+
+from sync.backbone.base import Change, PointRecord, PushItem
+from sync.backbone.hub import HubBackbone
+from sync.episode import canonical_json
+from sync.warm.embedders import LocalEmbedder
+from sync.warm.indexer import (
+    DUPLICATE_KEY,
+    CursorFile,
+    Indexer,
+    ToEmbed,
+    canonical_of,
+    link_within_page,
+    payload_for,
+    plan_page,
+)
+from sync.warm.search import SearchRequest, search
+from sync.warm.store import EdgeStore, SearchFilter, ServerStore, VectorStore, point_id
+from sync.warm.text import episode_text, text_hash
+
+NOW_MS = 1_790_000_000_000
+DAY_MS = 86_400_000
+
+
+def episode(site: str, source_id: str, task: str, **extra: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {"sourceSite": site, "sourceId": source_id, "sessionId": "s1", "task": task}
+    fields["output"] = "done"
+    fields |= {"ts": NOW_MS, "agentName": "coder", "tags": ["a"], "reward": 0.5, "success": True}
+    fields |= extra
+    fields["contentHash"] = text_hash(repr(sorted(fields.items())))
+    return fields
+
+
+def change(
+    seq: int, ep: dict[str, Any] | None, *, site: str = "laptop", sid: str = "1", point: str | None = None
+) -> Change:
+    if ep is not None:
+        site, sid = ep["sourceSite"], ep["sourceId"]
+    return Change(seq, site, sid, ep, point)
+
+
+# --- the pure core ------------------------------------------------------------------------------
+
+EP = episode("laptop", "1", "fix ERR_CONN_4471")
+PID = point_id("laptop", "1")
+STORED = payload_for(change(1, EP))
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "stored", "embed", "rewrite", "delete", "record", "unchanged"),
+    [
+        ("new episode", [change(1, EP)], {}, [PID], [], [], [PID], 0),
+        ("already indexed and recorded", [change(1, EP, point=PID)], {PID: STORED}, [], [], [], [], 1),
+        ("indexed but not recorded (crash before record)", [change(1, EP)], {PID: STORED}, [], [], [], [PID], 1),
+        ("text edited", [change(2, EP | {"output": "fixed"})], {PID: STORED}, [PID], [], [], [PID], 0),
+        ("reward re-graded: same text", [change(2, EP | {"reward": 1.0})], {PID: STORED}, [], [PID], [], [PID], 0),
+        ("forgotten, indexed", [change(3, None)], {PID: STORED}, [], [], [PID], [], 0),
+        ("forgotten, never indexed", [change(3, None)], {}, [], [], [], [], 0),
+        ("replayed page: latest wins", [change(1, EP), change(3, None)], {PID: STORED}, [], [], [PID], [], 0),
+    ],
+)
+def test_plan_page(
+    name: str,
+    changes: list[Change],
+    stored: dict[str, dict[str, Any]],
+    embed: list[str],
+    rewrite: list[str],
+    delete: list[str],
+    record: list[str],
+    unchanged: int,
+) -> None:
+    plan = plan_page(changes, stored)
+    assert [e.point_id for e in plan.embed] == embed, name
+    assert [pid for pid, _ in plan.rewrite] == rewrite, name
+    assert plan.delete == delete, name
+    assert [r.point_id for r in plan.record] == record, name
+    assert plan.unchanged == unchanged, name
+
+
+def test_a_rewrite_keeps_the_near_duplicate_link_and_records_the_new_content_hash() -> None:
+    graded = EP | {"reward": 1.0, "contentHash": "c-graded"}
+    plan = plan_page([change(2, graded)], {PID: STORED | {DUPLICATE_KEY: "head"}})
+    ((_, payload),) = plan.rewrite
+    assert (payload["reward"], payload[DUPLICATE_KEY]) == (1.0, "head")
+    assert plan.record == [PointRecord("laptop", "1", PID, "c-graded")]
+
+
+def test_the_payload_has_every_filter_field_and_the_text_shown() -> None:
+    payload = payload_for(change(1, EP | {"critique": "check the pool"}))
+    assert (payload["site"], payload["sourceId"]) == ("laptop", "1")
+    assert (payload["agent"], payload["session"], payload["ts"], payload["tags"]) == ("coder", "s1", NOW_MS, ["a"])
+    assert (payload["reward"], payload["success"], payload["contentHash"]) == (0.5, True, EP["contentHash"])
+    assert payload["text"] == "fix ERR_CONN_4471\ndone\ncheck the pool"
+    assert payload["textHash"] == text_hash(payload["text"])
+
+
+@pytest.mark.parametrize(
+    ("own", "match", "match_payload", "expected"),
+    [
+        ("b", "a", {}, "a"),  # a heads its own group
+        ("c", "b", {DUPLICATE_KEY: "a"}, "a"),  # b is a's duplicate: link to the head
+        ("a", "a", {}, None),  # its own old vector (an edit)
+        ("a", "b", {DUPLICATE_KEY: "a"}, None),  # an edited head resembling its own duplicate
+    ],
+)
+def test_canonical_of(own: str, match: str, match_payload: dict[str, Any], expected: str | None) -> None:
+    assert canonical_of(own, match, match_payload) == expected
+
+
+def test_link_within_page_links_to_the_earliest_member() -> None:
+    items = [ToEmbed(i, i, {}) for i in ("a", "b", "c", "d")]
+    vectors: Sequence[Sequence[float]] = [[1.0, 0.0], [0.999, 0.04], [0.0, 1.0], [0.998, 0.06]]
+    assert link_within_page(items, vectors, 0.95) == [None, "a", None, "a"]
+    assert link_within_page(items, vectors, 0.99999) == [None, None, None, None]
+
+
+# --- end to end ---------------------------------------------------------------------------------
+
+
+class CountingEmbedder:
+    """The real local embedder, counting what it is asked to embed."""
+
+    def __init__(self, inner: LocalEmbedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dims = inner.dims
+        self.documents: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.documents.extend(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+@pytest.fixture(params=["edge", "server"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
+    opened: VectorStore = (
+        EdgeStore(tmp_path / "qdrant") if request.param == "edge" else ServerStore(client=QdrantClient(":memory:"))
+    )
+    yield opened
+    opened.close()
+
+
+def push(hub: HubBackbone, site: str, source_id: str, task: str, **extra: Any) -> None:
+    body = {"sessionId": "s1", "task": task, "output": "done", "ts": NOW_MS, "agentName": "coder", "tags": ["a"]}
+    body |= extra
+    content = text_hash(canonical_json(body).decode())
+    local_id = int(source_id)
+    hub.push(
+        site,
+        [PushItem(source_id, local_id, f"identity-{site}-{source_id}", content, body, canonical_json(body))],
+        local_id,
+    )
+
+
+class Rig:
+    def __init__(self, tmp_path: Path, store: VectorStore, embedder: CountingEmbedder) -> None:
+        self.hub = HubBackbone(tmp_path / "hub.db")
+        self.store = store
+        self.embedder = embedder
+        self.cursors = CursorFile(tmp_path / "indexer.json")
+        self.indexer = Indexer(
+            site="laptop",
+            backbone=self.hub,
+            store=store,
+            embedder=embedder,
+            collection="agent_memory_hybrid",
+            cursor_file=self.cursors,
+            page_size=4,
+        )
+        self.indexer.open()
+
+    def payload(self, site: str, source_id: str) -> dict[str, Any] | None:
+        found = self.store.get([point_id(site, source_id)])
+        return found[0].payload if found else None
+
+    def recorded(self) -> dict[tuple[str, str], str | None]:
+        return {(c.site, c.source_id): c.point_id for c in self.hub.changes("laptop", 0, 1000)}
+
+
+@pytest.fixture
+def rig(tmp_path: Path, store: VectorStore, local: LocalEmbedder) -> Iterator[Rig]:
+    made = Rig(tmp_path, store, CountingEmbedder(local))
+    yield made
+    made.hub.close()
+
+
+TASKS = [
+    "fix ERR_CONN_4471 in the retry loop of the http client",
+    "deploy the billing api to staging with the helm chart",
+    "database migration failed with E11000 duplicate key on users.email",
+    "write unit tests for parse_retry_after",
+    "rotate the TLS certificate on the edge proxy",
+    "investigate OPS-2291: nightly backup job timing out",
+]
+
+
+def test_every_site_s_episodes_are_indexed_and_their_point_ids_recorded(rig: Rig) -> None:
+    for i, task in enumerate(TASKS, 1):
+        push(rig.hub, "laptop" if i % 2 else "vm", str(i), task)
+    report = rig.indexer.run()
+    assert (report.changes, report.embedded, report.failed, report.drained) == (6, 6, 0, True)
+    assert rig.store.count() == 6
+    assert rig.recorded() == {
+        (c.site, c.source_id): point_id(c.site, c.source_id) for c in rig.hub.changes("laptop", 0, 99)
+    }
+    assert all(v is not None for v in rig.recorded().values())
+    payload = rig.payload("vm", "2")
+    assert payload is not None
+    assert payload["text"] == f"{TASKS[1]}\ndone"
+    assert rig.cursors.read("agent_memory_hybrid") == report.cursor
+
+
+def test_it_is_idempotent_and_never_re_embeds_unchanged_text(rig: Rig) -> None:
+    for i, task in enumerate(TASKS, 1):
+        push(rig.hub, "laptop", str(i), task)
+    rig.indexer.run()
+    assert len(rig.embedder.documents) == 6
+    assert rig.indexer.run().changes == 0
+    rig.cursors.path.unlink()  # a lost cursor replays the whole feed...
+    replay = rig.indexer.run()
+    assert (replay.changes, replay.embedded, replay.unchanged) == (6, 0, 6)  # ...at the cost of a lookup
+    assert len(rig.embedder.documents) == 6
+
+
+def test_an_edit_is_re_embedded_and_a_re_grade_only_rewrites_the_payload(rig: Rig) -> None:
+    push(rig.hub, "laptop", "1", TASKS[0])
+    push(rig.hub, "laptop", "2", TASKS[1])
+    rig.indexer.run()
+    push(rig.hub, "laptop", "1", TASKS[0], output="fixed by capping the backoff")
+    push(rig.hub, "laptop", "2", TASKS[1], reward=1.0)
+    report = rig.indexer.run()
+    assert (report.embedded, report.rewritten) == (1, 1)
+    assert rig.embedder.documents[-1] == f"{TASKS[0]}\nfixed by capping the backoff"
+    first, second = rig.payload("laptop", "1"), rig.payload("laptop", "2")
+    assert first is not None
+    assert second is not None
+    assert "capping the backoff" in first["text"]
+    assert second["reward"] == 1.0
+    hits = search(rig.store, rig.embedder, SearchRequest("capping the backoff", limit=1), now_ms=NOW_MS)
+    assert [h.source_id for h in hits] == ["1"]
+    assert all(v is not None for v in rig.recorded().values())  # the edits were recorded again
+
+
+def test_a_forgotten_episode_leaves_the_index(rig: Rig) -> None:
+    push(rig.hub, "laptop", "1", TASKS[0])
+    push(rig.hub, "laptop", "2", TASKS[1])
+    rig.indexer.run()
+    rig.hub.forget("laptop", "1")
+    assert rig.indexer.run().deleted == 1
+    assert rig.payload("laptop", "1") is None
+    assert rig.store.count() == 1
+
+
+def test_near_duplicates_are_linked_never_dropped_and_collapse_in_search(rig: Rig) -> None:
+    push(rig.hub, "laptop", "1", "restart the worker pool after the OOM kill on host db-3")
+    push(rig.hub, "vm", "2", "restart the worker pool after the OOM kill on host db-3.")  # another site, same memory
+    push(rig.hub, "laptop", "3", TASKS[4])
+    rig.indexer.run()
+    push(rig.hub, "laptop", "4", "Restart the worker pool after the OOM kill on host db-3")  # a later page
+    report = rig.indexer.run()
+    assert report.linked == 1
+    head = point_id("laptop", "1")
+    links = [
+        (rig.payload(s, i) or {}).get(DUPLICATE_KEY)
+        for s, i in (("laptop", "1"), ("vm", "2"), ("laptop", "3"), ("laptop", "4"))
+    ]
+    assert links == [None, head, None, head]
+    assert rig.store.count() == 4
+    query = SearchRequest("worker pool OOM restart", limit=3)
+    collapsed = search(rig.store, rig.embedder, query, now_ms=NOW_MS)
+    assert collapsed[0].duplicates == 2
+    assert len([r for r in collapsed if "worker pool" in r.text]) == 1
+    every = search(
+        rig.store, rig.embedder, SearchRequest("worker pool OOM restart", limit=3, collapse=False), now_ms=NOW_MS
+    )
+    assert len([r for r in every if "worker pool" in r.text]) == 3
+
+
+def test_the_threshold_is_configurable(tmp_path: Path, local: LocalEmbedder) -> None:
+    store = EdgeStore(tmp_path / "q")
+    rig = Rig(tmp_path, store, CountingEmbedder(local))
+    rig.indexer.duplicate_threshold = 0.5
+    push(rig.hub, "laptop", "1", "deploy the billing api to staging")
+    push(rig.hub, "laptop", "2", "ship the billing service to the staging cluster")
+    assert rig.indexer.run().linked == 1
+    rig.hub.close()
+    store.close()
+
+
+def test_search_filters_and_decay(rig: Rig) -> None:
+    push(rig.hub, "laptop", "1", "rotate the TLS certificate on the edge proxy", ts=NOW_MS - 200 * DAY_MS)
+    push(
+        rig.hub,
+        "vm",
+        "2",
+        "rotate the TLS certificate on the edge proxy again",
+        ts=NOW_MS,
+        tags=["ops"],
+        agentName="ops",
+    )
+    push(rig.hub, "laptop", "3", TASKS[3], ts=NOW_MS)
+    rig.indexer.duplicate_threshold = 0.999
+    rig.indexer.run()
+    only_vm = search(
+        rig.store, rig.embedder, SearchRequest("TLS certificate", filter=SearchFilter(site="vm")), now_ms=NOW_MS
+    )
+    assert {r.site for r in only_vm} == {"vm"}
+    by_agent = search(
+        rig.store, rig.embedder, SearchRequest("TLS certificate", filter=SearchFilter(agent="ops")), now_ms=NOW_MS
+    )
+    assert [r.source_id for r in by_agent] == ["2"]
+    by_tag = search(
+        rig.store, rig.embedder, SearchRequest("certificate", filter=SearchFilter(tags=("ops",))), now_ms=NOW_MS
+    )
+    assert [r.source_id for r in by_tag] == ["2"]
+    recent = search(
+        rig.store,
+        rig.embedder,
+        SearchRequest("certificate", filter=SearchFilter(since_ms=NOW_MS - DAY_MS)),
+        now_ms=NOW_MS,
+    )
+    assert "1" not in {r.source_id for r in recent}
+    assert episode_text({"task": "x"}) == "x"
