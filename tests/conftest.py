@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["convex_fixtures"]
+pytest_plugins = ["convex_fixtures", "fake_providers"]
 
 ROOT = Path(__file__).resolve().parents[1]
 GEN = ROOT / "tests" / "agentdb_gen"

@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+import pytest
 
 from sync.retry import RetryPolicy
 
@@ -140,3 +141,17 @@ def gemini_respond(path: str, body: Any) -> Reply:
 
 def google_error(code: int, status: str, message: str, details: list[Any] | None = None) -> Any:
     return {"error": {"code": code, "message": message, "status": status, "details": details or []}}
+
+
+# --- fixtures (a pytest plugin: conftest.py lists this module) ----------------------------------
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    """Retry waits recorded, not slept."""
+    return Sleeps()
+
+
+@pytest.fixture
+def policy(sleeps: Sleeps) -> RetryPolicy:
+    return fast_policy(sleeps)

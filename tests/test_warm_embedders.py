@@ -119,20 +119,6 @@ def test_local_refuses_wrong_checksum_and_missing_file(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Retry waits recorded, not slept (the server is tests/fake_providers.py's)
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
-
-
-@pytest.fixture
-def policy(sleeps: Sleeps) -> RetryPolicy:
-    return fast_policy(sleeps)
-
-
-# ---------------------------------------------------------------------------------------------
 # Gemini: POST /v1/models/{model}:batchEmbedContents (google-genai 3.4 calls v1, not v1beta)
 
 

@@ -66,16 +66,6 @@ def server() -> Iterator[FakeProvider]:
 
 
 @pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
-
-
-@pytest.fixture
-def policy(sleeps: Sleeps) -> RetryPolicy:
-    return fast_policy(sleeps)
-
-
-@pytest.fixture
 def reranker(server: FakeProvider, policy: RetryPolicy) -> VoyageReranker:
     return VoyageReranker(KEY, base_url=server.url + "/v1", retry=policy, clock=lambda: NOW)
 
