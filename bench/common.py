@@ -172,7 +172,8 @@ class SiteFiles:
 
 
 def make_site(root: Path, agentdb: Path | None = None, *, convex_url: str | None = None) -> SiteFiles:
-    """Config for one site on the embedded hub, every setting at the product default.
+    """Config for one site on the embedded hub, every setting at the product default (the warm layer
+    on), its data directory inside ``root``.
 
     The AgentDB file is ``agent/agentdb.db`` under ``root`` unless ``agentdb`` names another. With
     ``convex_url`` the backbone is that Convex deployment instead (the product reads the site's
@@ -186,7 +187,7 @@ def make_site(root: Path, agentdb: Path | None = None, *, convex_url: str | None
     )
     backbone = f'kind = "convex"\nurl = "{convex_url}"\n' if convex_url else f'kind = "local"\npath = "{site.hub}"\n'
     site.config.write_text(
-        f'[site]\nname = "{SITE}"\n\n[agentdb]\npath = "{site.agentdb}"\n\n'
+        f'data_dir = "{state_dir}"\n\n[site]\nname = "{SITE}"\n\n[agentdb]\npath = "{site.agentdb}"\n\n'
         f'[backbone]\n{backbone}\n[state]\npath = "{site.state}"\n\n'
         '[log]\nformat = "json"\nlevel = "info"\n',
         encoding="utf-8",

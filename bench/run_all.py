@@ -4,7 +4,7 @@ The section between the figures markers is regenerated from bench/results/*.json
 run on its own (``--only idle``) updates its rows and leaves the others' last figures, each with
 its own date.
 
-    python -m bench.run_all [--only latency backfill convex_backfill idle] [--render-only]
+    python -m bench.run_all [--only latency backfill convex_backfill idle warm] [--render-only]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import backfill, convex_backfill, idle, latency
+from bench import backfill, convex_backfill, idle, latency, warm
 from bench.common import RESULTS, ROOT, decimals, emit, progress
 
 Record = dict[str, Any]
@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "backfill": (backfill.run, backfill.describe_run),
     "convex_backfill": (convex_backfill.run, convex_backfill.describe_run),
     "idle": (idle.run, idle.describe_run),
+    "warm": (warm.run, warm.describe_run),
 }
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"
