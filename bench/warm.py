@@ -5,7 +5,7 @@
    tests/agentdb_gen/agent.mjs driven over stdin) stores episodes one at a time, each carrying a
    unique token in its task. Per episode: the time from the agent's save returning (its savedAtMs)
    to the first search through the daemon's control socket (``memsync search``'s path: one
-   connection, one request) whose single result is that episode. The socket is polled every
+   connection, one request) whose results include that episode. The socket is polled every
    20 ms, and each poll is a real search the daemon serves beside its indexing, so the poll's cost
    is part of what is measured. Polls alternate between BM25-only and hybrid searches, episode by
    episode, one figure for each.
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -83,6 +84,11 @@ COLLECTION: Final = "agent_memory_hybrid"
 NOISE: Final = (0.45, 0.95)
 
 Vectors = npt.NDArray[np.float32]
+
+
+def load1() -> float:
+    """The 1-minute load average as a repetition ends: how busy the shared machine was."""
+    return round(os.getloadavg()[0], 1)
 
 
 # -- realistic episodes ---------------------------------------------------------------------------
@@ -357,8 +363,8 @@ def short_dir() -> Iterator[Path]:
 
 
 def warm_site(root: Path, socket: Path) -> SiteFiles:
-    """``make_site``'s config (every setting at the product default) with the warm layer's folder
-    and socket named, so nothing lands in the user's data directory."""
+    """``make_site``'s config (every setting at the product default, the warm layer on) with the
+    warm layer's folder named and its control socket on a short path."""
     site = make_site(root)
     with site.config.open("a", encoding="utf-8") as config:
         config.write(f'\n[warm]\nenabled = true\npath = "{root / "warm"}"\nsocket = "{socket}"\n')
@@ -445,7 +451,7 @@ def searchable_run(run: int, probes: int, preexisting: int) -> dict[str, Any]:
                 agent.kill()
             daemon.check_alive()
         synced = {int(e["sourceId"]): float(e["syncedAt"]) for e in hub_episodes(site)}
-    record: dict[str, Any] = {"part": "searchable", "run": run, "preexisting": preexisting}
+    record: dict[str, Any] = {"part": "searchable", "run": run, "preexisting": preexisting, "load1": load1()}
     for mode in MODES:
         mine = [s for s in samples if s["mode"] == mode]
         latencies = [s["found_ms"] - s["saved_ms"] for s in mine]
@@ -531,6 +537,7 @@ def throughput_runs(
             "ratio": (embedded / index_s) / (len(texts) / bare_s),
             "chars_p50": percentile([len(t) for t in texts], 50),
             "tokens_p50": percentile(tokens, 50),
+            "load1": load1(),
         }
         progress(f"  {describe_run(record)}")
         records.append(record)
@@ -671,6 +678,7 @@ def measure_search(
             "hybrid_p99_ms": percentile(store_ms, 99),
             "engine_p50_ms": percentile(engine_ms, 50),
             "embed_query_p50_ms": percentile(embed_ms, 50),
+            "load1": load1(),
         }
         progress(f"  {describe_run(record)}")
         records.append(record)
@@ -715,6 +723,10 @@ def search_runs(
 
 # -- the benchmark --------------------------------------------------------------------------------
 def describe_run(r: dict[str, Any]) -> str:
+    return f"{_describe(r)} [load {r['load1']:.1f}]" if "load1" in r else _describe(r)
+
+
+def _describe(r: dict[str, Any]) -> str:
     if r["part"] == "searchable":
         modes = ", ".join(
             f"{m} p50 {r[m]['p50_ms']:.0f} / p99 {r[m]['p99_ms']:.0f} ms (hub p50 {r[m]['hub_p50_ms']:.0f} ms)"
