@@ -25,7 +25,7 @@ from daemon.config import load_settings
 from daemon.demo_agents import Agent
 from daemon.lock import holder_pid
 from daemon.recall import render_results, run_search
-from daemon.warm import read_status
+from daemon.warm_files import read_status
 from sync.backbone.hub import HubBackbone
 from sync.warm.search import SearchRequest
 

@@ -17,7 +17,7 @@ from daemon.config import Settings
 from daemon.health import Facts, Level, assess, lag_seconds
 from daemon.lock import holder_pid
 from daemon.site import open_backbone
-from daemon.warm import read_status
+from daemon.warm_files import read_status
 from sync.agentdb import AgentDBReader
 from sync.errors import MemsyncError
 from sync.sidecar import Sidecar

@@ -11,15 +11,11 @@ collection built with another model pauses indexing until ``memsync reindex`` re
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -27,6 +23,7 @@ import structlog
 from daemon import logs
 from daemon.config import Settings
 from daemon.control import Handler, Progress
+from daemon.warm_files import Collections, status_path, write_status
 from sync.backbone.base import Backbone
 from sync.errors import ConfigError, TransientError
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, QuotaExhausted, VoyageEmbedder
@@ -78,45 +75,6 @@ def open_store(settings: Settings) -> VectorStore:
             logs.register_secrets([key])
         return ServerStore(url=warm.url, api_key=key)
     return EdgeStore(settings.warm_dir / "qdrant")
-
-
-class Collections:
-    """Which physical collection serves the configured name: ``reindex`` builds a fresh one and
-    switches to it when it is complete, so searches never see a half-built index."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.path = settings.warm_dir / "collections.json"
-        self.name = settings.warm.collection
-
-    def active(self) -> str:
-        try:
-            return str(json.loads(self.path.read_text(encoding="utf-8"))[self.name])
-        except (OSError, ValueError, KeyError, TypeError):
-            return self.name
-
-    def switch(self, physical: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(json.dumps({self.name: physical}), encoding="utf-8")
-        os.replace(tmp, self.path)
-
-    def fresh(self) -> str:
-        return f"{self.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}"
-
-
-# --- the status file ---------------------------------------------------------------------------------
-
-
-def status_path(settings: Settings) -> Path:
-    return settings.warm_dir / "status.json"
-
-
-def read_status(settings: Settings) -> dict[str, Any] | None:
-    try:
-        data = json.loads(status_path(settings).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 # --- the layer ---------------------------------------------------------------------------------------
@@ -248,7 +206,10 @@ class WarmLayer:
                 continue
             failures = 0
             self._totals.add(report)
-            self._set("ok", None, last_pass=report)
+            if report.changes or self._state.get("state") != "ok":
+                # An empty look at the feed (every catch_up_interval, idle or not) changes nothing
+                # that status shows: no status file write for it.
+                self._set("ok", None, last_pass=report)
             wait = 0.0 if not report.drained and not self.stop.is_set() else self.settings.catch_up_interval
 
     def _set(
@@ -273,14 +234,10 @@ class WarmLayer:
             "totals": asdict(self._totals),
             "updatedAt": self.clock(),
         }
-        path = status_path(self.settings)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(tmp, path)
+            write_status(self.settings, data)
         except OSError:
-            log.exception("cannot write the warm layer's status file", path=str(path))
+            log.exception("cannot write the warm layer's status file", path=str(status_path(self.settings)))
 
     # -- what the control socket serves -------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[SearchResult]:

@@ -18,8 +18,6 @@ to) are pure functions, tested from tables; ``Indexer`` does the I/O around them
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any, Final
 
 from sync.backbone.base import Backbone, Change, PointRecord
 from sync.errors import PermanentError
+from sync.jsonfile import read_json_object, write_json_atomically
 from sync.warm import bm25
 from sync.warm.embedders import Embedder
 from sync.warm.rank import cosine
@@ -157,31 +156,24 @@ class PassReport:
 
 class CursorFile:
     """The feed position this site's store has reached, per collection, in a small JSON file
-    (written atomically: a torn write would otherwise restart the feed from 0, costly not wrong)."""
+    written atomically. Not fsynced: a lost position only replays the feed, which is idempotent."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    def _cursors(self) -> dict[str, Any]:
+        data = read_json_object(self.path) or {}
+        cursors = data.get("cursors")
+        return dict(cursors) if isinstance(cursors, dict) else {}
+
     def read(self, collection: str) -> int:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            return int(data.get("cursors", {}).get(collection, 0))
-        except FileNotFoundError:
-            return 0
-        except (OSError, ValueError, TypeError, AttributeError):
+            return int(self._cursors().get(collection, 0))
+        except (TypeError, ValueError):
             return 0  # unreadable: replaying the feed is idempotent
 
     def write(self, collection: str, cursor: int) -> None:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            cursors = dict(data.get("cursors", {}))
-        except (OSError, ValueError, TypeError, AttributeError):
-            cursors = {}
-        cursors[collection] = cursor
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"cursors": cursors}, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_json_atomically(self.path, {"cursors": self._cursors() | {collection: cursor}})
 
 
 class Indexer:

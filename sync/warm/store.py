@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
 import shutil
 import uuid
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self
 
 from sync.errors import ConfigError, MemsyncError, PermanentError, TransientError
+from sync.jsonfile import write_json_atomically
 from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 
 if TYPE_CHECKING:
@@ -361,7 +361,7 @@ class EdgeStore(_Base):
             for name, kind in PAYLOAD_INDEXES.items():
                 shard.update(qe.UpdateOperation.create_field_index(name, _edge_schema(qe, kind)))
             shard.flush()
-        _write_json_atomically(self._path.parent / self.RECORD_FILE, {RECORD_KEY: wanted.to_record()})
+        write_json_atomically(self._path.parent / self.RECORD_FILE, {RECORD_KEY: wanted.to_record()}, durable=True)
         return wanted
 
     @staticmethod
@@ -855,16 +855,6 @@ def _seconds(value: str | None) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
-
-
-def _write_json_atomically(path: Path, data: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 __all__ = [
