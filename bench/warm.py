@@ -373,7 +373,7 @@ def warm_site(root: Path, socket: Path) -> SiteFiles:
 
 def warm_cursor(site: SiteFiles) -> int:
     """The feed position the daemon's indexer has reached, from the warm layer's status file."""
-    from daemon.warm import read_status
+    from daemon.warm_files import read_status
 
     status = read_status(site.settings()) or {}
     return int(status.get("cursor") or 0) if status.get("state") == "ok" else -1
