@@ -14,9 +14,9 @@
    the bare ``LocalEmbedder.embed_documents`` over the same texts in the same pages of 64, in feed
    order. The two alternate, bare first.
 3. Search latency on the embedded store at 10k and 100k points: the product's whole search
-   (``sync.warm.search.search``: query embedding, BM25 query, dense and BM25 prefetch fused with
-   RRF, decay, collapse) for 200 varied queries, and the store's ``hybrid_search`` alone (the same
-   request, the query vectors computed beforehand). The points are synthetic (see ``build_points``).
+   (``sync.warm.search.search``: query embedding, BM25 query, dense and BM25 prefetch, fusion,
+   decay, collapse) for 200 varied queries, and its store part alone (``sync.warm.search.hybrid``,
+   the same request, the query vectors computed beforehand). The points are synthetic (see ``build_points``).
    qdrant-edge's ``optimize()`` is never called: the product does not call it either.
 
     python -m bench.warm [--runs 3] [--probes 40] [--preexisting 400] [--episodes 500]
@@ -395,9 +395,9 @@ def first_found(socket: Path, query: str, token: str, mode: str, timeout: float)
     arrived, searches made).
 
     The query is the episode's whole task, token included: the token is a term no other episode
-    has, so BM25 ranks the episode first once it is indexed. In hybrid mode RRF (k = 2) may still
-    put an earlier episode with a similar task first (second in both lists beats first in one), so
-    the episode must be among the results, not necessarily the first. A limit of 10 costs what a
+    has, so BM25 ranks the episode first once it is indexed. In hybrid mode fusion may still put an
+    earlier episode with a similar task first (dense weighs more than BM25), so the episode must be
+    among the results, not necessarily the first. A limit of 10 costs what a
     limit of 1 does: the search fetches max(4 x limit, 40) candidates either way."""
     from daemon.control import ask
     from sync.warm.search import SearchRequest
@@ -614,18 +614,28 @@ def make_queries(n: int, seed: int) -> list[Any]:
 
 
 class TimedShard:
-    """Stands in for an EdgeStore's qdrant-edge shard and times its ``query`` calls, so that the
-    engine's share of ``hybrid_search`` can be told from the Python around it (turning hits into
-    dicts, each hit's cosine to the query). Everything else goes to the shard untouched."""
+    """Stands in for an EdgeStore's qdrant-edge shard and adds up the time of its ``query`` and
+    ``query_batch`` calls since the last ``reset``, so that the engine's share of a hybrid search
+    (the prefetch batch, and the similarity of BM25-only hits) can be told from the Python around
+    it (turning hits into dicts, fusion). Everything else goes to the shard untouched."""
 
     def __init__(self, shard: Any) -> None:
         self.shard = shard
-        self.last_ms = 0.0
+        self.total_ms = 0.0
+
+    def reset(self) -> None:
+        self.total_ms = 0.0
 
     def query(self, request: Any) -> Any:
         with stopwatch() as elapsed:
             found = self.shard.query(request)
-            self.last_ms = elapsed() * 1000
+            self.total_ms += elapsed() * 1000
+        return found
+
+    def query_batch(self, request: Any) -> Any:
+        with stopwatch() as elapsed:
+            found = self.shard.query_batch(request)
+            self.total_ms += elapsed() * 1000
         return found
 
     def __getattr__(self, name: str) -> Any:
@@ -636,10 +646,11 @@ def measure_search(
     store: Any, shard: TimedShard, embedder: Any, queries: Sequence[Any], passes: int, size: int
 ) -> list[dict[str, Any]]:
     """``passes`` passes over the queries (each in its own shuffled order): each query through the
-    whole search, then through ``hybrid_search`` alone with the same parameters (and, inside it,
-    the engine's query, timed by ``shard``)."""
+    whole search, then through the store's part alone (``sync.warm.search.hybrid``: prefetch,
+    fusion, similarities) with the same parameters (and, inside it, the engine's calls, timed by
+    ``shard``)."""
     from sync.warm import bm25
-    from sync.warm.search import candidates_for, search
+    from sync.warm.search import candidates_for, hybrid, search
 
     embed_ms = []
     prepared = []
@@ -661,11 +672,11 @@ def measure_search(
                 full_ms.append(elapsed() * 1000)
             if not request.filter.is_empty():
                 filtered_ms.append(full_ms[-1])
-            wanted = candidates_for(request)
+            shard.reset()
             with stopwatch() as elapsed:
-                store.hybrid_search(dense, sparse, limit=wanted, filter=request.filter, prefetch_limit=max(50, wanted))
+                hybrid(store, dense, sparse, candidates_for(request), request.filter)
                 store_ms.append(elapsed() * 1000)
-            engine_ms.append(shard.last_ms)
+            engine_ms.append(shard.total_ms)
         record = {
             "part": "search",
             "run": p,
@@ -740,7 +751,7 @@ def _describe(r: dict[str, Any]) -> str:
         )
     return (
         f"search {r['points']:,} pass {r['run']}: full p50 {r['p50_ms']:.1f} / p99 {r['p99_ms']:.1f} ms, "
-        f"hybrid_search alone p50 {r['hybrid_p50_ms']:.1f} / p99 {r['hybrid_p99_ms']:.1f} ms "
+        f"hybrid alone p50 {r['hybrid_p50_ms']:.1f} / p99 {r['hybrid_p99_ms']:.1f} ms "
         f"(engine p50 {r['engine_p50_ms']:.1f} ms)"
     )
 
@@ -771,8 +782,8 @@ def figures(records: list[dict[str, Any]]) -> list[Figure]:
         else:
             out.append(Figure(f"search p50 {label}", p50, "ms"))
         out.append(Figure(f"search p99 {label}", median([r["p99_ms"] for r in mine]), "ms"))
-        out.append(Figure(f"hybrid_search alone p50 {label}", median([r["hybrid_p50_ms"] for r in mine]), "ms"))
-        out.append(Figure(f"hybrid_search alone p99 {label}", median([r["hybrid_p99_ms"] for r in mine]), "ms"))
+        out.append(Figure(f"hybrid alone p50 {label}", median([r["hybrid_p50_ms"] for r in mine]), "ms"))
+        out.append(Figure(f"hybrid alone p99 {label}", median([r["hybrid_p99_ms"] for r in mine]), "ms"))
         engine = median([r["engine_p50_ms"] for r in mine])
         out.append(Figure(f"of which: qdrant-edge query p50 {label}", engine, "ms"))
     search = [r for r in records if r["part"] == "search"]

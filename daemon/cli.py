@@ -308,7 +308,7 @@ def search(
     mode: Annotated[str, typer.Option(help="hybrid (default), dense or bm25: the latter two to compare.")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Search every site's episodes: BM25 and dense vectors fused with RRF, then recency decay."""
+    """Search every site's episodes: BM25 and dense vectors fused, then recency decay."""
     from daemon.recall import parse_since, render_results, run_search
     from sync.warm.search import SearchRequest
     from sync.warm.store import SearchFilter

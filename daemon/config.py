@@ -118,6 +118,9 @@ class WarmSection(_Section):
     collection: str = Field("agent_memory_hybrid", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
     batch_size: int = Field(64, ge=1, le=500, description="episodes embedded and upserted together")
     duplicate_threshold: float = Field(0.95, gt=0, le=1.0, description="cosine at which episodes are linked")
+    # How search fuses the dense and BM25 lists: "relative" (min-max scaled scores, dense weighted 0.75)
+    # or "rrf" (Reciprocal Rank Fusion, k = 2). sync/warm/fusion.py says why relative is the default.
+    fusion: Literal["relative", "rrf"] = "relative"
     # Seconds between looks for other sites' episodes. Default: 2 on the embedded hub (a local query);
     # 10 on Convex, where every look is a function call against the deployment's monthly quota.
     catch_up_interval: float | None = Field(None, ge=0.1, le=3600)

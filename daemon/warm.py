@@ -242,7 +242,14 @@ class WarmLayer:
     # -- what the control socket serves -------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[SearchResult]:
         store = self._open_collection()
-        return search(store, self.embedder, request, now_ms=int(self.clock() * 1000), reranker=self._reranker)
+        return search(
+            store,
+            self.embedder,
+            request,
+            now_ms=int(self.clock() * 1000),
+            reranker=self._reranker,
+            fusion=self.settings.warm.fusion,
+        )
 
     def _retire(self, physical: str) -> None:
         """Drop a collection that no longer serves (the old one after a switch, or a half-built one)."""

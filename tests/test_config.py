@@ -57,6 +57,9 @@ def test_relative_paths_are_relative_to_the_file_and_defaults_follow_the_data_di
             "agentdb.poll_interval: Input should be greater than or equal to 0.05",
             id="bad value",
         ),
+        pytest.param(
+            MINIMAL + '[warm]\nfusion = "dbsf"\n', "warm.fusion: Input should be 'relative' or 'rrf'", id="bad fusion"
+        ),
     ],
 )
 def test_bad_configuration_names_the_problem(tmp_path: Path, text: str, message: str) -> None:

@@ -92,6 +92,24 @@ def test_mmr_trades_a_twin_for_something_different(store: EdgeStore, local: Loca
     assert sum(int(r.source_id) in twins for r in diverse) < sum(int(r.source_id) in twins for r in plain)
 
 
+def test_fusion_is_relative_by_default_and_rrf_on_request(store: EdgeStore, local: LocalEmbedder) -> None:
+    query = "restart the sync daemon after editing its config file"  # episode 1, word for word
+    relative = search(store, local, SearchRequest(query, limit=3), now_ms=NOW_MS)
+    rrf = search(store, local, SearchRequest(query, limit=3), now_ms=NOW_MS, fusion="rrf")
+    assert relative[0].source_id == rrf[0].source_id == "1"
+    # First in both lists: relative 0.75 x 1 + 0.25 x 1; RRF 1/(0+2) + 1/(0+2). Nothing decays (ts = now).
+    assert relative[0].score == pytest.approx(1.0)
+    assert rrf[0].score == pytest.approx(1.0)
+    [doc] = local.embed_documents([TEXTS[1]])
+    cosine = sum(q * d for q, d in zip(local.embed_query(query), doc, strict=True))
+    assert relative[0].similarity == pytest.approx(cosine, abs=1e-5)
+    # Below the top the two differ: RRF's scores are sums of 1/(rank + 2), relative's are not.
+    ranks = range(len(TEXTS))
+    possible = [1 / (a + 2) for a in ranks] + [1 / (a + 2) + 1 / (b + 2) for a in ranks for b in ranks]
+    assert all(any(r.score == pytest.approx(p) for p in possible) for r in rrf)
+    assert [r.score for r in relative] != [r.score for r in rrf]
+
+
 @pytest.mark.parametrize(("limit", "expected"), [(1, 40), (10, 40), (25, 100), (100, 200)])
 def test_candidates_leave_room_for_collapse_and_mmr(limit: int, expected: int) -> None:
     assert candidates_for(SearchRequest("q", limit=limit)) == expected

@@ -16,6 +16,7 @@ from qdrant_client import QdrantClient
 
 from sync.errors import ConfigError, PermanentError, TransientError
 from sync.warm import bm25
+from sync.warm.search import hybrid
 from sync.warm.store import (
     CollectionMismatch,
     EdgeStore,
@@ -177,8 +178,10 @@ def test_filters_apply_to_count_and_every_search(store: VectorStore, flt: Search
     assert store.count(flt) == len(expected)
     query = [1.0] * DIMS
     assert set(source_ids(store.dense_search(query, limit=10, filter=flt))) == expected
-    hybrid = store.hybrid_search(query, bm25.embed_query("error deploy JIRA-4821"), limit=10, filter=flt)
-    assert set(source_ids(hybrid)) == expected
+    found = store.prefetch(query, bm25.embed_query("error deploy JIRA-4821"), limit=10, filter=flt)
+    assert set(source_ids(found.dense)) == expected
+    assert set(source_ids(found.sparse)) <= expected
+    assert set(source_ids(hybrid(store, query, bm25.embed_query("error deploy JIRA-4821"), 10, flt))) == expected
     # A BM25 search only returns points sharing a term: this query has one term from every episode.
     every = bm25.embed_query("getUserById upload JIRA-4821 payment E1234")
     assert set(source_ids(store.sparse_search(every, limit=10, filter=flt))) == expected
@@ -193,7 +196,7 @@ def test_exact_identifier_wins_through_bm25_when_dense_is_uninformative(
 ) -> None:
     # The same dense similarity to every episode: only the sparse prefetch can tell them apart.
     flat = [1.0] * DIMS
-    hits = store.hybrid_search(flat, bm25.embed_query(query), limit=3)
+    hits = hybrid(store, flat, bm25.embed_query(query), 3)
     assert source_ids(hits)[0] == expected
     assert hits[0].score > hits[1].score
 
@@ -241,15 +244,40 @@ def test_sparse_search_without_a_shared_term_finds_nothing(store: VectorStore, q
     assert store.sparse_search(bm25.embed_query(query), limit=10) == []
 
 
-def test_hybrid_returns_rrf_scores_and_dense_similarity(store: VectorStore) -> None:
-    query = unit(1.0, 0.2)  # closest to episode 1 densely; its text also matches
-    hits = store.hybrid_search(query, bm25.embed_query("getUserById"), limit=5)
-    assert source_ids(hits)[0] == "1"
-    # Rank 0 in both prefetches with Qdrant's default k=2: 1/2 + 1/2.
-    assert hits[0].score == pytest.approx(1.0)
-    expected = 1.0 / math.sqrt(1.0 + 0.2**2)
-    assert hits[0].similarity == pytest.approx(expected, abs=1e-6)
-    assert all(h.similarity is not None and -1.0 <= h.similarity <= 1.0 + 1e-6 for h in hits)
+def test_prefetch_returns_the_dense_and_the_bm25_list(store: VectorStore) -> None:
+    query = unit(1.0, 0.2)  # closest to episode 1 densely, then episode 2
+    found = store.prefetch(query, bm25.embed_query("getUserById upload"), limit=2)
+    assert source_ids(found.dense) == ["1", "2"]  # the rest are level at cosine 0
+    assert found.dense[0].score == pytest.approx(1.0 / math.sqrt(1.0 + 0.2**2), abs=1e-6)
+    assert all(h.similarity == h.score for h in found.dense)  # a dense score is the cosine
+    assert sorted(source_ids(found.sparse)) == ["1", "2"]  # only episodes sharing a term
+    assert all(h.similarity is None for h in found.sparse)
+    assert found.sparse[0].payload["sourceId"] in {"1", "2"}
+
+
+def test_similarities_are_each_points_cosine_to_the_query(store: VectorStore) -> None:
+    query = unit(1.0, 0.2)
+    ids = [point_id("site-a", "1"), point_id("site-a", "2"), point_id("site-a", "5"), point_id("site-a", "gone")]
+    found = store.similarities(query, ids)
+    norm = math.sqrt(1.0 + 0.2**2)
+    assert found == pytest.approx({ids[0]: 1.0 / norm, ids[1]: 0.2 / norm, ids[2]: 0.0}, abs=1e-6)
+    assert store.similarities(query, []) == {}
+
+
+def test_hybrid_gives_a_bm25_only_hit_its_similarity(store: VectorStore) -> None:
+    """A point only the BM25 list holds (beyond the dense prefetch's depth) still gets the cosine the
+    recency decay is gated by."""
+    crowd = [
+        WarmPoint(point_id("site-a", f"c{n}"), unit(1.0, 0.01 * n), bm25.embed_document(f"routine note {n}"), {})
+        for n in range(60)
+    ] + [WarmPoint(point_id("site-a", "far"), unit(-0.3, 0.0, 0.0, 0.0, 0.0, 1.0), bm25.embed_document("XQ-77"), {})]
+    store.upsert(crowd)
+    query = axis(0)
+    assert point_id("site-a", "far") not in {h.id for h in store.prefetch(query, bm25.embed_query("XQ-77")).dense}
+    hits = hybrid(store, query, bm25.embed_query("XQ-77"), 100)
+    [far] = [h for h in hits if h.id == point_id("site-a", "far")]
+    assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=1e-6)
+    assert all(h.similarity is not None for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
@@ -264,7 +292,7 @@ def test_dense_search_threshold_for_near_duplicates(store: VectorStore) -> None:
 def test_empty_text_point_and_query_are_accepted(store: VectorStore) -> None:
     pid = point_id("site-a", "empty")
     store.upsert([WarmPoint(pid, axis(5), bm25.embed_document(""), {"site": "site-a", "sourceId": "empty"})])
-    hits = store.hybrid_search(axis(5), bm25.embed_query(""), limit=1)
+    hits = hybrid(store, axis(5), bm25.embed_query(""), 1)
     assert source_ids(hits) == ["empty"]
 
 
@@ -291,7 +319,7 @@ def test_reopen_with_same_spec_keeps_points(factory: Factory) -> None:
     spec = second.open_or_create(COLLECTION, MODEL, DIMS)
     assert (spec.model_name, spec.dims, spec.bm25) == (MODEL, DIMS, bm25.Bm25Config())
     assert second.count() == 5
-    assert source_ids(second.hybrid_search([1.0] * DIMS, bm25.embed_query("E1234"), limit=1)) == ["5"]
+    assert source_ids(hybrid(second, [1.0] * DIMS, bm25.embed_query("E1234"), 1)) == ["5"]
 
 
 @pytest.mark.parametrize(
@@ -354,7 +382,7 @@ def test_edge_store_persists_across_reopen(tmp_path: Path) -> None:
         second.open_or_create(COLLECTION, MODEL, DIMS)
         assert second.count() == 5
         assert second.count(SearchFilter(tags=("bug",))) == 2
-        assert source_ids(second.hybrid_search(axis(1), bm25.embed_query("ERR_CONN_RESET"), limit=1)) == ["2"]
+        assert source_ids(hybrid(second, axis(1), bm25.embed_query("ERR_CONN_RESET"), 1)) == ["2"]
 
 
 def test_edge_store_second_opener_is_locked_out_naming_the_path(tmp_path: Path) -> None:

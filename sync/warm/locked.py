@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.warm.store import (
     DEFAULT_PREFETCH_LIMIT,
-    DEFAULT_RRF_K,
     CollectionSpec,
     Hit,
+    Prefetched,
     SearchFilter,
     StoredPoint,
     VectorStore,
@@ -39,17 +39,19 @@ class LockedStore:
         with self._lock:
             self.inner.upsert(points)
 
-    def hybrid_search(
+    def prefetch(
         self,
         dense_query: Sequence[float],
         sparse_query: SparseVector,
-        limit: int = 10,
+        limit: int = DEFAULT_PREFETCH_LIMIT,
         filter: SearchFilter | None = None,
-        prefetch_limit: int = DEFAULT_PREFETCH_LIMIT,
-        rrf_k: int = DEFAULT_RRF_K,
-    ) -> list[Hit]:
+    ) -> Prefetched:
         with self._lock:
-            return self.inner.hybrid_search(dense_query, sparse_query, limit, filter, prefetch_limit, rrf_k)
+            return self.inner.prefetch(dense_query, sparse_query, limit, filter)
+
+    def similarities(self, dense_query: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        with self._lock:
+            return self.inner.similarities(dense_query, ids)
 
     def dense_search(
         self,

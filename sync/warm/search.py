@@ -1,8 +1,10 @@
 """Search: a query in, ranked episodes out, the same whether the CLI or the daemon runs it.
 
 The pipeline, in order: the query is embedded twice (dense by the collection's own model, BM25 as
-Qdrant computes it); Qdrant runs a dense and a BM25 prefetch under the same filter and fuses them
-with RRF; the fused scores are decayed by age, gated by similarity (``sync.warm.rank``);
+Qdrant computes it); the store runs a dense and a BM25 prefetch under the same filter, in one engine
+call; the two lists are fused (``sync.warm.fusion``: relative scores by default, or RRF); the few
+BM25-only hits get their similarity from the engine; the fused scores are decayed by age, gated by
+similarity (``sync.warm.rank``);
 near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
 survivors and MMR trades a little relevance for diversity. More candidates than asked for are
 fetched, so that collapsing and MMR still leave ``limit`` results.
@@ -11,16 +13,17 @@ fetched, so that collapsing and MMR still leave ``limit`` results.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final, Literal
 
 from sync.warm import bm25
 from sync.warm.embedders import Embedder
+from sync.warm.fusion import DEFAULT_FUSION, Fusion, fuse
 from sync.warm.indexer import DUPLICATE_KEY
 from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
 from sync.warm.rerank import Reranker
-from sync.warm.store import Hit, SearchFilter, VectorStore
+from sync.warm.store import DEFAULT_PREFETCH_LIMIT, Hit, SearchFilter, VectorStore
 
 MAX_LIMIT: Final = 100
 # λ = 0.5, the even trade of Carbonell & Goldstein's MMR: whoever asks for --mmr wants variety, and
@@ -109,16 +112,31 @@ def candidates_for(request: SearchRequest) -> int:
     return min(max(request.limit * 4, 40), 200)
 
 
-def _hits(
-    store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, config: bm25.Bm25Config
+def hybrid(
+    store: VectorStore,
+    dense_query: Sequence[float],
+    sparse_query: bm25.SparseVector,
+    limit: int,
+    filter: SearchFilter | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
 ) -> list[Hit]:
+    """The best ``limit`` of the fused dense and BM25 lists, each hit with its similarity."""
+    found = store.prefetch(dense_query, sparse_query, limit=max(DEFAULT_PREFETCH_LIMIT, limit), filter=filter)
+    hits = fuse(found.dense, found.sparse, fusion)[:limit]
+    missing = [h.id for h in hits if h.similarity is None]
+    if not missing:
+        return hits
+    similarity = store.similarities(dense_query, missing)
+    return [h if h.similarity is not None else replace(h, similarity=similarity.get(h.id)) for h in hits]
+
+
+def _hits(store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Fusion) -> list[Hit]:
     if request.mode == "bm25":
         return store.sparse_search(bm25.embed_query(request.query), limit=wanted, filter=request.filter)
     dense = embedder.embed_query(request.query)
     if request.mode == "dense":
         return store.dense_search(dense, limit=wanted, filter=request.filter)
-    sparse = bm25.embed_query(request.query)
-    return store.hybrid_search(dense, sparse, limit=wanted, filter=request.filter, prefetch_limit=max(50, wanted))
+    return hybrid(store, dense, bm25.embed_query(request.query), wanted, request.filter, fusion)
 
 
 def search(
@@ -128,12 +146,12 @@ def search(
     *,
     now_ms: int,
     reranker: Reranker | None = None,
-    bm25_config: bm25.Bm25Config = bm25.DEFAULT_BM25,
+    fusion: Fusion = DEFAULT_FUSION,
 ) -> list[SearchResult]:
     request.check()
     if request.rerank and reranker is None:
         raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
-    hits = _hits(store, embedder, request, candidates_for(request), bm25_config)
+    hits = _hits(store, embedder, request, candidates_for(request), fusion)
     ranked = apply_decay(
         [Ranked(h.id, h.score, h.similarity, _int(h.payload.get("ts")), h.payload) for h in hits], now_ms
     )

@@ -11,20 +11,19 @@ Where the record lives: Qdrant server/Cloud keep it in the collection's own ``me
 a sidecar ``memsync-collection.json`` beside the shard directory, inside the collection's folder. A
 reserved "config point" was rejected: it would show up in counts, scrolls and every filterless search.
 
-Hybrid search is a dense prefetch and a BM25 prefetch under the same filter, fused with Reciprocal
-Rank Fusion (score = sum of 1/(rank + k), rank from 0; Qdrant's default k is 2). RRF scores carry no
-similarity, and the search layer's recency decay needs it, so each hit comes back with its stored
-dense vector and ``Hit.similarity`` is its cosine to the query, computed here (a few hits x dims).
-``dense_search`` and ``sparse_search`` run one mode alone: a dense hit's score is its cosine (and its
-similarity), a BM25 hit's score is its BM25 score (IDF applied by the engine) and its similarity ``None``;
-a BM25 search returns only points sharing at least one term with the query.
+Hybrid search starts with ``prefetch``: a dense and a BM25 list under the same filter, in one
+engine call (a planned batch on qdrant-edge, one request to a server). The store does not fuse them:
+fusion is a pure decision (``sync.warm.fusion``) and must rank alike on every engine, ties included.
+A dense hit's score is its cosine to the query (and so its ``similarity``); a BM25 hit's score is its
+BM25 score (IDF applied by the engine) and its similarity ``None``; a BM25 list holds only points
+sharing at least one term with the query. ``similarities`` scores given points against the query by
+the engine (an id filter), for the few BM25-only hits the search layer's recency decay must gate.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import re
 import shutil
 import uuid
@@ -46,7 +45,6 @@ SPARSE: Final = "bm25"
 RECORD_KEY: Final = "memsync"
 RECORD_FORMAT: Final = 1
 DEFAULT_PREFETCH_LIMIT: Final = 50
-DEFAULT_RRF_K: Final = 2
 
 # Payload fields with an index, and the index kind. ``ts`` is milliseconds since the epoch.
 PAYLOAD_INDEXES: Final[Mapping[str, str]] = {
@@ -152,6 +150,14 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class Prefetched:
+    """The two lists hybrid search fuses, each best first."""
+
+    dense: list[Hit]
+    sparse: list[Hit]
+
+
+@dataclass(frozen=True, slots=True)
 class SearchFilter:
     """Conditions every hit must meet (all of them); ``tags`` matches a point carrying any of them."""
 
@@ -174,15 +180,17 @@ class VectorStore(Protocol):
 
     def upsert(self, points: Sequence[WarmPoint]) -> None: ...
 
-    def hybrid_search(
+    def prefetch(
         self,
         dense_query: Sequence[float],
         sparse_query: SparseVector,
-        limit: int = 10,
+        limit: int = DEFAULT_PREFETCH_LIMIT,
         filter: SearchFilter | None = None,
-        prefetch_limit: int = DEFAULT_PREFETCH_LIMIT,
-        rrf_k: int = DEFAULT_RRF_K,
-    ) -> list[Hit]: ...
+    ) -> Prefetched: ...
+
+    def similarities(self, dense_query: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """Cosine to the query of each given point (points that do not exist are left out)."""
+        ...
 
     def dense_search(
         self,
@@ -214,16 +222,6 @@ class VectorStore(Protocol):
 
 
 # --- shared helpers ----------------------------------------------------------------------------
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
-    if len(a) != len(b):
-        return None  # the engine returned no dense vector
-    na = math.sqrt(math.fsum(x * x for x in a))
-    nb = math.sqrt(math.fsum(x * x for x in b))
-    if na == 0.0 or nb == 0.0:
-        return None
-    return math.fsum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
 
 
 def _check_mismatch(collection: str, built: CollectionSpec, wanted: CollectionSpec) -> None:
@@ -398,38 +396,45 @@ class EdgeStore(_Base):
             with self._edge_errors("upsert points"):
                 shard.update(qe.UpdateOperation.upsert_points(batch))
 
-    def hybrid_search(
+    def prefetch(
         self,
         dense_query: Sequence[float],
         sparse_query: SparseVector,
-        limit: int = 10,
+        limit: int = DEFAULT_PREFETCH_LIMIT,
         filter: SearchFilter | None = None,
-        prefetch_limit: int = DEFAULT_PREFETCH_LIMIT,
-        rrf_k: int = DEFAULT_RRF_K,
-    ) -> list[Hit]:
+    ) -> Prefetched:
         import qdrant_edge as qe
 
         shard = self._live()
         self._check_dense(dense_query, "the query vector")
         flt = _edge_filter(qe, filter)
         sparse = qe.SparseVector(list(sparse_query.indices), list(sparse_query.values))
-        request = qe.QueryRequest(
-            limit=limit,
-            prefetches=[
-                qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(list(dense_query), using=DENSE), filter=flt),
-                qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(sparse, using=SPARSE), filter=flt),
-            ],
-            query=qe.Fusion.Rrf(k=rrf_k),  # type: ignore[arg-type]  # 0.9.0's stub omits Fusion.Rrf from the union
-            filter=flt,
-            with_payload=True,
-            with_vector=[DENSE],
-        )
-        with self._edge_errors("run a hybrid search"):
-            found = shard.query(request)
-        return [
-            Hit(str(p.id), float(p.score), dict(p.payload or {}), _cosine(dense_query, _dense_of(p.vector)))
-            for p in found
+        requests = [
+            qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query, using=using), filter=flt, with_payload=True)
+            for query, using in ((list(dense_query), DENSE), (sparse, SPARSE))
         ]
+        with self._edge_errors("run a hybrid search"):
+            dense, bm25 = shard.query_batch(qe.QueryBatchRequest(requests))
+        return Prefetched(
+            [Hit(str(p.id), float(p.score), dict(p.payload or {}), float(p.score)) for p in dense],
+            [Hit(str(p.id), float(p.score), dict(p.payload or {}), None) for p in bm25],
+        )
+
+    def similarities(self, dense_query: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        import qdrant_edge as qe
+
+        shard = self._live()
+        self._check_dense(dense_query, "the query vector")
+        if not ids:
+            return {}
+        request = qe.QueryRequest(
+            limit=len(ids),
+            query=qe.Query.Nearest(list(dense_query), using=DENSE),
+            filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
+            with_payload=False,
+        )
+        with self._edge_errors("score points against the query"):
+            return {str(p.id): float(p.score) for p in shard.query(request)}
 
     def dense_search(
         self,
@@ -700,37 +705,46 @@ class ServerStore(_Base):
             with self._client_errors("upsert points"):
                 self._client.upsert(collection, batch, wait=True)
 
-    def hybrid_search(
+    def prefetch(
         self,
         dense_query: Sequence[float],
         sparse_query: SparseVector,
-        limit: int = 10,
+        limit: int = DEFAULT_PREFETCH_LIMIT,
         filter: SearchFilter | None = None,
-        prefetch_limit: int = DEFAULT_PREFETCH_LIMIT,
-        rrf_k: int = DEFAULT_RRF_K,
-    ) -> list[Hit]:
+    ) -> Prefetched:
         from qdrant_client import models as qm
 
         collection, _ = self._opened()
         self._check_dense(dense_query, "the query vector")
         flt = _qm_filter(filter)
+        requests = [
+            qm.QueryRequest(query=query, using=using, filter=flt, limit=limit, with_payload=True)
+            for query, using in ((list(dense_query), DENSE), (_qm_sparse(sparse_query), SPARSE))
+        ]
         with self._client_errors("run a hybrid search"):
+            dense, bm25 = self._client.query_batch_points(collection, requests)
+        return Prefetched(
+            [Hit(str(p.id), float(p.score), dict(p.payload or {}), float(p.score)) for p in dense.points],
+            [Hit(str(p.id), float(p.score), dict(p.payload or {}), None) for p in bm25.points],
+        )
+
+    def similarities(self, dense_query: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        from qdrant_client import models as qm
+
+        collection, _ = self._opened()
+        self._check_dense(dense_query, "the query vector")
+        if not ids:
+            return {}
+        with self._client_errors("score points against the query"):
             found = self._client.query_points(
                 collection,
-                prefetch=[
-                    qm.Prefetch(query=list(dense_query), using=DENSE, limit=prefetch_limit, filter=flt),
-                    qm.Prefetch(query=_qm_sparse(sparse_query), using=SPARSE, limit=prefetch_limit, filter=flt),
-                ],
-                query=qm.RrfQuery(rrf=qm.Rrf(k=rrf_k)),
-                query_filter=flt,
-                limit=limit,
-                with_payload=True,
-                with_vectors=[DENSE],
+                query=list(dense_query),
+                using=DENSE,
+                query_filter=qm.Filter(must=[qm.HasIdCondition(has_id=list(ids))]),
+                limit=len(ids),
+                with_payload=False,
             ).points
-        return [
-            Hit(str(p.id), float(p.score), dict(p.payload or {}), _cosine(dense_query, _dense_of(p.vector)))
-            for p in found
-        ]
+        return {str(p.id): float(p.score) for p in found}
 
     def dense_search(
         self,
@@ -827,12 +841,6 @@ def _qm_sparse(vector: SparseVector) -> Any:
     return qm.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
 
-def _dense_of(vector: Any) -> list[float]:
-    if isinstance(vector, dict) and isinstance(vector.get(DENSE), list):
-        return [float(x) for x in vector[DENSE]]
-    return []
-
-
 def _qm_filter(flt: SearchFilter | None) -> Any:
     from qdrant_client import models as qm
 
@@ -865,6 +873,7 @@ __all__ = [
     "CollectionSpec",
     "EdgeStore",
     "Hit",
+    "Prefetched",
     "SearchFilter",
     "ServerStore",
     "StoreLocked",
