@@ -195,6 +195,30 @@ def make_site(root: Path, agentdb: Path | None = None, *, convex_url: str | None
     return site
 
 
+def wait_indexed(site: SiteFiles, daemon: DaemonProcess, timeout: float) -> None:
+    """Until the daemon's warm layer has indexed everything the hub's change feed holds now (its
+    status file's cursor reached the feed's end)."""
+    from daemon.warm_files import read_status
+    from sync.backbone.hub import HubBackbone
+
+    hub = HubBackbone(site.hub, create=False)
+    try:
+        end = hub.feed_end(SITE)
+    finally:
+        hub.close()
+
+    def cursor() -> int:
+        status = read_status(site.settings()) or {}
+        return int(status.get("cursor") or 0) if status.get("state") == "ok" else -1
+
+    wait_for(
+        lambda: daemon.check_alive() and cursor() >= end,
+        timeout=timeout,
+        interval=0.2,
+        what="the warm layer to index what the hub holds",
+    )
+
+
 def timed_pass(site: Any, profiler: cProfile.Profile | None = None) -> tuple[float, Any]:
     """Seconds and report for one ``engine.run_pass()`` of a ``daemon.site.Site``, which must sync
     every row it reads (profiled when asked)."""

@@ -61,7 +61,7 @@ from bench.common import (
     result,
     stopwatch,
     wait_caught_up,
-    wait_for,
+    wait_indexed,
     workdir,
 )
 
@@ -371,24 +371,6 @@ def warm_site(root: Path, socket: Path) -> SiteFiles:
     return site
 
 
-def warm_cursor(site: SiteFiles) -> int:
-    """The feed position the daemon's indexer has reached, from the warm layer's status file."""
-    from daemon.warm_files import read_status
-
-    status = read_status(site.settings()) or {}
-    return int(status.get("cursor") or 0) if status.get("state") == "ok" else -1
-
-
-def feed_end(site: SiteFiles) -> int:
-    from sync.backbone.hub import HubBackbone
-
-    hub = HubBackbone(site.hub, create=False)
-    try:
-        return hub.feed_end(SITE)
-    finally:
-        hub.close()
-
-
 def first_found(socket: Path, query: str, token: str, mode: str, timeout: float) -> tuple[float, int]:
     """Poll the daemon every POLL_S with a search for ``query`` (no filter, limit SEARCH_LIMIT)
     until one of its results is the episode carrying ``token``; (wall-clock ms when that answer
@@ -427,13 +409,7 @@ def searchable_run(run: int, probes: int, preexisting: int) -> dict[str, Any]:
         with DaemonProcess(site) as daemon:
             # Steady state: start-up, the first sync and the indexing of the file's episodes are not measured.
             wait_caught_up(site, daemon, preexisting, timeout=120)
-            end = feed_end(site)
-            wait_for(
-                lambda: daemon.check_alive() and warm_cursor(site) >= end,
-                timeout=600,
-                interval=0.2,
-                what="the warm layer to index the pre-existing episodes",
-            )
+            wait_indexed(site, daemon, timeout=600)
             agent = LiveAgent(site.agentdb)
             try:
                 for i in range(WARMUP_PROBES + 2 * probes):

@@ -1,8 +1,11 @@
-"""Waking the run loop early when the AgentDB file changes.
+"""Waking a loop early when a SQLite file changes: the run loop on the AgentDB file, the warm
+layer on the embedded hub (where other sites' episodes arrive).
 
-The poll (a stat of the file and its -wal, see ``sync.agentdb``) is the source of truth: it works
-on every file system. File events only cut the wait short. We watch the folder, not the file,
-because a WAL commit only touches ``-wal`` and a rename writer replaces the file's inode.
+Polls are the source of truth (a stat of the AgentDB file and its -wal, see ``sync.agentdb``; the
+warm layer's catch-up look at the hub's feed): they work on every file system. File events only
+cut the wait short. We watch folders, not files, because a WAL commit only touches ``-wal`` and a
+rename writer replaces the file's inode. One watcher serves every file, so a second file costs no
+second wake-up schedule.
 
 watchfiles checks for events every ``step`` milliseconds, taking the GIL each time: a 5 ms step
 costs about 30 CPU-seconds an hour doing nothing. So the waker runs in two gears: a slow step while
@@ -12,8 +15,10 @@ step while a writer is busy (each save seen within milliseconds), dropping back 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import structlog
@@ -27,13 +32,23 @@ BUSY_STEP_MS = 5
 BUSY_FOR_SECONDS = 10.0
 
 
-class ChangeWaker:
-    """Sets ``wake`` whenever the AgentDB file or one of its side files changes."""
+# How often to look again for a watched folder that does not exist yet.
+MISSING_FOLDER_RECHECK_S = 5.0
+SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
-    def __init__(self, path: Path, wake: threading.Event) -> None:
-        self.path = path
-        self.wake = wake
-        self._names = {path.name, f"{path.name}-wal", f"{path.name}-shm", f"{path.name}-journal"}
+
+class ChangeWaker:
+    """Sets a file's event whenever that SQLite file or one of its side files changes."""
+
+    def __init__(self, targets: Mapping[Path, threading.Event]) -> None:
+        # Routed by full path (two watched files may share a name in different folders), with the
+        # folders' symlinks resolved: we watch the real folders, so events name real paths.
+        self._routes: dict[str, threading.Event] = {
+            os.path.join(_real_folder(path), path.name + suffix): event
+            for path, event in targets.items()
+            for suffix in SIDE_FILES
+        }
+        self._folders = sorted({Path(_real_folder(path)) for path in targets})
         self._stop = threading.Event()
         self._busy_until = 0.0
         self._thread = threading.Thread(target=self._run, name="memsync-watch", daemon=True)
@@ -43,45 +58,56 @@ class ChangeWaker:
         return self
 
     def _keep(self, _change: watchfiles.Change, path: str) -> bool:
-        return Path(path).name in self._names
+        return path in self._routes
 
     def _busy(self) -> bool:
         return time.monotonic() < self._busy_until
 
     def _run(self) -> None:
-        folder = self.path.parent
         while not self._stop.is_set():
-            if not folder.is_dir():
-                # Nothing to watch yet; the poll still runs. Look again in a while.
-                self._stop.wait(5.0)
+            folders = [f for f in self._folders if f.is_dir()]
+            if not folders:
+                # Nothing to watch yet; the polls still run. Look again in a while.
+                self._stop.wait(MISSING_FOLDER_RECHECK_S)
                 continue
             try:
-                self._watch(folder, busy=self._busy())
+                self._watch(folders, busy=self._busy(), complete=len(folders) == len(self._folders))
             except (OSError, RuntimeError) as exc:
                 log.debug("file events unavailable; polling only", error=str(exc))
-                self._stop.wait(5.0)
+                self._stop.wait(MISSING_FOLDER_RECHECK_S)
 
-    def _watch(self, folder: Path, *, busy: bool) -> None:
-        """Watch in one gear until the gear should change (or we are stopped)."""
+    def _watch(self, folders: list[Path], *, busy: bool, complete: bool) -> None:
+        """Watch in one gear until the gear should change, a missing folder may have appeared, or
+        we are stopped."""
         step = BUSY_STEP_MS if busy else QUIET_STEP_MS
+        # Come back now and then: in the fast gear to see whether the writers have gone quiet,
+        # with a folder missing to see whether it exists now.
+        timeout_ms = 1000 if busy else 0 if complete else int(MISSING_FOLDER_RECHECK_S * 1000)
+        started = time.monotonic()
         for changes in watchfiles.watch(
-            folder,
+            *folders,
             watch_filter=self._keep,
             stop_event=self._stop,
             debounce=max(50, step),
             step=step,
-            # In the fast gear, come back now and then to see whether the writer has gone quiet.
-            rust_timeout=1000 if busy else 0,
-            yield_on_timeout=busy,
+            rust_timeout=timeout_ms,
+            yield_on_timeout=timeout_ms > 0,
             recursive=False,
             raise_interrupt=False,
         ):
+            for _change, path in changes:
+                self._routes[path].set()
             if changes:
-                self.wake.set()
                 self._busy_until = time.monotonic() + BUSY_FOR_SECONDS
             if self._busy() != busy:
+                return
+            if not complete and time.monotonic() - started >= MISSING_FOLDER_RECHECK_S:
                 return
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5.0)
+
+
+def _real_folder(path: Path) -> str:
+    return os.path.realpath(path.absolute().parent)

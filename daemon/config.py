@@ -121,9 +121,13 @@ class WarmSection(_Section):
     # How search fuses the dense and BM25 lists: "relative" (min-max scaled scores, dense weighted 0.75)
     # or "rrf" (Reciprocal Rank Fusion, k = 2). sync/warm/fusion.py says why relative is the default.
     fusion: Literal["relative", "rrf"] = "relative"
-    # Seconds between looks for other sites' episodes. Default: 2 on the embedded hub (a local query);
-    # 10 on Convex, where every look is a function call against the deployment's monthly quota.
+    # Seconds between looks for other sites' episodes. Default: 30 on the embedded hub, where a change
+    # to the hub file wakes the look at once (the interval is the safety net); 10 on Convex, where
+    # nothing wakes it and every look is a function call against the deployment's monthly quota.
     catch_up_interval: float | None = Field(None, ge=0.1, le=3600)
+    # Seconds without embedding after which the daemon lets go of the embedding model (the local
+    # one holds ~160 MB); the next episode or search loads it again (~0.5 s). 0: keep it loaded.
+    unload_after: float = Field(600.0, ge=0)
     rerank_model: str = "rerank-2.5"
     rerank_api_key: SecretStr | None = None  # default: api_key when embedder = "voyage"
     rerank_base_url: str | None = None
@@ -203,7 +207,7 @@ class Settings(BaseSettings):
     def catch_up_interval(self) -> float:
         if self.warm.catch_up_interval is not None:
             return self.warm.catch_up_interval
-        return 10.0 if self.backbone.kind == "convex" else 2.0
+        return 10.0 if self.backbone.kind == "convex" else 30.0
 
     @property
     def warm_dir(self) -> Path:

@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 
 import structlog
@@ -74,8 +75,8 @@ class Daemon:
                     backbone=backbone.description,
                     pid=os.getpid(),
                 )
-                waker = ChangeWaker(self.settings.agentdb.path, self.wake).start()
                 warm, control = self._start_warm(backbone)
+                waker = ChangeWaker(self._watched(warm)).start()
                 try:
                     self._loop(site)
                 finally:
@@ -100,6 +101,15 @@ class Daemon:
             raise
         self._warm = warm
         return warm, control
+
+    def _watched(self, warm: WarmLayer | None) -> dict[Path, threading.Event]:
+        """The files whose changes wake something: the AgentDB file wakes the run loop; the embedded
+        hub, where other sites' episodes arrive, wakes the warm layer (Convex has no file to watch,
+        so there the warm layer's catch-up interval alone finds them)."""
+        watched = {self.settings.agentdb.path: self.wake}
+        if warm is not None and self.settings.backbone.kind == "local":
+            watched[self.settings.hub_path] = warm.poked
+        return watched
 
     def _open_backbone(self) -> Backbone | None:
         """Opening can fail like any other call to the backbone: retry until it works or we stop."""

@@ -154,6 +154,8 @@ def _warm(settings: Settings, daemon_running: bool, now: float) -> dict[str, Any
         "embedder": settings.warm.embedder,
         "collection": found.get("collection", settings.warm.collection),
         "model": found.get("model"),
+        # False once the daemon has let the idle model go (warm.unload_after); the next use loads it.
+        "modelLoaded": found.get("modelLoaded"),
         "feedCursor": found.get("cursor"),
         "embedded": totals.get("embedded"),
         "lastIndexedAt": _iso(found.get("lastPassAt")),
@@ -193,6 +195,8 @@ def render(report: dict[str, Any], console: Console) -> None:
     else:
         where = f"{warm['store']} {warm['collection']}, {warm['model'] or warm['embedder']}"
         shown = warm["problem"] or f"{warm['state']}, feed position {warm['feedCursor']}"
+        if warm["modelLoaded"] is False:
+            shown += " (model let go while idle)"
         table.add_row("search index", f"{where}: {shown}")
     console.print(table)
     for reason in report["reasons"]:

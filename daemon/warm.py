@@ -1,8 +1,11 @@
 """The daemon's warm layer: the indexer's thread, searches, reindexing, and what status shows.
 
 One process owns an embedded store, so the daemon opens it once and everything else goes through
-here: the run loop pokes the indexer after each pass that pushed episodes; the control socket's
-threads search and reindex. The embedder is loaded once, so a search costs one query embedding.
+here: the run loop pokes the indexer after each pass that pushed episodes (and, on the embedded hub,
+the hub file's changes poke it when other sites push); the control socket's threads search and
+reindex. The embedding model stays loaded while it is used, so a search costs one query embedding,
+and is let go after ``warm.unload_after`` idle seconds (``sync.warm.lazy``): an idle daemon does not
+keep 160 MB for a search that may not come.
 
 Failures never stop syncing. A transient one (store busy, provider down) backs off and retries; an
 exhausted quota pauses indexing until the provider says to come back, and ``status`` shows it; a
@@ -28,6 +31,7 @@ from sync.backbone.base import Backbone
 from sync.errors import ConfigError, TransientError
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, QuotaExhausted, VoyageEmbedder
 from sync.warm.indexer import CursorFile, Indexer, PassReport
+from sync.warm.lazy import LazyEmbedder
 from sync.warm.locked import LockedStore
 from sync.warm.rerank import Reranker, VoyageReranker
 from sync.warm.search import SearchRequest, SearchResult, search
@@ -97,7 +101,9 @@ class WarmLayer:
         self.poked = threading.Event()
         self.collections = Collections(settings)
         self.cursor_file = CursorFile(settings.warm_dir / "indexer.json")
-        self._embedder = embedder
+        self._embedder: Embedder = (
+            embedder if embedder is not None else LazyEmbedder(lambda: open_embedder(settings, stop))
+        )
         self._reranker: Reranker | None = None
         self._store: LockedStore | None = None
         self._spec: CollectionSpec | None = None
@@ -129,9 +135,24 @@ class WarmLayer:
 
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = open_embedder(self.settings, self.stop)
         return self._embedder
+
+    def _until_release(self, wait: float) -> float:
+        """``wait``, cut short to when the idle model is due to be let go."""
+        after = self.settings.warm.unload_after
+        lazy = self._embedder
+        if not after or not isinstance(lazy, LazyEmbedder) or not lazy.loaded:
+            return wait
+        return min(wait, max(0.05, after - lazy.idle_for()))
+
+    def _release_if_idle(self) -> None:
+        after = self.settings.warm.unload_after
+        lazy = self._embedder
+        if after and isinstance(lazy, LazyEmbedder) and lazy.loaded and lazy.idle_for() >= after:
+            with self._work:
+                if lazy.release():
+                    log.info("embedding model let go while idle", idle_s=round(lazy.idle_for()))
+                    self._write_status()
 
     def _open_collection(self) -> LockedStore:
         """The store, with the active collection open (on first use; kept after)."""
@@ -174,8 +195,10 @@ class WarmLayer:
         failures = 0
         wait = 0.0
         while not self.stop.is_set():
-            if self.poked.wait(wait):
+            if self.poked.wait(self._until_release(wait)):
                 self.poked.clear()
+            else:
+                self._release_if_idle()
             if self.stop.is_set():
                 break
             paused = self._state.get("pausedUntil")
@@ -230,6 +253,7 @@ class WarmLayer:
             "collection": self.collections.active(),
             "model": None if self._spec is None else self._spec.model_name,
             "store": self.settings.warm.store,
+            "modelLoaded": not isinstance(self._embedder, LazyEmbedder) or self._embedder.loaded,
             "cursor": self.cursor_file.read(self.collections.active()),
             "totals": asdict(self._totals),
             "updatedAt": self.clock(),

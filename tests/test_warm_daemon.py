@@ -103,6 +103,60 @@ def test_a_running_daemon_indexes_what_its_agent_writes_and_serves_search(
     assert offline["results"][0]["source_id"] == "3"
 
 
+def test_another_sites_episode_is_searchable_as_soon_as_it_reaches_the_hub(
+    site_files: Callable[..., SiteFiles],
+    short_dir: Path,
+    tmp_path: Path,
+    agents: Callable[[Path], AgentProcess],
+    daemons: Daemons,
+) -> None:
+    """On the embedded hub a change to the hub file wakes the warm layer: with a catch-up interval of
+    ten minutes, the vm's episode is still searchable on the laptop within seconds."""
+    laptop = site_files(
+        warm=f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 600\n'
+    )
+    vm = site_files("vm", agentdb=tmp_path / "vm-agentdb.db")
+    agents(laptop.agentdb).store(episode(1, task="rotate the TLS certificate on the edge proxy"))
+    log = tmp_path / "laptop.log"
+    proc = daemons(laptop.config, log)
+    wait_started(laptop, proc, log)
+    wait_for(
+        lambda: found(laptop, "TLS certificate", "rotate the TLS certificate on the edge proxy"), what="first index"
+    )
+
+    task = "vm: nightly ledger reconcile job failed with SQLSTATE 40001"
+    agents(vm.agentdb).store(episode(1, task=task))
+    vm_log = tmp_path / "vm.log"
+    wait_started(vm, daemons(vm.config, vm_log), vm_log)
+    wait_for(lambda: found(laptop, "SQLSTATE 40001", task), timeout=60, what="the vm's episode on the laptop")
+    _, reply, _ = search(laptop, "SQLSTATE 40001", "--limit", "1")
+    assert (reply["results"][0]["site"], reply["results"][0]["source_id"]) == ("vm", "1")
+
+
+def test_an_idle_daemon_lets_the_model_go_and_a_search_loads_it_again(
+    site_files: Callable[..., SiteFiles],
+    short_dir: Path,
+    tmp_path: Path,
+    agents: Callable[[Path], AgentProcess],
+    daemons: Daemons,
+) -> None:
+    site = warm_site(site_files, short_dir, tmp_path, warm="unload_after = 1\n")
+    agents(site.agentdb).store(episode(1, task="rotate the TLS certificate on the edge proxy"))
+    log = tmp_path / "daemon.log"
+    proc = daemons(site.config, log)
+    wait_started(site, proc, log)
+    wait_for(lambda: found(site, "TLS certificate", "rotate the TLS certificate on the edge proxy"), what="first index")
+
+    wait_for(lambda: status_json(site.config)[1]["warm"]["modelLoaded"] is False, what="the idle model let go")
+    assert "embedding model let go while idle" in log.read_text(encoding="utf-8")
+    human = memsync("status", "--config", str(site.config))
+    assert "(model let go while idle)" in " ".join(human.stdout.split())  # however the table wraps
+    code, reply, _ = search(site, "certificate", "--limit", "1")
+    assert code == 0
+    assert reply["via"] == "daemon"
+    assert reply["results"][0]["source_id"] == "1"
+
+
 def test_bad_search_input_is_named(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path) -> None:
     site = warm_site(site_files, short_dir, tmp_path)
     done = memsync("search", "x", "--since", "last tuesday", "--config", str(site.config))

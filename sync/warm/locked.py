@@ -49,9 +49,9 @@ class LockedStore:
         with self._lock:
             return self.inner.prefetch(dense_query, sparse_query, limit, filter)
 
-    def similarities(self, dense_query: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+    def score(self, dense_query: Sequence[float], ids: Sequence[str]) -> list[Hit]:
         with self._lock:
-            return self.inner.similarities(dense_query, ids)
+            return self.inner.score(dense_query, ids)
 
     def dense_search(
         self,

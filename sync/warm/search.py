@@ -2,9 +2,9 @@
 
 The pipeline, in order: the query is embedded twice (dense by the collection's own model, BM25 as
 Qdrant computes it); the store runs a dense and a BM25 prefetch under the same filter, in one engine
-call; the two lists are fused (``sync.warm.fusion``: relative scores by default, or RRF); the few
-BM25-only hits get their similarity from the engine; the fused scores are decayed by age, gated by
-similarity (``sync.warm.rank``);
+call; the two lists are fused (``sync.warm.fusion``: relative scores by default, or RRF); the
+winners are read back with their payloads and cosine similarity; the fused scores are decayed by
+age, gated by similarity (``sync.warm.rank``);
 near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
 survivors and MMR trades a little relevance for diversity. More candidates than asked for are
 fetched, so that collapsing and MMR still leave ``limit`` results.
@@ -120,14 +120,13 @@ def hybrid(
     filter: SearchFilter | None = None,
     fusion: Fusion = DEFAULT_FUSION,
 ) -> list[Hit]:
-    """The best ``limit`` of the fused dense and BM25 lists, each hit with its similarity."""
+    """The best ``limit`` of the fused dense and BM25 lists, best first: each hit's score is its
+    fused score, its similarity its cosine to the query."""
     found = store.prefetch(dense_query, sparse_query, limit=max(DEFAULT_PREFETCH_LIMIT, limit), filter=filter)
-    hits = fuse(found.dense, found.sparse, fusion)[:limit]
-    missing = [h.id for h in hits if h.similarity is None]
-    if not missing:
-        return hits
-    similarity = store.similarities(dense_query, missing)
-    return [h if h.similarity is not None else replace(h, similarity=similarity.get(h.id)) for h in hits]
+    winners = fuse(found.dense, found.sparse, fusion)[:limit]
+    # A winner deleted since the prefetch is simply left out.
+    points = {hit.id: hit for hit in store.score(dense_query, [w.id for w in winners])}
+    return [replace(points[w.id], score=w.score) for w in winners if w.id in points]
 
 
 def _hits(store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Fusion) -> list[Hit]:
