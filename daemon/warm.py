@@ -266,14 +266,19 @@ class WarmLayer:
     # -- what the control socket serves -------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[SearchResult]:
         store = self._open_collection()
-        return search(
-            store,
-            self.embedder,
-            request,
-            now_ms=int(self.clock() * 1000),
-            reranker=self._reranker,
-            fusion=self.settings.warm.fusion,
-        )
+        was_loaded = not isinstance(self._embedder, LazyEmbedder) or self._embedder.loaded
+        try:
+            return search(
+                store,
+                self.embedder,
+                request,
+                now_ms=int(self.clock() * 1000),
+                reranker=self._reranker,
+                fusion=self.settings.warm.fusion,
+            )
+        finally:
+            if not was_loaded and self._thread is not None:
+                self._write_status()  # status no longer says the model was let go
 
     def _retire(self, physical: str) -> None:
         """Drop a collection that no longer serves (the old one after a switch, or a half-built one)."""

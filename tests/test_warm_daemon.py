@@ -155,6 +155,7 @@ def test_an_idle_daemon_lets_the_model_go_and_a_search_loads_it_again(
     assert code == 0
     assert reply["via"] == "daemon"
     assert reply["results"][0]["source_id"] == "1"
+    assert status_json(site.config)[1]["warm"]["modelLoaded"] is True  # the search loaded it again
 
 
 def test_bad_search_input_is_named(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path) -> None:
