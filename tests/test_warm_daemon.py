@@ -31,9 +31,22 @@ def short_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def warm_site(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path, warm: str = "") -> SiteFiles:
-    settings = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 0.5\n{warm}'
-    return site_files(warm=settings)
+def warm_site(
+    site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path, warm: str = "", catch_up: float = 0.5
+) -> SiteFiles:
+    settings = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = {catch_up}\n'
+    return site_files(warm=settings + warm)
+
+
+TLS_TASK = "rotate the TLS certificate on the edge proxy"
+
+
+def run_indexed(site: SiteFiles, daemons: Daemons, log: Path) -> subprocess.Popen[bytes]:
+    """Start the site's daemon; return once its agent's episode with TLS_TASK is searchable."""
+    proc = daemons(site.config, log)
+    wait_started(site, proc, log)
+    wait_for(lambda: found(site, "TLS certificate", TLS_TASK), what="first index")
+    return proc
 
 
 def search(site: SiteFiles, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
@@ -58,12 +71,9 @@ def test_a_running_daemon_indexes_what_its_agent_writes_and_serves_search(
 ) -> None:
     site = warm_site(site_files, short_dir, tmp_path)
     agent = agents(site.agentdb)
-    agent.store(episode(1, task="rotate the TLS certificate on the edge proxy", tags=["ops"]))
+    agent.store(episode(1, task=TLS_TASK, tags=["ops"]))
     agent.store(episode(2, task="write unit tests for parse_retry_after"))
-    log = tmp_path / "daemon.log"
-    proc = daemons(site.config, log)
-    wait_started(site, proc, log)
-    wait_for(lambda: found(site, "TLS certificate", "rotate the TLS certificate on the edge proxy"), what="first index")
+    proc = run_indexed(site, daemons, tmp_path / "daemon.log")
 
     # Written while the daemon runs: searchable through it within seconds.
     task = "nightly backup job timing out, ticket OPS-2291"
@@ -112,17 +122,10 @@ def test_another_sites_episode_is_searchable_as_soon_as_it_reaches_the_hub(
 ) -> None:
     """On the embedded hub a change to the hub file wakes the warm layer: with a catch-up interval of
     ten minutes, the vm's episode is still searchable on the laptop within seconds."""
-    laptop = site_files(
-        warm=f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 600\n'
-    )
+    laptop = warm_site(site_files, short_dir, tmp_path, catch_up=600)
     vm = site_files("vm", agentdb=tmp_path / "vm-agentdb.db")
-    agents(laptop.agentdb).store(episode(1, task="rotate the TLS certificate on the edge proxy"))
-    log = tmp_path / "laptop.log"
-    proc = daemons(laptop.config, log)
-    wait_started(laptop, proc, log)
-    wait_for(
-        lambda: found(laptop, "TLS certificate", "rotate the TLS certificate on the edge proxy"), what="first index"
-    )
+    agents(laptop.agentdb).store(episode(1, task=TLS_TASK))
+    run_indexed(laptop, daemons, tmp_path / "laptop.log")
 
     task = "vm: nightly ledger reconcile job failed with SQLSTATE 40001"
     agents(vm.agentdb).store(episode(1, task=task))
@@ -141,11 +144,9 @@ def test_an_idle_daemon_lets_the_model_go_and_a_search_loads_it_again(
     daemons: Daemons,
 ) -> None:
     site = warm_site(site_files, short_dir, tmp_path, warm="unload_after = 1\n")
-    agents(site.agentdb).store(episode(1, task="rotate the TLS certificate on the edge proxy"))
+    agents(site.agentdb).store(episode(1, task=TLS_TASK))
     log = tmp_path / "daemon.log"
-    proc = daemons(site.config, log)
-    wait_started(site, proc, log)
-    wait_for(lambda: found(site, "TLS certificate", "rotate the TLS certificate on the edge proxy"), what="first index")
+    run_indexed(site, daemons, log)
 
     wait_for(lambda: status_json(site.config)[1]["warm"]["modelLoaded"] is False, what="the idle model let go")
     assert "embedding model let go while idle" in log.read_text(encoding="utf-8")
