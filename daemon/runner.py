@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -24,11 +25,15 @@ from daemon.config import Settings
 from daemon.control import ControlServer
 from daemon.lock import SiteLock
 from daemon.site import Site, open_backbone, retry_policy
-from daemon.warm import WarmLayer, warm_handlers
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
 from sync.errors import ConfigError, SnapshotNotReady, SourceUnavailable
 from sync.retry import Interrupted
+
+if TYPE_CHECKING:
+    # Imported when the warm layer starts: with warm.enabled = false the daemon never loads numpy,
+    # onnxruntime or qdrant-edge (about 25 MB of an idle daemon's memory).
+    from daemon.warm import WarmLayer
 
 log = structlog.get_logger("memsync.daemon")
 
@@ -93,6 +98,8 @@ class Daemon:
         """The warm layer's thread and the control socket that searches reach it through."""
         if not self.settings.warm.enabled:
             return None, None
+        from daemon.warm import WarmLayer, warm_handlers
+
         warm = WarmLayer(self.settings, backbone, stop=self.stop).start()
         try:
             control = ControlServer(self.settings.socket_path, warm_handlers(warm)).start()
