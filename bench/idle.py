@@ -9,7 +9,7 @@ threads) is sampled across idle windows and extrapolated to an hour; RSS is VmRS
 shows where idle time goes. The clock tick is 10 ms, so one 60 s window
 resolves 0.6 CPU-s/hour.
 
-    python -m bench.idle [--windows 3] [--window-s 60] [--episodes 1000]
+    python -m bench.idle [--windows 3] [--window-s 60] [--episodes 1000] [--sync-only]
 """
 
 from __future__ import annotations
@@ -159,13 +159,39 @@ def run(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[
     return result("idle", params, records, figures)
 
 
+def run_sync_only(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[str, Any]:
+    """The same daemon with ``[warm] enabled = false``: syncing alone (kept as ``idle_sync_only``)."""
+    records: list[dict[str, Any]] = []
+    with workdir("idle-sync-only") as root:
+        site = make_site(root)
+        with site.config.open("a", encoding="utf-8") as config:
+            config.write("\n[warm]\nenabled = false\n")
+        copy_fixture(episodes, site.agentdb)
+        with DaemonProcess(site) as daemon:
+            wait_caught_up(site, daemon, episodes, timeout=120)
+            time.sleep(SETTLE_S)
+            for i in range(windows):
+                progress(f"idle, sync only: window {i + 1}/{windows} ({window_s:g} s)")
+                record = window(daemon, site, window_s)
+                progress(f"  {describe_run(record)}")
+                records.append({"window": i + 1, **record})
+    figures = [
+        at_most("idle CPU", median([r["cpu_s_per_hour"] for r in records]), "CPU-s/hour", TARGET_CPU_S_PER_HOUR),
+        at_most("idle RSS", median([r["rss_mb"] for r in records]), "MB", TARGET_RSS_MB),
+    ]
+    params = {"windows": windows, "window_s": window_s, "episodes": episodes, "warm": False}
+    return result("idle_sync_only", params, records, figures)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--windows", type=int, default=3)
     parser.add_argument("--window-s", type=float, default=60.0)
     parser.add_argument("--episodes", type=int, default=1000)
+    parser.add_argument("--sync-only", action="store_true", help="with warm.enabled = false (no search index)")
     args = parser.parse_args()
-    emit(run(args.windows, args.window_s, args.episodes))
+    measure = run_sync_only if args.sync_only else run
+    emit(measure(args.windows, args.window_s, args.episodes))
 
 
 if __name__ == "__main__":
