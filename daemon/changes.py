@@ -34,7 +34,9 @@ BUSY_FOR_SECONDS = 10.0
 
 # How often to look again for a watched folder that does not exist yet.
 MISSING_FOLDER_RECHECK_S = 5.0
-SIDE_FILES = ("", "-wal", "-shm", "-journal")
+# Not -shm: every commit writes -wal, while -shm also moves when a reader (we included) opens the
+# database, which would wake us for our own reads.
+SIDE_FILES = ("", "-wal", "-journal")
 
 
 class ChangeWaker:

@@ -28,6 +28,7 @@ from daemon.site import Site, open_backbone, retry_policy
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
 from sync.errors import ConfigError, SnapshotNotReady, SourceUnavailable
+from sync.memory import release_free_memory, reuse_large_buffers
 from sync.retry import Interrupted
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("memsync.daemon")
 
 MAX_BACKOFF = 30.0
+# After this long without a pass the writer has gone quiet: hand the snapshots' buffers back.
+RELEASE_MEMORY_AFTER = 10.0
 
 
 class Daemon:
@@ -62,6 +65,7 @@ class Daemon:
         """Run until stopped. Raises AlreadyRunning if another process syncs this site."""
         if self.install_signals:
             self._install_signals()  # before the lock: a poke that finds us holding it must not kill us
+        reuse_large_buffers()
         with SiteLock(self.settings.lock_path, self.settings.site.name):
             backbone = self._open_backbone()
             if backbone is None:
@@ -135,12 +139,17 @@ class Daemon:
         pending = True  # always one pass at start: catch up on whatever arrived while we were down
         failures = 0
         poll = self.settings.agentdb.poll_interval
+        last_pass, released = time.monotonic(), False
         while not self.stop.is_set():
             asked = self.asked.is_set()
             self.asked.clear()
             if asked or pending or site.reader.has_changed() or site.engine.full_check_due():
                 pending, ok = self._pass(site)
                 failures = 0 if ok else failures + 1
+                last_pass, released = time.monotonic(), False
+            elif not released and time.monotonic() - last_pass >= RELEASE_MEMORY_AFTER:
+                release_free_memory()
+                released = True
             timeout = poll if failures == 0 else min(poll * 2 ** min(failures, 10), MAX_BACKOFF)
             if self.wake.wait(timeout):
                 self.wake.clear()

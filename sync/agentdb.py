@@ -10,9 +10,13 @@ Three kinds of writer exist (see docs/ARCHITECTURE.md):
   While a ``-wal`` file exists we use a read-only connection, one short read transaction a query,
   so that we never hold back the writer's checkpoints.
 
-Change detection is a cheap ``stat`` of the file and its ``-wal``. Two writes within one tick of
-the file system's clock can leave the stamp unchanged (the "racy git" problem), so a file modified
+Change detection costs a ``stat`` of the file and its ``-wal`` and, for a WAL database, a read of the
+WAL index header at the start of ``-shm``: SQLite bumps its change counter on every commit, so a
+commit is seen exactly, whatever the clock. Two writes within one tick of the file system's clock
+can leave a stamp unchanged (the "racy git" problem), so a file whose own bytes were modified
 shortly before we read it stays suspect, and is read again on the next poll, until it is old enough.
+How long that is depends on the file system's clock: 50 ms where timestamps carry sub-second
+digits, two seconds where they are whole seconds.
 """
 
 from __future__ import annotations
@@ -31,8 +35,15 @@ from sync.errors import SnapshotNotReady, SourceUnavailable
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
-# Coarse file-system clocks tick once a second (ext3, HFS+, network mounts): twice that is safe.
+# Coarse file-system clocks tick once a second (ext3, HFS+, FAT's two, some network mounts): twice
+# that is safe. A timestamp with sub-second digits comes from a finer clock, which ticks every 10 ms
+# at most (exFAT; Linux's coarse kernel clock ticks every 1-10 ms): 50 ms covers a tick and the lag
+# between that clock and ours.
 RACY_WINDOW_NS = 2_000_000_000
+FINE_RACY_WINDOW_NS = 50_000_000
+# The WAL index header: two 48-byte copies at the start of -shm, written in the host's byte order;
+# its change counter moves on every commit. Readers never write it.
+WAL_INDEX_HEADER = 48
 _OPTIONAL_COLUMNS = frozenset(BASE_COLUMNS) - {"id"} | frozenset(ATTRIBUTION_COLUMNS)
 
 
@@ -44,14 +55,41 @@ class FileStamp:
     ctime_ns: int
     wal_size: int = -1
     wal_mtime_ns: int = 0
+    # The WAL index header while a -wal exists and the header read whole; None otherwise.
+    wal_index: bytes | None = None
 
     @property
     def newest_ns(self) -> int:
+        """When the bytes this stamp cannot tell apart were last written: with the WAL index read,
+        every commit is told apart by its counter, so only the main file's clock matters."""
+        if self.wal_index is not None:
+            return max(self.mtime_ns, self.ctime_ns)
         return max(self.mtime_ns, self.ctime_ns, self.wal_mtime_ns)
 
     @property
     def has_wal(self) -> bool:
         return self.wal_size >= 0
+
+    def same_content(self, other: FileStamp | None) -> bool:
+        """True when nothing a reader could see has changed between the two stamps. The -wal's
+        size and time are left out when both index headers were read: a writer's frames of a
+        transaction not yet committed move them, and nothing visible changed."""
+        if other is None:
+            return False
+        if self.wal_index is not None and other.wal_index is not None:
+            return (self.ino, self.size, self.mtime_ns, self.ctime_ns, self.wal_index) == (
+                other.ino,
+                other.size,
+                other.mtime_ns,
+                other.ctime_ns,
+                other.wal_index,
+            )
+        return self == other
+
+    def racy_window_ns(self) -> int:
+        """How long after its last write a file must stay suspect (see the module's docstring)."""
+        fine = any(t % 1_000_000_000 for t in (self.mtime_ns, self.ctime_ns) if t)
+        return FINE_RACY_WINDOW_NS if fine else RACY_WINDOW_NS
 
 
 def file_stamp(path: Path) -> FileStamp | None:
@@ -63,8 +101,23 @@ def file_stamp(path: Path) -> FileStamp | None:
         wal = os.stat(f"{path}-wal")
         wal_size, wal_mtime = wal.st_size, wal.st_mtime_ns
     except FileNotFoundError:
-        wal_size, wal_mtime = -1, 0
-    return FileStamp(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, wal_size, wal_mtime)
+        return FileStamp(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    index = wal_index_header(path)
+    return FileStamp(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, wal_size, wal_mtime, index)
+
+
+def wal_index_header(path: Path) -> bytes | None:
+    """The WAL index header from ``-shm``, or None when there is none or it was caught mid-update
+    (its two copies differ): then the stamp falls back to the -wal's size and time."""
+    try:
+        with open(f"{path}-shm", "rb", buffering=0) as shm:
+            data = shm.read(2 * WAL_INDEX_HEADER)
+    except OSError:
+        return None
+    first = data[:WAL_INDEX_HEADER]
+    if len(data) < 2 * WAL_INDEX_HEADER or first != data[WAL_INDEX_HEADER:] or not any(first):
+        return None
+    return first
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +258,10 @@ class AgentDBReader:
 
     def has_changed(self) -> bool:
         """True when the file may hold something the last snapshot did not. Costs two stats."""
-        return self._racy or file_stamp(self.path) != self._seen
+        stamp = file_stamp(self.path)
+        if stamp is None:
+            return self._racy or self._seen is not None
+        return self._racy or not stamp.same_content(self._seen)
 
     def snapshot(self) -> Snapshot:
         """A consistent snapshot, retried across torn reads; raises SnapshotNotReady or SourceUnavailable."""
@@ -229,7 +285,7 @@ class AgentDBReader:
                 pause = min(pause * 2, 0.25)
                 continue
             self._seen = stamp
-            self._racy = stamp.newest_ns >= started_ns - RACY_WINDOW_NS
+            self._racy = stamp.newest_ns >= started_ns - stamp.racy_window_ns()
             return snap
         raise SnapshotNotReady(f"{self.path} kept changing while being read: {problem}")
 
@@ -285,7 +341,7 @@ class AgentDBReader:
         return Snapshot(conn, columns, stamp, "file")
 
     def _stable_for_a_while(self, stamp: FileStamp) -> bool:
-        return self._clock_ns() - stamp.newest_ns > RACY_WINDOW_NS
+        return self._clock_ns() - stamp.newest_ns > stamp.racy_window_ns()
 
     def _wal_snapshot(self, stamp: FileStamp) -> Snapshot:
         uri = f"file:{quote(str(self.path))}?mode=ro"

@@ -1,11 +1,13 @@
 """One sync pass: snapshot the AgentDB file, decide what each row needs, deliver it, record it.
 
 Order of work in a pass:
-1. re-check rows already behind the cursor (the last ``window`` ids every pass, everything every
-   ``full_interval``) to catch edits and reused ids, plus quarantined rows someone asked to retry;
-2. read new rows after the cursor in id order, a batch at a time, and advance the cursor after each
+1. read new rows after the cursor in id order, a batch at a time, and advance the cursor after each
    batch. A row that cannot be delivered is quarantined with its reason and never blocks the rows
-   after it; a batch the backbone refuses as a whole is split in halves until the bad row is found.
+   after it; a batch the backbone refuses as a whole is split in halves until the bad row is found;
+2. re-check rows already behind the cursor (quarantined rows someone asked to retry, the last
+   ``window`` ids every pass, everything every ``full_interval``) to catch edits and reused ids.
+   A re-check reads each row's raw values and converts only the rows whose values moved since the
+   engine settled them (``sync.digests``), so a quiet window costs a read, not a conversion.
 
 Delivery is at-least-once to the backbone and exactly-once in effect: the backbone upserts by
 (sourceSite, sourceId) and says UNCHANGED for a row it already holds.
@@ -23,6 +25,7 @@ import structlog
 
 from sync.agentdb import AgentDBReader, FileStamp, Snapshot
 from sync.backbone.base import Backbone, Outcome, PushItem, PushResult
+from sync.digests import RowDigests
 from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
 from sync.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan
@@ -47,6 +50,7 @@ class PassReport:
     reused: int = 0
     quarantined: int = 0
     released: int = 0
+    rechecked: int = 0  # rows behind the cursor converted again because their raw bytes moved
     cursor: int = 0
     backlog: int = 0
     full_scan: bool = False  # a slice of the full re-check ran
@@ -109,6 +113,9 @@ class SyncEngine:
         self._full_position: int | None = None
         self._full_started: FileStamp | None = None
         self._changed_since_full = True  # unknown at start: edits may have happened while we were down
+        self.passes = 0  # passes run by this engine (status and the benchmarks read it)
+        # Each settled row's raw values: a re-check converts only rows whose bytes moved.
+        self._digests = RowDigests()
 
     def full_check_due(self) -> bool:
         """True when a pass is needed for the full re-check alone: one is under way, or its interval
@@ -154,6 +161,7 @@ class SyncEngine:
             report.backlog = snap.count_after(report.cursor)
             report.interrupted = stop.is_set() and report.backlog > 0
         now = self.clock()
+        self.passes += 1
         # When the backlog last reached zero: pending rows cannot have been waiting longer than that.
         caught_up = {"caught_up_at": now} if report.backlog == 0 else {}
         self.sidecar.set_many(
@@ -165,6 +173,7 @@ class SyncEngine:
                 "source_error": None,
                 "source_error_at": None,
                 "backlog": report.backlog,
+                "passes": self.passes,
                 **caught_up,
             }
         )
@@ -205,6 +214,7 @@ class SyncEngine:
             )
             self._deliver(work, delivery, upto, stop, report)
             self._record(delivery, report, cursor=upto)
+            self._digests.remember(rows)
             cursor = upto
             report.read += len(rows)
             done += len(rows)
@@ -266,17 +276,20 @@ class SyncEngine:
     def _recheck_rows(
         self, rows: Sequence[dict[str, Any]], forced: set[int], cursor: int, report: PassReport, stop: threading.Event
     ) -> None:
+        if not forced:
+            rows = self._digests.changed(rows)  # a row whose raw values did not move needs nothing
         if not rows:
             return
+        report.rechecked += len(rows)
         lo, hi = rows[0]["id"] - 1, rows[-1]["id"]
         ids = [r["id"] for r in rows]
         occupants = self.sidecar.occupants_for(ids)
         quarantined = self.sidecar.quarantined_between(lo, hi)
         work, delivery = self._plan_rows(rows, occupants, quarantined, forced)
-        if not work and not delivery.quarantined and not delivery.released:
-            return
-        self._deliver(work, delivery, cursor, stop, report)
-        self._record(delivery, report)
+        if work or delivery.quarantined or delivery.released:
+            self._deliver(work, delivery, cursor, stop, report)
+            self._record(delivery, report)
+        self._digests.remember(rows)
 
     def _record(self, delivery: _Delivery, report: PassReport, cursor: int | None = None) -> None:
         self.sidecar.record(

@@ -432,3 +432,63 @@ def test_attribution_defaults_from_config_fill_the_gaps(
     assert (rows["1"]["agentName"], rows["1"]["llmProvider"]) == ("from-metadata", "ollama")
     assert (rows["2"]["agentName"], rows["2"]["llmProvider"]) == ("default-agent", "ollama")
     assert json.dumps(read_agentdb_rows(files.agentdb)[2]["metadata"]) == "null"
+
+
+def test_a_re_check_converts_only_the_rows_whose_bytes_moved(
+    make_agentdb: Callable[..., Path], site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    """The window and the full re-check read every row behind the cursor but convert and hash only
+    the ones that changed since they were settled; edits are still caught, in the window and far
+    behind it."""
+    files = site_files(agentdb=make_agentdb(100))
+    clock = FakeClock()
+    site = open_site(files, window=50, clock=clock)
+    assert site.engine.run_pass().inserted == 100
+    agent = agents(files.agentdb)
+    new_id = agent.store(episode(500))  # a save rewrites the whole file: every row is read again
+    quiet = site.engine.run_pass()
+    assert (quiet.inserted, quiet.rechecked) == (1, 0), "nothing behind the cursor moved"
+    agent.update(80, reward=0.42)  # in the window
+    agent.update(3, output="rewritten long after")  # far behind it: the full re-check's
+    edited = site.engine.run_pass()
+    assert (edited.updated, edited.rechecked, edited.full_scan) == (1, 1, False)
+    clock.now += 61
+    full = site.engine.run_pass()
+    assert (full.updated, full.rechecked, full.full_done) == (1, 1, True)
+    hub = {e["sourceId"]: e for e in hub_episodes(files.hub, "laptop")}
+    assert (hub["80"]["reward"], hub["3"]["output"]) == (0.42, "rewritten long after")
+    assert str(new_id) in hub
+    assert_exactly_once(files.hub, "laptop", files.agentdb)
+
+
+def test_a_wal_writer_costs_one_pass_per_commit(tmp_path: Path, site_files: Files) -> None:
+    """agentdb 1.3.9 commits through better-sqlite3 in WAL mode. The daemon's own reads of the
+    database touch -wal and -shm; they must not wake it into passes of its own (they did: about 14
+    passes a commit, re-reading and re-hashing the window each time)."""
+    require_node_modules(V139)
+    files = site_files(agentdb=tmp_path / "wal.db")
+    commits = 30
+    passes: list[Any] = []
+    stop = threading.Event()
+    daemon = Daemon(files.settings(), stop=stop, install_signals=False, on_pass=passes.append)
+    thread = threading.Thread(target=daemon.run)
+    thread.start()
+    try:
+        subprocess.run(
+            ["node", str(V139 / "writer.mjs"), str(files.agentdb), str(commits), "60", "1000"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        wait_for(lambda: len(hub_episodes(files.hub, "laptop")) >= commits, what="every commit in the hub")
+    finally:
+        stop.set()
+        daemon.wake.set()
+        thread.join(20)
+    assert not thread.is_alive()
+    assert_exactly_once(files.hub, "laptop", files.agentdb)
+    # One pass per commit, give or take: the first look at the file, a checkpoint rewriting the
+    # main file, and the writer's close (which folds the WAL back into it).
+    assert sum(p.inserted for p in passes) == commits
+    assert len(passes) <= commits + 4, f"{len(passes)} passes for {commits} commits"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import GEN, V3ALPHA, V139, read_agentdb_rows, require_node_modules
 
-from sync.agentdb import AgentDBReader, file_stamp
+from sync.agentdb import AgentDBReader, FileStamp, file_stamp
 from sync.errors import SnapshotNotReady, SourceUnavailable
 
 
@@ -255,3 +255,44 @@ def test_a_rename_writer_is_read_across_inode_changes(tmp_path: Path) -> None:
     mode, rows = snapshot_rows(AgentDBReader(path))
     assert mode == "file"
     assert len(rows) == 15
+
+
+def test_a_wal_commit_is_seen_by_its_counter_and_our_own_reads_are_not(tmp_path: Path) -> None:
+    """In WAL mode the stamp carries SQLite's WAL index header: every commit moves it, whatever the
+    clock, and nothing a reader does (opening, reading, closing) does."""
+    path = tmp_path / "wal.db"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("CREATE TABLE episodes (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, task TEXT NOT NULL)")
+    writer.execute("INSERT INTO episodes (session_id, task) VALUES ('s', 'first')")
+    # Every write looks old: only the counter can tell commits apart.
+    reader = AgentDBReader(path, clock_ns=lambda: time.time_ns() + 10**10)
+    for expected in (1, 1):
+        with reader.snapshot() as snap:
+            assert (snap.mode, snap.count()) == ("wal", expected)
+        assert not reader.has_changed(), "our own read is not a change"
+    stamp = file_stamp(path)
+    assert stamp is not None
+    assert stamp.wal_index is not None
+    writer.execute("BEGIN")
+    writer.execute("INSERT INTO episodes (session_id, task) VALUES ('s', 'second')")
+    assert not reader.has_changed(), "not committed yet"
+    writer.execute("COMMIT")
+    assert reader.has_changed()
+    with reader.snapshot() as snap:
+        assert snap.count() == 2
+    assert not reader.has_changed()
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    ("mtime_ns", "window_ns"),
+    [
+        pytest.param(1_700_000_000_123_456_789, 50_000_000, id="nanosecond clock"),
+        pytest.param(1_700_000_000_000_000_000, 2_000_000_000, id="whole seconds"),
+        pytest.param(1_700_000_000_123_000_000, 50_000_000, id="milliseconds"),
+    ],
+)
+def test_the_racy_window_follows_the_file_systems_clock(mtime_ns: int, window_ns: int) -> None:
+    stamp = FileStamp(ino=1, size=4096, mtime_ns=mtime_ns, ctime_ns=mtime_ns)
+    assert stamp.racy_window_ns() == window_ns

@@ -18,13 +18,10 @@ appear in a message, a repr or an exception's cause.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import hashlib
 import importlib.util
 import os
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -36,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sync.errors import ConfigError, PermanentError, TransientError
+from sync.memory import release_free_memory
 from sync.retry import RetryPolicy
 from sync.warm.cloud import DEFAULT_RETRY, CloudClient, QuotaExhausted, VoyageClient, retry_after_header
 
@@ -103,27 +101,6 @@ def _sha256(path: Path) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Local: all-MiniLM-L6-v2 int8 ONNX
-
-
-def release_free_memory() -> None:
-    """Hand memory the process has freed back to the system. glibc keeps freed blocks for reuse, so
-    after the arena shrinks the daemon's RSS would stay at its peak; malloc_trim returns them (about
-    120 MB after a page of long episodes). A no-op where there is no glibc (macOS, musl)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    if sys.platform != "linux":
-        return None
-    try:
-        libc = ctypes.CDLL(None)
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-    return trim
 
 
 def _packaged_model() -> tuple[Path, str, str]:

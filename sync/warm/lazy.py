@@ -17,7 +17,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from sync.warm.embedders import Embedder, ModelFileError, release_free_memory
+from sync.memory import release_free_memory
+from sync.warm.embedders import Embedder, ModelFileError
 
 
 class LazyEmbedder:
