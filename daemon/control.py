@@ -6,6 +6,11 @@ request per connection, JSON lines both ways: the client sends ``{"op": ..., ...
 answers with zero or more ``{"progress": {...}}`` lines and then one ``{"ok": true, "result": ...}``
 or ``{"ok": false, "error": "...", "kind": "invalid" | "config" | "transient" | "internal"}``.
 Nothing listens on a network port.
+
+The daemon's main process binds the socket at start and keeps it for its whole life; the warm
+layer's worker process (``daemon.warm_worker``), which does the work, inherits it and serves it
+while it runs. A request that arrives while no worker runs waits in the socket's backlog and
+starts one (``daemon.warm_host``), the way systemd's socket activation does.
 """
 
 from __future__ import annotations
@@ -75,8 +80,11 @@ def _parse(line: bytes, handlers: Mapping[str, Handler]) -> dict[str, Any]:
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
+    # Requests in flight finish before the worker exits (server_close joins their threads).
+    daemon_threads = False
+    block_on_close = True
     handlers: dict[str, Handler]
+    busy: Callable[[bool], None]
 
 
 class _Request(socketserver.StreamRequestHandler):
@@ -87,6 +95,13 @@ class _Request(socketserver.StreamRequestHandler):
             self.wfile.write(json.dumps(message).encode() + b"\n")
             self.wfile.flush()
 
+        self.server.busy(True)
+        try:
+            self._answer(send)
+        finally:
+            self.server.busy(False)
+
+    def _answer(self, send: Callable[[Mapping[str, Any]], None]) -> None:
         line = self.rfile.readline(MAX_REQUEST)
         try:
             request = _parse(line, self.server.handlers)
@@ -103,20 +118,43 @@ class _Request(socketserver.StreamRequestHandler):
             send({"ok": True, "result": result})
 
 
+def listen(path: Path) -> socket.socket:
+    """Bind the control socket (mode 0600). The caller holds the site lock, so a socket file left
+    at ``path`` is a dead daemon's."""
+    check_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except BaseException:
+        sock.close()
+        raise
+    finally:
+        os.umask(old)
+    sock.listen(socketserver.UnixStreamServer.request_queue_size)
+    return sock
+
+
+def unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
 class ControlServer:
-    def __init__(self, path: Path, handlers: Mapping[str, Handler]) -> None:
-        check_path(path)
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # The caller holds the site lock, so a socket file left here is a dead daemon's.
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        old = os.umask(0o177)
-        try:
-            self._server = _Server(str(path), _Request)
-        finally:
-            os.umask(old)
+    """Answers requests on a bound, listening socket (``listen``'s, or one inherited from the main
+    process) with ``handlers``; ``busy(True/False)`` is told when a request starts and ends."""
+
+    def __init__(
+        self, listener: socket.socket, handlers: Mapping[str, Handler], *, busy: Callable[[bool], None] | None = None
+    ) -> None:
+        self._server = _Server(listener.getsockname(), _Request, bind_and_activate=False)
+        self._server.socket.close()
+        self._server.socket = listener
         self._server.handlers = dict(handlers)
+        self._server.busy = busy or (lambda _busy: None)
         self._thread = threading.Thread(target=self._server.serve_forever, name="memsync-control", daemon=True)
 
     def start(self) -> ControlServer:
@@ -124,10 +162,10 @@ class ControlServer:
         return self
 
     def close(self) -> None:
+        """Stop taking requests, finish those in flight, and close this process's copy of the socket
+        (requests that arrive later wait in the backlog for whoever serves next)."""
         self._server.shutdown()
         self._server.server_close()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
 
 
 def ask(path: Path, request: Mapping[str, Any], *, on_progress: Progress | None = None, timeout: float = 60.0) -> Any:

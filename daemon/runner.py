@@ -16,25 +16,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 import structlog
 
 from daemon.changes import ChangeWaker
 from daemon.config import Settings
-from daemon.control import ControlServer
 from daemon.lock import SiteLock
 from daemon.site import Site, open_backbone, retry_policy
+from daemon.warm_host import WarmHost
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
 from sync.errors import ConfigError, SnapshotNotReady, SourceUnavailable
 from sync.memory import release_free_memory, reuse_large_buffers
 from sync.retry import Interrupted
-
-if TYPE_CHECKING:
-    # Imported when the warm layer starts: with warm.enabled = false the daemon never loads numpy,
-    # onnxruntime or qdrant-edge (about 25 MB of an idle daemon's memory).
-    from daemon.warm import WarmLayer
 
 log = structlog.get_logger("memsync.daemon")
 
@@ -59,7 +53,7 @@ class Daemon:
         self.on_pass = on_pass
         self.asked = threading.Event()  # SIGUSR1: someone wants a pass now (a retry, sync --once)
         self._reported: str | None = None
-        self._warm: WarmLayer | None = None
+        self._warm: WarmHost | None = None
 
     def run(self) -> int:
         """Run until stopped. Raises AlreadyRunning if another process syncs this site."""
@@ -84,36 +78,27 @@ class Daemon:
                     backbone=backbone.description,
                     pid=os.getpid(),
                 )
-                warm, control = self._start_warm(backbone)
+                warm = self._start_warm(backbone)
                 waker = ChangeWaker(self._watched(warm)).start()
                 try:
                     self._loop(site)
                 finally:
                     waker.stop()
-                    if control is not None:
-                        control.close()
                     if warm is not None:
                         warm.close()
                     site.sidecar.set_many({"daemon_stopped_at": time.time()})
                 log.info("stopped", site=self.settings.site.name)
         return 0
 
-    def _start_warm(self, backbone: Backbone) -> tuple[WarmLayer | None, ControlServer | None]:
-        """The warm layer's thread and the control socket that searches reach it through."""
+    def _start_warm(self, backbone: Backbone) -> WarmHost | None:
+        """The control socket, and the warm layer's worker process whenever there is work for it
+        (``daemon.warm_host``): the embedding stack never loads in this process."""
         if not self.settings.warm.enabled:
-            return None, None
-        from daemon.warm import WarmLayer, warm_handlers
+            return None
+        self._warm = WarmHost(self.settings, backbone, stop=self.stop).start()
+        return self._warm
 
-        warm = WarmLayer(self.settings, backbone, stop=self.stop).start()
-        try:
-            control = ControlServer(self.settings.socket_path, warm_handlers(warm)).start()
-        except BaseException:
-            warm.close()
-            raise
-        self._warm = warm
-        return warm, control
-
-    def _watched(self, warm: WarmLayer | None) -> dict[Path, threading.Event]:
+    def _watched(self, warm: WarmHost | None) -> dict[Path, threading.Event]:
         """The files whose changes wake something: the AgentDB file wakes the run loop; the embedded
         hub, where other sites' episodes arrive, wakes the warm layer (Convex has no file to watch,
         so there the warm layer's catch-up interval alone finds them)."""

@@ -29,8 +29,9 @@ from daemon.control import Handler, Progress
 from daemon.warm_files import Collections, status_path, write_status
 from sync.backbone.base import Backbone
 from sync.errors import ConfigError, TransientError
+from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, QuotaExhausted, VoyageEmbedder
-from sync.warm.indexer import CursorFile, Indexer, PassReport
+from sync.warm.indexer import Indexer, PassReport
 from sync.warm.lazy import LazyEmbedder
 from sync.warm.locked import LockedStore
 from sync.warm.rerank import Reranker, VoyageReranker
@@ -109,6 +110,7 @@ class WarmLayer:
         self._spec: CollectionSpec | None = None
         self._indexer: Indexer | None = None
         self._work = threading.Lock()  # one indexing run at a time: the loop's or a reindex
+        self._opening = threading.Lock()  # the first search and the first indexing run race to open
         self._thread: threading.Thread | None = None
         self._state: dict[str, Any] = {"state": "starting", "detail": None}
         self._totals = PassReport()
@@ -137,6 +139,19 @@ class WarmLayer:
     def embedder(self) -> Embedder:
         return self._embedder
 
+    @property
+    def model_loaded(self) -> bool:
+        return not isinstance(self._embedder, LazyEmbedder) or self._embedder.loaded
+
+    @property
+    def state(self) -> str:
+        return str(self._state.get("state"))
+
+    @property
+    def working(self) -> bool:
+        """An indexing run or a reindex is under way."""
+        return self._work.locked()
+
     def _until_release(self, wait: float) -> float:
         """``wait``, cut short to when the idle model is due to be let go."""
         after = self.settings.warm.unload_after
@@ -156,6 +171,10 @@ class WarmLayer:
 
     def _open_collection(self) -> LockedStore:
         """The store, with the active collection open (on first use; kept after)."""
+        with self._opening:
+            return self._open_collection_once()
+
+    def _open_collection_once(self) -> LockedStore:
         if self._store is None:
             self._store = LockedStore(open_store(self.settings))
         if self._spec is None:
@@ -253,7 +272,7 @@ class WarmLayer:
             "collection": self.collections.active(),
             "model": None if self._spec is None else self._spec.model_name,
             "store": self.settings.warm.store,
-            "modelLoaded": not isinstance(self._embedder, LazyEmbedder) or self._embedder.loaded,
+            "modelLoaded": self.model_loaded,
             "cursor": self.cursor_file.read(self.collections.active()),
             "totals": asdict(self._totals),
             "updatedAt": self.clock(),
@@ -266,7 +285,7 @@ class WarmLayer:
     # -- what the control socket serves -------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[SearchResult]:
         store = self._open_collection()
-        was_loaded = not isinstance(self._embedder, LazyEmbedder) or self._embedder.loaded
+        was_loaded = self.model_loaded
         try:
             return search(
                 store,

@@ -146,10 +146,14 @@ def test_an_idle_daemon_lets_the_model_go_and_a_search_loads_it_again(
     site = warm_site(site_files, short_dir, tmp_path, warm="unload_after = 1\n")
     agents(site.agentdb).store(episode(1, task=TLS_TASK))
     log = tmp_path / "daemon.log"
-    run_indexed(site, daemons, log)
+    proc = run_indexed(site, daemons, log)
 
     wait_for(lambda: status_json(site.config)[1]["warm"]["modelLoaded"] is False, what="the idle model let go")
     assert "embedding model let go while idle" in log.read_text(encoding="utf-8")
+    # The embedding stack lived in the warm layer's own process, which has exited: the daemon
+    # never loaded it (it used to keep onnxruntime, numpy and qdrant-edge for its whole life).
+    wait_for(lambda: not children(proc.pid), what="the warm layer's process to exit")
+    assert not heavy_libraries(proc.pid)
     human = memsync("status", "--config", str(site.config))
     assert "(model let go while idle)" in " ".join(human.stdout.split())  # however the table wraps
     code, reply, _ = search(site, "certificate", "--limit", "1")
@@ -157,6 +161,22 @@ def test_an_idle_daemon_lets_the_model_go_and_a_search_loads_it_again(
     assert reply["via"] == "daemon"
     assert reply["results"][0]["source_id"] == "1"
     assert status_json(site.config)[1]["warm"]["modelLoaded"] is True  # the search loaded it again
+    assert len(children(proc.pid)) == 1, "the search started the warm layer's process again"
+    assert not heavy_libraries(proc.pid)
+
+
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text()
+        found.extend(int(child) for child in text.split())
+    return found
+
+
+def heavy_libraries(pid: int) -> set[str]:
+    """The embedding stack's native libraries mapped into a process."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return {name for name in ("onnxruntime", "qdrant_edge", "tokenizers", "numpy") if name in maps}
 
 
 def test_bad_search_input_is_named(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ from qdrant_client import QdrantClient
 from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
+from sync.warm.cursor import CursorFile
 from sync.warm.embedders import LocalEmbedder
 from sync.warm.indexer import (
     DUPLICATE_KEY,
-    CursorFile,
     Indexer,
     ToEmbed,
     canonical_of,

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 from sync.backbone.base import Backbone, Change, PointRecord
 from sync.errors import PermanentError
-from sync.jsonfile import read_json_object, write_json_atomically
 from sync.warm import bm25
+from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder
 from sync.warm.rank import cosine
 from sync.warm.store import CollectionSpec, StoredPoint, VectorStore, WarmPoint, point_id
@@ -152,28 +151,6 @@ class PassReport:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.cursor, self.drained = other.cursor, other.drained
         self.end = max(self.end, other.cursor)
-
-
-class CursorFile:
-    """The feed position this site's store has reached, per collection, in a small JSON file
-    written atomically. Not fsynced: a lost position only replays the feed, which is idempotent."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def _cursors(self) -> dict[str, Any]:
-        data = read_json_object(self.path) or {}
-        cursors = data.get("cursors")
-        return dict(cursors) if isinstance(cursors, dict) else {}
-
-    def read(self, collection: str) -> int:
-        try:
-            return int(self._cursors().get(collection, 0))
-        except (TypeError, ValueError):
-            return 0  # unreadable: replaying the feed is idempotent
-
-    def write(self, collection: str, cursor: int) -> None:
-        write_json_atomically(self.path, {"cursors": self._cursors() | {collection: cursor}})
 
 
 class Indexer:

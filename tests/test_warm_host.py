@@ -1,0 +1,117 @@
+"""The daemon's side of the warm layer: when its worker process starts and exits, and what a
+request meets when the worker cannot run. The worker is a stand-in command here (the lowest seam:
+what the host executes); tests/test_warm_daemon.py runs the real one inside real daemons."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SiteFiles, wait_for
+
+from daemon.config import load_settings
+from daemon.control import ControlError, ask
+from daemon.warm_files import write_status
+from daemon.warm_host import WarmHost
+from daemon.warm_worker import should_exit
+from sync.backbone.hub import HubBackbone
+
+
+@pytest.mark.parametrize(
+    ("unload_after", "loaded", "state", "working", "idle", "leave"),
+    [
+        (600.0, True, "ok", False, 10_000.0, False),  # the model is loaded: the layer lets it go first
+        (600.0, False, "ok", False, 5.0, True),  # let go (or never needed): a few idle seconds more
+        (600.0, False, "ok", False, 4.9, False),
+        (1.0, False, "ok", False, 1.0, True),  # never lingers past unload_after
+        (0.0, False, "ok", False, 10_000.0, False),  # unload_after = 0: keep everything loaded
+        (600.0, False, "ok", True, 10_000.0, False),  # an indexing run is under way
+        (600.0, False, "paused", False, 10_000.0, False),  # it waits out the quota itself
+        (600.0, False, "needs-reindex", False, 10_000.0, False),
+        (600.0, False, "retrying", False, 10_000.0, False),
+    ],
+)
+def test_when_the_worker_exits(
+    site_files: Callable[..., SiteFiles],
+    unload_after: float,
+    loaded: bool,
+    state: str,
+    working: bool,
+    idle: float,
+    leave: bool,
+) -> None:
+    settings = load_settings(site_files(warm=f"unload_after = {unload_after}\n").config)
+    assert should_exit(settings, loaded, state, working, idle) is leave
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="ms-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def host_site(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path) -> SiteFiles:
+    warm = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "s.sock"}"\ncatch_up_interval = 600\n'
+    return site_files(warm=warm)
+
+
+def test_a_failing_worker_is_retried_later_and_requests_meanwhile_are_told_why(
+    site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path
+) -> None:
+    site = host_site(site_files, short_dir, tmp_path)
+    settings = load_settings(site.config)
+    write_status(settings, {"state": "error", "detail": "qdrant-edge could not open its files"})
+    starts: list[int] = []
+
+    def failing_worker(_listen_fd: int) -> list[str]:
+        starts.append(1)
+        return [sys.executable, "-c", "raise SystemExit(3)"]
+
+    backbone = HubBackbone(site.hub)
+    stop = threading.Event()
+    host = WarmHost(settings, backbone, stop=stop, worker_argv=failing_worker).start()
+    try:
+        host.poke()
+        wait_for(lambda: host.worker_pid is None and len(starts) == 1, what="the worker to fail")
+        with pytest.raises(ControlError, match="qdrant-edge could not open its files") as refused:
+            ask(settings.socket_path, {"op": "search", "request": {"query": "x"}}, timeout=10)
+        assert refused.value.kind == "transient"
+        assert len(starts) == 1, "no second start while backing off"
+        wait_for(lambda: len(starts) >= 2, timeout=30, what="a second start after the backoff")
+    finally:
+        host.close()
+        backbone.close()
+    assert not settings.socket_path.exists()
+
+
+def test_a_request_starts_the_worker_which_serves_it(
+    site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path
+) -> None:
+    """Socket activation: nothing runs until a request arrives; the worker that starts inherits the
+    listening socket and answers it."""
+    site = host_site(site_files, short_dir, tmp_path)
+    settings = load_settings(site.config)
+    echo = (
+        "import json, socket, sys\n"
+        "listener = socket.socket(fileno=int(sys.argv[1]))\n"
+        "conn, _ = listener.accept()\n"
+        "request = json.loads(conn.makefile('rb').readline())\n"
+        "conn.sendall(json.dumps({'ok': True, 'result': request['op']}).encode() + b'\\n')\n"
+    )
+    backbone = HubBackbone(site.hub)
+    host = WarmHost(
+        settings, backbone, stop=threading.Event(), worker_argv=lambda fd: [sys.executable, "-c", echo, str(fd)]
+    ).start()
+    try:
+        assert host.worker_pid is None
+        assert ask(settings.socket_path, {"op": "search"}, timeout=30) == "search"
+        assert host.starts == 1
+    finally:
+        host.close()
+        backbone.close()
