@@ -460,7 +460,8 @@ def indexer_pass(embedder: Any, converted: Sequence[Converted], root: Path) -> t
     """Seconds for one ``Indexer.run()`` over a fresh hub holding the episodes, into a fresh store
     (wrapped as the daemon wraps it); and how many it embedded."""
     from sync.backbone.hub import HubBackbone
-    from sync.warm.indexer import CursorFile, Indexer
+    from sync.warm.cursor import CursorFile
+    from sync.warm.indexer import Indexer
     from sync.warm.locked import LockedStore
     from sync.warm.store import EdgeStore
 
