@@ -7,15 +7,20 @@ cut the wait short. We watch folders, not files, because a WAL commit only touch
 rename writer replaces the file's inode. One watcher serves every file, so a second file costs no
 second wake-up schedule.
 
-watchfiles checks for events every ``step`` milliseconds, taking the GIL each time: a 5 ms step
-costs about 30 CPU-seconds an hour doing nothing. So the waker runs in two gears: a slow step while
-the file is quiet (the first event after a quiet spell is seen within 150-300 ms) and a fast
-step while a writer is busy (each save seen within milliseconds), dropping back after a quiet spell.
+On Linux the watcher blocks on an inotify descriptor (``daemon.inotify``): no CPU at all until an
+event, then a few milliseconds' settling so that a burst of writes (a commit's frames, a whole-file
+rewrite) wakes the loop once, after it. Elsewhere it uses watchfiles, which checks for events every
+``step`` milliseconds, taking the GIL each time: a 5 ms step costs about 30 CPU-seconds an hour
+doing nothing. So that watcher runs in two gears: a slow step while the file is quiet (the first
+event after a quiet spell is seen within 150-300 ms) and a fast step while a writer is busy (each
+save seen within milliseconds), dropping back after a quiet spell.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import threading
 import time
 from collections.abc import Mapping
@@ -23,6 +28,8 @@ from pathlib import Path
 
 import structlog
 import watchfiles
+
+from daemon.inotify import IN_MODIFY, Inotify, InotifyUnavailable
 
 log = structlog.get_logger("memsync.changes")
 
@@ -34,6 +41,9 @@ BUSY_FOR_SECONDS = 10.0
 
 # How often to look again for a watched folder that does not exist yet.
 MISSING_FOLDER_RECHECK_S = 5.0
+# inotify: after an event, wait until the folder has been quiet this long (at most SETTLE_MAX_S).
+SETTLE_S = 0.005
+SETTLE_MAX_S = 0.05
 # Not -shm: every commit writes -wal, while -shm also moves when a reader (we included) opens the
 # database, which would wake us for our own reads.
 SIDE_FILES = ("", "-wal", "-journal")
@@ -51,7 +61,9 @@ class ChangeWaker:
             for suffix in SIDE_FILES
         }
         self._folders = sorted({Path(_real_folder(path)) for path in targets})
+        self._main_files = {os.path.join(_real_folder(path), path.name) for path in targets}
         self._stop = threading.Event()
+        self._stop_r, self._stop_w = os.pipe()  # wakes a select() on the inotify descriptor
         self._busy_until = 0.0
         self._thread = threading.Thread(target=self._run, name="memsync-watch", daemon=True)
 
@@ -66,6 +78,63 @@ class ChangeWaker:
         return time.monotonic() < self._busy_until
 
     def _run(self) -> None:
+        try:
+            inotify = Inotify()
+        except InotifyUnavailable as exc:
+            log.debug("inotify unavailable; watching with watchfiles", error=str(exc))
+            self._run_watchfiles()
+            return
+        try:
+            self._run_inotify(inotify)
+        finally:
+            inotify.close()
+
+    # -- inotify (Linux) ----------------------------------------------------------------------------
+    def _run_inotify(self, inotify: Inotify) -> None:
+        while not self._stop.is_set():
+            missing = self._watch_missing(inotify)
+            timeout = MISSING_FOLDER_RECHECK_S if missing else None
+            ready, _, _ = select.select([inotify.fileno(), self._stop_r], [], [], timeout)
+            if inotify.fileno() in ready and not self._stop.is_set():
+                for event in self._settle(inotify):
+                    event.set()
+
+    def _watch_missing(self, inotify: Inotify) -> bool:
+        """Watch the folders not watched yet (new, or gone and back); True if some still do not exist."""
+        watched = set(inotify.folders.values())
+        missing = False
+        for folder in self._folders:
+            if folder in watched:
+                continue
+            try:
+                inotify.watch(folder)
+            except OSError:
+                missing = True  # not there (yet); the polls still run
+        return missing
+
+    def _settle(self, inotify: Inotify) -> set[threading.Event]:
+        """The events for the files that changed, once the burst of writes has settled."""
+        hit: set[threading.Event] = set()
+        deadline = time.monotonic() + SETTLE_MAX_S
+        while True:
+            for folder, mask, name in inotify.read():
+                if folder is None:  # the kernel's queue overflowed: anything may have changed
+                    hit.update(self._routes.values())
+                    continue
+                path = os.path.join(folder, name)
+                if mask == IN_MODIFY and path in self._main_files:
+                    # A write into the database file itself is not a commit yet: a whole-file
+                    # writer closes it when done (sql.js truncates, exports for a while, then
+                    # writes), a rollback-journal writer deletes -journal, a WAL writer writes -wal.
+                    continue
+                if (event := self._routes.get(path)) is not None:
+                    hit.add(event)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([inotify.fileno()], [], [], min(SETTLE_S, remaining))[0]:
+                return hit
+
+    # -- watchfiles (elsewhere) ---------------------------------------------------------------------
+    def _run_watchfiles(self) -> None:
         while not self._stop.is_set():
             folders = [f for f in self._folders if f.is_dir()]
             if not folders:
@@ -108,7 +177,11 @@ class ChangeWaker:
 
     def stop(self) -> None:
         self._stop.set()
+        with contextlib.suppress(OSError):
+            os.write(self._stop_w, b"\0")
         self._thread.join(timeout=5.0)
+        for fd in (self._stop_r, self._stop_w):
+            os.close(fd)
 
 
 def _real_folder(path: Path) -> str:

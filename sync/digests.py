@@ -16,16 +16,15 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-Row = Mapping[str, Any]
-R = TypeVar("R", bound=Row)
+# A row's raw values in the reader's column order, its id first (``Snapshot.raw_between``).
+Raw = tuple[Any, ...]
 
 
-def row_digest(row: Row) -> int:
+def row_digest(values: Raw) -> int:
     """The row's raw values with their types: 1 and 1.0, or b"1" and "1", differ."""
-    values = tuple(row.values())
     return hash((values, tuple(map(type, values))))
 
 
@@ -45,14 +44,28 @@ class RowDigests:
             return self._digests[at]
         return None
 
-    def changed(self, rows: Sequence[R]) -> list[R]:
-        """The rows that are new to us or whose raw values differ from what was settled."""
-        return [row for row in rows if self.get(row["id"]) != row_digest(row)]
+    def changed(self, rows: Sequence[Raw]) -> list[Raw]:
+        """The rows that are new to us or whose raw values differ from what was settled. Given in
+        id order (as a re-check reads them), one search finds the first id and both lists are
+        walked together; out of order, a row may be reported moved when it is not (converted
+        once more), never the other way round."""
+        if not rows:
+            return []
+        ids, digests = self._ids, self._digests
+        at, end = bisect_left(ids, rows[0][0]), len(ids)
+        moved: list[Raw] = []
+        for values in rows:
+            local_id = values[0]
+            while at < end and ids[at] < local_id:
+                at += 1
+            if at == end or ids[at] != local_id or digests[at] != row_digest(values):
+                moved.append(values)
+        return moved
 
-    def remember(self, rows: Iterable[Row]) -> None:
+    def remember(self, rows: Iterable[Raw]) -> None:
         """Record rows the engine has settled (synced, unchanged or quarantined, and recorded)."""
-        for row in rows:
-            self._put(row["id"], row_digest(row))
+        for values in rows:
+            self._put(values[0], row_digest(values))
 
     def forget_all(self) -> None:
         del self._ids[:]

@@ -214,7 +214,7 @@ class SyncEngine:
             )
             self._deliver(work, delivery, upto, stop, report)
             self._record(delivery, report, cursor=upto)
-            self._digests.remember(rows)
+            self._digests.remember(tuple(row.values()) for row in rows)
             cursor = upto
             report.read += len(rows)
             done += len(rows)
@@ -263,21 +263,23 @@ class SyncEngine:
         position, checked = after, 0
         while position < cursor and not stop.is_set() and (limit is None or checked < limit):
             chunk = RECHECK_CHUNK if limit is None else min(RECHECK_CHUNK, limit - checked)
-            rows = snap.rows_between(position, cursor, chunk)
-            if not rows:
+            raw = snap.raw_between(position, cursor, chunk)
+            if not raw:
                 return cursor
-            self._recheck_rows(rows, set(), cursor, report, stop)
-            position = rows[-1]["id"]
-            checked += len(rows)
-            if len(rows) < chunk:
+            # Only the rows whose raw values moved since they were settled are converted again.
+            moved = self._digests.changed(raw)
+            if moved:
+                self._recheck_rows([snap.to_row(values) for values in moved], set(), cursor, report, stop)
+                self._digests.remember(moved)
+            position = raw[-1][0]
+            checked += len(raw)
+            if len(raw) < chunk:
                 return cursor
         return cursor if position >= cursor else position
 
     def _recheck_rows(
         self, rows: Sequence[dict[str, Any]], forced: set[int], cursor: int, report: PassReport, stop: threading.Event
     ) -> None:
-        if not forced:
-            rows = self._digests.changed(rows)  # a row whose raw values did not move needs nothing
         if not rows:
             return
         report.rechecked += len(rows)
@@ -289,7 +291,6 @@ class SyncEngine:
         if work or delivery.quarantined or delivery.released:
             self._deliver(work, delivery, cursor, stop, report)
             self._record(delivery, report)
-        self._digests.remember(rows)
 
     def _record(self, delivery: _Delivery, report: PassReport, cursor: int | None = None) -> None:
         self.sidecar.record(

@@ -1,14 +1,17 @@
 """File events (daemon.changes): one watcher wakes each watched SQLite file's own event, on real
-file systems events through watchfiles. Writes repeat until seen, because the watcher starts
+file systems' events (inotify on Linux, watchfiles elsewhere). Writes repeat until seen, because the watcher starts
 asynchronously and a write before its first look is (rightly) not an event."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from daemon.changes import MISSING_FOLDER_RECHECK_S, ChangeWaker
 
@@ -77,3 +80,27 @@ def test_through_a_symlinked_folder(tmp_path: Path) -> None:
     wake = threading.Event()
     with watching({tmp_path / "link" / "agentdb.db": wake}):
         assert touch_until(real / "agentdb.db", wake)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: elsewhere watchfiles has no event kinds")
+def test_a_write_into_the_database_file_wakes_only_when_the_writer_is_done(tmp_path: Path) -> None:
+    """sql.js truncates the file, exports for tens of milliseconds, then writes and closes it: a
+    read woken by the truncation would find an empty or half-written file and try again and again.
+    Its close is the commit; so is a change to -wal (a WAL writer keeps it open) or -journal."""
+    db = tmp_path / "agentdb.db"
+    db.write_bytes(b"")
+    wake = threading.Event()
+    with watching({db: wake}):
+        assert touch_until(db, wake)  # the watcher is up: a whole write-and-close wakes it
+        wake.clear()
+        with db.open("r+b") as writer:
+            writer.truncate(0)
+            writer.write(b"half a database")
+            writer.flush()
+            assert not wake.wait(0.5), "woken while the file was still open for writing"
+        assert wake.wait(SEEN_WITHIN_S), "its close must wake the loop"
+        wake.clear()
+        with Path(f"{db}-wal").open("ab") as wal:  # a WAL writer appends frames and keeps it open
+            wal.write(b"frame")
+            wal.flush()
+            assert wake.wait(SEEN_WITHIN_S)

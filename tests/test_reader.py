@@ -288,7 +288,7 @@ def test_a_wal_commit_is_seen_by_its_counter_and_our_own_reads_are_not(tmp_path:
 @pytest.mark.parametrize(
     ("mtime_ns", "window_ns"),
     [
-        pytest.param(1_700_000_000_123_456_789, 50_000_000, id="nanosecond clock"),
+        pytest.param(1_700_000_000_123_456_789, 20_000_000, id="nanosecond clock"),
         pytest.param(1_700_000_000_000_000_000, 2_000_000_000, id="whole seconds"),
         pytest.param(1_700_000_000_123_000_000, 50_000_000, id="milliseconds"),
     ],
@@ -296,3 +296,22 @@ def test_a_wal_commit_is_seen_by_its_counter_and_our_own_reads_are_not(tmp_path:
 def test_the_racy_window_follows_the_file_systems_clock(mtime_ns: int, window_ns: int) -> None:
     stamp = FileStamp(ino=1, size=4096, mtime_ns=mtime_ns, ctime_ns=mtime_ns)
     assert stamp.racy_window_ns() == window_ns
+
+
+def test_a_file_rewritten_while_read_in_place_yields_nothing_from_the_new_bytes(
+    make_agentdb: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A whole-file writer's database is read in place, page by page; a rewrite between two queries
+    of one pass must stop the pass, not mix two versions of the file."""
+    path = tmp_path / "agentdb.db"
+    path.write_bytes(make_agentdb(20, name="first.db").read_bytes())
+    os.utime(path, ns=(1, 1))  # written long ago: nothing to wait out
+    reader = AgentDBReader(path)
+    with reader.snapshot() as snap:
+        assert (snap.mode, snap.count()) == ("file", 20)
+        path.write_bytes(make_agentdb(30, seed=9, name="second.db").read_bytes())  # an agent saves meanwhile
+        with pytest.raises(SnapshotNotReady, match="changed while being read"):
+            snap.rows_between(0, None, 100)
+    assert reader.has_changed()
+    with reader.snapshot() as snap:
+        assert snap.count() == 30
