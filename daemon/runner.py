@@ -128,7 +128,7 @@ class Daemon:
         while not self.stop.is_set():
             asked = self.asked.is_set()
             self.asked.clear()
-            if asked or pending or site.reader.has_changed() or site.engine.full_check_due():
+            if asked or pending or site.reader.has_changed() or site.engine.recheck_due():
                 pending, ok = self._pass(site)
                 failures = 0 if ok else failures + 1
                 last_pass, released = time.monotonic(), False

@@ -5,7 +5,9 @@ Order of work in a pass:
    batch. A row that cannot be delivered is quarantined with its reason and never blocks the rows
    after it; a batch the backbone refuses as a whole is split in halves until the bad row is found;
 2. re-check rows already behind the cursor (quarantined rows someone asked to retry, the last
-   ``window`` ids every pass, everything every ``full_interval``) to catch edits and reused ids.
+   ``window`` ids, everything every ``full_interval``) to catch edits and reused ids. The window
+   is re-checked at most once every ``window_interval`` while new rows keep arriving, and on every
+   pass that brings none (``recheck_due`` asks for one when a busy spell put it off).
    A re-check reads each row's raw values and converts only the rows whose values moved since the
    engine settled them (``sync.digests``), so a quiet window costs a read, not a conversion.
 
@@ -28,7 +30,7 @@ from sync.backbone.base import Backbone, Outcome, PushItem, PushResult
 from sync.digests import RowDigests
 from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
-from sync.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan
+from sync.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
 from sync.retry import RetryPolicy
 from sync.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
 
@@ -37,6 +39,8 @@ log = structlog.get_logger("memsync.engine")
 RECHECK_CHUNK = 2000
 # Rows of the full re-check done in one pass (~0.1 s): new episodes never wait behind more than this.
 FULL_CHECK_SLICE = 5000
+# While an agent keeps appending, the window is re-checked at most this often (sync.plan.window_due).
+WINDOW_INTERVAL = 1.0
 # Beyond this many distinct episodes under one id, something is writing garbage: stop and say so.
 MAX_GENERATIONS = 64
 
@@ -94,6 +98,7 @@ class SyncEngine:
         window: int = 256,
         full_interval: float = 60.0,
         full_check_slice: int = FULL_CHECK_SLICE,
+        window_interval: float = WINDOW_INTERVAL,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -106,6 +111,9 @@ class SyncEngine:
         self.window = window
         self.full_interval = full_interval
         self.full_check_slice = full_check_slice
+        self.window_interval = window_interval
+        self._window_checked_at: float | None = None
+        self._window_owed = False  # a busy pass put the window's re-check off
         self.retry = retry or RetryPolicy()
         self.clock = clock
         # The full re-check in slices: where the one in progress has reached (None: none running),
@@ -116,6 +124,15 @@ class SyncEngine:
         self.passes = 0  # passes run by this engine (status and the benchmarks read it)
         # Each settled row's raw values: a re-check converts only rows whose bytes moved.
         self._digests = RowDigests()
+
+    def recheck_due(self) -> bool:
+        """True when a pass is needed for re-checks alone, though the file did not change: the
+        window a busy spell put off, or the full re-check."""
+        if self._window_owed and (
+            self._window_checked_at is None or self.clock() - self._window_checked_at >= self.window_interval
+        ):
+            return True
+        return self.full_check_due()
 
     def full_check_due(self) -> bool:
         """True when a pass is needed for the full re-check alone: one is under way, or its interval
@@ -155,7 +172,12 @@ class SyncEngine:
             )
             report.cursor = self._sync_new_rows(snap, start_cursor, report, stop, progress)
             self._retry_requested(snap, start_cursor, report, stop)
-            self._recheck(snap, plan.window_after, start_cursor, report, stop)
+            now = self.clock()
+            if window_due(now, self._window_checked_at, self.window_interval, report.read > 0):
+                self._recheck(snap, plan.window_after, start_cursor, report, stop)
+                self._window_checked_at, self._window_owed = now, False
+            else:
+                self._window_owed = True
             if plan.full_from is not None and not stop.is_set():
                 self._full_check_slice(snap, plan.full_from, start_cursor, report, stop)
             report.backlog = snap.count_after(report.cursor)

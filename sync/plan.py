@@ -75,7 +75,7 @@ def after_conflict(local_id: int, decision: Decision) -> Decision:
 class ScanPlan:
     """Which already-synced rows a pass hashes again, to catch edits and reused ids."""
 
-    window_after: int  # the window: rows with window_after < id <= cursor, every pass
+    window_after: int  # the window: rows with window_after < id <= cursor (see window_due)
     full_from: int | None  # a slice of the full re-check, from this id on; None: none this pass
 
 
@@ -97,6 +97,16 @@ def plan_scan(
         return ScanPlan(window_after, full_position)
     due = last_full_at is None or now - last_full_at >= full_interval
     return ScanPlan(window_after, 0 if due and changed_since_full else None)
+
+
+def window_due(now: float, checked_at: float | None, interval: float, read_new_rows: bool) -> bool:
+    """Whether this pass re-checks the window. While an agent keeps appending, at most once every
+    ``interval`` seconds (a reused id or an edit is seen that much later, never missed); always on
+    a pass that brought nothing new, which is also how the check a busy spell put off gets paid
+    (``SyncEngine.recheck_due`` asks for that pass)."""
+    if not read_new_rows or checked_at is None:
+        return True
+    return now - checked_at >= interval
 
 
 def batches(items: Iterable[T], max_rows: int, max_bytes: int | None, size: Callable[[T], int]) -> Iterator[list[T]]:

@@ -494,3 +494,27 @@ def test_a_wal_writer_costs_one_pass_per_commit(tmp_path: Path, site_files: File
     assert sum(p.inserted for p in passes) == commits
     first = next(i for i, p in enumerate(passes) if p.inserted)
     assert len(passes) - first <= commits + 3, f"{len(passes) - first} passes for {commits} commits"
+
+
+def test_a_window_re_check_put_off_while_rows_arrive_is_paid_once_they_stop(
+    make_agentdb: Callable[..., Path], site_files: Files, agents: Agents, open_site: Callable[..., Site]
+) -> None:
+    """While an agent appends, the window is re-checked at most once a second; an edit made in the
+    middle of a burst is caught by the pass the daemon runs for it once the interval is up."""
+    files = site_files(agentdb=make_agentdb(50))
+    clock = FakeClock()
+    site = open_site(files, window=20, clock=clock)
+    site.engine.run_pass()
+    agent = agents(files.agentdb)
+    agent.update(45, critique="edited mid-burst", save=False)
+    agent.store(episode(500))  # the same save brings a new row
+    clock.now += 0.5
+    busy = site.engine.run_pass()
+    assert (busy.inserted, busy.updated) == (1, 0), "put off: rows are arriving"
+    assert not site.engine.recheck_due()
+    clock.now += 0.6
+    assert site.engine.recheck_due(), "the daemon runs a pass for it though the file is quiet"
+    owed = site.engine.run_pass()
+    assert (owed.inserted, owed.updated) == (0, 1)
+    assert not site.engine.recheck_due()
+    assert {e["sourceId"]: e for e in hub_episodes(files.hub, "laptop")}["45"]["critique"] == "edited mid-burst"

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from sync.plan import Decision, Occupant, ScanPlan, Verdict, after_conflict, batches, decide, plan_scan, source_id_for
+from sync.plan import (
+    Decision,
+    Occupant,
+    ScanPlan,
+    Verdict,
+    after_conflict,
+    batches,
+    decide,
+    plan_scan,
+    source_id_for,
+    window_due,
+)
 from sync.retry import RetryPolicy
 
 A = Occupant(42, 0, "42", "identity-a", "content-a1")
@@ -96,3 +107,18 @@ def test_batches(sizes: list[int], max_rows: int, max_bytes: int | None, expecte
 )
 def test_backoff_doubles_up_to_the_maximum_plus_jitter(attempt: int, draw: float, expected: float) -> None:
     assert RetryPolicy(initial=0.2, maximum=30.0, jitter=0.5).backoff(attempt, draw) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("now", "checked_at", "read_new_rows", "due"),
+    [
+        (100.0, None, True, True),  # never checked
+        (100.0, 99.5, True, False),  # an agent appending: at most once a second
+        (100.0, 99.0, True, True),
+        (100.0, 99.9, False, True),  # nothing new: the pass is for this (an edit, an owed check)
+    ],
+)
+def test_the_window_is_re_checked_at_most_once_a_second_while_rows_arrive(
+    now: float, checked_at: float | None, read_new_rows: bool, due: bool
+) -> None:
+    assert window_due(now, checked_at, 1.0, read_new_rows) is due
