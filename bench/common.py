@@ -171,13 +171,16 @@ class SiteFiles:
         return load_settings(self.config)
 
 
-def make_site(root: Path, agentdb: Path | None = None, *, convex_url: str | None = None) -> SiteFiles:
+def make_site(
+    root: Path, agentdb: Path | None = None, *, convex_url: str | None = None, warm: bool = True
+) -> SiteFiles:
     """Config for one site on the embedded hub, every setting at the product default (the warm layer
     on), its data directory inside ``root``.
 
     The AgentDB file is ``agent/agentdb.db`` under ``root`` unless ``agentdb`` names another. With
     ``convex_url`` the backbone is that Convex deployment instead (the product reads the site's
-    secret from the environment, MEMSYNC_BACKBONE__SITE_SECRET, never from the file).
+    secret from the environment, MEMSYNC_BACKBONE__SITE_SECRET, never from the file). With
+    ``warm=False`` the config adds ``[warm] enabled = false``: syncing alone, no search index.
     """
     agentdb, state_dir = agentdb or root / "agent" / "agentdb.db", root / "memsync"
     agentdb.parent.mkdir(parents=True, exist_ok=True)
@@ -189,7 +192,7 @@ def make_site(root: Path, agentdb: Path | None = None, *, convex_url: str | None
     site.config.write_text(
         f'data_dir = "{state_dir}"\n\n[site]\nname = "{SITE}"\n\n[agentdb]\npath = "{site.agentdb}"\n\n'
         f'[backbone]\n{backbone}\n[state]\npath = "{site.state}"\n\n'
-        '[log]\nformat = "json"\nlevel = "info"\n',
+        '[log]\nformat = "json"\nlevel = "info"\n' + ("" if warm else "\n[warm]\nenabled = false\n"),
         encoding="utf-8",
     )
     return site
@@ -266,6 +269,72 @@ def hub_episodes(site: SiteFiles) -> list[dict[str, Any]]:
         return list(hub.episodes(SITE))
     finally:
         hub.close()
+
+
+# -- a process and its descendants ---------------------------------------------------------------
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _children_by_parent() -> dict[int, list[int]]:
+    """Every process's children, from the parent pid in each /proc/PID/stat."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # it ended while we looked
+        parent = int(text[text.rindex(")") + 2 :].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its living descendants. /proc/PID/task/TID/children is what the kernel offers for
+    this, but only when built with CONFIG_PROC_CHILDREN; without it, every process's parent pid."""
+    children_files = list(Path(f"/proc/{pid}/task").glob("*/children"))
+    by_parent: dict[int, list[int]] | None = None if children_files else _children_by_parent()
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        if by_parent is not None:
+            todo += by_parent.get(current, [])
+            continue
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                todo += [int(child) for child in task.read_text().split()]
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system, every thread) of ``pid`` and its descendants: each living one's
+    utime + stime, plus cutime + cstime, which hold the descendants that ended and were waited for
+    (so a helper process that comes and goes within a window is still counted)."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            text = Path(f"/proc/{member}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # it ended since we listed it: its parent's cutime will hold it once reaped
+        fields = text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on
+        total += sum(int(fields[k]) for k in (11, 12, 13, 14))  # utime, stime, cutime, cstime
+    return total / CLOCK_TICK
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory (VmRSS) of ``pid`` and its descendants, in MB (shared pages counted in each)."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            lines = Path(f"/proc/{member}/status").read_text().splitlines()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        total += sum(int(line.split()[1]) for line in lines if line.startswith("VmRSS:"))
+    return total / 1024
 
 
 # -- the daemon ----------------------------------------------------------------------------------

@@ -3,11 +3,17 @@
 The real daemon (``python -m daemon run``, default settings, so the warm layer is on) syncs a
 1000-episode AgentDB file and indexes it, then nothing writes to the file. After it has caught up
 (the hub and the search index) and settled, and again once it has let the idle embedding model go
-(``run`` says how), its CPU time (utime + stime from /proc/PID/stat, all
-threads) is sampled across idle windows and extrapolated to an hour; RSS is VmRSS from
-/proc/PID/status (VmHWM, the peak, is reported beside it). Per-thread CPU (/proc/PID/task/*/stat)
-shows where idle time goes. The clock tick is 10 ms, so one 60 s window
-resolves 0.6 CPU-s/hour.
+(``run`` says how), its CPU time (utime + stime from /proc/PID/stat, all threads, of the daemon
+and its descendants: the warm layer's worker process while it runs, and, through cutime and cstime,
+one that ended) is sampled across idle windows and extrapolated to an hour; RSS is VmRSS from
+/proc/PID/status, summed the same way (the daemon's own peak, VmHWM, is reported beside it).
+Per-thread CPU (/proc/PID/task/*/stat) shows where the daemon's idle time goes. The clock tick is
+10 ms, so one 60 s window resolves 0.6 CPU-s/hour.
+
+The peer, in the same run: Litestream 0.3 (bench/litestream.py) at its defaults (monitor-interval
+and sync-interval 1 s), replicating an idle copy of the same AgentDB file, switched to WAL mode, to
+a file replica. Once its first snapshot is written and it has settled, it is measured the same way
+over as many windows of the same length.
 
     python -m bench.idle [--windows 3] [--window-s 60] [--episodes 1000] [--sync-only]
 """
@@ -16,10 +22,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+from bench import litestream
 from bench.common import (
     DaemonProcess,
     Figure,
@@ -29,8 +37,11 @@ from bench.common import (
     emit,
     make_site,
     median,
+    process_tree,
     progress,
     result,
+    tree_cpu_seconds,
+    tree_rss_mb,
     wait_caught_up,
     wait_for,
     wait_indexed,
@@ -41,7 +52,7 @@ TARGET_CPU_S_PER_HOUR = 5.0
 TARGET_RSS_MB = 80.0
 UNLOAD_AFTER_S = 90  # warm.unload_after for this run: reached within it (the default is 600)
 LOADED_WINDOW_S = 30.0
-SETTLE_S = 5.0  # past the reader's 2 s "racy" window, in which a just-written file is read again
+SETTLE_S = 5.0  # past the reader's "racy" window (2 s on a coarse clock), in which a file is read again
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -84,19 +95,22 @@ def last_pass_at(site: SiteFiles) -> str | None:
 
 
 def window(daemon: DaemonProcess, site: SiteFiles, seconds: float) -> dict[str, Any]:
+    """CPU and memory of the daemon and its descendants (the warm layer's worker, while it runs)."""
     pid = daemon.pid
     passed, threads = last_pass_at(site), thread_cpu(pid)
-    cpu, started = cpu_seconds(Path(f"/proc/{pid}/stat")), time.monotonic()
+    cpu, started = tree_cpu_seconds(pid), time.monotonic()
     time.sleep(seconds)
     daemon.check_alive()
-    cpu, elapsed = cpu_seconds(Path(f"/proc/{pid}/stat")) - cpu, time.monotonic() - started
+    cpu, elapsed = tree_cpu_seconds(pid) - cpu, time.monotonic() - started
     threads = {name: round(t - threads.get(name, 0.0), 2) for name, t in thread_cpu(pid).items()}
     memory = memory_mb(pid)
     return {
         "seconds": elapsed,
         "cpu_s": cpu,
         "cpu_s_per_hour": cpu / elapsed * 3600,
-        "rss_mb": memory["VmRSS"],
+        "rss_mb": tree_rss_mb(pid),
+        "daemon_rss_mb": memory["VmRSS"],
+        "processes": len(process_tree(pid)),
         "peak_rss_mb": memory["VmHWM"],
         "passes_ran": last_pass_at(site) != passed,
         "thread_cpu_s": {name: t for name, t in threads.items() if t > 0},
@@ -104,9 +118,16 @@ def window(daemon: DaemonProcess, site: SiteFiles, seconds: float) -> dict[str, 
 
 
 def describe_run(r: dict[str, Any]) -> str:
+    if "system" in r:  # the peer
+        return f"{r['system']}: {r['cpu_s_per_hour']:.1f} CPU-s/h, RSS {r['rss_mb']:.1f} MB"
     threads = ", ".join(f"{name} {cpu:g} s" for name, cpu in r["thread_cpu_s"].items()) or "none"
     passes = "a sync pass ran" if r["passes_ran"] else "no sync pass"
-    return f"{r['cpu_s_per_hour']:.1f} CPU-s/h, RSS {r['rss_mb']:.1f} MB, {passes} (CPU by thread: {threads})"
+    processes = r.get("processes", 1)
+    tree = f" in {processes} processes" if processes > 1 else ""
+    return (
+        f"{r['cpu_s_per_hour']:.1f} CPU-s/h, RSS {r['rss_mb']:.1f} MB{tree}, {passes} "
+        f"(daemon's CPU by thread: {threads})"
+    )
 
 
 def model_loaded(site: SiteFiles) -> bool | None:
@@ -116,10 +137,64 @@ def model_loaded(site: SiteFiles) -> bool | None:
     return loaded if isinstance(loaded, bool) else None
 
 
+def peer_windows(windows: int, window_s: float, episodes: int) -> list[dict[str, Any]]:
+    """Litestream at its defaults on an idle WAL-mode copy of the same file, measured as the daemon is."""
+    setting = litestream.DEFAULTS
+    records: list[dict[str, Any]] = []
+    with workdir("idle-litestream") as root:
+        db = copy_fixture(episodes, root / "agent" / "agentdb.db")
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA journal_mode = wal")  # as a WAL writer leaves it (Litestream needs WAL)
+        conn.close()
+        replica = root / "replica"
+        config = litestream.write_config(root / "litestream.yml", db, replica, setting)
+        with litestream.LitestreamProcess(config, root / "litestream.log") as process:
+            litestream.wait_snapshot(replica, process)
+            time.sleep(SETTLE_S)
+            for i in range(windows):
+                progress(f"idle, Litestream {setting.label}: window {i + 1}/{windows} ({window_s:g} s)")
+                cpu, started = cpu_seconds(Path(f"/proc/{process.pid}/stat")), time.monotonic()
+                time.sleep(window_s)
+                process.check_alive()
+                cpu, elapsed = cpu_seconds(Path(f"/proc/{process.pid}/stat")) - cpu, time.monotonic() - started
+                memory = memory_mb(process.pid)
+                record = {
+                    "window": i + 1,
+                    "system": f"litestream {setting.label}",
+                    "seconds": elapsed,
+                    "cpu_s": cpu,
+                    "cpu_s_per_hour": cpu / elapsed * 3600,
+                    "rss_mb": memory["VmRSS"],
+                    "peak_rss_mb": memory["VmHWM"],
+                }
+                progress(f"  {describe_run(record)}")
+                records.append(record)
+    return records
+
+
+def peer_figures(peer: list[dict[str, Any]]) -> list[Figure]:
+    label = f"Litestream {litestream.DEFAULTS.label}, same run"
+    return [
+        Figure(f"idle CPU, peer ({label})", median([r["cpu_s_per_hour"] for r in peer]), "CPU-s/hour"),
+        Figure(f"idle RSS, peer ({label})", median([r["rss_mb"] for r in peer]), "MB"),
+    ]
+
+
+def peer_params() -> dict[str, Any]:
+    setting = litestream.DEFAULTS
+    return {
+        "version": litestream.version(),
+        "replica": "file",
+        "monitor-interval": setting.monitor_interval,
+        "sync-interval": setting.sync_interval,
+    }
+
+
 def run(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[str, Any]:
     """After the catch-up, one LOADED_WINDOW_S window while the warm layer still holds its model,
     then, once the daemon has let the idle model go (``warm.unload_after`` = UNLOAD_AFTER_S here, so
-    that the run reaches it; the product default is 600 s), ``windows`` windows: the steady state."""
+    that the run reaches it; the product default is 600 s), ``windows`` windows: the steady state.
+    Then the peer, Litestream, over as many windows."""
     records: list[dict[str, Any]] = []
     with workdir("idle") as root:
         site = make_site(root)
@@ -148,19 +223,29 @@ def run(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[
                 record = window(daemon, site, window_s)
                 progress(f"  {describe_run(record)}")
                 records.append({"window": i + 1, "model": "let go", **record})
-    steady = [r for r in records if r["model"] == "let go"]
+    peer = peer_windows(windows, window_s, episodes)
+    records += peer
+    steady = [r for r in records if r.get("model") == "let go"]
     figures = [
         at_most("idle CPU", median([r["cpu_s_per_hour"] for r in steady]), "CPU-s/hour", TARGET_CPU_S_PER_HOUR),
         at_most("idle RSS", median([r["rss_mb"] for r in steady]), "MB", TARGET_RSS_MB),
         Figure("idle RSS while the model is loaded (the first unload_after s)", loaded["rss_mb"], "MB"),
         Figure("peak RSS (VmHWM, includes the catch-up)", median([r["peak_rss_mb"] for r in steady]), "MB"),
+        *peer_figures(peer),
     ]
-    params = {"windows": windows, "window_s": window_s, "episodes": episodes, "unload_after_s": UNLOAD_AFTER_S}
+    params = {
+        "windows": windows,
+        "window_s": window_s,
+        "episodes": episodes,
+        "unload_after_s": UNLOAD_AFTER_S,
+        "peer": peer_params(),
+    }
     return result("idle", params, records, figures)
 
 
 def run_sync_only(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[str, Any]:
-    """The same daemon with ``[warm] enabled = false``: syncing alone (kept as ``idle_sync_only``)."""
+    """The same daemon with ``[warm] enabled = false``: syncing alone (kept as ``idle_sync_only``);
+    then the peer, as in ``run``."""
     records: list[dict[str, Any]] = []
     with workdir("idle-sync-only") as root:
         site = make_site(root)
@@ -175,11 +260,15 @@ def run_sync_only(windows: int = 3, window_s: float = 60.0, episodes: int = 1000
                 record = window(daemon, site, window_s)
                 progress(f"  {describe_run(record)}")
                 records.append({"window": i + 1, **record})
+    ours = list(records)
+    peer = peer_windows(windows, window_s, episodes)
+    records += peer
     figures = [
-        at_most("idle CPU", median([r["cpu_s_per_hour"] for r in records]), "CPU-s/hour", TARGET_CPU_S_PER_HOUR),
-        at_most("idle RSS", median([r["rss_mb"] for r in records]), "MB", TARGET_RSS_MB),
+        at_most("idle CPU", median([r["cpu_s_per_hour"] for r in ours]), "CPU-s/hour", TARGET_CPU_S_PER_HOUR),
+        at_most("idle RSS", median([r["rss_mb"] for r in ours]), "MB", TARGET_RSS_MB),
+        *peer_figures(peer),
     ]
-    params = {"windows": windows, "window_s": window_s, "episodes": episodes, "warm": False}
+    params = {"windows": windows, "window_s": window_s, "episodes": episodes, "warm": False, "peer": peer_params()}
     return result("idle_sync_only", params, records, figures)
 
 

@@ -5,7 +5,10 @@
  *
  *   node agent.mjs --db PATH            read JSON commands, one a line, on stdin
  *   node agent.mjs --db PATH --live N --interval-ms MS [--seed S] [--session S]
- *                                       store N generated episodes, saving after each one
+ *                  [--jitter-ms J] [--marker M]
+ *                                       store N generated episodes, saving after each one;
+ *                                       each gap MS +- up to J (uniform, seeded by S), and with
+ *                                       M each output ends in M + i (6 digits) + 'z', i from 0
  *
  * Commands (stdin), each answered by one JSON line on stdout:
  *   {"op":"store","episode":{sessionId,task,input,output,critique,reward,success,latencyMs,
@@ -26,7 +29,7 @@ const realLog = console.log.bind(console);
 console.log = (...a) => console.error(...a);   // the package prints banners: keep stdout for replies
 
 function parseArgs(argv) {
-  const o = { db: null, live: 0, intervalMs: 0, seed: 1, session: 'live' };
+  const o = { db: null, live: 0, intervalMs: 0, jitterMs: 0, seed: 1, session: 'live', marker: '' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = () => argv[++i];
     if (a === '--db') o.db = v();
@@ -34,6 +37,8 @@ function parseArgs(argv) {
     else if (a === '--interval-ms') o.intervalMs = parseInt(v(), 10);
     else if (a === '--seed') o.seed = parseInt(v(), 10);
     else if (a === '--session') o.session = v();
+    else if (a === '--jitter-ms') o.jitterMs = parseInt(v(), 10);
+    else if (a === '--marker') o.marker = v();
     else throw new Error(`unknown arg ${a}`);
   }
   if (!o.db) throw new Error('--db PATH is required');
@@ -54,6 +59,16 @@ const LIVE_TASKS = [
   ['summarise yesterday\'s incident for the team', 'root cause: a config push disabled the health checks'],
 ];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// mulberry32: a tiny seeded PRNG, so that every run with one seed writes on the same schedule
+function seeded(seed) {
+  let state = (seed >>> 0) || 1;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
@@ -72,16 +87,19 @@ async function main() {
   const save = () => { db.save(); return nowMs(); };
 
   if (o.live > 0) {
+    const random = seeded(o.seed);
+    const gap = () => Math.max(0, o.intervalMs + (o.jitterMs ? (2 * random() - 1) * o.jitterMs : 0));
+    const tag = (i) => (o.marker ? ` ${o.marker}${String(i).padStart(6, '0')}z` : '');
     for (let i = 0; i < o.live; i++) {
       const id = Number(await memory.storeEpisode({
         sessionId: o.session, task: `${LIVE_TASKS[(i + o.seed) % LIVE_TASKS.length][0]} (run ${o.seed}-${i})`,
-        input: `live input ${i}`, output: `${LIVE_TASKS[(i + o.seed) % LIVE_TASKS.length][1]} ${'x'.repeat(i % 50)}`,
+        input: `live input ${i}`, output: `${LIVE_TASKS[(i + o.seed) % LIVE_TASKS.length][1]} ${'x'.repeat(i % 50)}${tag(i)}`,
         critique: i % 3 ? 'fine' : 'needs retries', reward: (i % 10) / 10, success: i % 4 !== 0,
         latencyMs: 100 + i, tokensUsed: 1000 + i, tags: ['live', `seed-${o.seed}`],
         metadata: { agent_name: 'live-agent', llm_provider: 'anthropic', seq: i },
       }));
       realLog(JSON.stringify({ id, savedAtMs: save() }));
-      if (o.intervalMs) await sleep(o.intervalMs);
+      if (o.intervalMs || o.jitterMs) await sleep(gap());
     }
     db.close();
     return;
