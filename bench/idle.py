@@ -15,7 +15,7 @@ and sync-interval 1 s), replicating an idle copy of the same AgentDB file, switc
 a file replica. Once its first snapshot is written and it has settled, it is measured the same way
 over as many windows of the same length.
 
-    python -m bench.idle [--windows 3] [--window-s 60] [--episodes 1000] [--sync-only]
+    python -m bench.idle [--windows 3] [--window-s 60] [--episodes 1000] [--unload-after 90] [--sync-only]
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from bench.common import (
 
 TARGET_CPU_S_PER_HOUR = 5.0
 TARGET_RSS_MB = 80.0
+TARGET_SEARCHABLE_MS = 2000.0  # bench.warm's write-to-searchable target, here after an idle spell
 UNLOAD_AFTER_S = 90  # warm.unload_after for this run: reached within it (the default is 600)
 LOADED_WINDOW_S = 30.0
 SETTLE_S = 5.0  # past the reader's "racy" window (2 s on a coarse clock), in which a file is read again
@@ -118,6 +119,11 @@ def window(daemon: DaemonProcess, site: SiteFiles, seconds: float) -> dict[str, 
 
 
 def describe_run(r: dict[str, Any]) -> str:
+    if r.get("model") == "woken":
+        return (
+            f"after the idle spell: write to searchable {r['write_to_searchable_ms']:.0f} ms, first search "
+            f"{r['first_search_ms']:.0f} ms, the next {r['next_search_ms']:.1f} ms"
+        )
     if "system" in r:  # the peer
         return f"{r['system']}: {r['cpu_s_per_hour']:.1f} CPU-s/h, RSS {r['rss_mb']:.1f} MB"
     threads = ", ".join(f"{name} {cpu:g} s" for name, cpu in r["thread_cpu_s"].items()) or "none"
@@ -190,30 +196,34 @@ def peer_params() -> dict[str, Any]:
     }
 
 
-def run(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[str, Any]:
-    """After the catch-up, one LOADED_WINDOW_S window while the warm layer still holds its model,
-    then, once the daemon has let the idle model go (``warm.unload_after`` = UNLOAD_AFTER_S here, so
-    that the run reaches it; the product default is 600 s), ``windows`` windows: the steady state.
-    Then the peer, Litestream, over as many windows."""
+def run(
+    windows: int = 3, window_s: float = 60.0, episodes: int = 1000, unload_after: float = UNLOAD_AFTER_S
+) -> dict[str, Any]:
+    """After the catch-up, one window while the warm layer still holds its model, then, once the
+    daemon has let the idle model go (``warm.unload_after`` = ``unload_after`` here, so that the run
+    reaches it; the product default is 600 s), ``windows`` windows: the steady state. Then what an
+    idle spell costs the next episode and search (``after_idle``), and the peer, Litestream, over as
+    many windows."""
     records: list[dict[str, Any]] = []
     with workdir("idle") as root:
         site = make_site(root)
         with site.config.open("a", encoding="utf-8") as config:
-            config.write(f"\n[warm]\nunload_after = {UNLOAD_AFTER_S}\n")
+            config.write(f"\n[warm]\nunload_after = {unload_after}\n")
         copy_fixture(episodes, site.agentdb)
         with DaemonProcess(site) as daemon:
             wait_caught_up(site, daemon, episodes, timeout=120)
             wait_indexed(site, daemon, timeout=900)
             time.sleep(SETTLE_S)
-            progress(f"idle: the model still loaded ({LOADED_WINDOW_S:g} s)")
-            loaded = window(daemon, site, LOADED_WINDOW_S)
+            loaded_s = min(LOADED_WINDOW_S, unload_after / 3)
+            progress(f"idle: the model still loaded ({loaded_s:g} s)")
+            loaded = window(daemon, site, loaded_s)
             progress(f"  {describe_run(loaded)}")
             if model_loaded(site) is not True:
                 raise RuntimeError("the model was let go before the loaded window ended: raise UNLOAD_AFTER_S")
             records.append({"window": 0, "model": "loaded", **loaded})
             wait_for(
                 lambda: daemon.check_alive() and model_loaded(site) is False,
-                timeout=UNLOAD_AFTER_S + 60,
+                timeout=unload_after + 60,
                 interval=0.5,
                 what="the daemon to let the idle model go",
             )
@@ -223,6 +233,9 @@ def run(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[
                 record = window(daemon, site, window_s)
                 progress(f"  {describe_run(record)}")
                 records.append({"window": i + 1, "model": "let go", **record})
+            woken = after_idle(daemon, site, unload_after)
+            progress(f"  {describe_run(woken)}")
+            records.append(woken)
     peer = peer_windows(windows, window_s, episodes)
     records += peer
     steady = [r for r in records if r.get("model") == "let go"]
@@ -231,16 +244,61 @@ def run(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[
         at_most("idle RSS", median([r["rss_mb"] for r in steady]), "MB", TARGET_RSS_MB),
         Figure("idle RSS while the model is loaded (the first unload_after s)", loaded["rss_mb"], "MB"),
         Figure("peak RSS (VmHWM, includes the catch-up)", median([r["peak_rss_mb"] for r in steady]), "MB"),
+        at_most(
+            "after an idle spell: write to searchable", woken["write_to_searchable_ms"], "ms", TARGET_SEARCHABLE_MS
+        ),
+        Figure("after an idle spell: first search", woken["first_search_ms"], "ms"),
+        Figure("after an idle spell: the search after it", woken["next_search_ms"], "ms"),
         *peer_figures(peer),
     ]
     params = {
         "windows": windows,
         "window_s": window_s,
         "episodes": episodes,
-        "unload_after_s": UNLOAD_AFTER_S,
+        "unload_after_s": unload_after,
         "peer": peer_params(),
     }
     return result("idle", params, records, figures)
+
+
+def after_idle(daemon: DaemonProcess, site: SiteFiles, unload_after: float) -> dict[str, Any]:
+    """With the warm layer's worker gone (the idle daemon's state): an agent's new episode, timed
+    from its save until a search through the daemon finds it (the worker starts, loads the model,
+    indexes); then, once the worker has gone again, one search (it starts the worker) and the next."""
+    from bench.warm import LiveAgent, first_found
+    from daemon.control import ask
+
+    socket = site.settings().socket_path
+
+    def worker_gone() -> bool:
+        return daemon.check_alive() and len(process_tree(daemon.pid)) == 1
+
+    wait_for(worker_gone, timeout=60, what="the warm layer's worker to have exited")
+    agent = LiveAgent(site.agentdb)
+    try:
+        token = f"afteridle{int(time.time())}"
+        task = f"rotate the signing key after the idle spell [{token}]"
+        _, saved_ms = agent.store(
+            {"sessionId": "idle", "task": task, "output": "rotated", "reward": 1, "success": True}
+        )
+        found_ms, _ = first_found(socket, task, token, "hybrid", timeout=120)
+    finally:
+        agent.kill()
+    progress("idle: waiting for the worker to exit again before a search")
+    wait_for(worker_gone, timeout=unload_after + 120, interval=0.5, what="the worker to exit after the episode")
+    request = {"op": "search", "request": {"query": "deploy the billing api to staging", "limit": 10}}
+    timings = []
+    for _ in range(2):
+        started = time.perf_counter()
+        ask(socket, request, timeout=120)
+        timings.append((time.perf_counter() - started) * 1000)
+    return {
+        "window": "after idle",
+        "model": "woken",
+        "write_to_searchable_ms": found_ms - saved_ms,
+        "first_search_ms": timings[0],
+        "next_search_ms": timings[1],
+    }
 
 
 def run_sync_only(windows: int = 3, window_s: float = 60.0, episodes: int = 1000) -> dict[str, Any]:
@@ -278,9 +336,12 @@ def main() -> None:
     parser.add_argument("--window-s", type=float, default=60.0)
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--sync-only", action="store_true", help="with warm.enabled = false (no search index)")
+    parser.add_argument("--unload-after", type=float, default=UNLOAD_AFTER_S, help="warm.unload_after for the run")
     args = parser.parse_args()
-    measure = run_sync_only if args.sync_only else run
-    emit(measure(args.windows, args.window_s, args.episodes))
+    if args.sync_only:
+        emit(run_sync_only(args.windows, args.window_s, args.episodes))
+    else:
+        emit(run(args.windows, args.window_s, args.episodes, args.unload_after))
 
 
 if __name__ == "__main__":
