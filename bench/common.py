@@ -261,6 +261,17 @@ def hub_total(site: SiteFiles) -> int:
     return 0 if cursor is None else cursor.total_synced
 
 
+def sidecar_value(site: SiteFiles, key: str) -> str | None:
+    """One value the daemon keeps in its sidecar's meta table (``passes``, ``last_pass_at``...)."""
+    from sync.sidecar import Sidecar
+
+    sidecar = Sidecar(site.state, readonly=True)
+    try:
+        return sidecar.get(key)
+    finally:
+        sidecar.close()
+
+
 def hub_episodes(site: SiteFiles) -> list[dict[str, Any]]:
     from sync.backbone.hub import HubBackbone
 

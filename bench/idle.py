@@ -40,6 +40,7 @@ from bench.common import (
     process_tree,
     progress,
     result,
+    sidecar_value,
     tree_cpu_seconds,
     tree_rss_mb,
     wait_caught_up,
@@ -86,13 +87,7 @@ def memory_mb(pid: int) -> dict[str, float]:
 
 
 def last_pass_at(site: SiteFiles) -> str | None:
-    from sync.sidecar import Sidecar
-
-    sidecar = Sidecar(site.state, readonly=True)
-    try:
-        return sidecar.get("last_pass_at")
-    finally:
-        sidecar.close()
+    return sidecar_value(site, "last_pass_at")
 
 
 def window(daemon: DaemonProcess, site: SiteFiles, seconds: float) -> dict[str, Any]:

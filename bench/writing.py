@@ -65,6 +65,7 @@ from bench.common import (
     percentile,
     progress,
     result,
+    sidecar_value,
     tree_cpu_seconds,
     tree_rss_mb,
     wait_caught_up,
@@ -207,13 +208,8 @@ def new_marker() -> str:
 
 # -- memsync -------------------------------------------------------------------------------------
 def passes(site: SiteFiles) -> float | None:
-    from sync.sidecar import Sidecar
-
-    sidecar = Sidecar(site.state, readonly=True)
-    try:
-        return sidecar.get_float("passes")
-    finally:
-        sidecar.close()
+    value = sidecar_value(site, "passes")
+    return None if value is None else float(value)
 
 
 def run_memsync(writer_kind: str, preexisting: int, episodes: int, seed: int) -> dict[str, Any]:

@@ -86,6 +86,15 @@ class FileStamp:
             )
         return self == other
 
+    def same_main_file(self, other: FileStamp | None) -> bool:
+        """The database file itself (not its -wal) has not been replaced, resized or written."""
+        return other is not None and (self.ino, self.size, self.mtime_ns, self.ctime_ns) == (
+            other.ino,
+            other.size,
+            other.mtime_ns,
+            other.ctime_ns,
+        )
+
     def racy_window_ns(self) -> int:
         """How long after its last write a file must stay suspect (see the module's docstring)."""
         stamps = [t for t in (self.mtime_ns, self.ctime_ns) if t]
@@ -367,13 +376,7 @@ class AgentDBReader:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
 
         def verify() -> None:
-            after = file_stamp(self.path)
-            if after is None or (after.ino, after.size, after.mtime_ns, after.ctime_ns) != (
-                stamp.ino,
-                stamp.size,
-                stamp.mtime_ns,
-                stamp.ctime_ns,
-            ):
+            if not stamp.same_main_file(file_stamp(self.path)):
                 raise SnapshotNotReady("file changed while being read")
 
         try:
@@ -404,13 +407,7 @@ class AgentDBReader:
             raise SnapshotNotReady("file vanished while being read (renamed over?)") from None
         if early is not None:
             self._refuse(early, stamp)
-        after = file_stamp(self.path)
-        if after is None or (after.ino, after.size, after.mtime_ns, after.ctime_ns) != (
-            stamp.ino,
-            stamp.size,
-            stamp.mtime_ns,
-            stamp.ctime_ns,
-        ):
+        if not stamp.same_main_file(file_stamp(self.path)):
             raise SnapshotNotReady("file changed while being read")
         problem = header_problem(data)
         if problem is not None:
