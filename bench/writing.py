@@ -30,7 +30,7 @@ mode when it starts, sql.js then rewrites the file without a WAL, and the record
 the replica, what ``restore`` gives back, the file's journal mode at each step, and whether the
 agent's file still reads after Litestream's SIGTERM.
 
-    python -m bench.writing [--runs 5] [--episodes 300] [--preexisting 10 5000] [--writers wal whole-file]
+    python -m bench.writing [--runs 3] [--episodes 300] [--preexisting 10 5000] [--writers wal whole-file]
 """
 
 from __future__ import annotations
@@ -409,7 +409,7 @@ def scenario_figures(writer_kind: str, preexisting: int, records: list[dict[str,
 
 
 def run(
-    runs: int = 5,
+    runs: int = 3,
     episodes: int = 300,
     preexisting: tuple[int, ...] = (10, 5000),
     writers: tuple[str, ...] = WRITERS,
@@ -451,7 +451,7 @@ def run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--episodes", type=int, default=300)
     parser.add_argument("--preexisting", type=int, nargs="+", default=[10, 5000])
     parser.add_argument("--writers", nargs="+", choices=WRITERS, default=list(WRITERS))

@@ -488,12 +488,13 @@ def test_a_wal_writer_costs_one_pass_per_commit(tmp_path: Path, site_files: File
         thread.join(20)
     assert not thread.is_alive()
     assert_exactly_once(files.hub, "laptop", files.agentdb)
-    # One pass per commit, give or take a checkpoint rewriting the main file and the writer's close
-    # (which folds the WAL back into it). Counted from the first episode: creating the schema took
-    # the writer commits of its own, each rightly worth a pass.
+    # One pass per commit, give or take a checkpoint rewriting the main file, the writer's close
+    # (which folds the WAL back into it) and the window re-check the burst put off (the old loop ran
+    # about 8 per commit here). Counted from the first episode: creating the schema took the writer
+    # commits of its own, each rightly worth a pass.
     assert sum(p.inserted for p in passes) == commits
     first = next(i for i, p in enumerate(passes) if p.inserted)
-    assert len(passes) - first <= commits + 3, f"{len(passes) - first} passes for {commits} commits"
+    assert len(passes) - first <= commits + 5, f"{len(passes) - first} passes for {commits} commits"
 
 
 def test_a_window_re_check_put_off_while_rows_arrive_is_paid_once_they_stop(
