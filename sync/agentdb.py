@@ -296,14 +296,16 @@ class AgentDBReader:
         self._racy = True
 
     def has_changed(self) -> bool:
-        """True when the file may hold something the last snapshot did not. Costs two stats."""
+        """True when the file may hold something the last snapshot did not. Costs two stats and, for
+        a WAL database, a 96-byte read of -shm."""
         stamp = file_stamp(self.path)
         if stamp is None:
             return self._racy or self._seen is not None
         return self._racy or not stamp.same_content(self._seen)
 
     def snapshot(self) -> Snapshot:
-        """A consistent snapshot, retried across torn reads; raises SnapshotNotReady or SourceUnavailable."""
+        """A snapshot whose every query sees one version of the file, retried across torn reads;
+        raises SnapshotNotReady (also from a query, if a rewrite came between) or SourceUnavailable."""
         problem = "no attempt made"
         pause = self._pause
         waited = False
