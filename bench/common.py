@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parents[1]
 GEN = ROOT / "tests" / "agentdb_gen"
@@ -348,31 +348,78 @@ def tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
-# -- the daemon ----------------------------------------------------------------------------------
-class DaemonProcess:
-    """``python -m daemon run --config F`` as a child process; ``with`` starts it and stops it."""
+# -- child processes ------------------------------------------------------------------------------
+class ChildProcess:
+    """A long-running program the benchmark starts, its output in a log; ``with`` starts it and
+    stops it with SIGTERM (then SIGKILL), as a service manager would. ``exit_code`` once stopped."""
 
-    def __init__(self, site: SiteFiles, *, start_timeout: float = 60.0) -> None:
-        self.site = site
-        self.start_timeout = start_timeout
+    name = "the process"
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
+        self.exit_code: int | None = None
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
 
     @property
     def pid(self) -> int:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self) -> DaemonProcess:
+    def start(self) -> Self:
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=log, cwd=ROOT)
+        return self
+
+    def check_alive(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; log:\n{self.log_tail()}")
+        return True
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.exit_code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.exit_code = self.proc.wait(timeout)
+
+    def log_tail(self, lines: int = 20) -> str:
+        if not self.log.exists():
+            return "(no log)"
+        return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+class DaemonProcess(ChildProcess):
+    """``python -m daemon run --config F``; started once it holds its site's lock."""
+
+    name = "the daemon"
+
+    def __init__(self, site: SiteFiles, *, start_timeout: float = 60.0) -> None:
+        super().__init__(site.log)
+        self.site = site
+        self.start_timeout = start_timeout
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "daemon", "run", "--config", str(self.site.config)]
+
+    def start(self) -> Self:
         from daemon.lock import holder_pid
 
         lock = self.site.settings().lock_path
-        with self.site.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "daemon", "run", "--config", str(self.site.config)],
-                stdout=log,
-                stderr=log,
-                cwd=ROOT,
-            )
+        super().start()
         try:
             wait_for(
                 lambda: self.check_alive() and holder_pid(lock) is not None, timeout=self.start_timeout, what="lock"
@@ -381,34 +428,6 @@ class DaemonProcess:
             self.stop()
             raise RuntimeError(f"the daemon did not take its lock; log:\n{self.log_tail()}") from None
         return self
-
-    def check_alive(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            raise RuntimeError(f"the daemon exited with {self.proc.returncode}; log:\n{self.log_tail()}")
-        return True
-
-    def stop(self, timeout: float = 20.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout)
-
-    def log_tail(self, lines: int = 20) -> str:
-        if not self.site.log.exists():
-            return "(no log)"
-        return "\n".join(self.site.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-
-    def __enter__(self) -> DaemonProcess:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def wait_caught_up(site: SiteFiles, daemon: DaemonProcess, episodes: int, timeout: float) -> None:

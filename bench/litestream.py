@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -27,9 +26,8 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
-from bench.common import CACHE, progress, wait_for, workdir
+from bench.common import CACHE, ChildProcess, progress, wait_for, workdir
 
 LITESTREAM_DIR = CACHE / "litestream"
 BINARY = LITESTREAM_DIR / "litestream"
@@ -94,55 +92,17 @@ def write_config(path: Path, db: Path, replica: Path, setting: Setting) -> Path:
     return path
 
 
-class LitestreamProcess:
-    """``litestream replicate -config F`` as a child process; ``with`` starts it and stops it (SIGTERM,
-    on which Litestream ships what it has and exits)."""
+class LitestreamProcess(ChildProcess):
+    """``litestream replicate -config F``; on SIGTERM Litestream ships what it has and exits."""
+
+    name = "litestream"
 
     def __init__(self, config: Path, log: Path) -> None:
+        super().__init__(log)
         self.config = config
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.exit_code: int | None = None
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self) -> LitestreamProcess:
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [str(binary()), "replicate", "-config", str(self.config)], stdout=log, stderr=log
-            )
-        return self
-
-    def check_alive(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            raise RuntimeError(f"litestream exited with {self.proc.returncode}; log:\n{self.log_tail()}")
-        return True
-
-    def stop(self, timeout: float = 20.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.exit_code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.exit_code = self.proc.wait(timeout)
-
-    def log_tail(self, lines: int = 20) -> str:
-        if not self.log.exists():
-            return "(no log)"
-        return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-
-    def __enter__(self) -> LitestreamProcess:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def argv(self) -> list[str]:
+        return [str(binary()), "replicate", "-config", str(self.config)]
 
 
 def snapshots(replica: Path) -> list[Path]:
