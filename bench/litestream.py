@@ -152,28 +152,14 @@ def lz4_block(src: memoryview, out: bytearray) -> None:
     while pos < end:
         token = src[pos]
         pos += 1
-        length = token >> 4
-        if length == 15:
-            while True:
-                extra = src[pos]
-                pos += 1
-                length += extra
-                if extra != 255:
-                    break
+        length, pos = _extended(src, pos, token >> 4)
         out += src[pos : pos + length]
         pos += length
         if pos >= end:
             return  # the last sequence is literals only
         offset = src[pos] | (src[pos + 1] << 8)
         pos += 2
-        length = token & 15
-        if length == 15:
-            while True:
-                extra = src[pos]
-                pos += 1
-                length += extra
-                if extra != 255:
-                    break
+        length, pos = _extended(src, pos, token & 15)
         length += 4
         start = len(out) - offset
         if offset == 0 or start < 0:
@@ -184,6 +170,18 @@ def lz4_block(src: memoryview, out: bytearray) -> None:
             pattern = out[start:]
             repeats, rest = divmod(length, offset)
             out += pattern * repeats + pattern[:rest]
+
+
+def _extended(src: memoryview, pos: int, length: int) -> tuple[int, int]:
+    """A 4-bit length of 15 continues in the bytes that follow, each added, until one is not 255."""
+    if length == 15:
+        while True:
+            extra = src[pos]
+            pos += 1
+            length += extra
+            if extra != 255:
+                break
+    return length, pos
 
 
 def lz4_frame(data: bytes) -> bytes:
