@@ -77,13 +77,7 @@ class FileStamp:
         if other is None:
             return False
         if self.wal_index is not None and other.wal_index is not None:
-            return (self.ino, self.size, self.mtime_ns, self.ctime_ns, self.wal_index) == (
-                other.ino,
-                other.size,
-                other.mtime_ns,
-                other.ctime_ns,
-                other.wal_index,
-            )
+            return self.same_main_file(other) and self.wal_index == other.wal_index
         return self == other
 
     def same_main_file(self, other: FileStamp | None) -> bool:
