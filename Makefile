@@ -58,7 +58,21 @@ typecheck: bootstrap $(CONVEX)
 
 check: lint typecheck
 
-test: bootstrap node check
+# systemd-analyze: tests/test_service.py checks the rendered units with `systemd-analyze verify`.
+# It comes with Debian's systemd package; installed here when we are root with apt-get, else named.
+.PHONY: tools
+tools:
+	@command -v systemd-analyze >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" -eq 0 ]; then \
+	    echo "installing systemd-analyze (Debian package: systemd)"; \
+	    apt-get install -y --no-install-recommends systemd || \
+	      { apt-get update && apt-get install -y --no-install-recommends systemd; }; \
+	  else \
+	    echo "make test needs systemd-analyze: install the systemd package (Debian/Ubuntu: sudo apt-get install systemd)"; \
+	    exit 1; \
+	  fi; }
+
+test: bootstrap node check tools
 	npm test --silent
 	$(BIN)/pytest
 

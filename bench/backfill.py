@@ -48,15 +48,16 @@ def memsync_passes(source: Path, root: Path, profiler: cProfile.Profile | None =
     owes one), the longest single pass (the most a new episode can wait behind it) and the whole
     check, which runs in slices over several passes."""
     from daemon import logs
-    from daemon.site import Site
+    from daemon.site import Site, open_backbone, retry_policy
 
     logs.configure("warning", "json")
     site_files = make_site(root, agentdb=source)
-    with Site(site_files.settings()) as site:
+    settings = site_files.settings()
+    with Site(settings, open_backbone(settings), retry=retry_policy(settings)) as site:
         backfill_s, _ = timed_pass(site, profiler)
         site.sidecar.set_many({"last_full_at": 0.0})  # long ago: the next full check is due at once
     slices: list[float] = []
-    with Site(site_files.settings()) as restarted:
+    with Site(settings, open_backbone(settings), retry=retry_policy(settings)) as restarted:
         while restarted.engine.full_check_due():
             seconds, report = timed_pass(restarted)
             if not report.full_scan or report.read:

@@ -201,7 +201,7 @@ def make_site(
 def wait_indexed(site: SiteFiles, daemon: DaemonProcess, timeout: float) -> None:
     """Until the daemon's warm layer has indexed everything the hub's change feed holds now (its
     status file's cursor reached the feed's end)."""
-    from daemon.warm_files import read_status
+    from daemon.warm.files import read_status
     from sync.backbone.hub import HubBackbone
 
     hub = HubBackbone(site.hub, create=False)
@@ -416,7 +416,7 @@ class DaemonProcess(ChildProcess):
         return [sys.executable, "-m", "daemon", "run", "--config", str(self.site.config)]
 
     def start(self) -> Self:
-        from daemon.lock import holder_pid
+        from daemon.loop.lock import holder_pid
 
         lock = self.site.settings().lock_path
         super().start()

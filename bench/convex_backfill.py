@@ -101,13 +101,14 @@ def convex_settings(files: SiteFiles, secret: str) -> Settings:
 
 def convex_pass(source: Path, episodes: int) -> dict[str, Any]:
     """Seconds and requests for the backfill pass into a fresh local Convex server."""
-    from daemon.site import Site, open_backbone
+    from daemon.site import Site, open_backbone, retry_policy
 
     with local_convex() as convex, workdir("convex-backfill") as root:
         secret = convex.register_site(SITE)
         settings = convex_settings(make_site(root, agentdb=source, convex_url=convex.url), secret)
         transport = CountingTransport()
-        with Site(settings, backbone=open_backbone(settings, transport=transport)) as site:
+        backbone = open_backbone(settings, transport=transport)
+        with Site(settings, backbone, retry=retry_policy(settings)) as site:
             opening = transport.requests  # the ping when the backbone opens, before any pass
             seconds, report = timed_pass(site)
             requests = transport.requests - opening
@@ -126,10 +127,12 @@ def convex_pass(source: Path, episodes: int) -> dict[str, Any]:
 
 def hub_pass(source: Path, episodes: int) -> float:
     """Seconds for the backfill pass into a fresh embedded hub (as bench.backfill measures it)."""
-    from daemon.site import Site
+    from daemon.site import Site, open_backbone, retry_policy
 
-    with workdir("convex-backfill-hub") as root, Site(make_site(root, agentdb=source).settings()) as site:
-        seconds, report = timed_pass(site)
+    with workdir("convex-backfill-hub") as root:
+        settings = make_site(root, agentdb=source).settings()
+        with Site(settings, open_backbone(settings), retry=retry_policy(settings)) as site:
+            seconds, report = timed_pass(site)
     if report.inserted != episodes:
         raise RuntimeError(f"expected {episodes} episodes inserted into the hub, not {report.inserted}")
     return seconds

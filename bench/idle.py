@@ -132,7 +132,7 @@ def describe_run(r: dict[str, Any]) -> str:
 
 
 def model_loaded(site: SiteFiles) -> bool | None:
-    from daemon.warm_files import read_status
+    from daemon.warm.files import read_status
 
     loaded = (read_status(site.settings()) or {}).get("modelLoaded")
     return loaded if isinstance(loaded, bool) else None
@@ -261,7 +261,7 @@ def after_idle(daemon: DaemonProcess, site: SiteFiles, unload_after: float) -> d
     from its save until a search through the daemon finds it (the worker starts, loads the model,
     indexes); then, once the worker has gone again, one search (it starts the worker) and the next."""
     from bench.warm import LiveAgent, first_found
-    from daemon.control import ask
+    from daemon.loop.control_client import ask
 
     socket = site.settings().socket_path
 

@@ -381,8 +381,8 @@ def first_found(socket: Path, query: str, token: str, mode: str, timeout: float)
     earlier episode with a similar task first (dense weighs more than BM25), so the episode must be
     among the results, not necessarily the first. A limit of 10 costs what a
     limit of 1 does: the search fetches max(4 x limit, 40) candidates either way."""
-    from daemon.control import ask
-    from sync.warm.search import SearchRequest
+    from daemon.loop.control_client import ask
+    from sync.warm.request import SearchRequest
 
     wire = SearchRequest(query=query, limit=SEARCH_LIMIT, mode=mode).to_wire()  # type: ignore[arg-type]
     request = {"op": "search", "request": wire}
@@ -562,7 +562,7 @@ def build_points(
 def make_queries(n: int, seed: int) -> list[Any]:
     """Varied requests: keywords, error strings, ticket ids, identifiers and paths, questions; one
     in four with a filter (agent, tag, site or a since date), as ``memsync search`` offers."""
-    from sync.warm.search import SearchRequest
+    from sync.warm.request import SearchRequest
     from sync.warm.store import SearchFilter
 
     rng = random.Random(seed)

@@ -88,6 +88,20 @@ export default defineSchema({
     disabled: v.optional(v.boolean()),
   }).index("by_name", ["name"]),
 
+  // Which source feeds each site (sources.ts), one row a site. A table of its own, not fields on
+  // `sites`: every public function reads its site's `sites` row to authenticate, so writing that
+  // row on every claim would invalidate all of that site's calls in flight (optimistic concurrency),
+  // and `sites` stays what only an admin writes.
+  sources: defineTable({
+    site: v.string(),
+    instance: v.string(), // the sidecar's instance id
+    machine: v.string(), // hash of host name and machine id
+    host: v.string(),
+    agentdbPath: v.string(),
+    claimedAt: v.number(), // when this instance took the site
+    lastSeenAt: v.number(), // its latest setSource
+  }).index("by_site", ["site"]),
+
   jobClaims: defineTable({
     job: v.string(),
     slot: v.string(),

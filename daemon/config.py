@@ -17,12 +17,14 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from daemon.config_paths import default_data_dir, socket_path_for
 from sync.episode import Attribution
 from sync.errors import ConfigError
 
 ENV_PREFIX = "MEMSYNC_"
-# Read by the CLI and the demo, not settings.
-_CLI_VARIABLES = {"MEMSYNC_CONFIG", "MEMSYNC_AGENTDB_GEN"}
+# Read by the CLI and the demo, not settings. MEMSYNC_ENV_FILE names the .env file to read instead
+# of ./.env: a service's per-site secrets file (launchd has no EnvironmentFile=).
+_CLI_VARIABLES = {"MEMSYNC_CONFIG", "MEMSYNC_AGENTDB_GEN", "MEMSYNC_ENV_FILE"}
 # Secrets: from the environment or .env only, never a config file that may be shared or committed.
 _ENV_ONLY = (("backbone", "site_secret"), ("warm", "api_key"), ("warm", "qdrant_api_key"), ("warm", "rerank_api_key"))
 SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -190,10 +192,7 @@ class Settings(BaseSettings):
     # -- derived paths ----------------------------------------------------------------------------
     @property
     def resolved_data_dir(self) -> Path:
-        if self.data_dir is not None:
-            return self.data_dir
-        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        return Path(base) / "memsync"
+        return self.data_dir if self.data_dir is not None else default_data_dir(os.environ)
 
     @property
     def hub_path(self) -> Path:
@@ -215,7 +214,7 @@ class Settings(BaseSettings):
 
     @property
     def socket_path(self) -> Path:
-        return self.warm.socket or self.resolved_data_dir / f"{self.site.name}.sock"
+        return socket_path_for(self.warm.socket, self.resolved_data_dir, self.site.name)
 
     @property
     def lock_path(self) -> Path:
@@ -263,21 +262,46 @@ def _allowed_keys(model: type[BaseModel], path: list[str]) -> list[str]:
     return sorted(k for k in current.model_fields if k != "config_file")
 
 
-def _unknown_keys(values: dict[str, Any]) -> list[str]:
+def env_file() -> Path:
+    """The .env file settings read last: $MEMSYNC_ENV_FILE, else .env in the working directory."""
+    return Path(os.environ.get("MEMSYNC_ENV_FILE") or ".env")
+
+
+def _variables() -> dict[str, tuple[str, str]]:
+    """MEMSYNC_ variables by name, each with where it was set (the environment wins over .env)."""
+    found: dict[str, tuple[str, str]] = {}
+    dotenv = env_file()
+    if dotenv.is_file():
+        for name, value in dotenv_values(dotenv).items():
+            found[name.upper()] = (value or "", f"the .env file {dotenv}")
+    for name, value in os.environ.items():
+        found[name.upper()] = (value, "the environment")
+    return {k: v for k, v in found.items() if k.startswith(ENV_PREFIX) and k not in _CLI_VARIABLES}
+
+
+def _unknown_keys(values: dict[str, Any], where: str) -> list[str]:
     known = set(Settings.model_fields)
     problems = [
-        f"unknown key {key!r} (allowed here: {', '.join(sorted(known - {'config_file'}))})"
+        f"unknown key {key!r} (allowed here: {', '.join(sorted(known - {'config_file'}))}) in {where}"
         for key in values
         if key not in known or key == "config_file"
     ]
-    variables = {**dotenv_values(".env"), **os.environ} if Path(".env").is_file() else dict(os.environ)
-    for name in sorted(variables):
-        if not name.upper().startswith(ENV_PREFIX) or name.upper() in _CLI_VARIABLES:
-            continue
+    for name, (_value, origin) in sorted(_variables().items()):
         section = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
         if section not in known or section == "config_file":
-            problems.append(f"unknown variable {name!r}: no setting {section!r}")
+            allowed = ", ".join(f"{ENV_PREFIX}{k.upper()}__..." for k in sorted(known - {"config_file", "data_dir"}))
+            problems.append(
+                f"unknown variable {name} in {origin}: no setting {section!r} "
+                f"(allowed: {allowed}, {ENV_PREFIX}DATA_DIR)"
+            )
     return problems
+
+
+def _origin(loc: tuple[Any, ...], where: str) -> str:
+    """Where the value at ``loc`` came from: a variable (named) or the config file."""
+    name = ENV_PREFIX + "__".join(str(part).upper() for part in loc)
+    found = _variables().get(name)
+    return f"{name} in {found[1]}" if found else where
 
 
 def load_settings(config: Path | None) -> Settings:
@@ -300,14 +324,16 @@ def load_settings(config: Path | None) -> Settings:
                 f"{where}: {section}.{key} does not belong in a config file; "
                 f"set MEMSYNC_{section.upper()}__{key.upper()} in the environment or a .env file"
             )
-    problems = _unknown_keys(values)
+    problems = _unknown_keys(values, where)
     if problems:
-        raise ConfigError(f"invalid configuration in {where}: {'; '.join(problems)}")
+        raise ConfigError(f"invalid configuration: {'; '.join(problems)}")
     if config is not None:
         values = _anchor(values, config.resolve().parent)
         values["config_file"] = str(config.resolve())
     try:
-        return Settings(**values)
+        return Settings(**values, _env_file=env_file())
     except ValidationError as exc:
-        described = "; ".join(_describe(dict(e), Settings) for e in exc.errors())
-        raise ConfigError(f"invalid configuration in {where}: {described}") from None
+        described = "; ".join(
+            f"{_describe(dict(e), Settings)} (from {_origin(tuple(e['loc']), where)})" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {described}") from None

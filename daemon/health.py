@@ -35,6 +35,7 @@ class Facts:
     quarantined: int
     conflicts: int
     warm_problem: str | None = None  # the search index is paused, waits for a reindex, or fails
+    path_problem: str | None = None  # a file or folder memsync needs cannot be used
 
 
 def assess(f: Facts) -> tuple[Level, list[str]]:
@@ -44,6 +45,8 @@ def assess(f: Facts) -> tuple[Level, list[str]]:
         down.append(f"backbone unreachable: {f.backbone_error}")
     if f.source_error:
         down.append(f"AgentDB unreadable: {f.source_error}")
+    if f.path_problem:
+        down.append(f.path_problem)
     lagging = f.lag_seconds is not None and f.lag_seconds > f.lag_warning
     if not f.daemon_running:
         if f.backlog and lagging:

@@ -1,25 +1,33 @@
 """Wiring: from settings to the parts of one site (reader, sidecar, backbone, engine).
 
-Every command builds its parts here, so the daemon, ``sync --once``, ``status`` and ``export`` can
-never disagree about where a site's files are.
+Every command builds its parts here, so the daemon, ``sync``, ``status`` and ``export`` can never
+disagree about where a site's files are. Opening a site for writing checks its paths first
+(``daemon.paths``) and claims the site for this source (``sync.source``).
 """
 
 from __future__ import annotations
 
+import sqlite3
+import time
+from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import replace
 from types import TracebackType
 
 import httpx
 
 from daemon import logs
 from daemon.config import Settings
+from daemon.paths import check_site, user
 from sync.agentdb import AgentDBReader
 from sync.backbone.base import Backbone
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 from sync.engine import SyncEngine
+from sync.errors import PathProblem
 from sync.retry import RetryPolicy
 from sync.sidecar import Sidecar
+from sync.source import SourceIdentity, claim, instance_for
 
 
 def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.BaseTransport | None = None) -> Backbone:
@@ -51,18 +59,50 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     return RetryPolicy(maximum=settings.sync.retry_max_wait)
 
 
-class Site:
-    """The open parts of one site; close it (or use ``with``) to release the files."""
+def open_sidecar(settings: Settings) -> Sidecar:
+    try:
+        return Sidecar(settings.state_path)
+    except sqlite3.Error as exc:
+        raise PathProblem(f"cannot open the state file {settings.state_path} as user {user()}: {exc}") from None
 
-    def __init__(self, settings: Settings, backbone: Backbone | None = None) -> None:
+
+def open_sidecar_readonly(settings: Settings) -> Sidecar | None:
+    """The sidecar for reading, or None when the site was never synced."""
+    try:
+        return Sidecar(settings.state_path, readonly=True)
+    except FileNotFoundError:
+        return None
+    except sqlite3.Error as exc:
+        raise PathProblem(f"cannot read the state file {settings.state_path} as user {user()}: {exc}") from None
+
+
+class Site:
+    """The open parts of one site, claimed for this source; close it (or use ``with``) to release
+    the files. ``retry`` and ``clock`` are the engine's: its backoff and its time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        backbone: Backbone,
+        *,
+        retry: RetryPolicy,
+        clock: Callable[[], float] = time.time,
+        take_over: bool = False,
+    ) -> None:
         self.settings = settings
         self._stack = ExitStack()
+        check_site(settings)
         try:
-            self.backbone = backbone or open_backbone(settings)
+            self.backbone = backbone
             self._stack.callback(self.backbone.close)
-            self.sidecar = Sidecar(settings.state_path)
+            self.sidecar = open_sidecar(settings)
             self._stack.callback(self.sidecar.close)
             self.backbone_changed = self.sidecar.bind(settings.site.name, self.backbone.description)
+            here = SourceIdentity.here("", settings.agentdb.path)
+            self.source = replace(here, instance=instance_for(self.sidecar, here.machine))
+            self.claimed = retry.call(
+                lambda: claim(self.backbone, settings.site.name, self.source, take_over=take_over)
+            )
         except BaseException:
             self._stack.close()
             raise
@@ -76,7 +116,8 @@ class Site:
             batch_rows=settings.sync.batch_size,
             window=settings.sync.window,
             full_interval=settings.sync.full_check_interval,
-            retry=retry_policy(settings),
+            retry=retry,
+            clock=clock,
         )
 
     def close(self) -> None:

@@ -15,12 +15,19 @@ from rich.table import Table
 
 from daemon.config import Settings
 from daemon.health import Facts, Level, assess, lag_seconds
-from daemon.lock import holder_pid
-from daemon.site import open_backbone
-from daemon.warm_files import read_status
+from daemon.loop.lock import holder_pid
+from daemon.paths import agentdb_problem, writable_problem
+from daemon.site import open_backbone, open_sidecar_readonly
+from daemon.warm.files import read_status
+from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
-from sync.errors import MemsyncError
-from sync.sidecar import Sidecar
+from sync.backbone.base import Backbone
+from sync.errors import MemsyncError, PathProblem
+from sync.source import describe
+from sync.warm.cursor import CursorFile
+
+# Status counts the episodes the search index has not reached up to this many, then says "more than".
+BEHIND_COUNT_LIMIT = 1000
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -38,10 +45,11 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
     meta: dict[str, str | None] = {}
     cursor = quarantined = conflicts = synced = 0
+    path_problem = writable_problem(settings, create=False)
     try:
-        sidecar: Sidecar | None = Sidecar(settings.state_path, readonly=True)
-    except FileNotFoundError:
-        sidecar = None  # never synced
+        sidecar = open_sidecar_readonly(settings)
+    except PathProblem as exc:
+        sidecar, path_problem = None, path_problem or str(exc)
     if sidecar is not None:
         try:
             keys = (
@@ -62,7 +70,10 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
     agentdb: dict[str, Any] = {"path": str(settings.agentdb.path), "readable": False, "error": None}
     backlog: int | None = None
     oldest: float | None = None
+    problem = agentdb_problem(settings.agentdb.path)
     try:
+        if problem is not None:
+            raise PathProblem(problem)
         with AgentDBReader(settings.agentdb.path).snapshot() as snap:
             backlog = snap.count_after(cursor)
             agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
@@ -71,32 +82,15 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
     except MemsyncError as exc:
         agentdb["error"] = str(exc)
 
-    backbone: dict[str, Any] = {"kind": settings.backbone.kind, "reachable": False, "error": None}
-    try:
-        bb = open_backbone(settings, create=False)
-        try:
-            backbone["description"] = bb.description
-            bb.ping()
-            remote = bb.site_cursor(settings.site.name)
-            backbone["reachable"] = True
-            if remote is not None:
-                backbone["cursor"] = {
-                    "lastSyncedId": remote.last_synced_id,
-                    "lastSyncedAt": _iso(remote.last_synced_at / 1000),
-                    "totalSynced": remote.total_synced,
-                }
-        finally:
-            bb.close()
-    except MemsyncError as exc:
-        backbone["error"] = str(exc)
-
-    warm = _warm(settings, pid is not None, now)
+    backbone, behind = _backbone(settings)
+    warm = _warm(settings, pid is not None, behind)
     caught_up = _float(meta.get("caught_up_at"))
     lag = lag_seconds(now, backlog, caught_up, oldest)
     facts = Facts(
         daemon_running=pid is not None,
         backbone_error=backbone["error"],
         source_error=agentdb["error"],
+        path_problem=path_problem,
         last_error=meta.get("last_error"),
         backlog=backlog,
         lag_seconds=lag,
@@ -128,11 +122,49 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         "backbone": backbone,
         "warm": warm,
         "stateFile": str(settings.state_path),
+        "pathProblem": path_problem,
     }
 
 
-def _warm(settings: Settings, daemon_running: bool, now: float) -> dict[str, Any]:
-    """The search index, as the daemon's warm layer last reported it."""
+def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | None]:
+    """The backbone as this site sees it, and how far the search index is behind it."""
+    backbone: dict[str, Any] = {"kind": settings.backbone.kind, "reachable": False, "error": None}
+    behind: tuple[int, bool] | None = None
+    try:
+        bb = open_backbone(settings, create=False)
+        try:
+            backbone["description"] = bb.description
+            bb.ping()
+            remote = bb.site_cursor(settings.site.name)
+            backbone["reachable"] = True
+            if remote is not None:
+                backbone["cursor"] = {
+                    "lastSyncedId": remote.last_synced_id,
+                    "lastSyncedAt": _iso(remote.last_synced_at / 1000),
+                    "totalSynced": remote.total_synced,
+                }
+            source = bb.source_of(settings.site.name)
+            backbone["source"] = None if source is None else describe(source)
+            behind = _index_behind(settings, bb)
+        finally:
+            bb.close()
+    except MemsyncError as exc:
+        backbone["error"] = str(exc)
+    return backbone, behind
+
+
+def _index_behind(settings: Settings, backbone: Backbone) -> tuple[int, bool] | None:
+    """(episodes the search index has not reached, exact), or None when the index is off."""
+    if not settings.warm.enabled:
+        return None
+    from daemon.warm.files import Collections
+
+    cursor = CursorFile(settings.warm_dir / "indexer.json").read(Collections(settings).active())
+    return episodes_behind(backbone, settings.site.name, cursor, BEHIND_COUNT_LIMIT)
+
+
+def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | None) -> dict[str, Any]:
+    """The search index, as the daemon's warm layer last reported it, and how far behind it is."""
     if not settings.warm.enabled:
         return {"enabled": False, "problem": None}
     found = read_status(settings) or {}
@@ -157,9 +189,21 @@ def _warm(settings: Settings, daemon_running: bool, now: float) -> dict[str, Any
         # False once the daemon has let the idle model go (warm.unload_after); the next use loads it.
         "modelLoaded": found.get("modelLoaded"),
         "feedCursor": found.get("cursor"),
+        # Episodes in the backbone the index has not reached; None when the backbone did not answer.
+        "behind": None if behind is None else behind[0],
+        "behindExact": None if behind is None else behind[1],
         "embedded": totals.get("embedded"),
         "lastIndexedAt": _iso(found.get("lastPassAt")),
     }
+
+
+def _behind_text(warm: dict[str, Any]) -> str:
+    count = warm.get("behind")
+    if count is None:
+        return "how far behind is unknown (backbone unreachable)"
+    if count == 0:
+        return "up to date"
+    return f"{'more than ' if not warm.get('behindExact') else ''}{count} episodes behind"
 
 
 _STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
@@ -177,6 +221,8 @@ def render(report: dict[str, Any], console: Console) -> None:
     bb = report["backbone"]
     reach = "[green]reachable[/]" if bb["reachable"] else f"[red]unreachable[/]: {bb['error']}"
     table.add_row("backbone", f"{bb['kind']} ({bb.get('description', '?')}): {reach}")
+    if bb.get("source"):
+        table.add_row("fed by", bb["source"])
     adb = report["agentdb"]
     table.add_row(
         "agentdb",
@@ -194,7 +240,7 @@ def render(report: dict[str, Any], console: Console) -> None:
         table.add_row("search index", "off (warm.enabled = false)")
     else:
         where = f"{warm['store']} {warm['collection']}, {warm['model'] or warm['embedder']}"
-        shown = warm["problem"] or f"{warm['state']}, feed position {warm['feedCursor']}"
+        shown = warm["problem"] or f"{warm['state']}, {_behind_text(warm)}"
         if warm["modelLoaded"] is False:
             shown += " (model let go while idle)"
         table.add_row("search index", f"{where}: {shown}")

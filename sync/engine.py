@@ -31,6 +31,7 @@ from sync.digests import RowDigests
 from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
 from sync.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
+from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
 from sync.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
 
@@ -116,6 +117,7 @@ class SyncEngine:
         self._window_owed = False  # a busy pass put the window's re-check off
         self.retry = retry or RetryPolicy()
         self.clock = clock
+        self.problems = ProblemLog(log)  # a backbone being retried is logged once, and once when it answers
         # The full re-check in slices: where the one in progress has reached (None: none running),
         # the file's stamp when it began, and whether the file changed since the last one began.
         self._full_position: int | None = None
@@ -157,6 +159,7 @@ class SyncEngine:
         (requested retries, the window, a slice of the full re-check)."""
         stop = stop or threading.Event()
         report = PassReport()
+        started = self.clock()  # `sync --wait` waits for a pass that began after it asked
         with self.reader.snapshot() as snap:
             if self._full_started is not None and snap.stamp != self._full_started:
                 self._changed_since_full = True
@@ -189,6 +192,7 @@ class SyncEngine:
         self.sidecar.set_many(
             {
                 "last_pass_at": now,
+                "last_pass_started_at": started,
                 "last_success_at": now,
                 "last_error": None,
                 "last_error_at": None,
@@ -462,10 +466,11 @@ class SyncEngine:
             return self._push_isolating(batch[:middle], cursor, stop) + self._push_isolating(
                 batch[middle:], cursor, stop
             )
+        self.problems.recovered("backbone")
         if len(results) != len(items):
             raise BackboneRejected(f"the backbone answered {len(results)} results for {len(items)} rows")
         return results
 
     def _note_retry(self, error: BaseException, delay: float, attempt: int) -> None:
-        log.warning("backbone unavailable; retrying", error=str(error), retry_in=round(delay, 2), attempt=attempt)
+        self.problems.problem("backbone", f"unavailable, retrying: {error}", retry_in=round(delay, 2))
         self.sidecar.set_many({"last_error": f"backbone: {error}", "last_error_at": self.clock()})

@@ -4,8 +4,10 @@
   AgentDB file was caught mid-rewrite).
 - ``PermanentError``: retrying the same thing will not help. A row is quarantined with the reason;
   a source problem (missing file, not SQLite) is reported and the daemon waits for the file to change.
-- ``ConfigError``: the configuration is wrong. The process exits with ``EX_CONFIG`` (78) so that
-  systemd's ``RestartPreventExitStatus=78`` stops restarting it until someone fixes the file.
+- ``ConfigError``: only a person can fix it: the configuration is wrong, a path cannot be used
+  (``PathProblem``), or another source already feeds this site (``SourceConflict``). The process
+  exits with ``EX_CONFIG`` (78) so that systemd's ``RestartPreventExitStatus=78`` (and launchd's
+  KeepAlive on failure only after a person restarts it) stops restarting it until someone acts.
 """
 
 from __future__ import annotations
@@ -32,6 +34,15 @@ class PermanentError(MemsyncError):
 
 class ConfigError(MemsyncError):
     """The configuration is invalid; the message names the key or file."""
+
+
+class PathProblem(ConfigError):
+    """A file or folder memsync needs cannot be used as it is (unreadable, unwritable, a folder
+    where a file belongs); the message names the path, the user memsync runs as and the fix."""
+
+
+class SourceConflict(ConfigError):
+    """Another source (another machine, another AgentDB file) already feeds this site name."""
 
 
 class SnapshotNotReady(TransientError):

@@ -17,7 +17,7 @@ from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
 from sync.agentdb import AgentDBReader
-from sync.backbone.base import Backbone, Change, Outcome, PointRecord, PushItem
+from sync.backbone.base import Backbone, Change, Outcome, PointRecord, PushItem, SourceRecord
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 from sync.engine import SyncEngine
@@ -41,9 +41,11 @@ OpenSite = Callable[[str], Opened]
 
 @pytest.fixture(params=["local", "convex"])
 def open_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSite]:
-    """A backbone client for a site; on Convex each test's sites get names of their own."""
+    """A backbone client for a site; on Convex each test's sites get names of their own. Opening a
+    name again gives another client of the same site (a second daemon, or a clone)."""
     opened: list[Backbone] = []
     suffix = uuid.uuid4().hex[:8]
+    registered: dict[str, str] = {}
 
     def make(name: str) -> Opened:
         if request.param == "local":
@@ -52,7 +54,9 @@ def open_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSi
             return Opened(hub, name, hub.mark_stale, hub.expire_approvals)
         convex: LocalConvex = request.getfixturevalue("local_convex")
         site = f"{name}-{suffix}"
-        client = ConvexBackbone(convex.url, site, convex.register_site(site))
+        if site not in registered:
+            registered[site] = convex.register_site(site)
+        client = ConvexBackbone(convex.url, site, registered[site])
         opened.append(client)
         return Opened(
             client,
@@ -352,3 +356,97 @@ def test_point_ids_are_recorded_for_the_current_content_only_and_are_not_changes
     laptop.backbone.push(laptop.site, [item(1, output="edited")], cursor=2)
     (edit,) = _feed(laptop.backbone, laptop.site, end)
     assert (edit.source_id, edit.point_id) == ("1", None)  # an edit waits for a new vector
+
+
+def _source(instance: str, *, host: str = "laptop.lan", path: str = "/home/a/.agentdb/memory.db") -> SourceRecord:
+    return SourceRecord(instance, f"machine-of-{instance}", host, path)
+
+
+def _source_of(s: Opened) -> SourceRecord:
+    found = s.backbone.source_of(s.site)
+    assert found is not None
+    return found
+
+
+def test_the_first_claim_of_a_site_is_read_back(open_site: OpenSite) -> None:
+    s = open_site("laptop")
+    assert s.backbone.source_of(s.site) is None
+    assert s.backbone.set_source(s.site, _source("i-1"), expected="i-0") is False  # nothing to compare with
+    assert s.backbone.source_of(s.site) is None
+    before = _now_ms()
+    assert s.backbone.set_source(s.site, _source("i-1"), expected=None) is True
+    found = _source_of(s)
+    assert (found.instance, found.machine, found.host, found.agentdb_path) == (
+        "i-1",
+        "machine-of-i-1",
+        "laptop.lan",
+        "/home/a/.agentdb/memory.db",
+    )
+    assert before <= found.claimed_at == found.last_seen_at <= _now_ms()
+
+
+def test_the_holder_renews_its_claim_and_keeps_its_claimed_at(open_site: OpenSite) -> None:
+    s = open_site("laptop")
+    assert s.backbone.set_source(s.site, _source("i-1"), expected=None) is True
+    first = _source_of(s)
+    time.sleep(0.01)  # the backbones' clocks count milliseconds: let last_seen_at move
+    moved = _source("i-1", path="/home/a/moved.db")
+    assert s.backbone.set_source(s.site, moved, expected="i-1") is True
+    # expected=None from the holder itself: a retry whose first answer was lost still wins
+    assert s.backbone.set_source(s.site, moved, expected=None) is True
+    renewed = _source_of(s)
+    assert renewed.claimed_at == first.claimed_at
+    assert renewed.last_seen_at > first.last_seen_at
+    assert renewed.agentdb_path == "/home/a/moved.db"
+
+
+def test_another_instance_takes_the_site_only_by_naming_the_holder(open_site: OpenSite) -> None:
+    s = open_site("laptop")
+    assert s.backbone.set_source(s.site, _source("i-1"), expected=None) is True
+    held = _source_of(s)
+    clone = _source("i-2", host="clone.lan")
+    assert s.backbone.set_source(s.site, clone, expected=None) is False
+    assert s.backbone.set_source(s.site, clone, expected="i-9") is False
+    assert s.backbone.source_of(s.site) == held
+    time.sleep(0.01)  # a take-over in the same millisecond would leave claimed_at as it was
+    assert s.backbone.set_source(s.site, clone, expected="i-1") is True
+    taken = _source_of(s)
+    assert (taken.instance, taken.machine, taken.host) == ("i-2", "machine-of-i-2", "clone.lan")
+    assert taken.claimed_at > held.claimed_at
+    assert taken.claimed_at == taken.last_seen_at
+    # the old holder is now the outsider
+    assert s.backbone.set_source(s.site, _source("i-1"), expected=None) is False
+    assert s.backbone.set_source(s.site, _source("i-1"), expected="i-1") is False
+    assert _source_of(s) == taken
+
+
+def test_instances_racing_for_a_site_one_takes_it(open_site: OpenSite) -> None:
+    clients = [open_site("laptop") for _ in range(4)]  # on the hub, four connections to one file
+    first = clients[0]
+    assert first.backbone.set_source(first.site, _source("i-0"), expected=None) is True
+    barrier = threading.Barrier(len(clients))
+    won: dict[str, bool] = {}
+
+    def claim(client: Opened, instance: str) -> None:
+        barrier.wait(30)
+        won[instance] = client.backbone.set_source(client.site, _source(instance), expected="i-0")
+
+    threads = [threading.Thread(target=claim, args=(c, f"i-{n}")) for n, c in enumerate(clients, start=1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(won) == len(clients)
+    (winner,) = [instance for instance, ok in won.items() if ok]
+    assert _source_of(first).instance == winner
+
+
+def test_each_site_has_a_source_of_its_own(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    assert laptop.backbone.set_source(laptop.site, _source("i-1"), expected=None) is True
+    assert vm.backbone.source_of(vm.site) is None  # laptop's record is not vm's
+    assert vm.backbone.set_source(vm.site, _source("i-2"), expected="i-1") is False
+    assert vm.backbone.set_source(vm.site, _source("i-2"), expected=None) is True
+    assert (_source_of(laptop).instance, _source_of(vm).instance) == ("i-1", "i-2")
+    assert vm.backbone.set_source(vm.site, _source("i-3"), expected="i-2") is True
+    assert _source_of(laptop).instance == "i-1"  # a take-over of one site leaves the others alone

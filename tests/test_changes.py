@@ -1,4 +1,4 @@
-"""File events (daemon.changes): one watcher wakes each watched SQLite file's own event, on real
+"""File events (daemon.loop.changes): one watcher wakes each watched SQLite file's own event, on real
 file systems' events (inotify on Linux, watchfiles elsewhere). Writes repeat until seen, because the watcher starts
 asynchronously and a write before its first look is (rightly) not an event."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.changes import MISSING_FOLDER_RECHECK_S, ChangeWaker
+from daemon.loop.changes import MISSING_FOLDER_RECHECK_S, ChangeWaker
 
 SEEN_WITHIN_S = 20.0
 

@@ -35,7 +35,7 @@ from conftest import (
     write_config,
 )
 
-from daemon.lock import holder_pid
+from daemon.loop.lock import holder_pid
 
 EXPORT_KEYS = [
     "sourceSite",
@@ -395,8 +395,15 @@ def test_export_prints_json_lines_with_the_documented_keys(
     assert sorted(int(json.loads(line)["sourceId"]) for line in lines) == list(range(1, 51))
 
     other = memsync("export", "--config", str(site.config), "--site", "somewhere-else")
-    assert other.returncode == 0
-    assert other.stdout == ""
+    assert (other.returncode, other.stdout) == (1, "")
+    assert other.stderr.startswith("memsync: no episodes from site 'somewhere-else' in embedded hub ")
+
+
+def test_export_before_anything_was_synced_says_so(site_files: Callable[..., SiteFiles], tmp_path: Path) -> None:
+    site = site_files("laptop", tmp_path / "absent.db")
+    done = memsync("export", "--config", str(site.config))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "does not exist yet: nothing has been synced to it" in done.stderr
 
 
 # -- an AgentDB file that is missing, not SQLite, or not AgentDB ----------------------------------

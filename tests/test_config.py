@@ -91,8 +91,35 @@ def test_an_unknown_memsync_section_in_the_environment_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMSYNC_SYNK__BATCH_SIZE", "5")
-    with pytest.raises(ConfigError, match="unknown variable 'MEMSYNC_SYNK__BATCH_SIZE': no setting 'synk'"):
+    with pytest.raises(ConfigError) as raised:
         load_settings(write(tmp_path, MINIMAL))
+    message = str(raised.value)
+    assert "unknown variable MEMSYNC_SYNK__BATCH_SIZE in the environment: no setting 'synk'" in message
+    assert "site.toml" not in message, "a typo in a variable is not the config file's"
+
+
+def test_a_bad_value_from_a_variable_is_blamed_on_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSYNC_SYNC__BATCH_SIZE", "lots")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(write(tmp_path, MINIMAL))
+    assert "sync.batch_size" in str(raised.value)
+    assert "(from MEMSYNC_SYNC__BATCH_SIZE in the environment)" in str(raised.value)
+
+
+def test_a_typo_in_dotenv_names_the_dotenv_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".env").write_text("MEMSYNC_SINK__X=1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as raised:
+        load_settings(write(tmp_path, MINIMAL))
+    assert "unknown variable MEMSYNC_SINK__X in the .env file .env" in str(raised.value)
+
+
+def test_memsync_env_file_names_the_secrets_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = tmp_path / "laptop.env"
+    secrets.write_text("MEMSYNC_SITE__NAME=from-env-file\n", encoding="utf-8")
+    monkeypatch.setenv("MEMSYNC_ENV_FILE", str(secrets))
+    monkeypatch.chdir(tmp_path)
+    assert load_settings(write(tmp_path, MINIMAL)).site.name == "from-env-file"
 
 
 def test_an_unknown_memsync_variable_in_dotenv_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

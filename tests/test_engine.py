@@ -6,6 +6,7 @@ import json
 import sqlite3
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,8 @@ from conftest import (
     wait_for,
 )
 
-from daemon.runner import Daemon
-from daemon.site import Site
+from daemon.loop.runner import Daemon
+from daemon.site import Site, open_backbone, retry_policy
 from sync.backbone.base import PushItem, PushResult
 from sync.backbone.hub import HubBackbone
 from sync.errors import BackboneRejected
@@ -48,10 +49,19 @@ class FakeClock:
 def open_site() -> Iterator[Callable[..., Site]]:
     opened: list[Site] = []
 
-    def make(files: SiteFiles, **engine: Any) -> Site:
-        site = Site(files.settings())
-        for key, value in engine.items():
-            setattr(site.engine, key, value)
+    def make(
+        files: SiteFiles,
+        *,
+        clock: Callable[[], float] = time.time,
+        window: int | None = None,
+        full_check_slice: int | None = None,
+    ) -> Site:
+        settings = files.settings()
+        if window is not None:
+            settings = settings.model_copy(update={"sync": settings.sync.model_copy(update={"window": window})})
+        site = Site(settings, open_backbone(settings), retry=retry_policy(settings), clock=clock)
+        if full_check_slice is not None:
+            site.engine.full_check_slice = full_check_slice  # not a setting: small slices make the test short
         opened.append(site)
         return site
 
@@ -344,7 +354,8 @@ def test_a_batch_refused_as_a_whole_is_split_until_the_poison_row_is_found(
 ) -> None:
     files = site_files(agentdb=make_agentdb(120))
     backbone = RejectingHub(files.hub, poison="77")
-    with Site(files.settings(), backbone) as site:
+    settings = files.settings()
+    with Site(settings, backbone, retry=retry_policy(settings)) as site:
         report = site.engine.run_pass()
         (dead,) = site.sidecar.quarantine()
     assert (report.inserted, report.quarantined, report.cursor) == (119, 1, 120)
@@ -361,7 +372,6 @@ def test_an_unavailable_backbone_is_retried_until_it_returns(
     files = site_files(agentdb=make_agentdb(30))
     hub = HubBackbone(files.hub, busy_timeout_ms=20)
     holder = sqlite3.connect(files.hub, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")  # another process holds the hub
     waits: list[float] = []
     released = threading.Event()
 
@@ -376,8 +386,8 @@ def test_an_unavailable_backbone_is_retried_until_it_returns(
             holder.execute("ROLLBACK")
             released.set()
 
-    with Site(files.settings(), hub) as outage:
-        outage.engine.retry = RetryPolicy(initial=0.01, maximum=0.05, sleep=sleep)
+    with Site(files.settings(), hub, retry=RetryPolicy(initial=0.01, maximum=0.05, sleep=sleep)) as outage:
+        holder.execute("BEGIN EXCLUSIVE")  # another process holds the hub
         report = outage.engine.run_pass()
     holder.close()
     assert released.is_set()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sync.backbone.base import Outcome, PushItem
+from sync.backbone.base import Outcome, PushItem, SourceRecord
 from sync.backbone.hub import HubBackbone
 from sync.episode import EXPORT_FIELDS, canonical_json
 from sync.errors import BackboneUnavailable
@@ -170,5 +170,47 @@ def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
     hub = HubBackbone(path)  # reopening does not migrate twice
     try:
         assert [c.seq for c in hub.changes("laptop", 0, 10)] == [7, 9, 10, 11]
+        assert hub.source_of("laptop") is None  # and on through version 3 to 4
     finally:
         hub.close()
+    assert _schema_version(path) == "4"
+
+
+def _schema_version(path: Path) -> str:
+    conn = sqlite3.connect(path)
+    try:
+        (version,) = conn.execute("SELECT value FROM schema_info WHERE key = 'version'").fetchone()
+        return str(version)
+    finally:
+        conn.close()
+
+
+def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
+    """Hubs written before site sources: the table is added, everything else is kept as it was."""
+    path = tmp_path / "hub.db"
+    hub = HubBackbone(path)
+    hub.push("laptop", [item("1"), item("2")], cursor=2)
+    hub.forget("laptop", "2")
+    hub.close()
+    # Version 3 was today's schema without site_sources.
+    conn = sqlite3.connect(path)
+    conn.executescript("DROP TABLE site_sources; UPDATE schema_info SET value = '3' WHERE key = 'version';")
+    conn.close()
+    hub = HubBackbone(path)
+    try:
+        assert _schema_version(path) == "4"
+        assert hub.source_of("laptop") is None
+        assert hub.set_source("laptop", SourceRecord("i-1", "m-1", "laptop.lan", "/a.db"), expected=None) is True
+        assert [e["sourceId"] for e in hub.episodes()] == ["1"]
+        assert [(c.seq, c.source_id) for c in hub.changes("laptop", 0, 10)] == [(1, "1"), (3, "2")]
+        assert hub.push("laptop", [item("2")], cursor=2)[0].reason == "forgotten"
+    finally:
+        hub.close()
+    hub = HubBackbone(path)  # reopening keeps the record and the version
+    try:
+        found = hub.source_of("laptop")
+        assert found is not None
+        assert found.instance == "i-1"
+    finally:
+        hub.close()
+    assert _schema_version(path) == "4"

@@ -83,11 +83,11 @@ def test_a_running_daemon_indexes_what_its_agent_writes_and_serves_search(
     assert code == 0
     assert reply["via"] == "daemon"
     (top,) = reply["results"]
-    assert (top["site"], top["source_id"], top["task"]) == ("laptop", "3", task)
+    assert (top["sourceSite"], top["sourceId"], top["task"]) == ("laptop", "3", task)
     assert "raised the timeout to 2h" in top["text"]
 
     _, tagged, _ = search(site, "certificate", "--tag", "ops")
-    assert [r["source_id"] for r in tagged["results"]] == ["1"]
+    assert [r["sourceId"] for r in tagged["results"]] == ["1"]
     _, elsewhere, _ = search(site, "certificate", "--site", "vm")
     assert elsewhere["results"] == []
 
@@ -110,7 +110,7 @@ def test_a_running_daemon_indexes_what_its_agent_writes_and_serves_search(
     code, offline, _ = search(site, "OPS-2291", "--limit", "1")
     assert code == 0
     assert offline["via"] == "this process"
-    assert offline["results"][0]["source_id"] == "3"
+    assert offline["results"][0]["sourceId"] == "3"
 
 
 def test_another_sites_episode_is_searchable_as_soon_as_it_reaches_the_hub(
@@ -133,7 +133,7 @@ def test_another_sites_episode_is_searchable_as_soon_as_it_reaches_the_hub(
     wait_started(vm, daemons(vm.config, vm_log), vm_log)
     wait_for(lambda: found(laptop, "SQLSTATE 40001", task), timeout=60, what="the vm's episode on the laptop")
     _, reply, _ = search(laptop, "SQLSTATE 40001", "--limit", "1")
-    assert (reply["results"][0]["site"], reply["results"][0]["source_id"]) == ("vm", "1")
+    assert (reply["results"][0]["sourceSite"], reply["results"][0]["sourceId"]) == ("vm", "1")
 
 
 def test_an_idle_daemon_lets_the_model_go_and_a_search_loads_it_again(
@@ -159,7 +159,7 @@ def test_an_idle_daemon_lets_the_model_go_and_a_search_loads_it_again(
     code, reply, _ = search(site, "certificate", "--limit", "1")
     assert code == 0
     assert reply["via"] == "daemon"
-    assert reply["results"][0]["source_id"] == "1"
+    assert reply["results"][0]["sourceId"] == "1"
     assert status_json(site.config)[1]["warm"]["modelLoaded"] is True  # the search loaded it again
     assert len(children(proc.pid)) == 1, "the search started the warm layer's process again"
     assert not heavy_libraries(proc.pid)

@@ -15,10 +15,10 @@ import pytest
 from conftest import SiteFiles, wait_for
 
 from daemon.config import load_settings
-from daemon.control import ControlError, ask
-from daemon.warm_files import write_status
-from daemon.warm_host import WarmHost
-from daemon.warm_worker import should_exit
+from daemon.loop.control_client import ControlError, ask
+from daemon.warm.files import write_status
+from daemon.warm.host import WarmHost
+from daemon.warm.worker import should_exit
 from sync.backbone.hub import HubBackbone
 
 

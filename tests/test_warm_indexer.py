@@ -24,7 +24,8 @@ from sync.warm.indexer import (
     payload_for,
     plan_page,
 )
-from sync.warm.search import SearchRequest, search
+from sync.warm.request import SearchRequest
+from sync.warm.search import search
 from sync.warm.store import EdgeStore, SearchFilter, ServerStore, VectorStore, point_id
 from sync.warm.text import episode_text, text_hash
 

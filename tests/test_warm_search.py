@@ -14,8 +14,9 @@ from test_warm_rerank import ranking, rerank_respond
 from sync.retry import RetryPolicy
 from sync.warm import bm25
 from sync.warm.embedders import LocalEmbedder
+from sync.warm.request import SearchRequest, SearchResult
 from sync.warm.rerank import VoyageReranker
-from sync.warm.search import SearchRequest, SearchResult, candidates_for, search
+from sync.warm.search import candidates_for, search
 from sync.warm.store import EdgeStore, SearchFilter, WarmPoint, point_id
 
 NOW_MS = 1_790_000_000_000

@@ -31,6 +31,7 @@ import type * as lib_owned from "../lib/owned.js";
 import type * as lib_push from "../lib/push.js";
 import type * as lib_validators from "../lib/validators.js";
 import type * as sites from "../sites.js";
+import type * as sources from "../sources.js";
 import type * as tasks from "../tasks.js";
 
 /**
@@ -60,6 +61,7 @@ declare const fullApi: ApiFromModules<{
   "lib/push": typeof lib_push;
   "lib/validators": typeof lib_validators;
   sites: typeof sites;
+  sources: typeof sources;
   tasks: typeof tasks;
 }>;
 export declare const api: FilterApi<

@@ -114,6 +114,20 @@ class PointRecord:
     content_hash: str
 
 
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """Which source feeds a site: one AgentDB file on one machine, told apart by an instance id its
+    sidecar keeps. ``machine`` (a hash of host name and machine id) tells a reset sidecar on the
+    same machine from a copy on a clone; ``host`` and ``agentdb_path`` are for people."""
+
+    instance: str
+    machine: str
+    host: str
+    agentdb_path: str
+    claimed_at: int = 0  # ms; set by the backbone when the instance changes
+    last_seen_at: int = 0  # ms; set by the backbone on every set_source
+
+
 class Backbone(Protocol):
     kind: str
     # Where it is, fit for logs and status: never contains a secret.
@@ -161,6 +175,18 @@ class Backbone(Protocol):
 
     def forget(self, site: str, source_id: str) -> bool:
         """Delete an episode for good: a later push of the key is REJECTED as forgotten."""
+        ...
+
+    # -- one source per site ----------------------------------------------------------------------
+    def source_of(self, site: str) -> SourceRecord | None:
+        """The source recorded as feeding ``site``, or None before any claim."""
+        ...
+
+    def set_source(self, site: str, record: SourceRecord, *, expected: str | None) -> bool:
+        """Record ``record`` as the site's source, atomically, if the recorded instance is
+        ``expected`` (None: no record yet) or already ``record.instance``; False otherwise (someone
+        else claimed it meanwhile). Sets claimed_at when the instance changes, last_seen_at always.
+        The decision whether to claim is the caller's (``sync.source``); this is compare-and-set."""
         ...
 
     # -- the warm layer's feed ------------------------------------------------------------------

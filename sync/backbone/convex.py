@@ -26,6 +26,7 @@ from sync.backbone.base import (
     PushItem,
     PushResult,
     SiteCursor,
+    SourceRecord,
 )
 from sync.episode import EXPORT_FIELDS, canonical_json
 from sync.errors import (
@@ -247,6 +248,27 @@ class ConvexBackbone:
         self._own(site)
         return bool(self.call("mutation", "episodes:forget", {"sourceId": source_id})["deleted"])
 
+    # -- one source per site --------------------------------------------------------------------
+    def source_of(self, site: str) -> SourceRecord | None:
+        self._own(site)
+        value = self.call("query", "sources:getSource")
+        return None if value is None else _source(value)
+
+    def set_source(self, site: str, record: SourceRecord, *, expected: str | None) -> bool:
+        self._own(site)
+        value = self.call(
+            "mutation",
+            "sources:setSource",
+            {
+                "expected": expected,
+                "instance": record.instance,
+                "machine": record.machine,
+                "host": record.host,
+                "agentdbPath": record.agentdb_path,
+            },
+        )
+        return bool(value["claimed"])
+
     # -- the warm layer's feed ------------------------------------------------------------------
     def changes(self, site: str, after: int, limit: int) -> list[Change]:
         """Every site's changes after ``after``. At most 500 a call, and fewer when episodes are large
@@ -301,6 +323,17 @@ def _wire_point(record: PointRecord) -> dict[str, str]:
         "qdrantPointId": record.point_id,
         "contentHash": record.content_hash,
     }
+
+
+def _source(value: Mapping[str, Any]) -> SourceRecord:
+    return SourceRecord(
+        value["instance"],
+        value["machine"],
+        value["host"],
+        value["agentdbPath"],
+        int(value["claimedAt"]),
+        int(value["lastSeenAt"]),
+    )
 
 
 def _exported(episode: Mapping[str, Any]) -> dict[str, Any]:

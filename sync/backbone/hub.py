@@ -26,12 +26,22 @@ from sync.backbone.base import (
     PushItem,
     PushResult,
     SiteCursor,
+    SourceRecord,
 )
 from sync.episode import EXPORT_FIELDS
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected, BackboneUnavailable
 from sync.sqlite_db import apply_schema, open_wal, primary_code, write_tx
 
 _COUNTERS = "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+_SITE_SOURCES = """CREATE TABLE IF NOT EXISTS site_sources (
+  site TEXT PRIMARY KEY,
+  instance TEXT NOT NULL,
+  machine TEXT NOT NULL,
+  host TEXT NOT NULL,
+  agentdb_path TEXT NOT NULL,
+  claimed_at INTEGER NOT NULL,      -- ms; when this instance took the site
+  last_seen_at INTEGER NOT NULL     -- ms; its latest set_source
+)"""
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS episodes (
   id INTEGER PRIMARY KEY,
@@ -92,8 +102,9 @@ SCHEMA = (
   last_synced_at INTEGER NOT NULL,
   total_synced INTEGER NOT NULL
 )""",
+    _SITE_SOURCES,
 )
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -153,22 +164,30 @@ class HubBackbone:
             raise BackboneUnavailable(f"cannot open the embedded hub {path}: {exc}") from exc
 
     def _migrate(self) -> None:
-        """Bring a version-2 hub (before the change feed) to version 3, in one transaction."""
+        """Bring an older hub to the current version in place, step by step, in one transaction:
+        version 2 (before the change feed) to 3, version 3 (before site sources) to 4."""
         with write_tx(self._conn) as conn:
             if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
                 return
-            version = conn.execute("SELECT value FROM schema_info WHERE key = 'version'").fetchone()
-            if version is None or version[0] != "2":
-                return
-            for statement in _MIGRATE_TO_3:
-                conn.execute(statement)
-            conn.execute(_COUNTERS)
-            conn.execute(
-                "INSERT OR REPLACE INTO counters VALUES ('change_seq', max("
-                " coalesce((SELECT max(change_seq) FROM episodes), 0),"
-                " coalesce((SELECT max(change_seq) FROM tombstones), 0)))"
-            )
-            conn.execute("UPDATE schema_info SET value = '3' WHERE key = 'version'")
+            row = conn.execute("SELECT value FROM schema_info WHERE key = 'version'").fetchone()
+            version = None if row is None else row[0]
+            if version == "2":
+                for statement in _MIGRATE_TO_3:
+                    conn.execute(statement)
+                conn.execute(_COUNTERS)
+                conn.execute(
+                    "INSERT OR REPLACE INTO counters VALUES ('change_seq', max("
+                    " coalesce((SELECT max(change_seq) FROM episodes), 0),"
+                    " coalesce((SELECT max(change_seq) FROM tombstones), 0)))"
+                )
+                version = "3"
+            if version == "3":
+                # apply_schema would create the table as well, but it never changes a recorded
+                # version; here the file says "4" only once the table exists, in one transaction.
+                conn.execute(_SITE_SOURCES)
+                version = "4"
+            if row is not None and version != row[0]:
+                conn.execute("UPDATE schema_info SET value = ? WHERE key = 'version'", (version,))
 
     def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
         now = _now_ms()
@@ -451,6 +470,32 @@ class HubBackbone:
             return bool(deleted)
 
         return bool(self._run(forget))
+
+    # -- one source per site --------------------------------------------------------------------
+    def source_of(self, site: str) -> SourceRecord | None:
+        rows = self._read(
+            "SELECT instance, machine, host, agentdb_path, claimed_at, last_seen_at FROM site_sources WHERE site = ?",
+            (site,),
+        )
+        return SourceRecord(*rows[0]) if rows else None
+
+    def set_source(self, site: str, record: SourceRecord, *, expected: str | None) -> bool:
+        def compare_and_set(conn: sqlite3.Connection) -> bool:
+            # Read and write under BEGIN IMMEDIATE (the file's write lock, not only this object's):
+            # two daemons claiming one site name from this file cannot both see the old instance.
+            row = conn.execute("SELECT instance, claimed_at FROM site_sources WHERE site = ?", (site,)).fetchone()
+            current = None if row is None else row[0]
+            if current not in (expected, record.instance):
+                return False
+            now = _now_ms()
+            claimed_at = row[1] if row is not None and current == record.instance else now
+            conn.execute(
+                "INSERT OR REPLACE INTO site_sources VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (site, record.instance, record.machine, record.host, record.agentdb_path, claimed_at, now),
+            )
+            return True
+
+        return bool(self._run(compare_and_set))
 
     # -- the warm layer's feed ------------------------------------------------------------------
     def changes(self, site: str, after: int, limit: int) -> list[Change]:

@@ -13,98 +13,22 @@ fetched, so that collapsing and MMR still leave ``limit`` results.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Final, Literal
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Final
 
 from sync.warm import bm25
 from sync.warm.embedders import Embedder
 from sync.warm.fusion import DEFAULT_FUSION, Fusion, fuse
 from sync.warm.indexer import DUPLICATE_KEY
 from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
+from sync.warm.request import SearchFilter, SearchRequest, SearchResult
 from sync.warm.rerank import Reranker
-from sync.warm.store import DEFAULT_PREFETCH_LIMIT, Hit, SearchFilter, VectorStore
+from sync.warm.store import DEFAULT_PREFETCH_LIMIT, Hit, VectorStore
 
-MAX_LIMIT: Final = 100
 # λ = 0.5, the even trade of Carbonell & Goldstein's MMR: whoever asks for --mmr wants variety, and
 # at 0.3 a near-twin with the same fused score still beats anything under 70% of the top score.
 MMR_DIVERSITY: Final = 0.5
-Mode = Literal["hybrid", "dense", "bm25"]
-
-
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
-    query: str
-    limit: int = 10
-    filter: SearchFilter = field(default_factory=SearchFilter)
-    collapse: bool = True
-    rerank: bool = False
-    mmr: bool = False
-    mode: Mode = "hybrid"  # dense-only and BM25-only exist to measure what hybrid buys
-
-    def to_wire(self) -> dict[str, Any]:
-        wire = asdict(self)
-        wire["filter"] = {**asdict(self.filter), "tags": list(self.filter.tags)}
-        return wire
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> SearchRequest:
-        """A request from the control socket; ValueError names what is wrong with it."""
-        try:
-            flt = dict(data.get("filter") or {})
-            request = cls(
-                query=str(data["query"]),
-                limit=int(data.get("limit", 10)),
-                filter=SearchFilter(
-                    site=flt.get("site"),
-                    agent=flt.get("agent"),
-                    session=flt.get("session"),
-                    tags=tuple(str(t) for t in flt.get("tags") or ()),
-                    since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
-                ),
-                collapse=bool(data.get("collapse", True)),
-                rerank=bool(data.get("rerank", False)),
-                mmr=bool(data.get("mmr", False)),
-                mode=data.get("mode", "hybrid"),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"malformed search request: {exc}") from None
-        request.check()
-        return request
-
-    def check(self) -> None:
-        if not self.query.strip():
-            raise ValueError("the query is empty")
-        if not 1 <= self.limit <= MAX_LIMIT:
-            raise ValueError(f"limit must be 1..{MAX_LIMIT}, got {self.limit}")
-        if self.mode not in ("hybrid", "dense", "bm25"):
-            raise ValueError(f"mode must be hybrid, dense or bm25, got {self.mode!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    id: str
-    site: str
-    source_id: str
-    score: float
-    similarity: float | None
-    ts: int | None
-    agent: str | None
-    session: str | None
-    task: str | None
-    tags: list[str]
-    reward: float | None
-    success: bool | None
-    text: str
-    duplicates: int = 0  # near-duplicates collapsed into this result
-
-    def to_wire(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> SearchResult:
-        fields: dict[str, Any] = {name: data.get(name) for name in cls.__dataclass_fields__}
-        return cls(**fields)
 
 
 def candidates_for(request: SearchRequest) -> int:

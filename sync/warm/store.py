@@ -34,13 +34,14 @@ import shutil
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self
 
 from sync.errors import ConfigError, MemsyncError, PermanentError, TransientError
 from sync.jsonfile import write_json_atomically
 from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.warm.request import SearchFilter
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -168,20 +169,6 @@ class Prefetched:
 
     dense: list[Scored]
     sparse: list[Scored]
-
-
-@dataclass(frozen=True, slots=True)
-class SearchFilter:
-    """Conditions every hit must meet (all of them); ``tags`` matches a point carrying any of them."""
-
-    site: str | None = None
-    agent: str | None = None
-    session: str | None = None
-    tags: tuple[str, ...] = field(default=())
-    since_ms: int | None = None
-
-    def is_empty(self) -> bool:
-        return self == SearchFilter()
 
 
 class VectorStore(Protocol):

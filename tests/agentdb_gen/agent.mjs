@@ -29,7 +29,7 @@ const realLog = console.log.bind(console);
 console.log = (...a) => console.error(...a);   // the package prints banners: keep stdout for replies
 
 function parseArgs(argv) {
-  const o = { db: null, live: 0, intervalMs: 0, jitterMs: 0, seed: 1, session: 'live', marker: '' };
+  const o = { db: null, live: 0, intervalMs: 0, jitterMs: 0, seed: 1, session: 'live', marker: '', pad: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = () => argv[++i];
     if (a === '--db') o.db = v();
@@ -39,6 +39,7 @@ function parseArgs(argv) {
     else if (a === '--session') o.session = v();
     else if (a === '--jitter-ms') o.jitterMs = parseInt(v(), 10);
     else if (a === '--marker') o.marker = v();
+    else if (a === '--no-pad') o.pad = false; // the demo: results read better without the size padding
     else throw new Error(`unknown arg ${a}`);
   }
   if (!o.db) throw new Error('--db PATH is required');
@@ -47,7 +48,7 @@ function parseArgs(argv) {
 
 const nowMs = () => performance.timeOrigin + performance.now();
 // What live agents work on: varied enough that a search over a demo's episodes finds something.
-// Keep in step with LIVE_TASKS in daemon/demo_agents.py (the fallback writer without Node).
+// Keep in step with LIVE_TASKS in daemon/demo/agents.py (the fallback writer without Node).
 const LIVE_TASKS = [
   ['fix ERR_CONN_4471 in the http client retry loop', 'capped the backoff at 30s and honoured Retry-After'],
   ['deploy the billing api to staging with the helm chart', 'rolled out 3 replicas; smoke tests green'],
@@ -93,7 +94,7 @@ async function main() {
     for (let i = 0; i < o.live; i++) {
       const id = Number(await memory.storeEpisode({
         sessionId: o.session, task: `${LIVE_TASKS[(i + o.seed) % LIVE_TASKS.length][0]} (run ${o.seed}-${i})`,
-        input: `live input ${i}`, output: `${LIVE_TASKS[(i + o.seed) % LIVE_TASKS.length][1]} ${'x'.repeat(i % 50)}${tag(i)}`,
+        input: `live input ${i}`, output: `${LIVE_TASKS[(i + o.seed) % LIVE_TASKS.length][1]} ${o.pad ? 'x'.repeat(i % 50) : ''}${tag(i)}`,
         critique: i % 3 ? 'fine' : 'needs retries', reward: (i % 10) / 10, success: i % 4 !== 0,
         latencyMs: 100 + i, tokensUsed: 1000 + i, tags: ['live', `seed-${o.seed}`],
         metadata: { agent_name: 'live-agent', llm_provider: 'anthropic', seq: i },

@@ -1,5 +1,5 @@
 """The daemon's side of the warm layer: it holds the control socket and starts the worker process
-(``daemon.warm_worker``) when there is work, so that an idle daemon holds no embedding stack.
+(``daemon.warm.worker``) when there is work, so that an idle daemon holds no embedding stack.
 
 Work is: a search or reindex request (it waits in the socket's backlog, the worker takes it), new
 episodes this site just pushed (the run loop pokes), another site's episodes on the embedded hub
@@ -29,8 +29,8 @@ from typing import IO
 import structlog
 
 from daemon.config import Settings
-from daemon.control import listen, unlink
-from daemon.warm_files import Collections, read_status
+from daemon.loop.control import listen, unlink
+from daemon.warm.files import Collections, read_status
 from sync.backbone.base import Backbone
 from sync.errors import MemsyncError
 from sync.retry import RetryPolicy
@@ -169,7 +169,7 @@ class WarmHost:
 
     # -- the worker ----------------------------------------------------------------------------------
     def _default_argv(self, listen_fd: int) -> list[str]:
-        argv = [sys.executable, "-m", "daemon.warm_worker", "--listen-fd", str(listen_fd)]
+        argv = [sys.executable, "-m", "daemon.warm.worker", "--listen-fd", str(listen_fd)]
         if self.settings.config_file is not None:
             argv += ["--config", str(self.settings.config_file)]
         return argv

@@ -8,6 +8,7 @@ long it took from the agent's save to the hub.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import statistics
@@ -21,13 +22,14 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from daemon.cli.search import render_results
 from daemon.config import load_settings
-from daemon.demo_agents import Agent
-from daemon.lock import holder_pid
-from daemon.recall import render_results, run_search
-from daemon.warm_files import read_status
+from daemon.demo.agents import Agent
+from daemon.loop.lock import holder_pid
+from daemon.warm.files import read_status
+from daemon.warm.recall import run_search
 from sync.backbone.hub import HubBackbone
-from sync.warm.search import SearchRequest
+from sync.warm.request import SearchRequest
 
 SITES = ("laptop", "vm")
 DRAIN_SECONDS = 10.0
@@ -174,11 +176,15 @@ def _closing_search(console: Console, config: Path, hub: HubBackbone) -> bool:
         return False
     request = SearchRequest(SEARCH_QUERY, limit=3)
     started = time.perf_counter()
-    results, via = run_search(settings, request)
+    found = run_search(settings, request)
     took = (time.perf_counter() - started) * 1000
+    results = found.results
+    where = "through the laptop's daemon" if found.via == "daemon" else "in this process (no daemon answered)"
     console.print()
-    console.print(f'[bold]memsync search "{SEARCH_QUERY}"[/] (through the laptop\'s daemon: {via}, {took:.0f} ms)')
-    render_results(results, console)
+    console.print(f'[bold]memsync search "{SEARCH_QUERY}"[/] ({where}, {took:.0f} ms)')
+    text = io.StringIO()
+    render_results(results, text)
+    console.print(text.getvalue().rstrip("\n"), markup=False)
     sites = {r.site for r in results}
     console.print(
         f"[dim]near-duplicates are collapsed into their best match; --all shows them. sites: {sorted(sites)}[/]"
@@ -231,6 +237,9 @@ def _summary(
             f"to the hub, over {len(latencies_all)} episodes"
         )
     laptop = configs["laptop"]
-    console.print(f"try: memsync status --config {laptop}   |   memsync export --config {laptop} | head -3")
-    console.print(f'     memsync search "duplicate key" --config {laptop}')
+    # soft_wrap: a command cut in two at the terminal's edge cannot be pasted.
+    console.print(
+        f"try: memsync status --config {laptop}   |   memsync export --config {laptop} | head -3", soft_wrap=True
+    )
+    console.print(f'     memsync search "duplicate key" --config {laptop}', soft_wrap=True)
     return 0 if ok else 1

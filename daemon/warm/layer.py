@@ -25,8 +25,9 @@ import structlog
 
 from daemon import logs
 from daemon.config import Settings
-from daemon.control import Handler, Progress
-from daemon.warm_files import Collections, status_path, write_status
+from daemon.loop.control import Handler
+from daemon.loop.control_client import Progress
+from daemon.warm.files import Collections, status_path, write_status
 from sync.backbone.base import Backbone
 from sync.errors import ConfigError, TransientError
 from sync.warm.cursor import CursorFile
@@ -34,13 +35,15 @@ from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, QuotaEx
 from sync.warm.indexer import Indexer, PassReport
 from sync.warm.lazy import LazyEmbedder
 from sync.warm.locked import LockedStore
+from sync.warm.request import SearchRequest, SearchResult
 from sync.warm.rerank import Reranker, VoyageReranker
-from sync.warm.search import SearchRequest, SearchResult, search
+from sync.warm.search import search
 from sync.warm.store import CollectionMismatch, CollectionSpec, EdgeStore, ServerStore, VectorStore
 
 log = structlog.get_logger("memsync.warm")
 
 MAX_BACKOFF = 60.0
+INDEXED_POLL = 0.02  # seconds between looks at the feed position while a hook waits for it
 
 
 # --- wiring: settings to parts ---------------------------------------------------------------------
@@ -307,6 +310,28 @@ class WarmLayer:
         except Exception:
             log.exception("could not drop a retired collection; it only takes disk space", collection=physical)
 
+    def catch_up(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
+        """Index everything the feed holds now, in this thread: ``sync`` without a daemon, and a
+        search that finds the index a little behind."""
+        with self._work:
+            report = self._open().run(stop=self.stop.is_set, progress=progress)
+        self._totals.add(report)
+        return report
+
+    def indexed_through(self) -> int:
+        """The feed position the serving collection has reached."""
+        return self.cursor_file.read(self.collections.active())
+
+    def wait_indexed(self, through: int, timeout: float) -> int:
+        """Wake the indexing loop and wait until the index has reached feed position ``through``
+        (``sync --wait --searchable``); the position reached, which is short of it at the timeout."""
+        deadline = time.monotonic() + timeout
+        self.poke()
+        while (reached := self.indexed_through()) < through and time.monotonic() < deadline:
+            if self.stop.wait(INDEXED_POLL):
+                break
+        return reached
+
     def reindex(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
         """Rebuild into a fresh collection with the configured model, then switch searches to it."""
         with self._work:
@@ -352,14 +377,20 @@ def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
     def do_reindex(_request: Mapping[str, Any], progress: Progress) -> Any:
         return asdict(layer.reindex(lambda report: progress(asdict(report))))
 
-    return {"search": do_search, "reindex": do_reindex}
+    def do_indexed(request: Mapping[str, Any], _progress: Progress) -> Any:
+        through, timeout = int(request.get("through") or 0), float(request.get("timeout") or 0)
+        return {"cursor": layer.wait_indexed(through, max(0.0, min(timeout, 3600.0)))}
+
+    return {"search": do_search, "reindex": do_reindex, "indexed": do_indexed}
 
 
 @contextmanager
-def offline_layer(settings: Settings, backbone: Backbone | None) -> Iterator[WarmLayer]:
-    """The warm layer for a command run while no daemon owns the store: search (no backbone needed)
-    and reindex."""
-    layer = WarmLayer(settings, backbone, stop=threading.Event())
+def offline_layer(
+    settings: Settings, backbone: Backbone | None, *, stop: threading.Event | None = None
+) -> Iterator[WarmLayer]:
+    """The warm layer for a command run while no daemon owns the store: search (no backbone
+    needed), catching up (``sync``) and reindex."""
+    layer = WarmLayer(settings, backbone, stop=stop or threading.Event())
     try:
         yield layer
     finally:

@@ -7,7 +7,7 @@ cut the wait short. We watch folders, not files, because a WAL commit only touch
 rename writer replaces the file's inode. One watcher serves every file, so a second file costs no
 second wake-up schedule.
 
-On Linux the watcher blocks on an inotify descriptor (``daemon.inotify``): no CPU at all until an
+On Linux the watcher blocks on an inotify descriptor (``daemon.loop.inotify``): no CPU at all until an
 event, then a few milliseconds' settling so that a burst of writes (a commit's frames, a whole-file
 rewrite) wakes the loop once, after it. Elsewhere it uses watchfiles, which checks for events every
 ``step`` milliseconds, taking the GIL each time: a 5 ms step costs about 30 CPU-seconds an hour
@@ -29,7 +29,7 @@ from pathlib import Path
 import structlog
 import watchfiles
 
-from daemon.inotify import IN_MODIFY, Inotify, InotifyUnavailable
+from daemon.loop.inotify import IN_MODIFY, Inotify, InotifyUnavailable
 
 log = structlog.get_logger("memsync.changes")
 

@@ -47,7 +47,7 @@ LIVE_TASKS = (
 def agentdb_generator_dir() -> Path | None:
     """The repo's copy of the real-package scripts, if installed: $MEMSYNC_AGENTDB_GEN or the checkout."""
     configured = os.environ.get("MEMSYNC_AGENTDB_GEN")
-    candidate = Path(configured) if configured else Path(__file__).resolve().parents[1] / "tests" / "agentdb_gen"
+    candidate = Path(configured) if configured else Path(__file__).resolve().parents[2] / "tests" / "agentdb_gen"
     ready = (candidate / "agent.mjs").exists() and (candidate / "node_modules" / "agentdb").is_dir()
     return candidate if ready and shutil.which("node") else None
 
@@ -109,6 +109,7 @@ class Agent:
                 str(self.seed),
                 "--session",
                 f"demo-{self.site}",
+                "--no-pad",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -8,9 +8,9 @@ or ``{"ok": false, "error": "...", "kind": "invalid" | "config" | "transient" | 
 Nothing listens on a network port.
 
 The daemon's main process binds the socket at start and keeps it for its whole life; the warm
-layer's worker process (``daemon.warm_worker``), which does the work, inherits it and serves it
+layer's worker process (``daemon.warm.worker``), which does the work, inherits it and serves it
 while it runs. A request that arrives while no worker runs waits in the socket's backlog and
-starts one (``daemon.warm_host``), the way systemd's socket activation does.
+starts one (``daemon.warm.host``), the way systemd's socket activation does.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any, Final
 
 import structlog
 
-from sync.errors import ConfigError, MemsyncError, TransientError
+from daemon.loop.control_client import Progress
+from sync.errors import ConfigError, TransientError
 
 log = structlog.get_logger("memsync.control")
 
@@ -35,20 +36,7 @@ log = structlog.get_logger("memsync.control")
 MAX_SOCKET_PATH: Final = 100
 MAX_REQUEST: Final = 1 << 20
 
-Progress = Callable[[Mapping[str, Any]], None]
 Handler = Callable[[Mapping[str, Any], Progress], Any]
-
-
-class DaemonNotListening(MemsyncError):
-    """No daemon answers on the socket (none running, or one without the warm layer)."""
-
-
-class ControlError(MemsyncError):
-    """The daemon answered with an error; ``kind`` says which."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def check_path(path: Path) -> None:
@@ -166,32 +154,3 @@ class ControlServer:
         (requests that arrive later wait in the backlog for whoever serves next)."""
         self._server.shutdown()
         self._server.server_close()
-
-
-def ask(path: Path, request: Mapping[str, Any], *, on_progress: Progress | None = None, timeout: float = 60.0) -> Any:
-    """Send one request to the daemon and return its result.
-
-    DaemonNotListening when nobody answers; ControlError with the daemon's message otherwise."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        try:
-            sock.connect(str(path))
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise DaemonNotListening(f"no daemon is listening on {path}") from exc
-        sock.sendall(json.dumps(dict(request)).encode() + b"\n")
-        with sock.makefile("rb") as replies:
-            for line in replies:
-                message = json.loads(line)
-                if "progress" in message:
-                    if on_progress is not None:
-                        on_progress(message["progress"])
-                    continue
-                if message.get("ok"):
-                    return message.get("result")
-                raise ControlError(str(message.get("error")), str(message.get("kind")))
-    except TimeoutError as exc:
-        raise TransientError(f"the daemon did not answer within {timeout:g}s on {path}") from exc
-    finally:
-        sock.close()
-    raise TransientError(f"the daemon closed {path} without an answer")

@@ -1,0 +1,125 @@
+"""sd_notify end to end: a real daemon started the way systemd starts a Type=notify unit, with
+NOTIFY_SOCKET pointing at a datagram socket this test owns."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import AgentProcess, SiteFiles, episode, wait_for
+
+from daemon.loop.notify import Notifier, watchdog_interval
+
+WATCHDOG_USEC = 600_000  # pings every 0.3 s
+
+
+@pytest.mark.parametrize(
+    ("environ", "pid", "expected"),
+    [
+        ({}, 10, None),
+        ({"WATCHDOG_USEC": "0"}, 10, None),
+        ({"WATCHDOG_USEC": "junk"}, 10, None),
+        ({"WATCHDOG_USEC": "60000000"}, 10, 30.0),
+        ({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "10"}, 10, 30.0),
+        ({"WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "11"}, 10, None),  # meant for another process
+    ],
+)
+def test_the_watchdog_pings_at_half_the_interval_systemd_asks_for(
+    environ: dict[str, str], pid: int, expected: float | None
+) -> None:
+    assert watchdog_interval(environ, pid) == expected
+
+
+def test_without_notify_socket_nothing_is_sent_and_the_variables_are_not_inherited() -> None:
+    environ = {"WATCHDOG_USEC": "1000000"}
+    notifier = Notifier(environ)
+    assert not notifier.enabled
+    notifier.ready("x")
+    notifier.alive()
+    assert environ == {}, "a child (the warm worker) must not see the watchdog variables"
+
+
+class Listener:
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.05)
+        self.messages: list[tuple[float, str]] = []
+
+    def drain(self) -> list[tuple[float, str]]:
+        while True:
+            try:
+                data = self.sock.recv(4096)
+            except TimeoutError:
+                return self.messages
+            self.messages.append((time.monotonic(), data.decode()))
+
+    def has(self, prefix: str) -> bool:
+        return any(m.startswith(prefix) or f"\n{prefix}" in m for _, m in self.drain())
+
+    def pings_after(self, moment: float) -> int:
+        return sum(1 for t, m in self.drain() if t > moment and "WATCHDOG=1" in m)
+
+
+@pytest.fixture
+def listener(tmp_path: Path) -> Iterator[Listener]:
+    found = Listener(tmp_path / "notify.sock")
+    yield found
+    found.sock.close()
+
+
+def test_a_daemon_under_systemd_says_ready_status_pings_and_stopping(
+    site_files: Callable[..., SiteFiles],
+    make_agentdb: Callable[..., Path],
+    agents: Callable[[Path], AgentProcess],
+    listener: Listener,
+    tmp_path: Path,
+) -> None:
+    site = site_files("laptop", make_agentdb(5), backbone="busy_timeout_ms = 600000")
+    env = {**os.environ, "NOTIFY_SOCKET": str(tmp_path / "notify.sock"), "WATCHDOG_USEC": str(WATCHDOG_USEC)}
+    log = (tmp_path / "daemon.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daemon", "run", "--config", str(site.config)], stdout=log, stderr=log, env=env
+    )
+    log.close()
+    try:
+        wait_for(lambda: listener.has("READY=1"), timeout=60, what="READY=1")
+        ready = next(m for _, m in listener.messages if "READY=1" in m)
+        assert f"MAINPID={proc.pid}" in ready
+        assert "STATUS=syncing" in ready
+        wait_for(lambda: listener.has("STATUS=up to date"), what="a STATUS after the first pass")
+        started = time.monotonic()
+        wait_for(lambda: listener.pings_after(started) >= 3, timeout=10, what="three watchdog pings")
+
+        # Hold the run loop: the hub is locked by another writer and the daemon's push waits on it.
+        holder = sqlite3.connect(site.hub, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        agent = agents(site.agentdb)
+        agent.store(episode(100))
+        time.sleep(1.0)  # the pass starts and blocks inside the push
+        listener.drain()  # what was sent before now (times are when this test reads them)
+        held = time.monotonic()
+        time.sleep(4 * WATCHDOG_USEC / 1e6)
+        assert listener.pings_after(held) == 0, "a loop held in a call must stop pinging the watchdog"
+
+        holder.execute("ROLLBACK")
+        holder.close()
+        listener.drain()
+        resumed = time.monotonic()
+        wait_for(lambda: listener.pings_after(resumed) >= 2, timeout=10, what="pings once the loop runs again")
+
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert listener.has("STOPPING=1")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
