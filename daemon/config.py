@@ -17,7 +17,7 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from daemon.config_paths import default_data_dir, socket_path_for
+from daemon.config_paths import default_data_dir, lock_path_for, socket_path_for, state_path_for
 from sync.episode import Attribution
 from sync.errors import ConfigError
 
@@ -200,7 +200,7 @@ class Settings(BaseSettings):
 
     @property
     def state_path(self) -> Path:
-        return self.state.path or self.resolved_data_dir / f"{self.site.name}.state.db"
+        return state_path_for(self.state.path, self.resolved_data_dir, self.site.name)
 
     @property
     def catch_up_interval(self) -> float:
@@ -218,7 +218,7 @@ class Settings(BaseSettings):
 
     @property
     def lock_path(self) -> Path:
-        return self.state_path.with_name(self.state_path.name + ".lock")
+        return lock_path_for(self.state_path)
 
 
 def _anchor(values: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -14,3 +14,11 @@ def default_data_dir(environ: Mapping[str, str]) -> Path:
 
 def socket_path_for(socket: Path | None, data_dir: Path, site: str) -> Path:
     return socket or data_dir / f"{site}.sock"
+
+
+def state_path_for(state: Path | None, data_dir: Path, site: str) -> Path:
+    return state or data_dir / f"{site}.state.db"
+
+
+def lock_path_for(state_path: Path) -> Path:
+    return state_path.with_name(state_path.name + ".lock")

@@ -6,22 +6,27 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from daemon.config import Settings
 from daemon.loop.lock import DAEMON, ONCE, SiteLock, lock_holder
-from daemon.site import Site, open_backbone, open_sidecar_readonly
-from sync.retry import RetryPolicy
+from sync.sidecar import Sidecar
+
+if TYPE_CHECKING:
+    from daemon.config import Settings
+    from daemon.site import Site
 
 WAIT_STEP = 0.02  # seconds between looks at the sidecar while waiting for a daemon's pass
 
 
-def poke_daemon(settings: Settings) -> int | None:
+def poke_daemon(lock: Path) -> int | None:
     """Ask a running daemon for a pass now; returns its pid, or None when no daemon holds the site."""
-    holder = lock_holder(settings.lock_path)
+    holder = lock_holder(lock)
     if holder is None or holder.role != DAEMON or holder.pid <= 0:
         return None
     try:
@@ -35,6 +40,11 @@ def poke_daemon(settings: Settings) -> int | None:
 def one_shot(settings: Settings, timeout: float, *, take_over: bool = False) -> Iterator[tuple[Site, threading.Event]]:
     """The site, opened for one pass by this process: waits for another one-shot to finish first,
     stops cleanly on SIGINT/SIGTERM, and gives up on an unreachable backbone after ``timeout``."""
+    from daemon.paths import check_site
+    from daemon.site import Site, open_backbone
+    from sync.retry import RetryPolicy
+
+    check_site(settings)  # before the lock, which lives in the state folder
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -46,19 +56,26 @@ def one_shot(settings: Settings, timeout: float, *, take_over: bool = False) -> 
             yield site, stop
 
 
-def wait_for_daemon_pass(settings: Settings, asked_at: float, deadline: float) -> dict[str, str | None] | None:
+def daemon_record(state: Path) -> dict[str, str | None]:
+    """What the daemon last recorded about its passes and problems ({} before its first pass)."""
+    try:
+        sidecar = Sidecar(state, readonly=True)
+    except (FileNotFoundError, sqlite3.Error):
+        return {}
+    try:
+        return {k: sidecar.get(k) for k in ("last_pass_started_at", "backlog", "last_error", "source_error")}
+    finally:
+        sidecar.close()
+
+
+def wait_for_daemon_pass(state: Path, asked_at: float, deadline: float) -> dict[str, str | None] | None:
     """Wait until the daemon has finished a pass that began after ``asked_at`` (so it read the file
     as it was when we asked); its sidecar record then, or None at the deadline."""
     while True:
-        sidecar = open_sidecar_readonly(settings)
-        if sidecar is not None:
-            try:
-                meta = {k: sidecar.get(k) for k in ("last_pass_started_at", "backlog", "last_error")}
-            finally:
-                sidecar.close()
-            started = meta.get("last_pass_started_at")
-            if started is not None and float(started) >= asked_at:
-                return meta
+        record = daemon_record(state)
+        started = record.get("last_pass_started_at")
+        if started is not None and float(started) >= asked_at:
+            return record
         if time.monotonic() >= deadline:
             return None
         time.sleep(WAIT_STEP)

@@ -75,7 +75,7 @@ def retry_main(args: argparse.Namespace) -> int:
         if marked == 0:
             say("nothing to retry")
             return 0
-        pid = poke_daemon(settings)
+        pid = poke_daemon(settings.lock_path)
         if pid is not None:
             say(f"{marked} marked; the daemon (pid {pid}) retries them now")
             return 0

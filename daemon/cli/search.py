@@ -110,7 +110,7 @@ def request_from(args: argparse.Namespace) -> SearchRequest:
 def fast_search(argv: Sequence[str]) -> int | None:
     """Search through a running daemon with the fewest imports; None when the full path must answer
     (no daemon listening, or anything to explain)."""
-    from daemon.cli.locate import quick_socket_path
+    from daemon.cli.locate import quick_paths
     from daemon.loop.control_client import ask
     from sync.errors import MemsyncError
 
@@ -122,12 +122,12 @@ def fast_search(argv: Sequence[str]) -> int | None:
         return None  # let the full parser say what is wrong
     if extra:
         return None
-    socket = quick_socket_path(args.config, os.environ)
-    if socket is None:
+    paths = quick_paths(args.config, os.environ)
+    if paths is None or paths.socket is None:
         return None
     try:
         request = request_from(args)
-        reply = ask(socket, {"op": "search", "request": request.to_wire()})
+        reply = ask(paths.socket, {"op": "search", "request": request.to_wire()})
     except (ValueError, MemsyncError, OSError):
         return None
     show([SearchResult.from_wire(r) for r in reply], args, sys.stdout, via="daemon")

@@ -8,17 +8,20 @@ person can fix it; 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from daemon.cli.common import Commands, Exit, add_config, console, fail, handled, load, say
 from daemon.cli.run import add_take_over
-from sync.errors import EX_TEMPFAIL, ConfigError, MemsyncError
+from sync.errors import EX_CONFIG, EX_TEMPFAIL, ConfigError, MemsyncError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from daemon.cli.locate import QuickPaths
     from daemon.config import Settings
     from daemon.site import Site
 
@@ -30,6 +33,11 @@ def register(commands: Commands) -> None:
         description="One sync pass, then exit, with a progress bar on stderr; episodes it synced are indexed "
         "for search too. If the daemon runs, it asks the daemon to sync now instead.",
     )
+    add_sync_arguments(parser)
+    parser.set_defaults(run=main)
+
+
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     add_config(parser)
     parser.add_argument("--once", action="store_true", help="one pass, then exit: what `sync` always does")
     parser.add_argument(
@@ -51,65 +59,86 @@ def register(commands: Commands) -> None:
         "finish (default: 60)",
     )
     add_take_over(parser)
-    parser.set_defaults(run=main)
+
+
+def fast_sync(argv: Sequence[str]) -> int | None:
+    """``sync`` with a daemon running, with the fewest imports: poke it and, with --wait, wait for
+    its pass; None when the full path must answer (no daemon, or only the full settings can tell)."""
+    from daemon.cli.locate import quick_paths
+    from daemon.cli.oneshot import poke_daemon
+
+    parser = argparse.ArgumentParser(prog="memsync sync", add_help=False)
+    add_sync_arguments(parser)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit:
+        return None
+    if extra or args.take_over:
+        return None
+    paths = quick_paths(args.config, os.environ)
+    if paths is None:
+        return None
+    deadline, asked_at = time.monotonic() + args.timeout, time.time()
+    pid = poke_daemon(paths.lock)
+    if pid is None:
+        return None
+    try:
+        return through_daemon(paths, pid, args, asked_at, deadline)
+    except Exit as done:
+        return done.code
 
 
 def main(args: argparse.Namespace) -> int:
+    from daemon.cli.locate import QuickPaths
     from daemon.cli.oneshot import poke_daemon
 
-    if args.searchable and not args.wait:
-        args.wait = True  # --searchable means waiting for it
     with handled():
         settings = load(args)
         if args.searchable and not settings.warm.enabled:
             raise ConfigError("--searchable: the search index is off (warm.enabled = false)")
-        deadline = time.monotonic() + args.timeout
-        asked_at = time.time()
-        pid = poke_daemon(settings)
+        deadline, asked_at = time.monotonic() + args.timeout, time.time()
+        pid = poke_daemon(settings.lock_path)
         if pid is not None:
-            if not args.wait:
-                say(f"the daemon (pid {pid}) syncs this site; asked it to sync now")
-                return 0
-            return _wait_for_daemon(settings, pid, asked_at, deadline, args)
+            socket = settings.socket_path if settings.warm.enabled else None
+            paths = QuickPaths(settings.site.name, socket, settings.state_path, settings.lock_path)
+            return through_daemon(paths, pid, args, asked_at, deadline)
         return _sync_here(settings, args)
 
 
-def _wait_for_daemon(settings: Settings, pid: int, asked_at: float, deadline: float, args: argparse.Namespace) -> int:
-    from daemon.cli.oneshot import wait_for_daemon_pass
+def through_daemon(paths: QuickPaths, pid: int, args: argparse.Namespace, asked_at: float, deadline: float) -> int:
+    """The daemon (pid) was asked for a pass at ``asked_at``; with --wait, wait for it (and with
+    --searchable, for its search index to reach the feed's end)."""
+    from daemon.cli.oneshot import daemon_record, wait_for_daemon_pass
 
-    meta = wait_for_daemon_pass(settings, asked_at, deadline)
-    if meta is None:
-        from daemon.site import open_sidecar_readonly
-
-        sidecar = open_sidecar_readonly(settings)
-        problem = None if sidecar is None else sidecar.get("last_error") or sidecar.get("source_error")
-        if sidecar is not None:
-            sidecar.close()
+    if not (args.wait or args.searchable):
+        say(f"the daemon (pid {pid}) syncs this site; asked it to sync now")
+        return 0
+    record = wait_for_daemon_pass(paths.state, asked_at, deadline)
+    if record is None:
+        last = daemon_record(paths.state)
+        problem = last.get("last_error") or last.get("source_error")
         why = f"; its last problem: {problem}" if problem else ""
         fail(f"the daemon (pid {pid}) did not finish a pass within {args.timeout:g}s{why}", EX_TEMPFAIL)
-    say(f"synced by the daemon (pid {pid}); backlog {meta.get('backlog')}")
+    say(f"synced by the daemon (pid {pid}); backlog {record.get('backlog')}")
     if args.searchable:
-        _wait_searchable_via_daemon(settings, deadline, args.timeout)
+        _wait_searchable(paths, deadline, args.timeout)
     return 0
 
 
-def _wait_searchable_via_daemon(settings: Settings, deadline: float, timeout: float) -> None:
-    from daemon.loop.control_client import ControlError, ask
-    from daemon.site import open_backbone
+def _wait_searchable(paths: QuickPaths, deadline: float, timeout: float) -> None:
+    from daemon.loop.control_client import ask
 
-    backbone = open_backbone(settings, create=False)
-    try:
-        through = backbone.feed_end(settings.site.name)
-    finally:
-        backbone.close()
+    if paths.socket is None:
+        fail("--searchable: the search index is off (warm.enabled = false)", EX_CONFIG)
     left = max(0.1, deadline - time.monotonic())
     try:
-        reply = ask(settings.socket_path, {"op": "indexed", "through": through, "timeout": left}, timeout=left + 5)
-    except ControlError as exc:
-        fail(f"the search index could not catch up: {exc}", EX_TEMPFAIL)
-    if int(reply["cursor"]) < through:
+        reply = ask(paths.socket, {"op": "indexed", "through": None, "timeout": left}, timeout=left + 5)
+    except MemsyncError as exc:
+        fail(f"synced, but the search index could not catch up: {exc}", EX_TEMPFAIL)
+    if not reply.get("done"):
         fail(
-            f"not searchable within {timeout:g}s: the index is at feed position {reply['cursor']} of {through}",
+            f"synced, but not searchable within {timeout:g}s: the index is at feed position {reply.get('cursor')} "
+            f"of {reply.get('through')}",
             EX_TEMPFAIL,
         )
     say("searchable")

@@ -318,6 +318,11 @@ class WarmLayer:
         self._totals.add(report)
         return report
 
+    def feed_end(self) -> int:
+        if self.backbone is None:
+            raise ValueError("the feed's end needs the backbone")
+        return self.backbone.feed_end(self.settings.site.name)
+
     def indexed_through(self) -> int:
         """The feed position the serving collection has reached."""
         return self.cursor_file.read(self.collections.active())
@@ -378,8 +383,11 @@ def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
         return asdict(layer.reindex(lambda report: progress(asdict(report))))
 
     def do_indexed(request: Mapping[str, Any], _progress: Progress) -> Any:
-        through, timeout = int(request.get("through") or 0), float(request.get("timeout") or 0)
-        return {"cursor": layer.wait_indexed(through, max(0.0, min(timeout, 3600.0)))}
+        """Wait until the index reaches feed position ``through`` (default: the feed's end now)."""
+        asked = request.get("through")
+        through = int(asked) if asked is not None else layer.feed_end()
+        cursor = layer.wait_indexed(through, max(0.0, min(float(request.get("timeout") or 0), 3600.0)))
+        return {"cursor": cursor, "through": through, "done": cursor >= through}
 
     return {"search": do_search, "reindex": do_reindex, "indexed": do_indexed}
 

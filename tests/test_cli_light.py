@@ -1,0 +1,139 @@
+"""The light paths of ``memsync search`` and ``memsync sync`` (what hooks call on every prompt and
+every episode): they find the daemon's files exactly where the full settings would, and they do
+not import the heavy parts of the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SiteFiles, wait_for, wait_started
+
+from daemon.cli.locate import quick_paths
+from daemon.config import load_settings
+
+HEAVY = ("pydantic", "pydantic_settings", "rich", "structlog", "numpy", "httpx", "onnxruntime", "tenacity")
+
+
+@pytest.mark.parametrize(
+    ("toml", "environ"),
+    [
+        pytest.param('[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n', {}, id="defaults"),
+        pytest.param('data_dir = "data"\n[site]\nname = "vm"\n[agentdb]\npath = "a.db"\n', {}, id="relative data_dir"),
+        pytest.param(
+            '[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n'
+            '[warm]\nsocket = "~/s.sock"\n[state]\npath = "st/x.db"\n',
+            {},
+            id="socket and state in the file",
+        ),
+        pytest.param(
+            '[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n',
+            {"MEMSYNC_SITE__NAME": "other", "MEMSYNC_DATA_DIR": "/srv/memsync"},
+            id="site and data dir from the environment",
+        ),
+        pytest.param(
+            '[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n',
+            {"MEMSYNC_WARM__SOCKET": "/run/m.sock", "MEMSYNC_STATE__PATH": "/var/lib/m/s.db"},
+            id="socket and state from the environment",
+        ),
+        pytest.param(
+            '[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n',
+            {"XDG_DATA_HOME": "/xdg"},
+            id="XDG_DATA_HOME",
+        ),
+        pytest.param(
+            '[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n[warm]\nenabled = false\n', {}, id="search index off"
+        ),
+    ],
+)
+def test_the_quick_paths_are_the_settings_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, environ: dict[str, str]
+) -> None:
+    config = tmp_path / "conf" / "site.toml"
+    config.parent.mkdir()
+    config.write_text(toml, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings(config)
+    quick = quick_paths(config, dict(os.environ))
+    assert quick is not None
+    assert quick.site == settings.site.name
+    assert quick.state == settings.state_path
+    assert quick.lock == settings.lock_path
+    assert quick.socket == (settings.socket_path if settings.warm.enabled else None)
+
+
+def test_a_dotenv_file_sends_the_quick_path_to_the_full_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "site.toml"
+    config.write_text('[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n', encoding="utf-8")
+    (tmp_path / ".env").write_text("MEMSYNC_SITE__NAME=elsewhere\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert quick_paths(config, {}) is None
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="ms-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def imported(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "daemon", *args], capture_output=True, text=True, check=False
+    )
+    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done, modules
+
+
+def test_search_and_sync_through_a_daemon_import_nothing_heavy(
+    site_files: Callable[..., SiteFiles],
+    make_agentdb: Callable[..., Path],
+    short_dir: Path,
+    tmp_path: Path,
+    daemons: Callable[..., subprocess.Popen[bytes]],
+) -> None:
+    warm = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 0.5\n'
+    site = site_files("laptop", make_agentdb(20), warm=warm)
+    log = tmp_path / "daemon.log"
+    proc = daemons(site.config, log)
+    wait_started(site, proc, log)
+
+    def searchable() -> bool:
+        done = subprocess.run(
+            [sys.executable, "-m", "daemon", "search", "anything", "--json", "-c", str(site.config)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.returncode == 0 and len(json.loads(done.stdout)["results"]) > 0
+
+    wait_for(searchable, timeout=60, what="the index")
+    done, modules = imported("search", "anything", "--json", "-c", str(site.config))
+    assert done.returncode == 0
+    assert json.loads(done.stdout.splitlines()[-1])["via"] == "daemon"
+    assert not {m for m in modules if m.split(".")[0] in HEAVY}, "the light search path imported heavy modules"
+    assert "daemon.cli.app" not in modules
+
+    done, modules = imported("sync", "--wait", "-c", str(site.config))
+    assert done.returncode == 0, done.stderr
+    assert "synced by the daemon" in done.stderr
+    assert not {m for m in modules if m.split(".")[0] in HEAVY}, "the light sync path imported heavy modules"
+
+    # Without a daemon answering, the same command still works, through the full path.
+    proc.terminate()
+    proc.wait(30)
+    done, modules = imported("search", "anything", "--json", "-c", str(site.config))
+    assert done.returncode == 0
+    assert "daemon.cli.app" in modules
