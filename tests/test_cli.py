@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -557,6 +558,10 @@ def test_demo_syncs_two_sites_exactly_once(tmp_path: Path, env: dict[str, str], 
     done = memsync("demo", "--duration", "3", "--dir", str(folder), timeout=180, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"agents: {writer}" in done.stdout
+    assert "(through the laptop's daemon, " in done.stdout
+    assert "xxxxx" not in done.stdout, "the results show the episodes' text, not the writer's size padding"
+    try_line = next(line for line in done.stdout.splitlines() if line.startswith("try: memsync status"))
+    assert try_line.endswith("| head -3"), "the try: commands are whole lines, not cut at 80 columns"
     lines = done.stdout.splitlines()
     summary = next((n for n, line in enumerate(lines) if line.strip().startswith("summary")), None)
     assert summary is not None, done.stdout
@@ -574,3 +579,32 @@ def test_demo_syncs_two_sites_exactly_once(tmp_path: Path, env: dict[str, str], 
     assert set(by_site) == {"laptop", "vm"}
     assert dict(by_site) == written
     assert len({(e["sourceSite"], e["sourceId"]) for e in episodes}) == len(episodes)
+
+
+# -- the command itself ---------------------------------------------------------------------------
+def test_version_and_help_say_what_a_person_types() -> None:
+    version = memsync("--version")
+    assert version.returncode == 0
+    assert version.stdout.strip() == f"memsync {metadata.version('memsync')}"
+    for command in ("run", "sync", "status", "search", "reindex", "export", "quarantine", "service", "demo"):
+        shown = memsync(command, "--help")
+        assert shown.returncode == 0, shown.stderr
+        assert "<bool>" not in shown.stdout
+        assert "list[" not in shown.stdout
+    sync_help = flat(memsync("sync", "--help").stdout)
+    assert "--once one pass, then exit: what `sync` always does" in sync_help
+    assert "--wait" in sync_help
+    assert "--searchable" in sync_help
+
+
+def test_an_error_is_one_unwrapped_line_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    config = tmp_path / "a-rather-long-folder-name-so-that-the-message-is-well-over-eighty-columns" / "laptop.toml"
+    config.parent.mkdir()
+    config.write_text('[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n[sink]\nx = 1\n', encoding="utf-8")
+    done = memsync("sync", "--config", str(config))
+    assert done.returncode == 78
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert len(line) > 120
+    assert line.startswith("memsync: configuration error: invalid configuration: unknown key 'sink'")
+    assert str(config) in line

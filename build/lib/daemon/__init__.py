@@ -1,0 +1,1 @@
+"""memsync's per-site process: CLI, configuration, run loop, change detection, status, demo."""

@@ -1,0 +1,30 @@
+"""The ``memsync`` command. This module stays light: what agents' hooks call on every prompt or
+episode, ``memsync search`` and ``memsync sync [--wait]`` with a daemon running, is answered
+without importing the rest of the CLI (``fast_search``, ``fast_sync``); every other command, and
+anything the light paths cannot answer, goes to the full parser (``daemon.cli.app``), one module
+per command."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    code: int | None = None
+    if argv[:1] == ["search"]:
+        from daemon.cli.search import fast_search
+
+        code = fast_search(argv[1:])
+    elif argv[:1] == ["sync"]:
+        from daemon.cli.sync import fast_sync
+
+        code = fast_sync(argv[1:])
+    if code is not None:
+        sys.exit(code)
+    from daemon.cli.app import run_app
+
+    run_app(argv)
+
+
+__all__ = ["main"]

@@ -1,0 +1,54 @@
+"""The ``memsync`` parser: one module per command (``daemon/cli/<command>.py``), each adding its
+parser and the function that runs it.
+
+Exit codes: 0 ok; 1 a command failed (or status: degraded); 2 status: down, or a usage error;
+75 try again later (another memsync holds the site, the backbone stayed unreachable, a wait timed
+out); 78 only a person can fix it (configuration, a path memsync cannot use, another source
+already feeds the site); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import metadata
+
+from daemon.cli import demo, export, quarantine, run, search, service, status
+from daemon.cli import sync as sync_command
+from daemon.cli.common import Exit
+
+DESCRIPTION = "Keep AI agents' AgentDB memories in step across machines."
+
+
+def version() -> str:
+    try:
+        return metadata.version("memsync")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="memsync",
+        description=DESCRIPTION,
+        epilog="Run `memsync COMMAND --help` for a command's options. Docs: README.md.",
+    )
+    top.add_argument("--version", action="version", version=f"memsync {version()}")
+    commands = top.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for module in (run, sync_command, status, search, export, quarantine, service, demo):
+        module.register(commands)
+    return top
+
+
+def run_app(argv: list[str]) -> None:
+    args = parser().parse_args(argv)
+    try:
+        code = int(args.run(args))
+    except Exit as done:
+        code = done.code
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
+__all__ = ["parser", "run_app", "version"]

@@ -1,0 +1,103 @@
+"""What every command shares: the ``-c`` option, loading settings, the consoles, and turning
+memsync's errors into one sentence and the documented exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
+
+from sync.errors import (
+    EX_CONFIG,
+    EX_TEMPFAIL,
+    AlreadyRunning,
+    ConfigError,
+    MemsyncError,
+    PathProblem,
+    SourceConflict,
+    TransientError,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from daemon.config import Settings
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class Exit(Exception):
+    """Leave the command with this exit code (its message, if any, has been printed)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        type=Path,
+        default=os.environ.get("MEMSYNC_CONFIG") or None,
+        help="the site's TOML config file (default: $MEMSYNC_CONFIG; else MEMSYNC_* variables only)",
+    )
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", dest="as_json", action="store_true", help="machine-readable output")
+
+
+def say(message: str) -> None:
+    """One line on stderr, never wrapped: under journald or launchd a wrapped line becomes several
+    entries, and a path cut in two cannot be pasted."""
+    sys.stderr.write(f"memsync: {message}\n")
+    sys.stderr.flush()
+
+
+def fail(message: str, code: int) -> NoReturn:
+    say(message)
+    raise Exit(code)
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console that wraps only on a terminal."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    terminal = stream.isatty()
+    return Console(file=stream, soft_wrap=not terminal, width=None if terminal else 10_000, highlight=False)
+
+
+def load(args: argparse.Namespace, *, log_level: str | None = None) -> Settings:
+    """The settings, with logging set up: the configured level, or ``log_level`` for commands
+    whose output is their result (status, export, search)."""
+    from daemon import logs
+    from daemon.config import load_settings
+
+    settings = load_settings(args.config)
+    logs.configure(log_level or settings.log.level, settings.log.format)
+    logs.bind(site=settings.site.name)
+    return settings
+
+
+@contextmanager
+def handled() -> Iterator[None]:
+    """memsync's errors as one sentence on stderr and the documented exit code, never a traceback."""
+    try:
+        yield
+    except (PathProblem, SourceConflict) as exc:
+        fail(str(exc), EX_CONFIG)
+    except ConfigError as exc:
+        fail(f"configuration error: {exc}", EX_CONFIG)
+    except AlreadyRunning as exc:
+        fail(str(exc), EX_TEMPFAIL)
+    except TransientError as exc:
+        fail(f"gave up for now: {exc}", EX_TEMPFAIL)
+    except MemsyncError as exc:
+        fail(str(exc), 1)

@@ -1,0 +1,49 @@
+"""``memsync export``: the backbone's episodes as JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from daemon.cli.common import Commands, add_config, fail, handled, load
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "export",
+        help="the backbone's episodes as JSON lines on stdout",
+        description="The backbone's episodes as JSON lines on stdout, oldest first, in the backbone's "
+        "camelCase fields (the same names `search --json` uses).",
+    )
+    add_config(parser)
+    parser.add_argument("--site", metavar="SITE", help="only this site's episodes (default: every site)")
+    parser.set_defaults(run=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from daemon.site import open_backbone
+
+    with handled():
+        settings = load(args, log_level="error")
+        if settings.backbone.kind == "local" and not settings.hub_path.exists():
+            fail(
+                f"the hub {settings.hub_path} does not exist yet: nothing has been synced to it "
+                f"(run `memsync sync` or `memsync run` first)",
+                1,
+            )
+        backbone = open_backbone(settings, create=False)
+        written = 0
+        try:
+            write = sys.stdout.write
+            for episode in backbone.episodes(args.site):
+                write(json.dumps(episode, ensure_ascii=False) + "\n")
+                written += 1
+        except BrokenPipeError:  # `memsync export | head` is fine
+            sys.stderr.close()
+            return 0
+        finally:
+            backbone.close()
+        if written == 0 and args.site is not None:
+            fail(f"no episodes from site {args.site!r} in {backbone.description}", 1)
+        return 0

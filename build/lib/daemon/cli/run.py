@@ -1,0 +1,36 @@
+"""``memsync run``: the daemon."""
+
+from __future__ import annotations
+
+import argparse
+
+from daemon.cli.common import Commands, add_config, handled, load
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="the daemon: sync every episode until stopped",
+        description="Tail the AgentDB file and sync every episode until stopped (SIGTERM/SIGINT finish the "
+        "batch in flight). Under systemd it reports readiness, status and watchdog pings (Type=notify).",
+    )
+    add_config(parser)
+    add_take_over(parser)
+    parser.set_defaults(run=main)
+
+
+def add_take_over(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--take-over",
+        action="store_true",
+        help="feed this site from here even though another machine or AgentDB file fed it until now "
+        "(a replaced laptop, a restored backup)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    from daemon.loop.runner import Daemon
+
+    with handled():
+        settings = load(args)
+        return Daemon(settings, take_over=args.take_over).run()

@@ -1,0 +1,235 @@
+"""``memsync search`` and ``memsync reindex``.
+
+Agents call ``search`` from hooks, on every prompt, so its usual path is light: with a daemon
+running, ``fast_search`` parses the arguments, finds the control socket from the config file
+(``daemon.cli.locate``), asks the daemon and prints, importing nothing but the standard library
+and a few small modules of memsync's own. Anything else (no daemon, an error to explain, a config
+only the full settings can read) takes the full path, ``main``, which says the same things.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import IO
+
+from daemon.cli.common import Commands, add_config, add_json, console, fail, handled, load, say
+from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
+
+_SINCE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+EX_USAGE = 2
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "search",
+        help="search every site's episodes (BM25 and meaning, fused)",
+        description="Search every site's episodes: BM25 and dense vectors fused, then recency decay. Goes "
+        "through the running daemon; with none, this process opens the index itself, catching it up first.",
+    )
+    add_search_arguments(parser)
+    parser.set_defaults(run=main)
+    reindex = commands.add_parser(
+        "reindex",
+        help="rebuild the search index with the configured model",
+        description="Rebuild the vector collection from the backbone with the configured embedding model, then "
+        "switch searches to it (the old collection serves until the new one is complete).",
+    )
+    add_config(reindex)
+    reindex.set_defaults(run=reindex_main)
+
+
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", help="what to look for: words, an error code, a function name")
+    add_config(parser)
+    parser.add_argument(
+        "-n", "--limit", type=int, default=10, metavar="N", help=f"results to show, 1-{MAX_LIMIT} (default: 10)"
+    )
+    parser.add_argument("--site", metavar="SITE", help="only episodes from this site")
+    parser.add_argument("--agent", metavar="NAME", help="only this agent's episodes")
+    parser.add_argument("--session", metavar="ID", help="only this session's episodes")
+    parser.add_argument(
+        "--tag", action="append", metavar="TAG", help="only episodes with this tag (repeat: any of them)"
+    )
+    parser.add_argument("--since", metavar="WHEN", help="only episodes since: 7d, 12h, 30m, or an ISO date")
+    parser.add_argument("--rerank", action="store_true", help="rerank with Voyage rerank-2.5 (needs a Voyage key)")
+    parser.add_argument("--mmr", action="store_true", help="diversify the results (maximal marginal relevance)")
+    parser.add_argument(
+        "--all", dest="all_duplicates", action="store_true", help="show near-duplicates too (collapsed by default)"
+    )
+    parser.add_argument(
+        "--mode", choices=("hybrid", "dense", "bm25"), default="hybrid", help="hybrid (default); the others compare"
+    )
+    add_json(parser)
+
+
+def parse_since(value: str, now: float) -> int:
+    """``7d``, ``12h``, ``30m`` ago, or an ISO date/time; milliseconds since the epoch."""
+    text = value.strip()
+    if match := _SINCE.match(text):
+        return int((now - float(match[1]) * _UNIT_SECONDS[match[2]]) * 1000)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"--since {value!r}: use a duration like 7d, 12h, 30m or an ISO date like 2026-11-01"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def request_from(args: argparse.Namespace) -> SearchRequest:
+    """The request the arguments ask for; ValueError says what is wrong with them."""
+    request = SearchRequest(
+        query=args.query,
+        limit=args.limit,
+        filter=SearchFilter(
+            site=args.site,
+            agent=args.agent,
+            session=args.session,
+            tags=tuple(args.tag or ()),
+            since_ms=None if args.since is None else parse_since(args.since, time.time()),
+        ),
+        collapse=not args.all_duplicates,
+        rerank=args.rerank,
+        mmr=args.mmr,
+        mode=args.mode,
+    )
+    request.check()
+    return request
+
+
+def fast_search(argv: Sequence[str]) -> int | None:
+    """Search through a running daemon with the fewest imports; None when the full path must answer
+    (no daemon listening, or anything to explain)."""
+    from daemon.cli.locate import quick_paths
+    from daemon.loop.control_client import ask
+    from sync.errors import MemsyncError
+
+    parser = argparse.ArgumentParser(prog="memsync search", add_help=False)
+    add_search_arguments(parser)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit:
+        return None  # let the full parser say what is wrong
+    if extra:
+        return None
+    paths = quick_paths(args.config, os.environ)
+    if paths is None or paths.socket is None:
+        return None
+    try:
+        request = request_from(args)
+        reply = ask(paths.socket, {"op": "search", "request": request.to_wire()})
+    except (ValueError, MemsyncError, OSError):
+        return None
+    show([SearchResult.from_wire(r) for r in reply], args, sys.stdout, via="daemon")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    from daemon.warm.recall import run_search
+
+    with handled():
+        settings = load(args, log_level="error")
+        try:
+            request = request_from(args)
+        except ValueError as exc:
+            fail(f"search: {exc}", EX_USAGE)
+        found = run_search(settings, request)
+        if found.behind:
+            say(found.behind)
+    show(found.results, args, sys.stdout, via=found.via, behind=found.behind)
+    return 0
+
+
+def show(
+    results: list[SearchResult], args: argparse.Namespace, out: IO[str], *, via: str, behind: str | None = None
+) -> None:
+    """``via``: who searched, "daemon" or "this process" (``--json`` says it, for scripts and tests)."""
+    if args.as_json:
+        payload: dict[str, object] = {"query": args.query, "via": via, "results": [r.to_wire() for r in results]}
+        if behind:
+            payload["warning"] = behind
+        out.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    else:
+        render_results(results, out, color=out.isatty())
+
+
+def _age(ts: int | None, now: float) -> str:
+    if ts is None:
+        return "?"
+    seconds = max(0.0, now - ts / 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit} ago"
+    return f"{seconds:.0f}s ago"
+
+
+def render_results(results: list[SearchResult], out: IO[str], *, color: bool = False, now: float | None = None) -> None:
+    """Results as text: a header line each, then the first lines of the episode. Plain text unless
+    ``color`` (a terminal): bold rank, dim details."""
+    now = time.time() if now is None else now
+    bold, dim, reset = ("\033[1m", "\033[2m", "\033[0m") if color else ("", "", "")
+    if not results:
+        out.write("no matches\n")
+        return
+    for rank, r in enumerate(results, 1):
+        extras = [r.agent or "?", _age(r.ts, now)]
+        if r.similarity is not None:
+            extras.append(f"similarity {r.similarity:.2f}")
+        if r.reward is not None:
+            extras.append(f"reward {r.reward:g}")
+        if r.duplicates:
+            extras.append(f"+{r.duplicates} near-duplicate{'s' if r.duplicates > 1 else ''}")
+        out.write(f"{bold}{rank}.{reset} {r.site}#{r.source_id}  {dim}{' · '.join(extras)}{reset}\n")
+        lines = [line for line in r.text.splitlines() if line.strip()]
+        for line in lines[:3]:
+            out.write(f"   {line[:160]}\n")
+
+
+def reindex_main(args: argparse.Namespace) -> int:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from daemon.warm.recall import run_reindex
+    from sync.errors import ConfigError
+
+    with handled():
+        settings = load(args)
+        if not settings.warm.enabled:
+            raise ConfigError("the warm layer is off (warm.enabled = false)")
+        err = console(stderr=True)
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("changes"),
+            TimeRemainingColumn(),
+            console=err,
+            transient=not err.is_terminal,
+            disable=not err.is_terminal,
+        ) as bar:
+            task = bar.add_task(f"reindexing {settings.warm.collection}", total=None)
+
+            def progress(report: Mapping[str, Any]) -> None:
+                bar.update(task, completed=report.get("cursor", 0), total=report.get("end") or None)
+
+            report, via = run_reindex(settings, progress)
+        say(
+            f"reindexed ({via}): {report['embedded']} embedded, {report['linked']} linked as "
+            f"near-duplicates, {report['failed']} refused by the embedder"
+        )
+        return 1 if report["failed"] else 0
+
+
+__all__ = ["fast_search", "parse_since", "register", "render_results"]

@@ -1,0 +1,208 @@
+"""``memsync sync``: one pass now, for agent hooks and backfills; with ``--wait``, return only once
+the file's episodes are in the backbone (and with ``--searchable``, in the search index too).
+
+Exit codes: 0 done (quarantined rows are reported, as in status); 75 not done within ``--timeout``; 78 only a
+person can fix it; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from daemon.cli.common import Commands, Exit, add_config, console, fail, handled, load, say
+from daemon.cli.run import add_take_over
+from sync.errors import EX_CONFIG, EX_TEMPFAIL, ConfigError, MemsyncError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from daemon.cli.locate import QuickPaths
+    from daemon.config import Settings
+    from daemon.site import Site
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "sync",
+        help="one pass now (hooks, backfills); --wait returns once it is in the backbone",
+        description="One sync pass, then exit, with a progress bar on stderr; episodes it synced are indexed "
+        "for search too. If the daemon runs, it asks the daemon to sync now instead.",
+    )
+    add_sync_arguments(parser)
+    parser.set_defaults(run=main)
+
+
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config(parser)
+    parser.add_argument("--once", action="store_true", help="one pass, then exit: what `sync` always does")
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="return only once every episode in the AgentDB file is in the backbone, whether or not a daemon runs",
+    )
+    parser.add_argument(
+        "--searchable",
+        action="store_true",
+        help="with --wait: also wait until they are in the search index",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="give up after this many seconds (exit 75): an unreachable backbone, a daemon that does not "
+        "finish (default: 60)",
+    )
+    add_take_over(parser)
+
+
+def fast_sync(argv: Sequence[str]) -> int | None:
+    """``sync`` with a daemon running, with the fewest imports: poke it and, with --wait, wait for
+    its pass; None when the full path must answer (no daemon, or only the full settings can tell)."""
+    from daemon.cli.locate import quick_paths
+    from daemon.cli.oneshot import poke_daemon
+
+    parser = argparse.ArgumentParser(prog="memsync sync", add_help=False)
+    add_sync_arguments(parser)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit:
+        return None
+    if extra or args.take_over:
+        return None
+    paths = quick_paths(args.config, os.environ)
+    if paths is None:
+        return None
+    deadline, asked_at = time.monotonic() + args.timeout, time.time()
+    pid = poke_daemon(paths.lock)
+    if pid is None:
+        return None
+    try:
+        return through_daemon(paths, pid, args, asked_at, deadline)
+    except Exit as done:
+        return done.code
+
+
+def main(args: argparse.Namespace) -> int:
+    from daemon.cli.locate import QuickPaths
+    from daemon.cli.oneshot import poke_daemon
+
+    with handled():
+        settings = load(args)
+        if args.searchable and not settings.warm.enabled:
+            raise ConfigError("--searchable: the search index is off (warm.enabled = false)")
+        deadline, asked_at = time.monotonic() + args.timeout, time.time()
+        pid = poke_daemon(settings.lock_path)
+        if pid is not None:
+            socket = settings.socket_path if settings.warm.enabled else None
+            paths = QuickPaths(settings.site.name, socket, settings.state_path, settings.lock_path)
+            return through_daemon(paths, pid, args, asked_at, deadline)
+        return _sync_here(settings, args)
+
+
+def through_daemon(paths: QuickPaths, pid: int, args: argparse.Namespace, asked_at: float, deadline: float) -> int:
+    """The daemon (pid) was asked for a pass at ``asked_at``; with --wait, wait for it (and with
+    --searchable, for its search index to reach the feed's end)."""
+    from daemon.cli.oneshot import daemon_record, wait_for_daemon_pass
+
+    if not (args.wait or args.searchable):
+        say(f"the daemon (pid {pid}) syncs this site; asked it to sync now")
+        return 0
+    record = wait_for_daemon_pass(paths.state, asked_at, deadline)
+    if record is None:
+        last = daemon_record(paths.state)
+        problem = last.get("last_error") or last.get("source_error")
+        why = f"; its last problem: {problem}" if problem else ""
+        fail(f"the daemon (pid {pid}) did not finish a pass within {args.timeout:g}s{why}", EX_TEMPFAIL)
+    say(f"synced by the daemon (pid {pid}); backlog {record.get('backlog')}")
+    if args.searchable:
+        _wait_searchable(paths, deadline, args.timeout)
+    return 0
+
+
+def _wait_searchable(paths: QuickPaths, deadline: float, timeout: float) -> None:
+    from daemon.loop.control_client import ask
+
+    if paths.socket is None:
+        fail("--searchable: the search index is off (warm.enabled = false)", EX_CONFIG)
+    left = max(0.1, deadline - time.monotonic())
+    try:
+        reply = ask(paths.socket, {"op": "indexed", "through": None, "timeout": left}, timeout=left + 5)
+    except MemsyncError as exc:
+        fail(f"synced, but the search index could not catch up: {exc}", EX_TEMPFAIL)
+    if not reply.get("done"):
+        fail(
+            f"synced, but not searchable within {timeout:g}s: the index is at feed position {reply.get('cursor')} "
+            f"of {reply.get('through')}",
+            EX_TEMPFAIL,
+        )
+    say("searchable")
+
+
+def _sync_here(settings: Settings, args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from daemon.cli.oneshot import one_shot
+    from sync.retry import Interrupted
+
+    err = console(stderr=True)
+    with (
+        one_shot(settings, args.timeout, take_over=args.take_over) as (site, stop),
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=not err.is_terminal,
+            disable=not err.is_terminal,
+        ) as bar,
+    ):
+        task = bar.add_task(f"syncing {settings.site.name}", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        try:
+            report = site.engine.run_pass(stop, progress)
+        except Interrupted:
+            say("interrupted; the next pass resumes from the cursor")
+            raise Exit(130) from None
+        say(
+            f"{report.inserted} new, {report.updated} updated, {report.reused} reused ids kept, "
+            f"{report.quarantined} quarantined; cursor {report.cursor}, backlog {report.backlog}"
+        )
+        if report.interrupted:
+            raise Exit(130)
+        if settings.warm.enabled:
+            _index_here(settings, site, bar, stop, required=args.searchable)
+    return 0  # quarantined rows are said above and in status; the pass itself succeeded
+
+
+def _index_here(settings: Settings, site: Site, bar: Progress, stop: threading.Event, *, required: bool) -> None:
+    """Index what the pass synced (and anything else the feed holds), so that a search right after
+    finds it. Syncing has succeeded whatever happens here: a failure is said, not raised, unless
+    the caller asked for --searchable."""
+    from daemon.warm.layer import offline_layer
+    from sync.warm.indexer import PassReport as IndexReport
+
+    task = bar.add_task("indexing for search", total=None)
+
+    def progress(report: IndexReport) -> None:
+        bar.update(task, completed=report.cursor, total=report.end or None)
+
+    try:
+        with offline_layer(settings, site.backbone, stop=stop) as layer:
+            report = layer.catch_up(progress)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the sentence below
+        problem = str(exc) if isinstance(exc, MemsyncError) else f"{type(exc).__name__}: {exc}"
+        if required:
+            fail(f"synced, but not searchable: {problem}", EX_TEMPFAIL)
+        say(f"synced, but not indexed for search: {problem}")
+        return
+    say(f"indexed for search: {report.embedded} embedded, {report.rewritten} updated, {report.deleted} removed")

@@ -1,0 +1,339 @@
+"""Configuration: a TOML file, then the environment (``MEMSYNC_``, nested with ``__``), then ``.env``.
+
+Unknown or invalid keys are refused with a message that names the key, and the process exits 78
+(EX_CONFIG) so that systemd stops restarting it. Relative paths in the file are taken relative to
+the file's own folder, so a config travels with the files it names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from dotenv import dotenv_values
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from daemon.config_paths import default_data_dir, lock_path_for, socket_path_for, state_path_for
+from sync.episode import Attribution
+from sync.errors import ConfigError
+
+ENV_PREFIX = "MEMSYNC_"
+# Read by the CLI and the demo, not settings. MEMSYNC_ENV_FILE names the .env file to read instead
+# of ./.env: a service's per-site secrets file (launchd has no EnvironmentFile=).
+_CLI_VARIABLES = {"MEMSYNC_CONFIG", "MEMSYNC_AGENTDB_GEN", "MEMSYNC_ENV_FILE"}
+# Secrets: from the environment or .env only, never a config file that may be shared or committed.
+_ENV_ONLY = (("backbone", "site_secret"), ("warm", "api_key"), ("warm", "qdrant_api_key"), ("warm", "rerank_api_key"))
+SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SiteDefaults(_Section):
+    """Who wrote an episode, when neither an AgentDB column nor its metadata says."""
+
+    agent_name: str | None = None
+    agent_platform: str | None = None
+    agent_interface: str | None = None
+    parent_agent: str | None = None
+    llm_provider: str | None = None
+    llm_model: str | None = None
+
+    def attribution(self) -> Attribution:
+        return Attribution(**self.model_dump())
+
+
+class SiteSection(_Section):
+    name: str
+    defaults: SiteDefaults = SiteDefaults()
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not SITE_NAME.match(value):
+            raise ValueError("use letters, digits, '.', '_' or '-' (at most 63), starting with a letter or digit")
+        return value
+
+
+class AgentDBSection(_Section):
+    path: Path
+    poll_interval: float = Field(1.0, ge=0.05, le=60.0, description="seconds between cheap stat polls")
+
+
+class BackboneSection(_Section):
+    kind: Literal["local", "convex"] = "local"
+    # local: the embedded hub's file; default: <data dir>/hub.db
+    path: Path | None = None
+    busy_timeout_ms: int = Field(5000, ge=0, le=600_000)
+    # convex: the deployment's URL, and this site's own secret (never the deploy key). The secret
+    # comes from the environment (MEMSYNC_BACKBONE__SITE_SECRET) or .env, never the config file.
+    url: str | None = None
+    site_secret: SecretStr | None = None
+    timeout: float = Field(15.0, gt=0, le=300, description="seconds to wait for the deployment")
+
+    @model_validator(mode="after")
+    def _complete(self) -> BackboneSection:
+        if self.kind == "convex":
+            if not self.url:
+                raise ValueError("backbone.url is required when backbone.kind = 'convex'")
+            if self.site_secret is None or not self.site_secret.get_secret_value():
+                raise ValueError(
+                    "backbone.site_secret is required when backbone.kind = 'convex': "
+                    "set MEMSYNC_BACKBONE__SITE_SECRET in the environment or .env"
+                )
+        return self
+
+
+class StateSection(_Section):
+    path: Path | None = None  # default: <data dir>/<site>.state.db
+
+
+class SyncSection(_Section):
+    batch_size: int = Field(200, ge=1, le=500)
+    window: int = Field(256, ge=0, description="ids behind the cursor re-checked on every pass")
+    full_check_interval: float = Field(60.0, ge=1.0, description="seconds between re-checks of every row")
+    lag_warning: float = Field(60.0, gt=0, description="status turns degraded past this many seconds of lag")
+    retry_max_wait: float = Field(30.0, gt=0, le=3600)
+
+
+class WarmSection(_Section):
+    """The warm layer: every synced episode embedded into a hybrid (dense + BM25) Qdrant collection.
+
+    Keys (``api_key``, ``qdrant_api_key``, ``rerank_api_key``) come from the environment or .env
+    only, like the site secret: MEMSYNC_WARM__API_KEY and so on."""
+
+    enabled: bool = True
+    embedder: Literal["local", "gemini", "voyage"] = "local"
+    model: str | None = None  # default: gemini-embedding-001 / voyage-3.5; the local model is fixed
+    dims: int | None = Field(None, ge=1, le=4096)  # default: gemini 768, voyage 1024
+    api_key: SecretStr | None = None
+    base_url: str | None = None  # the embedding provider's endpoint, when not the public one
+    store: Literal["edge", "qdrant"] = "edge"
+    path: Path | None = None  # default: <data dir>/warm/<site>
+    url: str | None = None  # store = "qdrant": the server or Qdrant Cloud URL
+    qdrant_api_key: SecretStr | None = None
+    collection: str = Field("agent_memory_hybrid", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+    batch_size: int = Field(64, ge=1, le=500, description="episodes embedded and upserted together")
+    duplicate_threshold: float = Field(0.95, gt=0, le=1.0, description="cosine at which episodes are linked")
+    # How search fuses the dense and BM25 lists: "relative" (min-max scaled scores, dense weighted 0.75)
+    # or "rrf" (Reciprocal Rank Fusion, k = 2). sync/warm/fusion.py says why relative is the default.
+    fusion: Literal["relative", "rrf"] = "relative"
+    # Seconds between looks for other sites' episodes. Default: 30 on the embedded hub, where a change
+    # to the hub file wakes the look at once (the interval is the safety net); 10 on Convex, where
+    # nothing wakes it and every look is a function call against the deployment's monthly quota.
+    catch_up_interval: float | None = Field(None, ge=0.1, le=3600)
+    # Seconds without embedding after which the daemon lets go of the embedding model (the local
+    # one holds ~160 MB); the next episode or search loads it again (~0.5 s). 0: keep it loaded.
+    unload_after: float = Field(600.0, ge=0)
+    rerank_model: str = "rerank-2.5"
+    rerank_api_key: SecretStr | None = None  # default: api_key when embedder = "voyage"
+    rerank_base_url: str | None = None
+    socket: Path | None = None  # default: <data dir>/<site>.sock
+
+    @model_validator(mode="after")
+    def _complete(self) -> WarmSection:
+        if not self.enabled:
+            return self
+        if self.embedder != "local" and (self.api_key is None or not self.api_key.get_secret_value()):
+            raise ValueError(
+                f"warm.api_key is required when warm.embedder = {self.embedder!r}: "
+                "set MEMSYNC_WARM__API_KEY in the environment or .env"
+            )
+        if self.embedder == "local" and (self.model is not None or self.dims is not None):
+            raise ValueError("warm.model and warm.dims apply to gemini and voyage; the local model is fixed (384 dims)")
+        if self.store == "qdrant" and not self.url:
+            raise ValueError("warm.url is required when warm.store = 'qdrant'")
+        return self
+
+
+class LogSection(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+class Settings(BaseSettings):
+    # extra="ignore" at the top level only because a .env file may hold other programs' variables;
+    # load_settings refuses unknown top-level keys and MEMSYNC_ variables itself, by name.
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="ignore",
+        frozen=True,
+    )
+
+    site: SiteSection
+    agentdb: AgentDBSection
+    backbone: BackboneSection = BackboneSection()
+    state: StateSection = StateSection()
+    sync: SyncSection = SyncSection()
+    warm: WarmSection = WarmSection()
+    log: LogSection = LogSection()
+    data_dir: Path | None = None
+    config_file: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment overrides the file (init carries the file's values); .env fills in last.
+        return env_settings, dotenv_settings, init_settings
+
+    # -- derived paths ----------------------------------------------------------------------------
+    @property
+    def resolved_data_dir(self) -> Path:
+        return self.data_dir if self.data_dir is not None else default_data_dir(os.environ)
+
+    @property
+    def hub_path(self) -> Path:
+        return self.backbone.path or self.resolved_data_dir / "hub.db"
+
+    @property
+    def state_path(self) -> Path:
+        return state_path_for(self.state.path, self.resolved_data_dir, self.site.name)
+
+    @property
+    def catch_up_interval(self) -> float:
+        if self.warm.catch_up_interval is not None:
+            return self.warm.catch_up_interval
+        return 10.0 if self.backbone.kind == "convex" else 30.0
+
+    @property
+    def warm_dir(self) -> Path:
+        return self.warm.path or self.resolved_data_dir / "warm" / self.site.name
+
+    @property
+    def socket_path(self) -> Path:
+        return socket_path_for(self.warm.socket, self.resolved_data_dir, self.site.name)
+
+    @property
+    def lock_path(self) -> Path:
+        return lock_path_for(self.state_path)
+
+
+def _anchor(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Make the file's relative paths relative to the file's folder."""
+
+    def fix(section: str, key: str) -> None:
+        part = values.get(section)
+        if isinstance(part, dict) and isinstance(part.get(key), str):
+            path = Path(part[key]).expanduser()
+            part[key] = os.path.normpath(path if path.is_absolute() else base / path)
+
+    fix("agentdb", "path")
+    fix("backbone", "path")
+    fix("state", "path")
+    fix("warm", "path")
+    fix("warm", "socket")
+    if isinstance(values.get("data_dir"), str):
+        path = Path(values["data_dir"]).expanduser()
+        values["data_dir"] = os.path.normpath(path if path.is_absolute() else base / path)
+    return values
+
+
+def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
+    key = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        allowed = _allowed_keys(model, [str(p) for p in error["loc"][:-1]])
+        hint = f" (allowed here: {', '.join(allowed)})" if allowed else ""
+        return f"unknown key {key!r}{hint}"
+    if error["type"] == "missing":
+        return f"missing key {key!r}"
+    return f"{key}: {error['msg']}"
+
+
+def _allowed_keys(model: type[BaseModel], path: list[str]) -> list[str]:
+    current: Any = model
+    for part in path:
+        field = current.model_fields.get(part) if hasattr(current, "model_fields") else None
+        if field is None or not isinstance(field.annotation, type) or not issubclass(field.annotation, BaseModel):
+            return []
+        current = field.annotation
+    return sorted(k for k in current.model_fields if k != "config_file")
+
+
+def env_file() -> Path:
+    """The .env file settings read last: $MEMSYNC_ENV_FILE, else .env in the working directory."""
+    return Path(os.environ.get("MEMSYNC_ENV_FILE") or ".env")
+
+
+def _variables() -> dict[str, tuple[str, str]]:
+    """MEMSYNC_ variables by name, each with where it was set (the environment wins over .env)."""
+    found: dict[str, tuple[str, str]] = {}
+    dotenv = env_file()
+    if dotenv.is_file():
+        for name, value in dotenv_values(dotenv).items():
+            found[name.upper()] = (value or "", f"the .env file {dotenv}")
+    for name, value in os.environ.items():
+        found[name.upper()] = (value, "the environment")
+    return {k: v for k, v in found.items() if k.startswith(ENV_PREFIX) and k not in _CLI_VARIABLES}
+
+
+def _unknown_keys(values: dict[str, Any], where: str) -> list[str]:
+    known = set(Settings.model_fields)
+    problems = [
+        f"unknown key {key!r} (allowed here: {', '.join(sorted(known - {'config_file'}))}) in {where}"
+        for key in values
+        if key not in known or key == "config_file"
+    ]
+    for name, (_value, origin) in sorted(_variables().items()):
+        section = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
+        if section not in known or section == "config_file":
+            allowed = ", ".join(f"{ENV_PREFIX}{k.upper()}__..." for k in sorted(known - {"config_file", "data_dir"}))
+            problems.append(
+                f"unknown variable {name} in {origin}: no setting {section!r} "
+                f"(allowed: {allowed}, {ENV_PREFIX}DATA_DIR)"
+            )
+    return problems
+
+
+def _origin(loc: tuple[Any, ...], where: str) -> str:
+    """Where the value at ``loc`` came from: a variable (named) or the config file."""
+    name = ENV_PREFIX + "__".join(str(part).upper() for part in loc)
+    found = _variables().get(name)
+    return f"{name} in {found[1]}" if found else where
+
+
+def load_settings(config: Path | None) -> Settings:
+    """Read the config file (if any) plus the environment; ConfigError names every bad key."""
+    values: dict[str, Any] = {}
+    where = "the environment"
+    if config is not None:
+        where = str(config)
+        try:
+            values = tomllib.loads(config.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {config} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {config} is not valid TOML: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {config}: {exc}") from None
+    for section, key in _ENV_ONLY:
+        if isinstance(values.get(section), dict) and key in values[section]:
+            raise ConfigError(
+                f"{where}: {section}.{key} does not belong in a config file; "
+                f"set MEMSYNC_{section.upper()}__{key.upper()} in the environment or a .env file"
+            )
+    problems = _unknown_keys(values, where)
+    if problems:
+        raise ConfigError(f"invalid configuration: {'; '.join(problems)}")
+    if config is not None:
+        values = _anchor(values, config.resolve().parent)
+        values["config_file"] = str(config.resolve())
+    try:
+        return Settings(**values, _env_file=env_file())
+    except ValidationError as exc:
+        described = "; ".join(
+            f"{_describe(dict(e), Settings)} (from {_origin(tuple(e['loc']), where)})" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {described}") from None

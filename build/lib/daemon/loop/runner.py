@@ -1,0 +1,255 @@
+"""The run loop: wait for a change, run a pass, report, repeat, until told to stop.
+
+Shaped like Litestream's: a cheap poll is the source of truth and file events only wake it early.
+SIGTERM and SIGINT let the batch in flight finish and then exit cleanly; SIGUSR1 asks for a pass
+now (``memsync sync`` and ``memsync quarantine retry`` send it to a running daemon).
+A failing pass never ends the loop: the problem is logged once when it starts and once when it
+ends, recorded for ``status`` always, and the loop backs off and tries again. What only a person
+can fix (a path it cannot use, the credentials refused, another source feeding the site) ends it
+with exit 78.
+
+Under systemd (``Type=notify``) it says READY once the site is open, STATUS when that changes, and
+pings the watchdog from this loop, including while a retry waits, so that only a loop that is
+stuck (a call that never returns) stops the pings and gets the daemon restarted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+import structlog
+
+from daemon.config import Settings
+from daemon.loop.changes import ChangeWaker
+from daemon.loop.lock import SiteLock
+from daemon.loop.notify import Notifier
+from daemon.paths import check_site
+from daemon.site import Site, open_backbone
+from daemon.warm.host import WarmHost
+from sync.backbone.base import Backbone
+from sync.engine import PassReport
+from sync.errors import ConfigError, SnapshotNotReady, SourceConflict, SourceUnavailable
+from sync.memory import release_free_memory, reuse_large_buffers
+from sync.problems import ProblemLog
+from sync.retry import Interrupted, RetryPolicy
+from sync.source import describe, still_ours
+
+log = structlog.get_logger("memsync.daemon")
+
+MAX_BACKOFF = 30.0
+# After this long without a pass the writer has gone quiet: hand the snapshots' buffers back.
+RELEASE_MEMORY_AFTER = 10.0
+# How often the daemon checks that its site was not taken over by another source meanwhile.
+SOURCE_CHECK_INTERVAL = 60.0
+
+
+class Daemon:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        stop: threading.Event | None = None,
+        install_signals: bool = True,
+        on_pass: Callable[[PassReport], None] | None = None,
+        take_over: bool = False,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.settings = settings
+        self.stop = stop or threading.Event()
+        self.wake = threading.Event()
+        self.install_signals = install_signals
+        self.on_pass = on_pass
+        self.take_over = take_over
+        self.notify = notifier or Notifier()
+        self.asked = threading.Event()  # SIGUSR1: someone wants a pass now (a retry, sync)
+        self.problems = ProblemLog(log)
+        self._warm: WarmHost | None = None
+        self.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, sleep=self._sleep)
+
+    def run(self) -> int:
+        """Run until stopped. Raises AlreadyRunning if another process syncs this site, and a
+        ConfigError (exit 78) for what only a person can fix."""
+        if self.install_signals:
+            self._install_signals()  # before the lock: a poke that finds us holding it must not kill us
+        reuse_large_buffers()
+        try:
+            return self._run()
+        finally:
+            self.notify.close()
+
+    def _run(self) -> int:
+        check_site(self.settings)  # before the lock, which lives in the state folder
+        with SiteLock(self.settings.lock_path, self.settings.site.name):
+            backbone = self._open_backbone()
+            if backbone is None:
+                return 0
+            with Site(self.settings, backbone, retry=self.retry, take_over=self.take_over) as site:
+                site.sidecar.set_many({"daemon_started_at": time.time(), "daemon_pid": os.getpid()})
+                if site.backbone_changed:
+                    log.warning(
+                        "backbone changed since the last run: every episode will be pushed again",
+                        backbone=backbone.description,
+                    )
+                log.info(
+                    "started",
+                    site=self.settings.site.name,
+                    agentdb=str(self.settings.agentdb.path),
+                    backbone=backbone.description,
+                    pid=os.getpid(),
+                )
+                warm = self._start_warm(backbone)
+                waker = ChangeWaker(self._watched(warm)).start()
+                self.notify.ready(f"syncing {self.settings.agentdb.path} to {backbone.description}")
+                try:
+                    self._loop(site)
+                finally:
+                    self.notify.stopping()
+                    waker.stop()
+                    if warm is not None:
+                        warm.close()
+                    site.sidecar.set_many({"daemon_stopped_at": time.time()})
+                log.info("stopped", site=self.settings.site.name)
+        return 0
+
+    def _start_warm(self, backbone: Backbone) -> WarmHost | None:
+        """The control socket, and the warm layer's worker process whenever there is work for it
+        (``daemon.warm.host``): the embedding stack never loads in this process."""
+        if not self.settings.warm.enabled:
+            return None
+        self._warm = WarmHost(self.settings, backbone, stop=self.stop).start()
+        return self._warm
+
+    def _watched(self, warm: WarmHost | None) -> dict[Path, threading.Event]:
+        """The files whose changes wake something: the AgentDB file wakes the run loop; the embedded
+        hub, where other sites' episodes arrive, wakes the warm layer (Convex has no file to watch,
+        so there the warm layer's catch-up interval alone finds them)."""
+        watched = {self.settings.agentdb.path: self.wake}
+        if warm is not None and self.settings.backbone.kind == "local":
+            watched[self.settings.hub_path] = warm.poked
+        return watched
+
+    def _open_backbone(self) -> Backbone | None:
+        """Opening can fail like any other call to the backbone: retry until it works or we stop."""
+        try:
+            backbone = self.retry.call(
+                lambda: open_backbone(self.settings),
+                stop=self.stop,
+                on_retry=lambda e, d, n: self._backbone_down(e),
+            )
+        except Interrupted:
+            return None
+        self.problems.recovered("backbone")
+        return backbone
+
+    def _backbone_down(self, error: BaseException) -> None:
+        self.problems.problem("backbone", f"unavailable at start: {error}")
+
+    def _sleep(self, seconds: float) -> None:
+        """A retry's wait: cut short by a stop, and the watchdog pinged meanwhile (waiting out a
+        backoff is the loop working as meant, not stuck)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0 and not self.stop.is_set():
+            self.notify.alive()
+            ping_in = self.notify.next_ping_in()
+            self.stop.wait(left if ping_in is None else min(left, max(ping_in, 0.05)))
+
+    def _loop(self, site: Site) -> None:
+        pending = True  # always one pass at start: catch up on whatever arrived while we were down
+        failures = 0
+        poll = self.settings.agentdb.poll_interval
+        last_pass, released = time.monotonic(), False
+        source_checked = time.monotonic()
+        while not self.stop.is_set():
+            self.notify.alive()
+            asked = self.asked.is_set()
+            self.asked.clear()
+            if asked or pending or site.reader.has_changed() or site.engine.recheck_due():
+                pending, ok = self._pass(site)
+                failures = 0 if ok else failures + 1
+                last_pass, released = time.monotonic(), False
+            elif not released and time.monotonic() - last_pass >= RELEASE_MEMORY_AFTER:
+                release_free_memory()
+                released = True
+            if time.monotonic() - source_checked >= SOURCE_CHECK_INTERVAL:
+                self._check_source(site)
+                source_checked = time.monotonic()
+            timeout = poll if failures == 0 else min(poll * 2 ** min(failures, 10), MAX_BACKOFF)
+            ping_in = self.notify.next_ping_in()
+            if self.wake.wait(timeout if ping_in is None else min(timeout, ping_in)):
+                self.wake.clear()
+
+    def _check_source(self, site: Site) -> None:
+        """Stop (exit 78) if another source took the site over since we claimed it."""
+        try:
+            taken = still_ours(site.backbone, self.settings.site.name, site.source)
+        except Exception as exc:  # noqa: BLE001 - an unreachable backbone is the pass's problem to report
+            log.debug("could not check the site's source", error=str(exc))
+            return
+        if taken is not None:
+            raise SourceConflict(
+                f"site {self.settings.site.name!r} was taken over by another source ({describe(taken)}); "
+                "this daemon stops so that two sources never feed one site. Start it again with --take-over "
+                "only if this machine should feed the site"
+            )
+
+    def _pass(self, site: Site) -> tuple[bool, bool]:
+        """Run one pass; returns (another pass is needed at once, the pass succeeded)."""
+        try:
+            report = site.engine.run_pass(self.stop)
+        except Interrupted:
+            return False, True
+        except SnapshotNotReady as exc:
+            # A busy writer, not a failure: read again on the next change or poll, without backing off.
+            self._report(site, "last_error", f"AgentDB file is being rewritten; will read it again: {exc}", quiet=True)
+            return True, True
+        except ConfigError:
+            raise  # e.g. the backbone refused our credentials: only a person can fix that (exit 78)
+        except SourceUnavailable as exc:
+            # Wait for the file to change (the reader stops re-reading it until then).
+            self._report(site, "source_error", str(exc))
+            return False, True
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}"
+            if self._report(site, "last_error", detail):
+                log.debug("pass failed", exc_info=True)  # the traceback once, for a developer
+            return True, False
+        self.problems.recovered()
+        self.notify.status(
+            f"synced {report.cursor and f'through id {report.cursor}'}; backlog {report.backlog}"
+            if report.backlog
+            else f"up to date (cursor {report.cursor})"
+        )
+        if self._warm is not None and (report.inserted or report.updated):
+            self._warm.poke()  # index what was just pushed now, not at the next catch-up
+        if self.on_pass is not None:
+            self.on_pass(report)
+        return report.interrupted and not self.stop.is_set(), True
+
+    def _report(self, site: Site, key: str, message: str, *, quiet: bool = False) -> bool:
+        """Record a problem for status always; log it once when it appears (``ProblemLog``)."""
+        try:
+            site.sidecar.set_many({key: message, f"{key}_at": time.time()})
+        except Exception as exc:  # noqa: BLE001 - the problem is still logged below
+            self.problems.problem("state", f"cannot record state in the sidecar: {exc}")
+        self.notify.status(f"problem: {message}")
+        return self.problems.problem(key, message, quiet=quiet)
+
+    def _install_signals(self) -> None:
+        def stop(signum: int, _frame: FrameType | None) -> None:
+            log.info("signal received; finishing the batch in flight", signal=signal.Signals(signum).name)
+            self.stop.set()
+            self.wake.set()
+
+        def asked(_signum: int, _frame: FrameType | None) -> None:
+            self.asked.set()
+            self.wake.set()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGUSR1, asked)

@@ -1,0 +1,132 @@
+"""Wiring: from settings to the parts of one site (reader, sidecar, backbone, engine).
+
+Every command builds its parts here, so the daemon, ``sync``, ``status`` and ``export`` can never
+disagree about where a site's files are. Opening a site for writing checks its paths first
+(``daemon.paths``) and claims the site for this source (``sync.source``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import replace
+from types import TracebackType
+
+import httpx
+
+from daemon import logs
+from daemon.config import Settings
+from daemon.paths import check_site, user
+from sync.agentdb import AgentDBReader
+from sync.backbone.base import Backbone
+from sync.backbone.convex import ConvexBackbone
+from sync.backbone.hub import HubBackbone
+from sync.engine import SyncEngine
+from sync.errors import PathProblem
+from sync.retry import RetryPolicy
+from sync.sidecar import Sidecar
+from sync.source import SourceIdentity, claim, instance_for
+
+
+def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.BaseTransport | None = None) -> Backbone:
+    """The configured backbone. Raises BackboneUnavailable when it cannot be opened.
+
+    ``create=False`` is for readers (status, export): they must not create or lock anything.
+    ``transport`` is the HTTP seam of a Convex backbone (measurement, tests)."""
+    config = settings.backbone
+    opened: Backbone
+    if config.kind == "convex":
+        assert config.url is not None
+        assert config.site_secret is not None
+        secret = config.site_secret.get_secret_value()
+        logs.register_secrets([secret])
+        opened = ConvexBackbone(config.url, settings.site.name, secret, timeout=config.timeout, transport=transport)
+    else:
+        opened = HubBackbone(settings.hub_path, busy_timeout_ms=config.busy_timeout_ms, create=create)
+    if create:
+        # A writer learns now, not at its first episode, that the backbone is down or refuses it.
+        try:
+            opened.ping()
+        except BaseException:
+            opened.close()
+            raise
+    return opened
+
+
+def retry_policy(settings: Settings) -> RetryPolicy:
+    return RetryPolicy(maximum=settings.sync.retry_max_wait)
+
+
+def open_sidecar(settings: Settings) -> Sidecar:
+    try:
+        return Sidecar(settings.state_path)
+    except sqlite3.Error as exc:
+        raise PathProblem(f"cannot open the state file {settings.state_path} as user {user()}: {exc}") from None
+
+
+def open_sidecar_readonly(settings: Settings) -> Sidecar | None:
+    """The sidecar for reading, or None when the site was never synced."""
+    try:
+        return Sidecar(settings.state_path, readonly=True)
+    except FileNotFoundError:
+        return None
+    except sqlite3.Error as exc:
+        raise PathProblem(f"cannot read the state file {settings.state_path} as user {user()}: {exc}") from None
+
+
+class Site:
+    """The open parts of one site, claimed for this source; close it (or use ``with``) to release
+    the files. ``retry`` and ``clock`` are the engine's: its backoff and its time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        backbone: Backbone,
+        *,
+        retry: RetryPolicy,
+        clock: Callable[[], float] = time.time,
+        take_over: bool = False,
+    ) -> None:
+        self.settings = settings
+        self._stack = ExitStack()
+        check_site(settings)
+        try:
+            self.backbone = backbone
+            self._stack.callback(self.backbone.close)
+            self.sidecar = open_sidecar(settings)
+            self._stack.callback(self.sidecar.close)
+            self.backbone_changed = self.sidecar.bind(settings.site.name, self.backbone.description)
+            here = SourceIdentity.here("", settings.agentdb.path)
+            self.source = replace(here, instance=instance_for(self.sidecar, here.machine))
+            self.claimed = retry.call(
+                lambda: claim(self.backbone, settings.site.name, self.source, take_over=take_over)
+            )
+        except BaseException:
+            self._stack.close()
+            raise
+        self.reader = AgentDBReader(settings.agentdb.path)
+        self.engine = SyncEngine(
+            site=settings.site.name,
+            reader=self.reader,
+            sidecar=self.sidecar,
+            backbone=self.backbone,
+            defaults=settings.site.defaults.attribution(),
+            batch_rows=settings.sync.batch_size,
+            window=settings.sync.window,
+            full_interval=settings.sync.full_check_interval,
+            retry=retry,
+            clock=clock,
+        )
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> Site:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,249 @@
+"""``memsync status``: gather the facts about one site (I/O), judge them (``daemon.health``), show them.
+
+Safe while the daemon runs: it opens the sidecar read-only, takes its own snapshot of the AgentDB
+file, and only reads from the backbone.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from daemon.config import Settings
+from daemon.health import Facts, Level, assess, lag_seconds
+from daemon.loop.lock import holder_pid
+from daemon.paths import agentdb_problem, writable_problem
+from daemon.site import open_backbone, open_sidecar_readonly
+from daemon.warm.files import read_status
+from daemon.warm.lag import episodes_behind
+from sync.agentdb import AgentDBReader
+from sync.backbone.base import Backbone
+from sync.errors import MemsyncError, PathProblem
+from sync.source import describe
+from sync.warm.cursor import CursorFile
+
+# Status counts the episodes the search index has not reached up to this many, then says "more than".
+BEHIND_COUNT_LIMIT = 1000
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _float(value: str | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
+    """Everything status shows, as one JSON-ready dict (``status --json`` prints it as is)."""
+    now = time.time() if now is None else now
+    meta: dict[str, str | None] = {}
+    cursor = quarantined = conflicts = synced = 0
+    path_problem = writable_problem(settings, create=False)
+    try:
+        sidecar = open_sidecar_readonly(settings)
+    except PathProblem as exc:
+        sidecar, path_problem = None, path_problem or str(exc)
+    if sidecar is not None:
+        try:
+            keys = (
+                "last_success_at",
+                "last_error",
+                "last_error_at",
+                "source_error",
+                "caught_up_at",
+                "daemon_started_at",
+            )
+            meta = {k: sidecar.get(k) for k in keys}
+            cursor, synced = sidecar.cursor(), sidecar.synced_count()
+            quarantined, conflicts = sidecar.quarantine_count(), sidecar.conflict_count()
+        finally:
+            sidecar.close()
+
+    pid = holder_pid(settings.lock_path)
+    agentdb: dict[str, Any] = {"path": str(settings.agentdb.path), "readable": False, "error": None}
+    backlog: int | None = None
+    oldest: float | None = None
+    problem = agentdb_problem(settings.agentdb.path)
+    try:
+        if problem is not None:
+            raise PathProblem(problem)
+        with AgentDBReader(settings.agentdb.path).snapshot() as snap:
+            backlog = snap.count_after(cursor)
+            agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
+            created = snap.oldest_created_after(cursor)
+            oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
+    except MemsyncError as exc:
+        agentdb["error"] = str(exc)
+
+    backbone, behind = _backbone(settings)
+    warm = _warm(settings, pid is not None, behind)
+    caught_up = _float(meta.get("caught_up_at"))
+    lag = lag_seconds(now, backlog, caught_up, oldest)
+    facts = Facts(
+        daemon_running=pid is not None,
+        backbone_error=backbone["error"],
+        source_error=agentdb["error"],
+        path_problem=path_problem,
+        last_error=meta.get("last_error"),
+        backlog=backlog,
+        lag_seconds=lag,
+        lag_warning=settings.sync.lag_warning,
+        quarantined=quarantined,
+        conflicts=conflicts,
+        warm_problem=warm.get("problem"),
+    )
+    level, reasons = assess(facts)
+    return {
+        "site": settings.site.name,
+        "health": level.label,
+        "exitCode": int(level),
+        "reasons": reasons,
+        "daemon": {
+            "running": pid is not None,
+            "pid": pid if pid and pid > 0 else None,
+            "startedAt": _iso(_float(meta.get("daemon_started_at"))),
+        },
+        "cursor": cursor,
+        "synced": synced,
+        "backlog": backlog,
+        "lastSyncAt": _iso(_float(meta.get("last_success_at"))),
+        "lagSeconds": None if lag is None else round(lag, 3),
+        "quarantined": quarantined,
+        "conflicts": conflicts,
+        "lastError": meta.get("last_error"),
+        "agentdb": agentdb,
+        "backbone": backbone,
+        "warm": warm,
+        "stateFile": str(settings.state_path),
+        "pathProblem": path_problem,
+    }
+
+
+def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | None]:
+    """The backbone as this site sees it, and how far the search index is behind it."""
+    backbone: dict[str, Any] = {"kind": settings.backbone.kind, "reachable": False, "error": None}
+    behind: tuple[int, bool] | None = None
+    try:
+        bb = open_backbone(settings, create=False)
+        try:
+            backbone["description"] = bb.description
+            bb.ping()
+            remote = bb.site_cursor(settings.site.name)
+            backbone["reachable"] = True
+            if remote is not None:
+                backbone["cursor"] = {
+                    "lastSyncedId": remote.last_synced_id,
+                    "lastSyncedAt": _iso(remote.last_synced_at / 1000),
+                    "totalSynced": remote.total_synced,
+                }
+            source = bb.source_of(settings.site.name)
+            backbone["source"] = None if source is None else describe(source)
+            behind = _index_behind(settings, bb)
+        finally:
+            bb.close()
+    except MemsyncError as exc:
+        backbone["error"] = str(exc)
+    return backbone, behind
+
+
+def _index_behind(settings: Settings, backbone: Backbone) -> tuple[int, bool] | None:
+    """(episodes the search index has not reached, exact), or None when the index is off."""
+    if not settings.warm.enabled:
+        return None
+    from daemon.warm.files import Collections
+
+    cursor = CursorFile(settings.warm_dir / "indexer.json").read(Collections(settings).active())
+    return episodes_behind(backbone, settings.site.name, cursor, BEHIND_COUNT_LIMIT)
+
+
+def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | None) -> dict[str, Any]:
+    """The search index, as the daemon's warm layer last reported it, and how far behind it is."""
+    if not settings.warm.enabled:
+        return {"enabled": False, "problem": None}
+    found = read_status(settings) or {}
+    state = found.get("state", "never run") if daemon_running else "not running"
+    paused = found.get("pausedUntil") if state == "paused" else None
+    problem = None
+    if state == "paused":
+        problem = f"indexing paused until {_iso(paused)}: {found.get('detail')}"
+    elif state in ("needs-reindex", "error", "retrying"):
+        problem = f"{state}: {found.get('detail')}"
+    totals = found.get("totals") or {}
+    return {
+        "enabled": True,
+        "state": state,
+        "detail": found.get("detail"),
+        "pausedUntil": _iso(paused),
+        "problem": problem,
+        "store": settings.warm.store,
+        "embedder": settings.warm.embedder,
+        "collection": found.get("collection", settings.warm.collection),
+        "model": found.get("model"),
+        # False once the daemon has let the idle model go (warm.unload_after); the next use loads it.
+        "modelLoaded": found.get("modelLoaded"),
+        "feedCursor": found.get("cursor"),
+        # Episodes in the backbone the index has not reached; None when the backbone did not answer.
+        "behind": None if behind is None else behind[0],
+        "behindExact": None if behind is None else behind[1],
+        "embedded": totals.get("embedded"),
+        "lastIndexedAt": _iso(found.get("lastPassAt")),
+    }
+
+
+def _behind_text(warm: dict[str, Any]) -> str:
+    count = warm.get("behind")
+    if count is None:
+        return "how far behind is unknown (backbone unreachable)"
+    if count == 0:
+        return "up to date"
+    return f"{'more than ' if not warm.get('behindExact') else ''}{count} episodes behind"
+
+
+_STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    level = Level(report["exitCode"])
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("site", report["site"])
+    table.add_row("health", f"[{_STYLE[level]}]{level.label}[/]")
+    daemon = report["daemon"]
+    table.add_row("daemon", f"running (pid {daemon['pid']})" if daemon["running"] else "[yellow]not running[/]")
+    bb = report["backbone"]
+    reach = "[green]reachable[/]" if bb["reachable"] else f"[red]unreachable[/]: {bb['error']}"
+    table.add_row("backbone", f"{bb['kind']} ({bb.get('description', '?')}): {reach}")
+    if bb.get("source"):
+        table.add_row("fed by", bb["source"])
+    adb = report["agentdb"]
+    table.add_row(
+        "agentdb",
+        f"{adb['path']}: "
+        + (f"{adb['episodes']} episodes, max id {adb['maxId']}" if adb["readable"] else f"[red]{adb['error']}[/]"),
+    )
+    table.add_row("cursor", f"{report['cursor']} ({report['synced']} episodes synced)")
+    table.add_row("backlog", "?" if report["backlog"] is None else str(report["backlog"]))
+    table.add_row("last sync", report["lastSyncAt"] or "never")
+    table.add_row("lag", "?" if report["lagSeconds"] is None else f"{report['lagSeconds']:.1f}s")
+    table.add_row("quarantined", str(report["quarantined"]))
+    table.add_row("conflicts", f"{report['conflicts']} (reused ids; both episodes kept)")
+    warm = report["warm"]
+    if not warm["enabled"]:
+        table.add_row("search index", "off (warm.enabled = false)")
+    else:
+        where = f"{warm['store']} {warm['collection']}, {warm['model'] or warm['embedder']}"
+        shown = warm["problem"] or f"{warm['state']}, {_behind_text(warm)}"
+        if warm["modelLoaded"] is False:
+            shown += " (model let go while idle)"
+        table.add_row("search index", f"{where}: {shown}")
+    console.print(table)
+    for reason in report["reasons"]:
+        console.print(f"[{_STYLE[level]}]- {reason}[/]")

@@ -1,0 +1,405 @@
+"""The daemon's warm layer: the indexer's thread, searches, reindexing, and what status shows.
+
+One process owns an embedded store, so the daemon opens it once and everything else goes through
+here: the run loop pokes the indexer after each pass that pushed episodes (and, on the embedded hub,
+the hub file's changes poke it when other sites push); the control socket's threads search and
+reindex. The embedding model stays loaded while it is used, so a search costs one query embedding,
+and is let go after ``warm.unload_after`` idle seconds (``sync.warm.lazy``): an idle daemon does not
+keep 160 MB for a search that may not come.
+
+Failures never stop syncing. A transient one (store busy, provider down) backs off and retries; an
+exhausted quota pauses indexing until the provider says to come back, and ``status`` shows it; a
+collection built with another model pauses indexing until ``memsync reindex`` rebuilds it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+
+import structlog
+
+from daemon import logs
+from daemon.config import Settings
+from daemon.loop.control import Handler
+from daemon.loop.control_client import Progress
+from daemon.warm.files import Collections, status_path, write_status
+from sync.backbone.base import Backbone
+from sync.errors import ConfigError, TransientError
+from sync.warm.cursor import CursorFile
+from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, QuotaExhausted, VoyageEmbedder
+from sync.warm.indexer import Indexer, PassReport
+from sync.warm.lazy import LazyEmbedder
+from sync.warm.locked import LockedStore
+from sync.warm.request import SearchRequest, SearchResult
+from sync.warm.rerank import Reranker, VoyageReranker
+from sync.warm.search import search
+from sync.warm.store import CollectionMismatch, CollectionSpec, EdgeStore, ServerStore, VectorStore
+
+log = structlog.get_logger("memsync.warm")
+
+MAX_BACKOFF = 60.0
+INDEXED_POLL = 0.02  # seconds between looks at the feed position while a hook waits for it
+
+
+# --- wiring: settings to parts ---------------------------------------------------------------------
+
+
+def open_embedder(settings: Settings, stop: threading.Event | None = None) -> Embedder:
+    warm = settings.warm
+    if warm.embedder == "local":
+        return LocalEmbedder()
+    assert warm.api_key is not None
+    key = warm.api_key.get_secret_value()
+    logs.register_secrets([key])
+    if warm.embedder == "gemini":
+        return GeminiEmbedder(
+            key, model=warm.model or "gemini-embedding-001", dims=warm.dims or 768, base_url=warm.base_url, stop=stop
+        )
+    return VoyageEmbedder(
+        key, model=warm.model or "voyage-3.5", dims=warm.dims or 1024, base_url=warm.base_url, stop=stop
+    )
+
+
+def open_reranker(settings: Settings) -> Reranker | None:
+    warm = settings.warm
+    secret = warm.rerank_api_key or (warm.api_key if warm.embedder == "voyage" else None)
+    if secret is None or not secret.get_secret_value():
+        return None
+    logs.register_secrets([secret.get_secret_value()])
+    base_url = warm.rerank_base_url or (warm.base_url if warm.embedder == "voyage" else None)
+    return VoyageReranker(secret.get_secret_value(), model=warm.rerank_model, base_url=base_url)
+
+
+def open_store(settings: Settings) -> VectorStore:
+    warm = settings.warm
+    if warm.store == "qdrant":
+        key = None if warm.qdrant_api_key is None else warm.qdrant_api_key.get_secret_value()
+        if key:
+            logs.register_secrets([key])
+        return ServerStore(url=warm.url, api_key=key)
+    return EdgeStore(settings.warm_dir / "qdrant")
+
+
+# --- the layer ---------------------------------------------------------------------------------------
+
+
+class WarmLayer:
+    def __init__(
+        self,
+        settings: Settings,
+        backbone: Backbone | None,
+        *,
+        stop: threading.Event,
+        clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.settings = settings
+        self.backbone = backbone
+        self.stop = stop
+        self.clock = clock
+        self.poked = threading.Event()
+        self.collections = Collections(settings)
+        self.cursor_file = CursorFile(settings.warm_dir / "indexer.json")
+        self._embedder: Embedder = (
+            embedder if embedder is not None else LazyEmbedder(lambda: open_embedder(settings, stop))
+        )
+        self._reranker: Reranker | None = None
+        self._store: LockedStore | None = None
+        self._spec: CollectionSpec | None = None
+        self._indexer: Indexer | None = None
+        self._work = threading.Lock()  # one indexing run at a time: the loop's or a reindex
+        self._opening = threading.Lock()  # the first search and the first indexing run race to open
+        self._thread: threading.Thread | None = None
+        self._state: dict[str, Any] = {"state": "starting", "detail": None}
+        self._totals = PassReport()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> WarmLayer:
+        self._thread = threading.Thread(target=self._loop, name="memsync-warm", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.stop.set()
+        self.poked.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._store is not None:
+            self._store.close()
+        if self._thread is not None:
+            self._write_status()
+
+    def poke(self) -> None:
+        """New episodes reached the backbone: index them now rather than at the next interval."""
+        self.poked.set()
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    @property
+    def model_loaded(self) -> bool:
+        return not isinstance(self._embedder, LazyEmbedder) or self._embedder.loaded
+
+    @property
+    def state(self) -> str:
+        return str(self._state.get("state"))
+
+    @property
+    def working(self) -> bool:
+        """An indexing run or a reindex is under way."""
+        return self._work.locked()
+
+    def _until_release(self, wait: float) -> float:
+        """``wait``, cut short to when the idle model is due to be let go."""
+        after = self.settings.warm.unload_after
+        lazy = self._embedder
+        if not after or not isinstance(lazy, LazyEmbedder) or not lazy.loaded:
+            return wait
+        return min(wait, max(0.05, after - lazy.idle_for()))
+
+    def _release_if_idle(self) -> None:
+        after = self.settings.warm.unload_after
+        lazy = self._embedder
+        if after and isinstance(lazy, LazyEmbedder) and lazy.loaded and lazy.idle_for() >= after:
+            with self._work:
+                if lazy.release():
+                    log.info("embedding model let go while idle", idle_s=round(lazy.idle_for()))
+                    self._write_status()
+
+    def _open_collection(self) -> LockedStore:
+        """The store, with the active collection open (on first use; kept after)."""
+        with self._opening:
+            return self._open_collection_once()
+
+    def _open_collection_once(self) -> LockedStore:
+        if self._store is None:
+            self._store = LockedStore(open_store(self.settings))
+        if self._spec is None:
+            embedder = self.embedder
+            # CollectionMismatch when it was built with another model: searches and indexing wait
+            # for `memsync reindex`, syncing carries on.
+            self._spec = self._store.open_or_create(self.collections.active(), embedder.name, embedder.dims)
+            self._reranker = open_reranker(self.settings)
+        return self._store
+
+    def _open(self) -> Indexer:
+        """The live indexer on the active collection."""
+        store = self._open_collection()
+        if self._indexer is None:
+            self._indexer = self._make_indexer(store, self.collections.active())
+            self._indexer.spec = self._spec
+        return self._indexer
+
+    def _make_indexer(self, store: VectorStore, collection: str) -> Indexer:
+        warm = self.settings.warm
+        if self.backbone is None:
+            raise ValueError("indexing needs the backbone")  # offline search opens without one
+        return Indexer(
+            site=self.settings.site.name,
+            backbone=self.backbone,
+            store=store,
+            embedder=self.embedder,
+            collection=collection,
+            cursor_file=self.cursor_file,
+            page_size=warm.batch_size,
+            duplicate_threshold=warm.duplicate_threshold,
+            on_failed=lambda pid, why: log.warning("episode not embedded", point=pid, reason=why),
+        )
+
+    # -- the indexing loop ---------------------------------------------------------------------------
+    def _loop(self) -> None:
+        failures = 0
+        wait = 0.0
+        while not self.stop.is_set():
+            if self.poked.wait(self._until_release(wait)):
+                self.poked.clear()
+            else:
+                self._release_if_idle()
+            if self.stop.is_set():
+                break
+            paused = self._state.get("pausedUntil")
+            if paused is not None and self.clock() < paused:
+                wait = min(paused - self.clock(), self.settings.catch_up_interval * 10)
+                continue
+            try:
+                with self._work:
+                    report = self._open().run(stop=self.stop.is_set)
+            except QuotaExhausted as exc:
+                wait = float(exc.retry_after or MAX_BACKOFF)
+                self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
+                continue
+            except CollectionMismatch as exc:
+                self._set("needs-reindex", f"{exc} (run: memsync reindex)")
+                wait = 3600.0  # until a reindex (which pokes) or a restart
+                continue
+            except (TransientError, ConfigError) as exc:
+                failures += 1
+                self._set("retrying" if isinstance(exc, TransientError) else "error", str(exc))
+                wait = min(self.settings.catch_up_interval * 2**failures, MAX_BACKOFF)
+                continue
+            except Exception as exc:
+                log.exception("indexing failed")
+                failures += 1
+                self._set("error", f"{type(exc).__name__}: {exc}")
+                wait = min(self.settings.catch_up_interval * 2**failures, MAX_BACKOFF)
+                continue
+            failures = 0
+            self._totals.add(report)
+            if report.changes or self._state.get("state") != "ok":
+                # An empty look at the feed (every catch_up_interval, idle or not) changes nothing
+                # that status shows: no status file write for it.
+                self._set("ok", None, last_pass=report)
+            wait = 0.0 if not report.drained and not self.stop.is_set() else self.settings.catch_up_interval
+
+    def _set(
+        self, state: str, detail: str | None, *, paused_until: float | None = None, last_pass: PassReport | None = None
+    ) -> None:
+        if (state, detail) != (self._state.get("state"), self._state.get("detail")) and state != "ok":
+            log.warning("warm layer", state=state, detail=detail)
+        elif state == "ok" and self._state.get("state") not in ("ok", "starting"):
+            log.info("warm layer recovered", previous=self._state.get("detail"))
+        self._state = {"state": state, "detail": detail, "pausedUntil": paused_until}
+        if last_pass is not None:
+            self._state["lastPassAt"] = self.clock()
+        self._write_status()
+
+    def _write_status(self) -> None:
+        data = {
+            **self._state,
+            "collection": self.collections.active(),
+            "model": None if self._spec is None else self._spec.model_name,
+            "store": self.settings.warm.store,
+            "modelLoaded": self.model_loaded,
+            "cursor": self.cursor_file.read(self.collections.active()),
+            "totals": asdict(self._totals),
+            "updatedAt": self.clock(),
+        }
+        try:
+            write_status(self.settings, data)
+        except OSError:
+            log.exception("cannot write the warm layer's status file", path=str(status_path(self.settings)))
+
+    # -- what the control socket serves -------------------------------------------------------------
+    def search(self, request: SearchRequest) -> list[SearchResult]:
+        store = self._open_collection()
+        was_loaded = self.model_loaded
+        try:
+            return search(
+                store,
+                self.embedder,
+                request,
+                now_ms=int(self.clock() * 1000),
+                reranker=self._reranker,
+                fusion=self.settings.warm.fusion,
+            )
+        finally:
+            if not was_loaded and self._thread is not None:
+                self._write_status()  # status no longer says the model was let go
+
+    def _retire(self, physical: str) -> None:
+        """Drop a collection that no longer serves (the old one after a switch, or a half-built one)."""
+        store = self._store or LockedStore(open_store(self.settings))
+        try:
+            store.drop(physical)
+        except Exception:
+            log.exception("could not drop a retired collection; it only takes disk space", collection=physical)
+
+    def catch_up(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
+        """Index everything the feed holds now, in this thread: ``sync`` without a daemon, and a
+        search that finds the index a little behind."""
+        with self._work:
+            report = self._open().run(stop=self.stop.is_set, progress=progress)
+        self._totals.add(report)
+        return report
+
+    def feed_end(self) -> int:
+        if self.backbone is None:
+            raise ValueError("the feed's end needs the backbone")
+        return self.backbone.feed_end(self.settings.site.name)
+
+    def indexed_through(self) -> int:
+        """The feed position the serving collection has reached."""
+        return self.cursor_file.read(self.collections.active())
+
+    def wait_indexed(self, through: int, timeout: float) -> int:
+        """Wake the indexing loop and wait until the index has reached feed position ``through``
+        (``sync --wait --searchable``); the position reached, which is short of it at the timeout."""
+        deadline = time.monotonic() + timeout
+        self.poke()
+        while (reached := self.indexed_through()) < through and time.monotonic() < deadline:
+            if self.stop.wait(INDEXED_POLL):
+                break
+        return reached
+
+    def reindex(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
+        """Rebuild into a fresh collection with the configured model, then switch searches to it."""
+        with self._work:
+            return self._reindex(progress)
+
+    def _reindex(self, progress: Callable[[PassReport], None] | None) -> PassReport:
+        old = self.collections.active()
+        new = self.collections.fresh()
+        fresh = LockedStore(open_store(self.settings))  # its own handle: the live one keeps serving
+        try:
+            builder = self._make_indexer(fresh, new)
+            builder.open()
+            report = builder.run(stop=self.stop.is_set, progress=progress)
+            _check_not_stopped(self.stop)
+        except BaseException:
+            fresh.close()
+            self._retire(new)
+            raise
+        # Switch: searches move to the complete new collection, then the old one goes.
+        previous, self._store = self._store, fresh
+        self._indexer, self._spec = builder, builder.spec
+        self.collections.switch(new)
+        if previous is not None:
+            previous.close()
+        self._retire(old)
+        self._totals.add(report)
+        self._set("ok", None, last_pass=report)
+        self.poked.set()
+        return report
+
+
+def _check_not_stopped(stop: threading.Event) -> None:
+    if stop.is_set():
+        raise TransientError("reindex interrupted; the previous collection still serves searches")
+
+
+def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
+    """What the control socket answers."""
+
+    def do_search(request: Mapping[str, Any], _progress: Progress) -> Any:
+        return [r.to_wire() for r in layer.search(SearchRequest.from_wire(request.get("request") or {}))]
+
+    def do_reindex(_request: Mapping[str, Any], progress: Progress) -> Any:
+        return asdict(layer.reindex(lambda report: progress(asdict(report))))
+
+    def do_indexed(request: Mapping[str, Any], _progress: Progress) -> Any:
+        """Wait until the index reaches feed position ``through`` (default: the feed's end now)."""
+        asked = request.get("through")
+        through = int(asked) if asked is not None else layer.feed_end()
+        cursor = layer.wait_indexed(through, max(0.0, min(float(request.get("timeout") or 0), 3600.0)))
+        return {"cursor": cursor, "through": through, "done": cursor >= through}
+
+    return {"search": do_search, "reindex": do_reindex, "indexed": do_indexed}
+
+
+@contextmanager
+def offline_layer(
+    settings: Settings, backbone: Backbone | None, *, stop: threading.Event | None = None
+) -> Iterator[WarmLayer]:
+    """The warm layer for a command run while no daemon owns the store: search (no backbone
+    needed), catching up (``sync``) and reindex."""
+    layer = WarmLayer(settings, backbone, stop=stop or threading.Event())
+    try:
+        yield layer
+    finally:
+        layer.close()

@@ -1,0 +1,348 @@
+"""The Convex backbone: the same contract as the embedded hub, over Convex's HTTP API.
+
+Not the ``convex`` PyPI client: it holds the GIL while it waits, has no timeout and retries network
+errors forever (see docs/ARCHITECTURE.md). This is a plain httpx client with timeouts; retries are
+the engine's one policy (``sync.retry``), driven by how each failure is classified here.
+
+The site authenticates every call with its own secret (never the deployment's deploy key); the
+functions in ``cloud_functions/`` check it against a stored hash. The secret is sent in the request
+body, never in a URL, and never appears in a log line, an error message or ``status``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import httpx
+
+from sync.backbone.base import (
+    AgentState,
+    Approval,
+    Change,
+    Outcome,
+    PointRecord,
+    PushItem,
+    PushResult,
+    SiteCursor,
+    SourceRecord,
+)
+from sync.episode import EXPORT_FIELDS, canonical_json
+from sync.errors import (
+    BackboneConflict,
+    BackboneNotFound,
+    BackboneRejected,
+    BackboneUnavailable,
+    ConfigError,
+    MemsyncError,
+)
+
+# Convex's limits: 16 MiB of arguments, 1 MiB a document, 8192 array elements; an upsert costs an
+# index read a row, so a few hundred rows a call keeps a mutation well inside its budget.
+MAX_BATCH_ROWS = 200
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+MAX_EPISODE_BYTES = 900 * 1024  # a document is at most 1 MiB, with the backbone's own fields around
+# episodes:changes pages and episodes:recordPoints batches: at most this many a call.
+MAX_PAGE = 500
+
+Kind = Literal["query", "mutation", "action"]
+
+
+class BackboneAuthError(ConfigError):
+    """The deployment refused this site's secret: only a configuration change can fix it."""
+
+
+def classify(code: str | None, message: str) -> MemsyncError:
+    """The exception for a function's error, by its ``errorData.code``, never by message text
+    (production deployments redact messages)."""
+    if code == "UNAUTHORIZED":
+        return BackboneAuthError(f"convex refused this site's credentials: {message}")
+    if code in {"INVALID", "TOO_LARGE"}:
+        return BackboneRejected(f"convex rejected the request ({code}): {message}")
+    if code == "CONFLICT":
+        return BackboneConflict(message)
+    if code == "NOT_FOUND":
+        return BackboneNotFound(message)
+    if code is None:
+        # An uncaught error in a function, e.g. an argument that fails a validator. Permanent for
+        # this request: the engine splits the batch to find the row that causes it.
+        return BackboneRejected(f"convex function failed: {message}")
+    return BackboneUnavailable(f"convex error {code}: {message}")
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return None if value is None else max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class ConvexBackbone:
+    kind = "convex"
+    max_batch_rows = MAX_BATCH_ROWS
+    max_batch_bytes: int | None = MAX_BATCH_BYTES
+    max_episode_bytes: int | None = MAX_EPISODE_BYTES
+
+    def __init__(
+        self,
+        url: str,
+        site: str,
+        secret: str,
+        *,
+        timeout: float = 15.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not url.startswith(("https://", "http://")):
+            raise ConfigError(f"backbone.url must be the deployment's URL (https://...), not {url!r}")
+        self.url = url.rstrip("/")
+        self.site = site
+        self._secret = secret
+        self.description = f"convex {self.url}"
+        self._client = httpx.Client(
+            base_url=self.url,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            transport=transport,
+            headers={"Convex-Client": "memsync-0.1.0"},
+        )
+
+    # -- the HTTP API ---------------------------------------------------------------------------
+    def call(self, kind: Kind, path: str, args: Mapping[str, Any] | None = None) -> Any:
+        """Run one public function as this site; its value, or a classified exception."""
+        body = {"path": path, "args": {"site": self.site, "secret": self._secret, **(args or {})}, "format": "json"}
+        try:
+            response = self._client.post(f"/api/{kind}", json=body)
+        except httpx.TimeoutException:
+            raise BackboneUnavailable(f"convex {path}: no answer within the timeout") from None
+        except httpx.HTTPError as exc:
+            raise BackboneUnavailable(f"convex {path}: {type(exc).__name__}: {exc}") from None
+        # Convex answers 200 for both outcomes; its own client also takes 560 as "function failed".
+        if response.status_code in (200, 560):
+            try:
+                payload = response.json()
+            except ValueError:
+                raise BackboneUnavailable(f"convex {path}: the answer is not JSON") from None
+            if payload.get("status") == "success":
+                return payload.get("value")
+            data = payload.get("errorData")
+            code = data.get("code") if isinstance(data, dict) else None
+            message = (data.get("message") if isinstance(data, dict) else None) or payload.get("errorMessage") or ""
+            raise classify(code if isinstance(code, str) else None, f"{path}: {message}")
+        if response.status_code == 429 or response.status_code >= 500:
+            raise BackboneUnavailable(f"convex {path}: HTTP {response.status_code}", _retry_after(response))
+        if response.status_code in (401, 403):
+            raise BackboneAuthError(f"convex {path}: HTTP {response.status_code}")
+        # Not a row's fault (that would be a function error): the URL or the deployment is wrong.
+        raise ConfigError(
+            f"convex {path}: HTTP {response.status_code} from {self.url}: is this the deployment "
+            "URL, with cloud_functions deployed?"
+        )
+
+    # -- the backbone contract ------------------------------------------------------------------
+    def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
+        self._own(site)
+        value = self.call(
+            "mutation",
+            "episodes:bulkSyncEpisodes",
+            {"cursor": cursor, "episodes": [_wire_episode(i) for i in items]},
+        )
+
+        return [
+            PushResult(
+                r["sourceId"], Outcome(r["outcome"]), r.get("remoteId"), _int(r.get("syncedAt")), r.get("reason")
+            )
+            for r in value["results"]
+        ]
+
+    def site_cursor(self, site: str) -> SiteCursor | None:
+        self._own(site)
+        value = self.call("query", "episodes:getCursor")
+        if value is None:
+            return None
+        return SiteCursor(site, int(value["lastSyncedId"]), int(value["lastSyncedAt"]), int(value["totalSynced"]))
+
+    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        """This site's episodes (a site reads only its own), oldest first."""
+        if site not in (None, self.site):
+            return
+        after: str | None = None
+        while True:
+            page = self.call("query", "episodes:listEpisodes", {"after": after, "limit": 500})
+            for episode in page["episodes"]:
+                yield _exported(episode)
+            after = page.get("next")
+            if after is None:
+                return
+
+    def ping(self) -> None:
+        self.call("query", "episodes:getCursor")
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- registry and coordination --------------------------------------------------------------
+    def heartbeat(self, site: str, agent_name: str, platform: str) -> None:
+        self._own(site)
+        self.call("mutation", "agents:heartbeat", {"agentName": agent_name, "platform": platform})
+
+    def agents(self, site: str) -> list[AgentState]:
+        self._own(site)
+        rows = self.call("query", "agents:list")
+        return sorted(
+            (AgentState(r["agentName"], r["platform"], r["status"], int(r["lastHeartbeat"])) for r in rows),
+            key=lambda a: a.agent_name,
+        )
+
+    def claim_slot(self, site: str, job: str, slot: str) -> bool:
+        self._own(site)
+        return bool(self.call("mutation", "jobs:claimSlot", {"job": job, "slot": slot})["claimed"])
+
+    def create_approval(
+        self,
+        site: str,
+        *,
+        agent_name: str,
+        action_type: str,
+        priority: str,
+        reviewers: Sequence[str],
+        expires_at: int,
+    ) -> str:
+        self._own(site)
+        value = self.call(
+            "mutation",
+            "approvals:create",
+            {
+                "agentName": agent_name,
+                "actionType": action_type,
+                "priority": priority,
+                "reviewers": list(reviewers),
+                "expiresAt": expires_at,
+            },
+        )
+        return str(value["approvalId"])
+
+    def resolve_approval(self, site: str, approval_id: str, status: str, by: str) -> str:
+        self._own(site)
+        value = self.call("mutation", "approvals:resolve", {"approvalId": approval_id, "status": status, "by": by})
+        return str(value["status"])
+
+    def approvals(self, site: str, status: str | None = None) -> list[Approval]:
+        self._own(site)
+        rows = self.call("query", "approvals:list", {} if status is None else {"status": status})
+        return [
+            Approval(
+                str(r["_id"]),
+                r["agentName"],
+                r["actionType"],
+                r["status"],
+                r["priority"],
+                tuple(r["reviewers"]),
+                int(r["expiresAt"]),
+                r.get("resolvedBy"),
+            )
+            for r in sorted(rows, key=lambda r: float(r["_creationTime"]))
+        ]
+
+    def forget(self, site: str, source_id: str) -> bool:
+        self._own(site)
+        return bool(self.call("mutation", "episodes:forget", {"sourceId": source_id})["deleted"])
+
+    # -- one source per site --------------------------------------------------------------------
+    def source_of(self, site: str) -> SourceRecord | None:
+        self._own(site)
+        value = self.call("query", "sources:getSource")
+        return None if value is None else _source(value)
+
+    def set_source(self, site: str, record: SourceRecord, *, expected: str | None) -> bool:
+        self._own(site)
+        value = self.call(
+            "mutation",
+            "sources:setSource",
+            {
+                "expected": expected,
+                "instance": record.instance,
+                "machine": record.machine,
+                "host": record.host,
+                "agentdbPath": record.agentdb_path,
+            },
+        )
+        return bool(value["claimed"])
+
+    # -- the warm layer's feed ------------------------------------------------------------------
+    def changes(self, site: str, after: int, limit: int) -> list[Change]:
+        """Every site's changes after ``after``. At most 500 a call, and fewer when episodes are large
+        (a Convex query reads at most 16 MiB): only an empty list means the caller has caught up."""
+        self._own(site)
+        rows = self.call("query", "episodes:changes", {"after": after, "limit": min(limit, MAX_PAGE)})
+        return [
+            Change(
+                int(r["seq"]),
+                r["sourceSite"],
+                r["sourceId"],
+                None if r["episode"] is None else _exported(r["episode"]),
+                r.get("qdrantPointId"),
+            )
+            for r in rows
+        ]
+
+    def feed_end(self, site: str) -> int:
+        self._own(site)
+        return int(self.call("query", "episodes:feedEnd", {}))
+
+    def record_point_ids(self, site: str, records: Sequence[PointRecord]) -> int:
+        self._own(site)
+        recorded = 0
+        for start in range(0, len(records), MAX_PAGE):
+            items = [_wire_point(r) for r in records[start : start + MAX_PAGE]]
+            recorded += int(self.call("mutation", "episodes:recordPoints", {"items": items})["recorded"])
+        return recorded
+
+    def _own(self, site: str) -> None:
+        if site != self.site:
+            raise ConfigError(f"this backbone client acts for site {self.site!r}, not {site!r}")
+
+
+def _wire_episode(item: PushItem) -> dict[str, Any]:
+    """Metadata travels as JSON text: Convex refuses object keys that start with '$' or are not
+    ASCII, and agents' metadata may have any keys (and integers beyond 2^53)."""
+    fields = {k: v for k, v in item.fields.items() if k != "metadata"}
+    fields["metadataJson"] = canonical_json(item.fields.get("metadata") or {}).decode()
+    return {
+        "sourceId": item.source_id,
+        "identityHash": item.identity_hash,
+        "contentHash": item.content_hash,
+        "fields": fields,
+    }
+
+
+def _wire_point(record: PointRecord) -> dict[str, str]:
+    return {
+        "sourceSite": record.site,
+        "sourceId": record.source_id,
+        "qdrantPointId": record.point_id,
+        "contentHash": record.content_hash,
+    }
+
+
+def _source(value: Mapping[str, Any]) -> SourceRecord:
+    return SourceRecord(
+        value["instance"],
+        value["machine"],
+        value["host"],
+        value["agentdbPath"],
+        int(value["claimedAt"]),
+        int(value["lastSeenAt"]),
+    )
+
+
+def _exported(episode: Mapping[str, Any]) -> dict[str, Any]:
+    record = dict(episode)
+    text = record.get("metadataJson")
+    if isinstance(text, str):
+        record["metadata"] = json.loads(text)
+    return {name: record.get(name) for name in EXPORT_FIELDS}
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)

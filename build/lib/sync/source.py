@@ -1,0 +1,131 @@
+"""One site name, one source: which AgentDB file on which machine feeds a site.
+
+Two machines left with the same ``site.name`` would otherwise push into one site and silently
+merge two memories (a second laptop's id 7 "reused" the first's). So the backbone records the
+source that feeds each site (``Backbone.source_of``/``set_source``, compare-and-set), and a source
+that is not the recorded one is refused, naming both, unless the operator takes the site over
+(``memsync run --take-over``: a replaced laptop, a restored backup).
+
+A source is the instance id its sidecar keeps, plus the machine it runs on (a hash of host name and
+machine id). The decision is pure (``decide``), so both backbones share it:
+- nothing recorded yet: claim;
+- the same instance: ours already (refresh host, path and last seen);
+- the same machine and the same AgentDB file, another instance: this machine's sidecar was reset
+  (deleted for recovery, as the README allows): the same source, claim it again;
+- take-over asked: claim;
+- anything else is another source: refuse. A cloned VM is caught here too: its copied sidecar
+  finds itself on another machine and gets a new instance id (``SourceIdentity.for_sidecar``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from sync.backbone.base import Backbone, SourceRecord
+from sync.errors import SourceConflict
+from sync.sidecar import Sidecar
+
+MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
+
+
+class Verdict(StrEnum):
+    CLAIM = "claim"  # record us (first claim, a reset sidecar, a take-over)
+    OURS = "ours"  # already recorded as us
+    REFUSE = "refuse"
+
+
+def decide(recorded: SourceRecord | None, ours: SourceRecord, *, take_over: bool) -> Verdict:
+    """Whether ``ours`` may feed a site whose recorded source is ``recorded``. Pure."""
+    if recorded is None:
+        return Verdict.CLAIM
+    if recorded.instance == ours.instance:
+        return Verdict.OURS
+    if recorded.machine == ours.machine and recorded.agentdb_path == ours.agentdb_path:
+        return Verdict.CLAIM
+    return Verdict.CLAIM if take_over else Verdict.REFUSE
+
+
+def machine_fingerprint(host: str, machine_id: str) -> str:
+    return hashlib.sha256(f"{host}\0{machine_id}".encode()).hexdigest()[:16]
+
+
+def read_machine_id() -> str:
+    for path in MACHINE_ID_FILES:
+        try:
+            return path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+    return ""  # macOS has none: the host name alone tells machines apart there
+
+
+@dataclass(frozen=True, slots=True)
+class SourceIdentity:
+    """This process's source: read once from the machine and the sidecar."""
+
+    instance: str
+    machine: str
+    host: str
+    agentdb_path: str
+
+    @classmethod
+    def here(cls, instance: str, agentdb_path: Path) -> SourceIdentity:
+        host = socket.gethostname()
+        return cls(instance, machine_fingerprint(host, read_machine_id()), host, str(agentdb_path))
+
+    def record(self) -> SourceRecord:
+        return SourceRecord(self.instance, self.machine, self.host, self.agentdb_path)
+
+
+def new_instance_id() -> str:
+    return uuid.uuid4().hex
+
+
+def describe(record: SourceRecord) -> str:
+    seen = datetime.fromtimestamp(record.last_seen_at / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f"host {record.host!r}, AgentDB file {record.agentdb_path} (instance {record.instance[:8]}, last seen {seen})"
+    )
+
+
+def claim(backbone: Backbone, site: str, ours: SourceIdentity, *, take_over: bool) -> Verdict:
+    """Record ``ours`` as the site's source, or raise SourceConflict naming both sources."""
+    mine = ours.record()
+    for _ in range(3):  # a compare-and-set lost to a racing claim: decide again on what won
+        recorded = backbone.source_of(site)
+        verdict = decide(recorded, mine, take_over=take_over)
+        if verdict is Verdict.REFUSE:
+            assert recorded is not None
+            raise SourceConflict(
+                f"site {site!r} is already fed by another source: {describe(recorded)}; this is host "
+                f"{ours.host!r}, AgentDB file {ours.agentdb_path}. Two sources under one name would merge two "
+                "memories. Give this site its own site.name, or, if this machine replaces that one (a new "
+                "laptop, a restored backup), run once with --take-over"
+            )
+        if backbone.set_source(site, mine, expected=None if recorded is None else recorded.instance):
+            return verdict
+    raise SourceConflict(f"site {site!r}: another source kept claiming it at the same moment; try again")
+
+
+def still_ours(backbone: Backbone, site: str, ours: SourceIdentity) -> SourceRecord | None:
+    """None while the site is still ours; the record that replaced us otherwise (a take-over elsewhere)."""
+    recorded = backbone.source_of(site)
+    if recorded is None or recorded.instance == ours.instance:
+        return None
+    return recorded
+
+
+def instance_for(sidecar: Sidecar, machine: str) -> str:
+    """This sidecar's instance id, made on first use. A sidecar that finds itself on another machine
+    than the one it was made on was copied (a cloned VM, a restored disk on new hardware): it gets a
+    new id, so that the copy is a new source and cannot feed the original's site unasked."""
+    instance, made_on = sidecar.get("source_instance"), sidecar.get("source_machine")
+    if instance is None or made_on != machine:
+        instance = new_instance_id()
+        sidecar.set_many({"source_instance": instance, "source_machine": machine})
+    return instance

@@ -1,0 +1,287 @@
+"""The indexer: the backbone's change feed in, embedded points in the vector store out.
+
+Data flows one way: the sync engine pushes to the backbone; the indexer reads the backbone's change
+feed (every site's inserts, edits and forgets, in commit order), embeds what is new and upserts it.
+The daemon runs a pass as soon as its own sync pass pushed something, and every few seconds for the
+other sites' episodes; the same pass, run until the feed is drained, is the ``qdrant-episode-sync``
+catch-up job and ``memsync reindex``.
+
+Why it is safe to repeat: the store is the record of what is indexed. Each point carries the hash
+of the text it was embedded from (``textHash``), so a change whose text is unchanged is not embedded
+again (a re-graded reward only rewrites the payload), and a crash between upsert and cursor just
+replays a page that then costs a lookup. Order within a page: upsert, then record ``qdrantPointId``
+in the backbone, then advance the cursor, so nothing is recorded before it is searchable.
+
+The decisions (what to embed, what to rewrite, what to delete, which point a near-duplicate links
+to) are pure functions, tested from tables; ``Indexer`` does the I/O around them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from sync.backbone.base import Backbone, Change, PointRecord
+from sync.errors import PermanentError
+from sync.warm import bm25
+from sync.warm.cursor import CursorFile
+from sync.warm.embedders import Embedder
+from sync.warm.rank import cosine
+from sync.warm.store import CollectionSpec, StoredPoint, VectorStore, WarmPoint, point_id
+from sync.warm.text import episode_text, text_hash
+
+DEFAULT_DUPLICATE_THRESHOLD: Final = 0.95
+DUPLICATE_KEY: Final = "duplicateOf"
+# Payload fields the indexer itself maintains, compared apart from the episode's own.
+_LINKS: Final = frozenset({DUPLICATE_KEY})
+
+
+# --- the pure core -------------------------------------------------------------------------------
+
+
+def payload_for(change: Change) -> dict[str, Any]:
+    """What a point carries: every filter's field, the text shown in results, and the hashes."""
+    episode = change.episode
+    assert episode is not None
+    text = episode_text(episode)
+    return {
+        "site": change.site,
+        "sourceId": change.source_id,
+        "agent": episode.get("agentName"),
+        "session": episode.get("sessionId"),
+        "task": episode.get("task"),
+        "ts": episode.get("ts"),
+        "reward": episode.get("reward"),
+        "success": episode.get("success"),
+        "tags": list(episode.get("tags") or []),
+        "contentHash": episode.get("contentHash"),
+        "textHash": text_hash(text),
+        "text": text,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ToEmbed:
+    point_id: str
+    text: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPlan:
+    """One page of the feed, decided."""
+
+    embed: list[ToEmbed] = field(default_factory=list)  # new text: embed and upsert
+    rewrite: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # same text, new payload
+    delete: list[str] = field(default_factory=list)  # forgotten
+    record: list[PointRecord] = field(default_factory=list)  # qdrantPointId to record once upserted
+    unchanged: int = 0
+
+
+def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]) -> IndexPlan:
+    """Decide a page: ``stored`` maps point ids already in the store to their payloads.
+
+    A key repeated in the page (it cannot be, but a replayed page may overlap) counts once, as its
+    latest change."""
+    latest: dict[str, Change] = {}
+    for change in changes:
+        latest[point_id(change.site, change.source_id)] = change
+    plan = IndexPlan()
+    unchanged = 0
+    for pid, change in latest.items():
+        if change.episode is None:
+            if pid in stored:
+                plan.delete.append(pid)
+            continue
+        payload = payload_for(change)
+        held = stored.get(pid)
+        if held is None or held.get("textHash") != payload["textHash"]:
+            plan.embed.append(ToEmbed(pid, payload["text"], payload))
+        elif {k: v for k, v in held.items() if k not in _LINKS} != payload:
+            plan.rewrite.append((pid, payload | {k: held[k] for k in _LINKS if k in held}))
+        else:
+            unchanged += 1
+        if change.point_id != pid:
+            plan.record.append(PointRecord(change.site, change.source_id, pid, str(change.episode.get("contentHash"))))
+    return IndexPlan(plan.embed, plan.rewrite, plan.delete, plan.record, unchanged)
+
+
+def canonical_of(own_id: str, match_id: str, match_payload: Mapping[str, Any]) -> str | None:
+    """The point a near-duplicate links to: the head of the match's group, never itself (an edited
+    head that now resembles one of its own duplicates heads its group still)."""
+    head = str(match_payload.get(DUPLICATE_KEY) or match_id)
+    return None if own_id in (head, match_id) else head
+
+
+def link_within_page(
+    items: Sequence[ToEmbed], vectors: Sequence[Sequence[float]], threshold: float
+) -> list[str | None]:
+    """For each item, the earlier item of the same page it nearly duplicates (its group's head), if any."""
+    links: list[str | None] = []
+    for i, vector in enumerate(vectors):
+        link = None
+        for j in range(i):
+            if cosine(vector, vectors[j]) >= threshold:
+                link = canonical_of(items[i].point_id, items[j].point_id, {DUPLICATE_KEY: links[j]})
+                if link is not None:
+                    break
+        links.append(link)
+    return links
+
+
+# --- the I/O around it ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PassReport:
+    changes: int = 0
+    embedded: int = 0
+    rewritten: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    linked: int = 0
+    failed: int = 0
+    cursor: int = 0
+    end: int = 0  # the feed's latest seq when the pass began (a progress bar's total)
+    drained: bool = True  # the feed had nothing more when the pass ended
+
+    def add(self, other: PassReport) -> None:
+        for name in ("changes", "embedded", "rewritten", "deleted", "unchanged", "linked", "failed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.cursor, self.drained = other.cursor, other.drained
+        self.end = max(self.end, other.cursor)
+
+
+class Indexer:
+    """Keeps one collection in step with the backbone. Not thread-safe by itself: one indexer per
+    store, and the store serialises its own calls (searches run beside it)."""
+
+    def __init__(
+        self,
+        *,
+        site: str,
+        backbone: Backbone,
+        store: VectorStore,
+        embedder: Embedder,
+        collection: str,
+        cursor_file: CursorFile,
+        page_size: int = 64,
+        duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
+        bm25_config: bm25.Bm25Config = bm25.DEFAULT_BM25,
+        on_failed: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.site = site
+        self.backbone = backbone
+        self.store = store
+        self.embedder = embedder
+        self.collection = collection
+        self.cursors = cursor_file
+        self.page_size = page_size
+        self.duplicate_threshold = duplicate_threshold
+        self.bm25 = bm25_config
+        self.on_failed = on_failed
+        self.spec: CollectionSpec | None = None
+
+    def open(self) -> CollectionSpec:
+        """Open (or create) the collection; CollectionMismatch if it holds another model's vectors."""
+        self.spec = self.store.open_or_create(self.collection, self.embedder.name, self.embedder.dims, self.bm25)
+        return self.spec
+
+    @property
+    def cursor(self) -> int:
+        return self.cursors.read(self.collection)
+
+    def run_page(self) -> PassReport:
+        """Index one page of the feed. Raises on transient failures with the cursor unmoved."""
+        if self.spec is None:
+            self.open()
+        after = self.cursor
+        changes = self.backbone.changes(self.site, after, self.page_size)
+        # Only an empty page says the feed is drained: a backbone may return short pages (Convex
+        # stops a page at its read limit).
+        report = PassReport(changes=len(changes), cursor=after, drained=not changes)
+        if not changes:
+            return report
+        ids = list(dict.fromkeys(point_id(c.site, c.source_id) for c in changes))
+        stored = {p.id: p.payload for p in self.store.get(ids)}
+        plan = plan_page(changes, stored)
+        report.embedded, report.linked, failed = self._embed(plan.embed)
+        report.failed = len(failed)
+        self._rewrite(plan.rewrite)
+        if plan.delete:
+            self.store.delete(plan.delete)
+        records = [r for r in plan.record if r.point_id not in failed]
+        if records:
+            self.backbone.record_point_ids(self.site, records)
+        report.rewritten, report.deleted, report.unchanged = len(plan.rewrite), len(plan.delete), plan.unchanged
+        report.cursor = changes[-1].seq
+        self.cursors.write(self.collection, report.cursor)
+        return report
+
+    def run(
+        self, *, stop: Callable[[], bool] = lambda: False, progress: Callable[[PassReport], None] | None = None
+    ) -> PassReport:
+        """Pages until the feed is drained (or ``stop()``): the catch-up pass."""
+        total = PassReport(cursor=self.cursor, end=self.backbone.feed_end(self.site) if progress else 0)
+        while not stop():
+            page = self.run_page()
+            total.add(page)
+            if progress is not None:
+                progress(total)
+            if page.drained:
+                break
+        return total
+
+    def _embed(self, items: Sequence[ToEmbed]) -> tuple[int, int, set[str]]:
+        """Embed and upsert; returns (embedded, linked, ids the embedder refused). A refused item
+        stays unrecorded and is tried again on its next edit or a reindex."""
+        if not items:
+            return 0, 0, set()
+        try:
+            vectors = self.embedder.embed_documents([item.text for item in items])
+        except PermanentError as exc:
+            if len(items) == 1:
+                if self.on_failed is not None:
+                    self.on_failed(items[0].point_id, str(exc))
+                return 0, 0, {items[0].point_id}
+            # One text the provider refuses must not hold up the rest: embed the halves apart.
+            half = len(items) // 2
+            first, second = self._embed(items[:half]), self._embed(items[half:])
+            return first[0] + second[0], first[1] + second[1], first[2] | second[2]
+        links = link_within_page(items, vectors, self.duplicate_threshold)
+        points: list[WarmPoint] = []
+        linked = 0
+        for item, vector, page_link in zip(items, vectors, links, strict=True):
+            link = page_link or self._link_to_store(item.point_id, vector)
+            payload = dict(item.payload)
+            if link is not None:
+                payload[DUPLICATE_KEY] = link
+                linked += 1
+            points.append(WarmPoint(item.point_id, vector, bm25.embed_document(item.text, self.bm25), payload))
+        self.store.upsert(points)
+        return len(points), linked, set()
+
+    def _link_to_store(self, own_id: str, vector: Sequence[float]) -> str | None:
+        for hit in self.store.dense_search(vector, limit=3, score_threshold=self.duplicate_threshold):
+            link = canonical_of(own_id, hit.id, hit.payload)
+            if link is not None:
+                return link
+        return None
+
+    def _rewrite(self, rewrites: list[tuple[str, dict[str, Any]]]) -> None:
+        """Same text, new payload (a re-graded reward, new tags): the stored vectors are kept."""
+        if not rewrites:
+            return
+        held: dict[str, StoredPoint] = {
+            p.id: p for p in self.store.get([pid for pid, _ in rewrites], with_vectors=True)
+        }
+        points = []
+        for pid, payload in rewrites:
+            point = held.get(pid)
+            if point is None or point.dense is None:
+                continue  # deleted meanwhile
+            sparse = point.sparse or bm25.embed_document(str(payload["text"]), self.bm25)
+            points.append(WarmPoint(pid, point.dense, sparse, payload))
+        if points:
+            self.store.upsert(points)

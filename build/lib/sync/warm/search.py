@@ -1,0 +1,119 @@
+"""Search: a query in, ranked episodes out, the same whether the CLI or the daemon runs it.
+
+The pipeline, in order: the query is embedded twice (dense by the collection's own model, BM25 as
+Qdrant computes it); the store runs a dense and a BM25 prefetch under the same filter, in one engine
+call; the two lists are fused (``sync.warm.fusion``: relative scores by default, or RRF); the
+winners are read back with their payloads and cosine similarity; the fused scores are decayed by
+age, gated by similarity (``sync.warm.rank``);
+near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
+survivors and MMR trades a little relevance for diversity. More candidates than asked for are
+fetched, so that collapsing and MMR still leave ``limit`` results.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Final
+
+from sync.warm import bm25
+from sync.warm.embedders import Embedder
+from sync.warm.fusion import DEFAULT_FUSION, Fusion, fuse
+from sync.warm.indexer import DUPLICATE_KEY
+from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
+from sync.warm.request import SearchFilter, SearchRequest, SearchResult
+from sync.warm.rerank import Reranker
+from sync.warm.store import DEFAULT_PREFETCH_LIMIT, Hit, VectorStore
+
+# λ = 0.5, the even trade of Carbonell & Goldstein's MMR: whoever asks for --mmr wants variety, and
+# at 0.3 a near-twin with the same fused score still beats anything under 70% of the top score.
+MMR_DIVERSITY: Final = 0.5
+
+
+def candidates_for(request: SearchRequest) -> int:
+    """How many fused results to fetch: enough that collapsing and MMR still fill ``limit``."""
+    return min(max(request.limit * 4, 40), 200)
+
+
+def hybrid(
+    store: VectorStore,
+    dense_query: Sequence[float],
+    sparse_query: bm25.SparseVector,
+    limit: int,
+    filter: SearchFilter | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
+) -> list[Hit]:
+    """The best ``limit`` of the fused dense and BM25 lists, best first: each hit's score is its
+    fused score, its similarity its cosine to the query."""
+    found = store.prefetch(dense_query, sparse_query, limit=max(DEFAULT_PREFETCH_LIMIT, limit), filter=filter)
+    winners = fuse(found.dense, found.sparse, fusion)[:limit]
+    # A winner deleted since the prefetch is simply left out.
+    points = {hit.id: hit for hit in store.score(dense_query, [w.id for w in winners])}
+    return [replace(points[w.id], score=w.score) for w in winners if w.id in points]
+
+
+def _hits(store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Fusion) -> list[Hit]:
+    if request.mode == "bm25":
+        return store.sparse_search(bm25.embed_query(request.query), limit=wanted, filter=request.filter)
+    dense = embedder.embed_query(request.query)
+    if request.mode == "dense":
+        return store.dense_search(dense, limit=wanted, filter=request.filter)
+    return hybrid(store, dense, bm25.embed_query(request.query), wanted, request.filter, fusion)
+
+
+def search(
+    store: VectorStore,
+    embedder: Embedder,
+    request: SearchRequest,
+    *,
+    now_ms: int,
+    reranker: Reranker | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
+) -> list[SearchResult]:
+    request.check()
+    if request.rerank and reranker is None:
+        raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
+    hits = _hits(store, embedder, request, candidates_for(request), fusion)
+    ranked = apply_decay(
+        [Ranked(h.id, h.score, h.similarity, _int(h.payload.get("ts")), h.payload) for h in hits], now_ms
+    )
+    members = Counter(str(r.payload.get(DUPLICATE_KEY) or r.id) for r in ranked)
+    if request.collapse:
+        ranked = collapse_duplicates(ranked, DUPLICATE_KEY)
+    if request.rerank and reranker is not None and ranked:
+        order = reranker.rerank(request.query, [str(r.payload.get("text", "")) for r in ranked])
+        ranked = [replace(ranked[index], score=score) for index, score in order]
+    if request.mmr and ranked:
+        vectors = {p.id: p.dense for p in store.get([r.id for r in ranked], with_vectors=True)}
+        ranked = mmr([replace(r, vector=vectors.get(r.id)) for r in ranked], request.limit, MMR_DIVERSITY)
+    return [
+        _result(r, members[str(r.payload.get(DUPLICATE_KEY) or r.id)] - 1 if request.collapse else 0)
+        for r in ranked[: request.limit]
+    ]
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _result(r: Ranked, duplicates: int) -> SearchResult:
+    p = r.payload
+    reward = p.get("reward")
+    success = p.get("success")
+    return SearchResult(
+        id=r.id,
+        site=str(p.get("site", "")),
+        source_id=str(p.get("sourceId", "")),
+        score=r.score,
+        similarity=r.similarity,
+        ts=_int(p.get("ts")),
+        agent=p.get("agent"),
+        session=p.get("session"),
+        task=p.get("task"),
+        tags=[str(t) for t in p.get("tags") or []],
+        reward=float(reward) if isinstance(reward, int | float) and not isinstance(reward, bool) else None,
+        success=success if isinstance(success, bool) else None,
+        text=str(p.get("text", "")),
+        duplicates=max(0, duplicates),
+    )
