@@ -223,7 +223,11 @@ def test_backbone_outage_under_writes_is_reported_then_everything_arrives_once(
     assert len(episodes) == 25
     assert_nothing_left(site)
     events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert any(e.get("event") == "backbone unavailable; retrying" for e in events)
+    # The outage is logged once when it starts and once when it ends, not once per retry.
+    outage = [e for e in events if e.get("event") == "problem" and e.get("kind") == "backbone"]
+    assert len(outage) == 1, outage
+    assert "unavailable, retrying" in outage[0]["detail"]
+    assert [e for e in events if e.get("event") == "recovered" and e.get("kind") == "backbone"]
 
 
 # -- SIGTERM in the middle of a backfill ------------------------------------------------------------

@@ -33,6 +33,7 @@ from daemon.loop.control import listen, unlink
 from daemon.warm.files import Collections, read_status
 from sync.backbone.base import Backbone
 from sync.errors import MemsyncError
+from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
 from sync.warm.cursor import CursorFile
 
@@ -87,6 +88,7 @@ class WarmHost:
         self._alive_fd: int | None = None
         self._pushed = False  # the run loop pushed: there is work without asking the backbone
         self._failures = 0
+        self.problems = ProblemLog(log)
         self._not_before = 0.0  # monotonic: no worker before this (backing off after a failure)
         self._config_error: str | None = None
         self.starts = 0  # workers started (status and the benchmarks read it)
@@ -213,6 +215,7 @@ class WarmHost:
         self._worker = None
         if code == 0:
             self._failures = 0
+            self.problems.recovered("warm")
             if not self.stop.is_set() and self._behind():
                 self._start_worker("the index is behind the backbone")  # work arrived as it left
             return
@@ -227,7 +230,8 @@ class WarmHost:
         self._failures += 1
         delay = WORKER_BACKOFF.backoff(self._failures, random.random())  # noqa: S311 - jitter, not security
         self._not_before = time.monotonic() + delay
-        log.error("warm layer failed; starting it again later", detail=message, retry_in=round(delay, 1))
+        # Once when it starts failing (and when the reason changes), not once a restart.
+        self.problems.problem("warm", f"the warm layer failed; starting it again with backoff: {message}")
 
     def _refuse_one(self) -> None:
         """Answer a request that arrived while no worker can run, rather than leave it to time out."""
