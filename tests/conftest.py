@@ -432,6 +432,14 @@ def wait_started(site: SiteFiles, proc: subprocess.Popen[bytes], log: Path) -> N
 
 
 @pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """Unix socket paths are limited to ~100 bytes; pytest's tmp paths can be longer."""
+    path = Path(tempfile.mkdtemp(prefix="ms-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
 def daemons(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Start `memsync run` processes; whatever a failing test leaves running is killed."""
     started: list[subprocess.Popen[bytes]] = []

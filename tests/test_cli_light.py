@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -80,13 +78,6 @@ def test_a_dotenv_file_sends_the_quick_path_to_the_full_settings(
     (tmp_path / ".env").write_text("MEMSYNC_SITE__NAME=elsewhere\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert quick_paths(config, {}) is None
-
-
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="ms-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def imported(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:

@@ -8,22 +8,13 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from conftest import AgentProcess, SiteFiles, episode, hub_episodes, memsync, status_json, wait_started
 
 Daemons = Callable[..., subprocess.Popen[bytes]]
-
-
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="ms-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def warm_site(

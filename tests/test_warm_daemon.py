@@ -9,9 +9,7 @@ MiniLM embeds, qdrant-edge stores; Gemini is a real HTTP server on 127.0.0.1 spe
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,14 +19,6 @@ from conftest import AgentProcess, SiteFiles, episode, memsync, status_json, sto
 from fake_providers import KEY, FakeProvider, gemini_respond, google_error, serve
 
 Daemons = Callable[..., subprocess.Popen[bytes]]
-
-
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    """Unix socket paths are limited to ~100 bytes; pytest's tmp paths can be longer."""
-    path = Path(tempfile.mkdtemp(prefix="ms-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def warm_site(

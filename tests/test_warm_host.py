@@ -4,11 +4,9 @@ what the host executes); tests/test_warm_daemon.py runs the real one inside real
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,13 +45,6 @@ def test_when_the_worker_exits(
 ) -> None:
     settings = load_settings(site_files(warm=f"unload_after = {unload_after}\n").config)
     assert should_exit(settings, loaded, state, working, idle) is leave
-
-
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="ms-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def host_site(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path) -> SiteFiles:

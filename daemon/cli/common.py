@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
@@ -51,6 +51,20 @@ def add_config(parser: argparse.ArgumentParser) -> None:
 
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="as_json", action="store_true", help="machine-readable output")
+
+
+def parse_or_none(
+    prog: str, add_arguments: Callable[[argparse.ArgumentParser], None], argv: Sequence[str]
+) -> argparse.Namespace | None:
+    """A light path's arguments, or None when anything is unusual (``--help``, a mistake): the full
+    parser then answers, with its help and its messages."""
+    parser = argparse.ArgumentParser(prog=prog, add_help=False)
+    add_arguments(parser)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit:
+        return None
+    return None if extra else args
 
 
 def say(message: str) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import IO
 
-from daemon.cli.common import Commands, add_config, add_json, console, fail, handled, load, say
+from daemon.cli.common import Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
 from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
 
 _SINCE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
@@ -114,13 +114,8 @@ def fast_search(argv: Sequence[str]) -> int | None:
     from daemon.loop.control_client import ask
     from sync.errors import MemsyncError
 
-    parser = argparse.ArgumentParser(prog="memsync search", add_help=False)
-    add_search_arguments(parser)
-    try:
-        args, extra = parser.parse_known_args(argv)
-    except SystemExit:
-        return None  # let the full parser say what is wrong
-    if extra:
+    args = parse_or_none("memsync search", add_search_arguments, argv)
+    if args is None:
         return None
     paths = quick_paths(args.config, os.environ)
     if paths is None or paths.socket is None:
@@ -140,10 +135,9 @@ def main(args: argparse.Namespace) -> int:
     with handled():
         settings = load(args, log_level="error")
         try:
-            request = request_from(args)
-        except ValueError as exc:
+            found = run_search(settings, request_from(args))
+        except ValueError as exc:  # the request's, or the daemon's verdict on it ("invalid")
             fail(f"search: {exc}", EX_USAGE)
-        found = run_search(settings, request)
         if found.behind:
             say(found.behind)
     show(found.results, args, sys.stdout, via=found.via, behind=found.behind)
@@ -224,7 +218,10 @@ def reindex_main(args: argparse.Namespace) -> int:
             def progress(report: Mapping[str, Any]) -> None:
                 bar.update(task, completed=report.get("cursor", 0), total=report.get("end") or None)
 
-            report, via = run_reindex(settings, progress)
+            try:
+                report, via = run_reindex(settings, progress)
+            except ValueError as exc:  # the daemon refused the request as invalid
+                fail(f"reindex: {exc}", EX_USAGE)
         say(
             f"reindexed ({via}): {report['embedded']} embedded, {report['linked']} linked as "
             f"near-duplicates, {report['failed']} refused by the embedder"

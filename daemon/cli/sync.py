@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from daemon.cli.common import Commands, Exit, add_config, console, fail, handled, load, say
+from daemon.cli.common import Commands, Exit, add_config, console, fail, handled, load, parse_or_none, say
 from daemon.cli.run import add_take_over
 from sync.errors import EX_CONFIG, EX_TEMPFAIL, ConfigError, MemsyncError
 
@@ -67,13 +67,8 @@ def fast_sync(argv: Sequence[str]) -> int | None:
     from daemon.cli.locate import quick_paths
     from daemon.cli.oneshot import poke_daemon
 
-    parser = argparse.ArgumentParser(prog="memsync sync", add_help=False)
-    add_sync_arguments(parser)
-    try:
-        args, extra = parser.parse_known_args(argv)
-    except SystemExit:
-        return None
-    if extra or args.take_over:
+    args = parse_or_none("memsync sync", add_sync_arguments, argv)
+    if args is None or args.take_over:
         return None
     paths = quick_paths(args.config, os.environ)
     if paths is None:

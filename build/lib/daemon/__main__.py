@@ -1,3 +1,0 @@
-from daemon.cli import main
-
-main()
