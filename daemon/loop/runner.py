@@ -220,11 +220,9 @@ class Daemon:
                 log.debug("pass failed", exc_info=True)  # the traceback once, for a developer
             return True, False
         self.problems.recovered()
-        self.notify.status(
-            f"synced {report.cursor and f'through id {report.cursor}'}; backlog {report.backlog}"
-            if report.backlog
-            else f"up to date (cursor {report.cursor})"
-        )
+        synced = f"backlog {report.backlog} (through id {report.cursor})" if report.backlog else "up to date"
+        index = "" if self._warm is None else f"; {self._warm.summary()}"
+        self.notify.status(f"{synced}{index}")
         if self._warm is not None and (report.inserted or report.updated):
             self._warm.poke()  # index what was just pushed now, not at the next catch-up
         if self.on_pass is not None:

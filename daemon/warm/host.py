@@ -98,6 +98,14 @@ class WarmHost:
         self._thread.start()
         return self
 
+    def summary(self) -> str:
+        """The search index's state in a few words, for systemd's STATUS= line."""
+        if self._config_error is not None:
+            return f"search index stopped: {self._config_error}"
+        if self._failures:
+            return "search index failing, restarting with backoff"
+        return "search index worker running" if self._worker is not None else "search index idle"
+
     def poke(self) -> None:
         """This site pushed episodes: index them now."""
         self._pushed = True
