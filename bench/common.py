@@ -204,9 +204,9 @@ def wait_indexed(site: SiteFiles, daemon: DaemonProcess, timeout: float) -> None
     from daemon.warm.files import read_status
     from sync.backbone.hub import HubBackbone
 
-    hub = HubBackbone(site.hub, create=False)
+    hub = HubBackbone(site.hub, SITE, create=False)
     try:
-        end = hub.feed_end(SITE)
+        end = hub.feed_end()
     finally:
         hub.close()
 
@@ -249,11 +249,11 @@ def hub_total(site: SiteFiles) -> int:
     from sync.errors import BackboneUnavailable
 
     try:
-        hub = HubBackbone(site.hub, create=False)
+        hub = HubBackbone(site.hub, SITE, create=False)
     except BackboneUnavailable:
         return 0  # the daemon has not created it yet
     try:
-        cursor = hub.site_cursor(SITE)
+        cursor = hub.site_cursor()
     except BackboneUnavailable:
         return 0  # created, but its schema is not committed yet
     finally:
@@ -275,7 +275,7 @@ def sidecar_value(site: SiteFiles, key: str) -> str | None:
 def hub_episodes(site: SiteFiles) -> list[dict[str, Any]]:
     from sync.backbone.hub import HubBackbone
 
-    hub = HubBackbone(site.hub, create=False)
+    hub = HubBackbone(site.hub, SITE, create=False)
     try:
         return list(hub.episodes(SITE))
     finally:

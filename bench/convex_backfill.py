@@ -112,7 +112,7 @@ def convex_pass(source: Path, episodes: int) -> dict[str, Any]:
             opening = transport.requests  # the ping when the backbone opens, before any pass
             seconds, report = timed_pass(site)
             requests = transport.requests - opening
-            cursor = site.backbone.site_cursor(SITE)
+            cursor = site.backbone.site_cursor()
     held = None if cursor is None else cursor.total_synced
     if report.inserted != episodes or held != episodes:
         raise RuntimeError(f"expected {episodes} episodes inserted and held; inserted {report.inserted}, held {held}")

@@ -465,14 +465,13 @@ def indexer_pass(embedder: Any, converted: Sequence[Converted], root: Path) -> t
     from sync.warm.locked import LockedStore
     from sync.warm.store import EdgeStore
 
-    hub = HubBackbone(root / "hub.db")
+    hub = HubBackbone(root / "hub.db", SITE)
     store = LockedStore(EdgeStore(root / "qdrant"))
     try:
         for start in range(0, len(converted), 200):  # sync.batch_size
             batch = converted[start : start + 200]
-            hub.push(SITE, [c.push for c in batch], int(batch[-1].source_id))
+            hub.push([c.push for c in batch], int(batch[-1].source_id))
         indexer = Indexer(
-            site=SITE,
             backbone=hub,
             store=store,
             embedder=embedder,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from daemon.config_paths import default_data_dir, lock_path_for, socket_path_for, state_path_for
+from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, with_overrides
 from sync.episode import Attribution
 from sync.errors import ConfigError
 
@@ -151,6 +152,81 @@ class WarmSection(_Section):
         return self
 
 
+class JobOverride(_Section):
+    """``[jobs.<name>]``: a job's schedule, when the default does not suit."""
+
+    enabled: bool | None = None
+    every: float | None = Field(None, gt=0, description="seconds between fires (replaces the cron)")
+    cron: str | None = None  # a crontab expression in UTC (replaces the interval)
+    grace: float | None = Field(None, ge=0, description="seconds a missed fire may still run late")
+    lease: float | None = Field(None, gt=0, description="seconds before another site may take a slot over")
+
+
+# The design's approval policy: minutes a pending approval of each category waits before it expires
+# (0: approved at once, never waits). external_api and code_commit are auto-approved under their
+# conditions (a cost under $0.10, passing tests) when the approval is requested.
+DEFAULT_APPROVAL_TIMEOUTS = {
+    "send_message": 60.0,
+    "financial": 120.0,
+    "destructive": 30.0,
+    "external_api": 15.0,
+    "code_commit": 30.0,
+    "internal": 0.0,
+    "research": 0.0,
+}
+
+
+class JobsSection(_Section):
+    """The scheduler (``daemon/schedule``): what the periodic jobs do, and their schedules."""
+
+    enabled: bool = True
+    heartbeat_interval: float = Field(60.0, ge=1.0, description="seconds between this site's registry heartbeats")
+    stale_after: float = Field(180.0, gt=0, description="seconds without a heartbeat before an agent is offline")
+    silent_after: float = Field(3600.0, gt=0, description="seconds without a sync before a site is down")
+    archive_after_days: float = Field(90.0, gt=0)
+    approval_timeouts: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL_TIMEOUTS))
+    default_approval_timeout: float = Field(60.0, ge=0, description="minutes, for a category not in the table")
+    schedules: dict[str, JobOverride] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _job_tables(cls, data: Any) -> Any:
+        """``[jobs.daily-digest]`` and the like are schedule overrides, named by their job."""
+        if not isinstance(data, dict):
+            return data
+        moved = {k: v for k, v in data.items() if k in JOB_NAMES}
+        if not moved:
+            return data
+        rest = {k: v for k, v in data.items() if k not in JOB_NAMES}
+        return {**rest, "schedules": {**dict(rest.get("schedules") or {}), **moved}}
+
+    @field_validator("schedules")
+    @classmethod
+    def _known_jobs(cls, value: dict[str, JobOverride]) -> dict[str, JobOverride]:
+        unknown = sorted(set(value) - set(JOB_NAMES))
+        if unknown:
+            raise ValueError(f"no job named {', '.join(unknown)} (jobs: {', '.join(JOB_NAMES)})")
+        return value
+
+    def specs(self) -> tuple[JobSpec, ...]:
+        """Every job with this config's overrides; a bad cron expression is a ConfigError."""
+        found = []
+        for spec in DEFAULT_JOBS:
+            o = self.schedules.get(spec.name)
+            if o is None:
+                found.append(spec)
+                continue
+            try:
+                found.append(
+                    with_overrides(
+                        spec, enabled=o.enabled, every_s=o.every, cron=o.cron, grace_s=o.grace, lease_s=o.lease
+                    )
+                )
+            except ValueError as exc:
+                raise ConfigError(f"[jobs.{spec.name}]: {exc}") from None
+        return tuple(found)
+
+
 class LogSection(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
@@ -173,6 +249,7 @@ class Settings(BaseSettings):
     state: StateSection = StateSection()
     sync: SyncSection = SyncSection()
     warm: WarmSection = WarmSection()
+    jobs: JobsSection = JobsSection()
     log: LogSection = LogSection()
     data_dir: Path | None = None
     config_file: Path | None = None

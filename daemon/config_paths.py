@@ -22,3 +22,8 @@ def state_path_for(state: Path | None, data_dir: Path, site: str) -> Path:
 
 def lock_path_for(state_path: Path) -> Path:
     return state_path.with_name(state_path.name + ".lock")
+
+
+def heartbeat_spool_for(state_path: Path) -> Path:
+    """Where ``memsync heartbeat`` leaves agents' beats for the daemon to forward."""
+    return state_path.with_name(state_path.name + ".heartbeats")

@@ -44,7 +44,9 @@ def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.B
         logs.register_secrets([secret])
         opened = ConvexBackbone(config.url, settings.site.name, secret, timeout=config.timeout, transport=transport)
     else:
-        opened = HubBackbone(settings.hub_path, busy_timeout_ms=config.busy_timeout_ms, create=create)
+        opened = HubBackbone(
+            settings.hub_path, settings.site.name, busy_timeout_ms=config.busy_timeout_ms, create=create
+        )
     if create:
         # A writer learns now, not at its first episode, that the backbone is down or refuses it.
         try:
@@ -76,6 +78,12 @@ def open_sidecar_readonly(settings: Settings) -> Sidecar | None:
         raise PathProblem(f"cannot read the state file {settings.state_path} as user {user()}: {exc}") from None
 
 
+def _check_bound(backbone: Backbone, site: str) -> None:
+    # A backbone opened for another name would push this site's episodes under that name.
+    if backbone.site != site:
+        raise ValueError(f"the backbone acts for site {backbone.site!r}, not {site!r}")
+
+
 class Site:
     """The open parts of one site, claimed for this source; close it (or use ``with``) to release
     the files. ``retry`` and ``clock`` are the engine's: its backoff and its time."""
@@ -95,20 +103,18 @@ class Site:
         try:
             self.backbone = backbone
             self._stack.callback(self.backbone.close)
+            _check_bound(backbone, settings.site.name)
             self.sidecar = open_sidecar(settings)
             self._stack.callback(self.sidecar.close)
             self.backbone_changed = self.sidecar.bind(settings.site.name, self.backbone.description)
             here = SourceIdentity.here("", settings.agentdb.path)
             self.source = replace(here, instance=instance_for(self.sidecar, here.machine))
-            self.claimed = retry.call(
-                lambda: claim(self.backbone, settings.site.name, self.source, take_over=take_over)
-            )
+            self.claimed = retry.call(lambda: claim(self.backbone, self.source, take_over=take_over))
         except BaseException:
             self._stack.close()
             raise
         self.reader = AgentDBReader(settings.agentdb.path)
         self.engine = SyncEngine(
-            site=settings.site.name,
             reader=self.reader,
             sidecar=self.sidecar,
             backbone=self.backbone,

@@ -21,7 +21,7 @@ from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
-from sync.backbone.base import Backbone
+from sync.backbone.base import ChangeFeed
 from sync.errors import MemsyncError, PathProblem
 from sync.source import describe
 from sync.warm.cursor import CursorFile
@@ -135,7 +135,7 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
         try:
             backbone["description"] = bb.description
             bb.ping()
-            remote = bb.site_cursor(settings.site.name)
+            remote = bb.site_cursor()
             backbone["reachable"] = True
             if remote is not None:
                 backbone["cursor"] = {
@@ -143,7 +143,7 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
                     "lastSyncedAt": _iso(remote.last_synced_at / 1000),
                     "totalSynced": remote.total_synced,
                 }
-            source = bb.source_of(settings.site.name)
+            source = bb.source_of()
             backbone["source"] = None if source is None else describe(source)
             behind = _index_behind(settings, bb)
         finally:
@@ -153,14 +153,14 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
     return backbone, behind
 
 
-def _index_behind(settings: Settings, backbone: Backbone) -> tuple[int, bool] | None:
+def _index_behind(settings: Settings, feed: ChangeFeed) -> tuple[int, bool] | None:
     """(episodes the search index has not reached, exact), or None when the index is off."""
     if not settings.warm.enabled:
         return None
     from daemon.warm.files import Collections
 
     cursor = CursorFile(settings.warm_dir / "indexer.json").read(Collections(settings).active())
-    return episodes_behind(backbone, settings.site.name, cursor, BEHIND_COUNT_LIMIT)
+    return episodes_behind(feed, cursor, BEHIND_COUNT_LIMIT)
 
 
 def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | None) -> dict[str, Any]:

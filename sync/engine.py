@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from sync.agentdb import AgentDBReader, FileStamp, Snapshot
-from sync.backbone.base import Backbone, Outcome, PushItem, PushResult
+from sync.backbone.base import EpisodeSink, Outcome, PushItem, PushResult
 from sync.digests import RowDigests
 from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
@@ -90,10 +90,9 @@ class SyncEngine:
     def __init__(
         self,
         *,
-        site: str,
         reader: AgentDBReader,
         sidecar: Sidecar,
-        backbone: Backbone,
+        backbone: EpisodeSink,
         defaults: Attribution | None = None,
         batch_rows: int = 200,
         window: int = 256,
@@ -103,7 +102,6 @@ class SyncEngine:
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.site = site
         self.reader = reader
         self.sidecar = sidecar
         self.backbone = backbone
@@ -456,9 +454,7 @@ class SyncEngine:
             for w in batch
         ]
         try:
-            results = self.retry.call(
-                lambda: self.backbone.push(self.site, items, cursor), stop=stop, on_retry=self._note_retry
-            )
+            results = self.retry.call(lambda: self.backbone.push(items, cursor), stop=stop, on_retry=self._note_retry)
         except BackboneRejected as exc:
             if len(batch) == 1:
                 return [PushResult(items[0].source_id, Outcome.REJECTED, reason=str(exc))]

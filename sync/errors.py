@@ -1,16 +1,39 @@
-"""The exceptions memsync raises on purpose, grouped by what the caller should do about them.
+"""Every exception memsync raises on purpose, grouped by what the caller should do about them.
 
-- ``TransientError``: try again later, with backoff (the backbone is busy or unreachable, the
-  AgentDB file was caught mid-rewrite).
+- ``TransientError``: try again later, with backoff (the backbone or the vector store is busy or
+  unreachable, the AgentDB file was caught mid-rewrite). ``RetryPolicy.call`` retries these and
+  nothing else.
 - ``PermanentError``: retrying the same thing will not help. A row is quarantined with the reason;
   a source problem (missing file, not SQLite) is reported and the daemon waits for the file to change.
 - ``ConfigError``: only a person can fix it: the configuration is wrong, a path cannot be used
-  (``PathProblem``), or another source already feeds this site (``SourceConflict``). The process
-  exits with ``EX_CONFIG`` (78) so that systemd's ``RestartPreventExitStatus=78`` (and launchd's
-  KeepAlive on failure only after a person restarts it) stops restarting it until someone acts.
+  (``PathProblem``), another source already feeds this site (``SourceConflict``), the backbone
+  refused the site's secret, the local model's files are wrong, or the search index was built with
+  another model (``CollectionMismatch``, fixed by ``memsync reindex``). The process exits with
+  ``EX_CONFIG`` (78) so that systemd's ``RestartPreventExitStatus=78`` (and launchd's KeepAlive on
+  failure only after a person restarts it) stops restarting it until someone acts.
+- ``QuotaExhausted``: a provider's quota is used up until a known time (the next hour at the
+  soonest). Not transient: no backoff should sleep through that, so nothing retries it; whoever
+  meets it pauses that work until ``retry_after`` and says so (the warm layer shows it in
+  ``status``), and a command exits 75.
+- The rest each have one handler that knows what to do: ``AlreadyRunning`` (another process holds
+  the site's lock: exit 75), ``DaemonNotListening`` (do it in this process instead),
+  ``ControlError`` (the daemon answered with an error; its ``kind`` says which of the above) and
+  ``ServiceError`` (a service command failed; it carries its exit code).
+
+``Interrupted`` is not a ``MemsyncError``: it is a stop (SIGTERM during a backoff), not a failure,
+and must pass through the handlers that report failures.
+
+Not here, because they never reach a caller as errors: the CLI's ``Exit`` (an exit code on its way
+out), ``sync.episode``'s private ``_Reject`` and ``daemon.loop.inotify``'s ``InotifyUnavailable``
+(an ``OSError`` on which the file watcher falls back to polling).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 EX_CONFIG = 78
 EX_TEMPFAIL = 75
@@ -18,6 +41,9 @@ EX_TEMPFAIL = 75
 
 class MemsyncError(Exception):
     """Base of every error memsync raises on purpose."""
+
+
+# --- transient: retry with backoff ------------------------------------------------------------------
 
 
 class TransientError(MemsyncError):
@@ -28,8 +54,54 @@ class TransientError(MemsyncError):
         self.retry_after = retry_after
 
 
+class SnapshotNotReady(TransientError):
+    """The AgentDB file was caught mid-write (torn); read it again shortly."""
+
+
+class BackboneUnavailable(TransientError):
+    """The backbone could not be reached or was busy."""
+
+
+class StoreUnavailable(TransientError):
+    """The vector store could not be reached or was busy."""
+
+
+class StoreLocked(StoreUnavailable):
+    """An embedded store is owned by another process (or another open handle); ``path`` names it."""
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+# --- permanent: retrying the same input will not help ------------------------------------------------
+
+
 class PermanentError(MemsyncError):
     """Retrying the same input will not help."""
+
+
+class SourceUnavailable(PermanentError):
+    """The AgentDB file is missing, is not SQLite, or has no episodes table."""
+
+
+class BackboneRejected(PermanentError):
+    """The backbone refused a request for a reason retrying will not fix."""
+
+
+class BackboneConflict(PermanentError):
+    """The request contradicts the backbone's state (an approval already resolved or expired)."""
+
+
+class BackboneNotFound(PermanentError):
+    """No such record for this site (an approval or task id that is unknown or another site's)."""
+
+
+class StoreRejected(PermanentError):
+    """The vector store refused the request (wrong vector size, bad id, closed store, engine error)."""
+
+
+# --- config: only a person can fix it (exit 78) --------------------------------------------------------
 
 
 class ConfigError(MemsyncError):
@@ -45,28 +117,31 @@ class SourceConflict(ConfigError):
     """Another source (another machine, another AgentDB file) already feeds this site name."""
 
 
-class SnapshotNotReady(TransientError):
-    """The AgentDB file was caught mid-write (torn); read it again shortly."""
+class BackboneAuthError(ConfigError):
+    """The deployment refused this site's secret: only a configuration change can fix it."""
 
 
-class SourceUnavailable(PermanentError):
-    """The AgentDB file is missing, is not SQLite, or has no episodes table."""
+class CollectionMismatch(ConfigError):
+    """The collection was built with another embedding model, size or BM25 settings."""
 
 
-class BackboneUnavailable(TransientError):
-    """The backbone could not be reached or was busy."""
+class ModelFileError(ConfigError):
+    """The local model or tokenizer file is missing or does not match its published checksum."""
 
 
-class BackboneRejected(PermanentError):
-    """The backbone refused a request for a reason retrying will not fix."""
+# --- paused: come back at a known time -------------------------------------------------------------------
 
 
-class BackboneConflict(PermanentError):
-    """The request contradicts the backbone's state (an approval already resolved or expired)."""
+class QuotaExhausted(MemsyncError):
+    """``provider``'s quota is used up: pause until ``retry_after`` seconds from now, then resume."""
+
+    def __init__(self, message: str, retry_after: float, provider: str) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.provider = provider
 
 
-class BackboneNotFound(PermanentError):
-    """No such record for this site (an approval or task id that is unknown or another site's)."""
+# --- between memsync's own processes ------------------------------------------------------------------
 
 
 class AlreadyRunning(MemsyncError):
@@ -75,3 +150,31 @@ class AlreadyRunning(MemsyncError):
     def __init__(self, message: str, pid: int | None) -> None:
         super().__init__(message)
         self.pid = pid
+
+
+class DaemonNotListening(MemsyncError):
+    """No daemon answers on the control socket (none running, or one without the warm layer)."""
+
+
+class ControlError(MemsyncError):
+    """The daemon answered with an error; ``kind`` says which ("invalid", "config", "transient",
+    "internal")."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class ServiceError(MemsyncError):
+    """A service command cannot go on; ``code`` is the exit code (78: only a person can fix it)."""
+
+    def __init__(self, message: str, code: int = EX_CONFIG) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --- not an error: a stop ------------------------------------------------------------------------------
+
+
+class Interrupted(Exception):
+    """The stop event was set while waiting to retry; the last transient error is its cause."""

@@ -14,13 +14,9 @@ from typing import TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_delay, stop_never
 
-from sync.errors import TransientError
+from sync.errors import Interrupted, TransientError
 
 T = TypeVar("T")
-
-
-class Interrupted(Exception):
-    """The stop event was set while waiting to retry; the last transient error is its cause."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,16 +41,17 @@ class RetryPolicy:
         stop: threading.Event | None = None,
         on_retry: Callable[[BaseException, float, int], None] | None = None,
     ) -> T:
-        """Run ``fn``, retrying TransientError. Other errors pass straight through."""
+        """Run ``fn``, retrying TransientError. Other errors pass straight through, QuotaExhausted
+        among them: its wait runs to the provider's reset, for the caller to pause on, not to sleep
+        through here."""
         stop_event = stop or threading.Event()
 
         def wait(state: RetryCallState) -> float:
             delay = self.backoff(state.attempt_number, random.random())  # noqa: S311 - jitter, not secrecy
             outcome = state.outcome
             error = outcome.exception() if outcome is not None else None
-            retry_after = getattr(error, "retry_after", None)
-            if isinstance(retry_after, int | float) and retry_after > delay:
-                delay = float(retry_after)
+            if isinstance(error, TransientError) and error.retry_after is not None and error.retry_after > delay:
+                delay = float(error.retry_after)
             return delay
 
         def before_sleep(state: RetryCallState) -> None:

@@ -2,7 +2,7 @@
 
 Two machines left with the same ``site.name`` would otherwise push into one site and silently
 merge two memories (a second laptop's id 7 "reused" the first's). So the backbone records the
-source that feeds each site (``Backbone.source_of``/``set_source``, compare-and-set), and a source
+source that feeds each site (``EpisodeSink.source_of``/``set_source``, compare-and-set), and a source
 that is not the recorded one is refused, naming both, unless the operator takes the site over
 (``memsync run --take-over``: a replaced laptop, a restored backup).
 
@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from sync.backbone.base import Backbone, SourceRecord
+from sync.backbone.base import EpisodeSink, SourceRecord
 from sync.errors import SourceConflict
 from sync.sidecar import Sidecar
 
@@ -93,11 +93,12 @@ def describe(record: SourceRecord) -> str:
     )
 
 
-def claim(backbone: Backbone, site: str, ours: SourceIdentity, *, take_over: bool) -> Verdict:
-    """Record ``ours`` as the site's source, or raise SourceConflict naming both sources."""
-    mine = ours.record()
+def claim(sink: EpisodeSink, ours: SourceIdentity, *, take_over: bool) -> Verdict:
+    """Record ``ours`` as the source of the site ``sink`` was opened for, or raise SourceConflict
+    naming both sources."""
+    site, mine = sink.site, ours.record()
     for _ in range(3):  # a compare-and-set lost to a racing claim: decide again on what won
-        recorded = backbone.source_of(site)
+        recorded = sink.source_of()
         verdict = decide(recorded, mine, take_over=take_over)
         if verdict is Verdict.REFUSE:
             assert recorded is not None
@@ -107,14 +108,14 @@ def claim(backbone: Backbone, site: str, ours: SourceIdentity, *, take_over: boo
                 "memories. Give this site its own site.name, or, if this machine replaces that one (a new "
                 "laptop, a restored backup), run once with --take-over"
             )
-        if backbone.set_source(site, mine, expected=None if recorded is None else recorded.instance):
+        if sink.set_source(mine, expected=None if recorded is None else recorded.instance):
             return verdict
     raise SourceConflict(f"site {site!r}: another source kept claiming it at the same moment; try again")
 
 
-def still_ours(backbone: Backbone, site: str, ours: SourceIdentity) -> SourceRecord | None:
+def still_ours(sink: EpisodeSink, ours: SourceIdentity) -> SourceRecord | None:
     """None while the site is still ours; the record that replaced us otherwise (a take-over elsewhere)."""
-    recorded = backbone.source_of(site)
+    recorded = sink.source_of()
     if recorded is None or recorded.instance == ours.instance:
         return None
     return recorded

@@ -275,7 +275,7 @@ def site_files(tmp_path: Path) -> Callable[..., SiteFiles]:
 def hub_episodes(hub: Path, site: str | None = None) -> list[dict[str, Any]]:
     from sync.backbone.hub import HubBackbone
 
-    backbone = HubBackbone(hub)
+    backbone = HubBackbone(hub, site or "reader")  # the bound site only matters for writes
     try:
         return list(backbone.episodes(site))
     finally:

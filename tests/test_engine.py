@@ -80,7 +80,7 @@ def test_a_backfill_delivers_every_episode_once_and_then_nothing(
     assert_exactly_once(files.hub, "laptop", files.agentdb)
     again = site.engine.run_pass()
     assert (again.inserted, again.updated, again.read) == (0, 0, 0)
-    cursor = site.backbone.site_cursor("laptop")
+    cursor = site.backbone.site_cursor()
     assert cursor is not None
     assert (cursor.last_synced_id, cursor.total_synced) == (400, 400)
 
@@ -337,23 +337,23 @@ class RejectingHub(HubBackbone):
 
     max_batch_rows = 50
 
-    def __init__(self, path: Path, poison: str) -> None:
-        super().__init__(path)
+    def __init__(self, path: Path, site: str, poison: str) -> None:
+        super().__init__(path, site)
         self.poison = poison
         self.calls = 0
 
-    def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
+    def push(self, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
         self.calls += 1
         if any(i.source_id == self.poison for i in items):
             raise BackboneRejected("ArgumentValidationError: value does not match validator")
-        return super().push(site, items, cursor)
+        return super().push(items, cursor)
 
 
 def test_a_batch_refused_as_a_whole_is_split_until_the_poison_row_is_found(
     make_agentdb: Callable[..., Path], site_files: Files
 ) -> None:
     files = site_files(agentdb=make_agentdb(120))
-    backbone = RejectingHub(files.hub, poison="77")
+    backbone = RejectingHub(files.hub, files.name, poison="77")
     settings = files.settings()
     with Site(settings, backbone, retry=retry_policy(settings)) as site:
         report = site.engine.run_pass()
@@ -370,7 +370,7 @@ def test_an_unavailable_backbone_is_retried_until_it_returns(
     make_agentdb: Callable[..., Path], site_files: Files
 ) -> None:
     files = site_files(agentdb=make_agentdb(30))
-    hub = HubBackbone(files.hub, busy_timeout_ms=20)
+    hub = HubBackbone(files.hub, files.name, busy_timeout_ms=20)
     holder = sqlite3.connect(files.hub, isolation_level=None)
     waits: list[float] = []
     released = threading.Event()

@@ -23,19 +23,19 @@ def item(source_id: str, identity: str = "id", content: str = "c1", **fields: An
 
 @pytest.fixture
 def hub(tmp_path: Path) -> Any:
-    backbone = HubBackbone(tmp_path / "hub.db")
+    backbone = HubBackbone(tmp_path / "hub.db", "laptop")
     yield backbone
     backbone.close()
 
 
 def test_insert_then_unchanged_then_update_keeps_first_synced_at(hub: HubBackbone) -> None:
-    first = hub.push("laptop", [item("1"), item("2")], cursor=2)
+    first = hub.push([item("1"), item("2")], cursor=2)
     assert [r.outcome for r in first] == [Outcome.INSERTED, Outcome.INSERTED]
     assert all(r.remote_id and r.synced_at for r in first)
-    again = hub.push("laptop", [item("1"), item("2")], cursor=2)
+    again = hub.push([item("1"), item("2")], cursor=2)
     assert [r.outcome for r in again] == [Outcome.UNCHANGED, Outcome.UNCHANGED]
     assert [(r.remote_id, r.synced_at) for r in again] == [(r.remote_id, r.synced_at) for r in first]
-    edited = hub.push("laptop", [item("1", content="c2")], cursor=2)
+    edited = hub.push([item("1", content="c2")], cursor=2)
     assert edited[0].outcome is Outcome.UPDATED
     assert (edited[0].remote_id, edited[0].synced_at) == (first[0].remote_id, first[0].synced_at)
     rows = {e["sourceId"]: e for e in hub.episodes()}
@@ -45,44 +45,49 @@ def test_insert_then_unchanged_then_update_keeps_first_synced_at(hub: HubBackbon
 
 
 def test_a_key_holding_another_episode_is_a_conflict_and_is_left_alone(hub: HubBackbone) -> None:
-    hub.push("laptop", [item("5", identity="a")], cursor=5)
-    result = hub.push("laptop", [item("5", identity="b", content="other")], cursor=5)
+    hub.push([item("5", identity="a")], cursor=5)
+    result = hub.push([item("5", identity="b", content="other")], cursor=5)
     assert result[0].outcome is Outcome.CONFLICT
     (kept,) = list(hub.episodes())
     assert kept["output"] == "c1"
-    assert hub.push("laptop", [item("5~1", identity="b", content="other")], cursor=5)[0].outcome is Outcome.INSERTED
+    assert hub.push([item("5~1", identity="b", content="other")], cursor=5)[0].outcome is Outcome.INSERTED
 
 
-def test_sites_are_separate_keyspaces(hub: HubBackbone) -> None:
-    hub.push("laptop", [item("1")], cursor=1)
-    assert hub.push("vm", [item("1")], cursor=1)[0].outcome is Outcome.INSERTED
-    assert {e["sourceSite"] for e in hub.episodes()} == {"laptop", "vm"}
-    assert [e["sourceSite"] for e in hub.episodes("vm")] == ["vm"]
+def test_sites_are_separate_keyspaces(hub: HubBackbone, tmp_path: Path) -> None:
+    vm = HubBackbone(tmp_path / "hub.db", "vm")  # each site opens its own, on the shared file
+    try:
+        hub.push([item("1")], cursor=1)
+        assert vm.push([item("1")], cursor=1)[0].outcome is Outcome.INSERTED
+        assert {e["sourceSite"] for e in hub.episodes()} == {"laptop", "vm"}
+        assert [e["sourceSite"] for e in hub.episodes("vm")] == ["vm"]
+        assert [e["sourceSite"] for e in vm.episodes()] == ["laptop", "vm"]  # export reads every site's
+    finally:
+        vm.close()
 
 
 def test_the_cursor_moves_with_the_rows_and_never_backwards(hub: HubBackbone) -> None:
-    assert hub.site_cursor("laptop") is None
-    hub.push("laptop", [item("1"), item("2")], cursor=2)
-    cursor = hub.site_cursor("laptop")
+    assert hub.site_cursor() is None
+    hub.push([item("1"), item("2")], cursor=2)
+    cursor = hub.site_cursor()
     assert cursor is not None
     assert (cursor.last_synced_id, cursor.total_synced) == (2, 2)
-    hub.push("laptop", [item("1")], cursor=1)  # a re-push after a lost sidecar
-    cursor = hub.site_cursor("laptop")
+    hub.push([item("1")], cursor=1)  # a re-push after a lost sidecar
+    cursor = hub.site_cursor()
     assert cursor is not None
     assert (cursor.last_synced_id, cursor.total_synced) == (2, 2)
 
 
 def test_a_failed_push_leaves_neither_rows_nor_cursor(tmp_path: Path) -> None:
     path = tmp_path / "hub.db"
-    hub = HubBackbone(path, busy_timeout_ms=50)
-    hub.push("laptop", [item("1")], cursor=1)
+    hub = HubBackbone(path, "laptop", busy_timeout_ms=50)
+    hub.push([item("1")], cursor=1)
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     with pytest.raises(BackboneUnavailable, match="locked"):
-        hub.push("laptop", [item("2"), item("3")], cursor=3)
+        hub.push([item("2"), item("3")], cursor=3)
     holder.execute("ROLLBACK")
     holder.close()
-    cursor = hub.site_cursor("laptop")
+    cursor = hub.site_cursor()
     assert cursor is not None
     assert cursor.last_synced_id == 1
     assert [e["sourceId"] for e in hub.episodes()] == ["1"]
@@ -90,7 +95,7 @@ def test_a_failed_push_leaves_neither_rows_nor_cursor(tmp_path: Path) -> None:
 
 
 def test_export_has_the_documented_fields_in_order(hub: HubBackbone) -> None:
-    hub.push("laptop", [item("1", tags=["x"], metadata={"k": 1})], cursor=1)
+    hub.push([item("1", tags=["x"], metadata={"k": 1})], cursor=1)
     (exported,) = list(hub.episodes())
     assert tuple(exported) == EXPORT_FIELDS
     assert exported["sourceSite"] == "laptop"
@@ -101,19 +106,19 @@ def test_export_has_the_documented_fields_in_order(hub: HubBackbone) -> None:
 def test_an_unreachable_hub_is_a_transient_error(tmp_path: Path) -> None:
     (tmp_path / "hub.db").mkdir()  # a directory where the file should be
     with pytest.raises(BackboneUnavailable, match="cannot open the embedded hub"):
-        HubBackbone(tmp_path / "hub.db")
+        HubBackbone(tmp_path / "hub.db", "laptop")
 
 
 def _push_many(path: str, site: str, count: int) -> None:
-    hub = HubBackbone(Path(path), busy_timeout_ms=30_000)
+    hub = HubBackbone(Path(path), site, busy_timeout_ms=30_000)
     for start in range(0, count, 50):
-        hub.push(site, [item(str(i)) for i in range(start + 1, start + 51)], cursor=start + 50)
+        hub.push([item(str(i)) for i in range(start + 1, start + 51)], cursor=start + 50)
     hub.close()
 
 
 def test_two_site_processes_share_one_hub_file(tmp_path: Path) -> None:
     path = str(tmp_path / "hub.db")
-    HubBackbone(Path(path)).close()
+    HubBackbone(Path(path), "laptop").close()
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_push_many, args=(path, site, 1000)) for site in ("laptop", "vm")]
     for worker in workers:
@@ -121,17 +126,19 @@ def test_two_site_processes_share_one_hub_file(tmp_path: Path) -> None:
     for worker in workers:
         worker.join(120)
         assert worker.exitcode == 0
-    hub = HubBackbone(Path(path))
+    hub = HubBackbone(Path(path), "laptop")
     episodes = list(hub.episodes())
     assert len(episodes) == 2000
     assert {(e["sourceSite"], e["sourceId"]) for e in episodes} == {
         (site, str(i)) for site in ("laptop", "vm") for i in range(1, 1001)
     }
+    hub.close()
     for site in ("laptop", "vm"):
-        cursor = hub.site_cursor(site)
+        hub = HubBackbone(Path(path), site)
+        cursor = hub.site_cursor()
+        hub.close()
         assert cursor is not None
         assert (cursor.last_synced_id, cursor.total_synced) == (1000, 1000)
-    hub.close()
 
 
 def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
@@ -152,9 +159,9 @@ def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
            INSERT INTO tombstones VALUES ('laptop', '3', 8);"""
     )
     conn.close()
-    hub = HubBackbone(path)
+    hub = HubBackbone(path, "laptop")
     try:
-        feed = hub.changes("laptop", 0, 10)
+        feed = hub.changes(0, 10)
         assert [(c.seq, c.site, c.source_id, c.episode is None) for c in feed] == [
             (7, "laptop", "1", False),
             (9, "vm", "4", False),
@@ -162,15 +169,15 @@ def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
         ]
         assert feed[0].episode is not None
         assert feed[0].episode["task"] == "a"
-        hub.push("laptop", [item("5")], cursor=5)
-        (new,) = hub.changes("laptop", 10, 10)
+        hub.push([item("5")], cursor=5)
+        (new,) = hub.changes(10, 10)
         assert (new.seq, new.source_id) == (11, "5")
     finally:
         hub.close()
-    hub = HubBackbone(path)  # reopening does not migrate twice
+    hub = HubBackbone(path, "laptop")  # reopening does not migrate twice
     try:
-        assert [c.seq for c in hub.changes("laptop", 0, 10)] == [7, 9, 10, 11]
-        assert hub.source_of("laptop") is None  # and on through version 3 to 4
+        assert [c.seq for c in hub.changes(0, 10)] == [7, 9, 10, 11]
+        assert hub.source_of() is None  # and on through version 3 to 4
     finally:
         hub.close()
     assert _schema_version(path) == "4"
@@ -188,27 +195,27 @@ def _schema_version(path: Path) -> str:
 def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
     """Hubs written before site sources: the table is added, everything else is kept as it was."""
     path = tmp_path / "hub.db"
-    hub = HubBackbone(path)
-    hub.push("laptop", [item("1"), item("2")], cursor=2)
-    hub.forget("laptop", "2")
+    hub = HubBackbone(path, "laptop")
+    hub.push([item("1"), item("2")], cursor=2)
+    hub.forget("2")
     hub.close()
     # Version 3 was today's schema without site_sources.
     conn = sqlite3.connect(path)
     conn.executescript("DROP TABLE site_sources; UPDATE schema_info SET value = '3' WHERE key = 'version';")
     conn.close()
-    hub = HubBackbone(path)
+    hub = HubBackbone(path, "laptop")
     try:
         assert _schema_version(path) == "4"
-        assert hub.source_of("laptop") is None
-        assert hub.set_source("laptop", SourceRecord("i-1", "m-1", "laptop.lan", "/a.db"), expected=None) is True
+        assert hub.source_of() is None
+        assert hub.set_source(SourceRecord("i-1", "m-1", "laptop.lan", "/a.db"), expected=None) is True
         assert [e["sourceId"] for e in hub.episodes()] == ["1"]
-        assert [(c.seq, c.source_id) for c in hub.changes("laptop", 0, 10)] == [(1, "1"), (3, "2")]
-        assert hub.push("laptop", [item("2")], cursor=2)[0].reason == "forgotten"
+        assert [(c.seq, c.source_id) for c in hub.changes(0, 10)] == [(1, "1"), (3, "2")]
+        assert hub.push([item("2")], cursor=2)[0].reason == "forgotten"
     finally:
         hub.close()
-    hub = HubBackbone(path)  # reopening keeps the record and the version
+    hub = HubBackbone(path, "laptop")  # reopening keeps the record and the version
     try:
-        found = hub.source_of("laptop")
+        found = hub.source_of()
         assert found is not None
         assert found.instance == "i-1"
     finally:

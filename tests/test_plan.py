@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sync.errors import QuotaExhausted, TransientError
 from sync.plan import (
     Decision,
     Occupant,
@@ -107,6 +108,20 @@ def test_batches(sizes: list[int], max_rows: int, max_bytes: int | None, expecte
 )
 def test_backoff_doubles_up_to_the_maximum_plus_jitter(attempt: int, draw: float, expected: float) -> None:
     assert RetryPolicy(initial=0.2, maximum=30.0, jitter=0.5).backoff(attempt, draw) == pytest.approx(expected)
+
+
+def test_the_policy_retries_transient_errors_and_leaves_an_exhausted_quota_to_the_caller() -> None:
+    waits: list[float] = []
+    policy = RetryPolicy(initial=0.2, jitter=0.0, sleep=waits.append)
+    outcomes: list[Exception] = [TransientError("busy", retry_after=5.0), QuotaExhausted("used up", 3000.0, "Voyage")]
+
+    def call() -> None:
+        raise outcomes.pop(0)
+
+    with pytest.raises(QuotaExhausted):
+        policy.call(call)
+    assert waits == [5.0]  # the server's hint for the transient error; none for the quota
+    assert outcomes == []
 
 
 @pytest.mark.parametrize(

@@ -13,11 +13,12 @@ import pytest
 from conftest import SiteFiles, wait_for
 
 from daemon.config import load_settings
-from daemon.loop.control_client import ControlError, ask
+from daemon.loop.control_client import ask
 from daemon.warm.files import write_status
 from daemon.warm.host import WarmHost
 from daemon.warm.worker import should_exit
 from sync.backbone.hub import HubBackbone
+from sync.errors import ControlError
 
 
 @pytest.mark.parametrize(
@@ -64,7 +65,7 @@ def test_a_failing_worker_is_retried_later_and_requests_meanwhile_are_told_why(
         starts.append(1)
         return [sys.executable, "-c", "raise SystemExit(3)"]
 
-    backbone = HubBackbone(site.hub)
+    backbone = HubBackbone(site.hub, site.name)
     stop = threading.Event()
     host = WarmHost(settings, backbone, stop=stop, worker_argv=failing_worker).start()
     try:
@@ -95,7 +96,7 @@ def test_a_request_starts_the_worker_which_serves_it(
         "request = json.loads(conn.makefile('rb').readline())\n"
         "conn.sendall(json.dumps({'ok': True, 'result': request['op']}).encode() + b'\\n')\n"
     )
-    backbone = HubBackbone(site.hub)
+    backbone = HubBackbone(site.hub, site.name)
     host = WarmHost(
         settings, backbone, stop=threading.Event(), worker_argv=lambda fd: [sys.executable, "-c", echo, str(fd)]
     ).start()

@@ -159,13 +159,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStor
     opened.close()
 
 
-def push(hub: HubBackbone, site: str, source_id: str, task: str, **extra: Any) -> None:
+def push(rig: Rig, site: str, source_id: str, task: str, **extra: Any) -> None:
     body = {"sessionId": "s1", "task": task, "output": "done", "ts": NOW_MS, "agentName": "coder", "tags": ["a"]}
     body |= extra
     content = text_hash(canonical_json(body).decode())
     local_id = int(source_id)
-    hub.push(
-        site,
+    rig.site(site).push(
         [PushItem(source_id, local_id, f"identity-{site}-{source_id}", content, body, canonical_json(body))],
         local_id,
     )
@@ -173,12 +172,13 @@ def push(hub: HubBackbone, site: str, source_id: str, task: str, **extra: Any) -
 
 class Rig:
     def __init__(self, tmp_path: Path, store: VectorStore, embedder: CountingEmbedder) -> None:
-        self.hub = HubBackbone(tmp_path / "hub.db")
+        self.path = tmp_path / "hub.db"
+        self.hub = HubBackbone(self.path, "laptop")
+        self._sites = {"laptop": self.hub}
         self.store = store
         self.embedder = embedder
         self.cursors = CursorFile(tmp_path / "indexer.json")
         self.indexer = Indexer(
-            site="laptop",
             backbone=self.hub,
             store=store,
             embedder=embedder,
@@ -188,19 +188,29 @@ class Rig:
         )
         self.indexer.open()
 
+    def site(self, name: str) -> HubBackbone:
+        """The hub as site ``name`` opens it: every site pushes through its own, to the one file."""
+        if name not in self._sites:
+            self._sites[name] = HubBackbone(self.path, name)
+        return self._sites[name]
+
+    def close(self) -> None:
+        for hub in self._sites.values():
+            hub.close()
+
     def payload(self, site: str, source_id: str) -> dict[str, Any] | None:
         found = self.store.get([point_id(site, source_id)])
         return found[0].payload if found else None
 
     def recorded(self) -> dict[tuple[str, str], str | None]:
-        return {(c.site, c.source_id): c.point_id for c in self.hub.changes("laptop", 0, 1000)}
+        return {(c.site, c.source_id): c.point_id for c in self.hub.changes(0, 1000)}
 
 
 @pytest.fixture
 def rig(tmp_path: Path, store: VectorStore, local: LocalEmbedder) -> Iterator[Rig]:
     made = Rig(tmp_path, store, CountingEmbedder(local))
     yield made
-    made.hub.close()
+    made.close()
 
 
 TASKS = [
@@ -215,13 +225,11 @@ TASKS = [
 
 def test_every_site_s_episodes_are_indexed_and_their_point_ids_recorded(rig: Rig) -> None:
     for i, task in enumerate(TASKS, 1):
-        push(rig.hub, "laptop" if i % 2 else "vm", str(i), task)
+        push(rig, "laptop" if i % 2 else "vm", str(i), task)
     report = rig.indexer.run()
     assert (report.changes, report.embedded, report.failed, report.drained) == (6, 6, 0, True)
     assert rig.store.count() == 6
-    assert rig.recorded() == {
-        (c.site, c.source_id): point_id(c.site, c.source_id) for c in rig.hub.changes("laptop", 0, 99)
-    }
+    assert rig.recorded() == {(c.site, c.source_id): point_id(c.site, c.source_id) for c in rig.hub.changes(0, 99)}
     assert all(v is not None for v in rig.recorded().values())
     payload = rig.payload("vm", "2")
     assert payload is not None
@@ -231,7 +239,7 @@ def test_every_site_s_episodes_are_indexed_and_their_point_ids_recorded(rig: Rig
 
 def test_it_is_idempotent_and_never_re_embeds_unchanged_text(rig: Rig) -> None:
     for i, task in enumerate(TASKS, 1):
-        push(rig.hub, "laptop", str(i), task)
+        push(rig, "laptop", str(i), task)
     rig.indexer.run()
     assert len(rig.embedder.documents) == 6
     assert rig.indexer.run().changes == 0
@@ -242,11 +250,11 @@ def test_it_is_idempotent_and_never_re_embeds_unchanged_text(rig: Rig) -> None:
 
 
 def test_an_edit_is_re_embedded_and_a_re_grade_only_rewrites_the_payload(rig: Rig) -> None:
-    push(rig.hub, "laptop", "1", TASKS[0])
-    push(rig.hub, "laptop", "2", TASKS[1])
+    push(rig, "laptop", "1", TASKS[0])
+    push(rig, "laptop", "2", TASKS[1])
     rig.indexer.run()
-    push(rig.hub, "laptop", "1", TASKS[0], output="fixed by capping the backoff")
-    push(rig.hub, "laptop", "2", TASKS[1], reward=1.0)
+    push(rig, "laptop", "1", TASKS[0], output="fixed by capping the backoff")
+    push(rig, "laptop", "2", TASKS[1], reward=1.0)
     report = rig.indexer.run()
     assert (report.embedded, report.rewritten) == (1, 1)
     assert rig.embedder.documents[-1] == f"{TASKS[0]}\nfixed by capping the backoff"
@@ -261,21 +269,21 @@ def test_an_edit_is_re_embedded_and_a_re_grade_only_rewrites_the_payload(rig: Ri
 
 
 def test_a_forgotten_episode_leaves_the_index(rig: Rig) -> None:
-    push(rig.hub, "laptop", "1", TASKS[0])
-    push(rig.hub, "laptop", "2", TASKS[1])
+    push(rig, "laptop", "1", TASKS[0])
+    push(rig, "laptop", "2", TASKS[1])
     rig.indexer.run()
-    rig.hub.forget("laptop", "1")
+    rig.hub.forget("1")
     assert rig.indexer.run().deleted == 1
     assert rig.payload("laptop", "1") is None
     assert rig.store.count() == 1
 
 
 def test_near_duplicates_are_linked_never_dropped_and_collapse_in_search(rig: Rig) -> None:
-    push(rig.hub, "laptop", "1", "restart the worker pool after the OOM kill on host db-3")
-    push(rig.hub, "vm", "2", "restart the worker pool after the OOM kill on host db-3.")  # another site, same memory
-    push(rig.hub, "laptop", "3", TASKS[4])
+    push(rig, "laptop", "1", "restart the worker pool after the OOM kill on host db-3")
+    push(rig, "vm", "2", "restart the worker pool after the OOM kill on host db-3.")  # another site, same memory
+    push(rig, "laptop", "3", TASKS[4])
     rig.indexer.run()
-    push(rig.hub, "laptop", "4", "Restart the worker pool after the OOM kill on host db-3")  # a later page
+    push(rig, "laptop", "4", "Restart the worker pool after the OOM kill on host db-3")  # a later page
     report = rig.indexer.run()
     assert report.linked == 1
     head = point_id("laptop", "1")
@@ -299,17 +307,17 @@ def test_the_threshold_is_configurable(tmp_path: Path, local: LocalEmbedder) -> 
     store = EdgeStore(tmp_path / "q")
     rig = Rig(tmp_path, store, CountingEmbedder(local))
     rig.indexer.duplicate_threshold = 0.5
-    push(rig.hub, "laptop", "1", "deploy the billing api to staging")
-    push(rig.hub, "laptop", "2", "ship the billing service to the staging cluster")
+    push(rig, "laptop", "1", "deploy the billing api to staging")
+    push(rig, "laptop", "2", "ship the billing service to the staging cluster")
     assert rig.indexer.run().linked == 1
-    rig.hub.close()
+    rig.close()
     store.close()
 
 
 def test_search_filters_and_decay(rig: Rig) -> None:
-    push(rig.hub, "laptop", "1", "rotate the TLS certificate on the edge proxy", ts=NOW_MS - 200 * DAY_MS)
+    push(rig, "laptop", "1", "rotate the TLS certificate on the edge proxy", ts=NOW_MS - 200 * DAY_MS)
     push(
-        rig.hub,
+        rig,
         "vm",
         "2",
         "rotate the TLS certificate on the edge proxy again",
@@ -317,7 +325,7 @@ def test_search_filters_and_decay(rig: Rig) -> None:
         tags=["ops"],
         agentName="ops",
     )
-    push(rig.hub, "laptop", "3", TASKS[3], ts=NOW_MS)
+    push(rig, "laptop", "3", TASKS[3], ts=NOW_MS)
     rig.indexer.duplicate_threshold = 0.999
     rig.indexer.run()
     only_vm = search(

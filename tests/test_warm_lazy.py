@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from sync.warm.embedders import Embedder, LocalEmbedder, ModelFileError
+from sync.errors import ModelFileError
+from sync.warm.embedders import Embedder, LocalEmbedder
 from sync.warm.lazy import LazyEmbedder
 
 

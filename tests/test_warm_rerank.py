@@ -20,9 +20,8 @@ from fake_providers import (
     serve,
 )
 
-from sync.errors import ConfigError, PermanentError, TransientError
+from sync.errors import ConfigError, PermanentError, QuotaExhausted, TransientError
 from sync.retry import RetryPolicy
-from sync.warm.cloud import QuotaExhausted
 from sync.warm.rerank import VOYAGE_MAX_DOCUMENTS, Reranker, VoyageReranker
 
 DOCUMENTS = [

@@ -14,21 +14,10 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient
 
-from sync.errors import ConfigError, PermanentError, TransientError
+from sync.errors import CollectionMismatch, ConfigError, PermanentError, StoreLocked, StoreRejected, TransientError
 from sync.warm import bm25
 from sync.warm.search import hybrid
-from sync.warm.store import (
-    CollectionMismatch,
-    EdgeStore,
-    Hit,
-    SearchFilter,
-    ServerStore,
-    StoreLocked,
-    StoreRejected,
-    VectorStore,
-    WarmPoint,
-    point_id,
-)
+from sync.warm.store import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
 
 DIMS = 8
 # EdgeStore keeps dense vectors as float16 (half the memory, a faster scan): a cosine is good to
@@ -418,7 +407,8 @@ def test_edge_store_second_opener_is_locked_out_naming_the_path(tmp_path: Path) 
 def test_edge_store_second_process_is_locked_out(tmp_path: Path) -> None:
     script = (
         "import sys\n"
-        "from sync.warm.store import EdgeStore, StoreLocked\n"
+        "from sync.errors import StoreLocked\n"
+        "from sync.warm.store import EdgeStore\n"
         "try:\n"
         f"    EdgeStore(sys.argv[1]).open_or_create({COLLECTION!r}, {MODEL!r}, {DIMS})\n"
         "except StoreLocked as exc:\n"

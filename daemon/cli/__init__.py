@@ -20,6 +20,10 @@ def main() -> None:
         from daemon.cli.sync import fast_sync
 
         code = fast_sync(argv[1:])
+    elif argv[:1] == ["heartbeat"]:
+        from daemon.cli.heartbeat import fast_heartbeat
+
+        code = fast_heartbeat(argv[1:])
     if code is not None:
         sys.exit(code)
     from daemon.cli.app import run_app

@@ -13,7 +13,7 @@ import argparse
 import sys
 from importlib import metadata
 
-from daemon.cli import demo, export, quarantine, run, search, service, status
+from daemon.cli import demo, export, fleet, heartbeat, jobs, quarantine, run, search, service, status
 from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit
 
@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--version", action="version", version=f"memsync {version()}")
     commands = top.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for module in (run, sync_command, status, search, export, quarantine, service, demo):
+    for module in (run, sync_command, status, search, export, quarantine, jobs, fleet, heartbeat, service, demo):
         module.register(commands)
     return top
 

@@ -18,6 +18,7 @@ from sync.errors import (
     ConfigError,
     MemsyncError,
     PathProblem,
+    QuotaExhausted,
     SourceConflict,
     TransientError,
 )
@@ -113,5 +114,7 @@ def handled() -> Iterator[None]:
         fail(str(exc), EX_TEMPFAIL)
     except TransientError as exc:
         fail(f"gave up for now: {exc}", EX_TEMPFAIL)
+    except QuotaExhausted as exc:
+        fail(f"{exc}: try again in {max(1, round(exc.retry_after / 60))} min", EX_TEMPFAIL)
     except MemsyncError as exc:
         fail(str(exc), 1)

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from daemon.cli.common import Commands, add_config, add_json, fail, handled, load
-from daemon.service.commands import Managers, ServiceError
+from daemon.service.commands import Managers
 from daemon.service.files import Owner
-from sync.errors import EX_CONFIG
+from sync.errors import EX_CONFIG, ServiceError
 
 if TYPE_CHECKING:  # these import the settings (pydantic): loaded only when a service command runs
     from daemon.service.loading import Loaded

@@ -18,11 +18,19 @@ def register(commands: Commands) -> None:
     )
     add_config(parser)
     add_json(parser)
+    parser.add_argument(
+        "--fleet", action="store_true", help="every site and agent in the backbone, not only this site"
+    )
     parser.set_defaults(run=main)
 
 
 def main(args: argparse.Namespace) -> int:
     from daemon.status import gather, render
+
+    if args.fleet:
+        from daemon.cli.fleet import fleet_main
+
+        return fleet_main(args)
 
     with handled():
         settings = load(args, log_level="error")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from daemon.cli.common import Commands, Exit, add_config, console, fail, handled, load, parse_or_none, say
 from daemon.cli.run import add_take_over
-from sync.errors import EX_CONFIG, EX_TEMPFAIL, ConfigError, MemsyncError
+from sync.errors import EX_CONFIG, EX_TEMPFAIL, ConfigError, Interrupted, MemsyncError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -143,7 +143,6 @@ def _sync_here(settings: Settings, args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from daemon.cli.oneshot import one_shot
-    from sync.retry import Interrupted
 
     err = console(stderr=True)
     with (

@@ -90,7 +90,7 @@ def run_demo(*, duration: float, directory: Path | None, rate: float, console: C
     configs = {site: _config(root, site) for site in SITES}
     daemons: dict[str, subprocess.Popen[bytes]] = {}
     logs = {site: (root / site / "daemon.log").open("ab") for site in SITES}
-    hub = HubBackbone(root / "hub.db")
+    hub = HubBackbone(root / "hub.db", SITES[0])  # opened as the laptop: it only reads, every site's
     agents = {
         site: Agent(root / site / "agentdb.db", site, count, 1.0 / rate, seed=n + 1) for n, site in enumerate(SITES)
     }
@@ -164,7 +164,7 @@ SEARCH_QUERY = "TLS certificate rotation"
 def _closing_search(console: Console, config: Path, hub: HubBackbone) -> bool:
     """One memory: the laptop's daemon searches every site's episodes, once it has indexed them."""
     settings = load_settings(config)
-    end = hub.feed_end(settings.site.name)
+    end = hub.feed_end()
     deadline = time.monotonic() + INDEX_WAIT_SECONDS
     while time.monotonic() < deadline:
         status = read_status(settings) or {}

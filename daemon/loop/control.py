@@ -28,7 +28,7 @@ from typing import Any, Final
 import structlog
 
 from daemon.loop.control_client import Progress
-from sync.errors import ConfigError, TransientError
+from sync.errors import ConfigError, QuotaExhausted, TransientError
 
 log = structlog.get_logger("memsync.control")
 
@@ -52,7 +52,9 @@ def _kind(exc: BaseException) -> str:
         return "invalid"
     if isinstance(exc, ConfigError):
         return "config"
-    if isinstance(exc, TransientError):
+    # A client asks once and exits: to it an exhausted quota means what a transient error does,
+    # try again later (exit 75); only the daemon's indexing loop pauses on its retry_after.
+    if isinstance(exc, TransientError | QuotaExhausted):
         return "transient"
     return "internal"
 

@@ -14,21 +14,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sync.errors import MemsyncError, TransientError
+from sync.errors import ControlError, DaemonNotListening, TransientError
 
 Progress = Callable[[Mapping[str, Any]], None]
-
-
-class DaemonNotListening(MemsyncError):
-    """No daemon answers on the socket (none running, or one without the warm layer)."""
-
-
-class ControlError(MemsyncError):
-    """The daemon answered with an error; ``kind`` says which."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def ask(path: Path, request: Mapping[str, Any], *, on_progress: Progress | None = None, timeout: float = 60.0) -> Any:

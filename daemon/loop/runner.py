@@ -34,10 +34,10 @@ from daemon.site import Site, open_backbone
 from daemon.warm.host import WarmHost
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
-from sync.errors import ConfigError, SnapshotNotReady, SourceConflict, SourceUnavailable
+from sync.errors import ConfigError, Interrupted, SnapshotNotReady, SourceConflict, SourceUnavailable
 from sync.memory import release_free_memory, reuse_large_buffers
 from sync.problems import ProblemLog
-from sync.retry import Interrupted, RetryPolicy
+from sync.retry import RetryPolicy
 from sync.source import describe, still_ours
 
 log = structlog.get_logger("memsync.daemon")
@@ -187,7 +187,7 @@ class Daemon:
     def _check_source(self, site: Site) -> None:
         """Stop (exit 78) if another source took the site over since we claimed it."""
         try:
-            taken = still_ours(site.backbone, self.settings.site.name, site.source)
+            taken = still_ours(site.backbone, site.source)
         except Exception as exc:  # noqa: BLE001 - an unreachable backbone is the pass's problem to report
             log.debug("could not check the site's source", error=str(exc))
             return

@@ -1,7 +1,7 @@
 """Running the service managers (``systemctl``, ``loginctl``, ``launchctl``), found on PATH.
 
 PATH is the one seam: the tests put stand-in programs first on it. Every failure becomes a
-:class:`ServiceError`: one sentence naming the problem and what to do, and an exit code.
+:class:`sync.errors.ServiceError`: one sentence naming the problem and what to do, and an exit code.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sync.errors import EX_CONFIG, MemsyncError
+from sync.errors import ServiceError
 
 # What to do when a manager is missing, by program.
 _MISSING = {
@@ -22,14 +22,6 @@ _MISSING = {
 }
 # `systemctl enable --now` waits for READY=1, which waits for systemd's start timeout at worst.
 TIMEOUT = 180.0
-
-
-class ServiceError(MemsyncError):
-    """A service command cannot go on; ``code`` is the exit code (78: only a person can fix it)."""
-
-    def __init__(self, message: str, code: int = EX_CONFIG) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -101,4 +93,4 @@ def systemctl_args(system: bool, *args: str) -> Sequence[str]:
     return args if system else ("--user", *args)
 
 
-__all__ = ["TIMEOUT", "Managers", "Result", "ServiceError", "systemctl_args"]
+__all__ = ["TIMEOUT", "Managers", "Result", "systemctl_args"]

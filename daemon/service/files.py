@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.service.commands import ServiceError
+from sync.errors import ServiceError
 
 
 @dataclass(frozen=True)

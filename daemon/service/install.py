@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from daemon.service import files
-from daemon.service.commands import Managers, ServiceError, systemctl_args
+from daemon.service.commands import Managers, systemctl_args
 from daemon.service.spec import ServiceSpec
 from daemon.service.status import launchd_loaded, launchd_target
+from sync.errors import ServiceError
 
 Echo = Callable[[str], None]
 EX_OK = 0

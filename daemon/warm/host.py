@@ -31,7 +31,7 @@ import structlog
 from daemon.config import Settings
 from daemon.loop.control import listen, unlink
 from daemon.warm.files import Collections, read_status
-from sync.backbone.base import Backbone
+from sync.backbone.base import ChangeFeed
 from sync.errors import MemsyncError
 from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
@@ -73,7 +73,7 @@ class WarmHost:
     def __init__(
         self,
         settings: Settings,
-        backbone: Backbone,
+        backbone: ChangeFeed,
         *,
         stop: threading.Event,
         worker_argv: Callable[[int], list[str]] | None = None,
@@ -170,7 +170,7 @@ class WarmHost:
     def _behind(self) -> bool:
         """Is there anything in the backbone's change feed that the index has not taken in?"""
         try:
-            end = self.backbone.feed_end(self.settings.site.name)
+            end = self.backbone.feed_end()
         except MemsyncError as exc:
             log.debug("cannot look at the change feed now", error=str(exc))
             return False

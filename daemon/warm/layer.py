@@ -28,17 +28,17 @@ from daemon.config import Settings
 from daemon.loop.control import Handler
 from daemon.loop.control_client import Progress
 from daemon.warm.files import Collections, status_path, write_status
-from sync.backbone.base import Backbone
-from sync.errors import ConfigError, TransientError
+from sync.backbone.base import ChangeFeed
+from sync.errors import CollectionMismatch, ConfigError, QuotaExhausted, TransientError
 from sync.warm.cursor import CursorFile
-from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, QuotaExhausted, VoyageEmbedder
+from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.warm.indexer import Indexer, PassReport
 from sync.warm.lazy import LazyEmbedder
 from sync.warm.locked import LockedStore
 from sync.warm.request import SearchRequest, SearchResult
 from sync.warm.rerank import Reranker, VoyageReranker
 from sync.warm.search import search
-from sync.warm.store import CollectionMismatch, CollectionSpec, EdgeStore, ServerStore, VectorStore
+from sync.warm.store import CollectionSpec, EdgeStore, ServerStore, VectorStore
 
 log = structlog.get_logger("memsync.warm")
 
@@ -92,7 +92,7 @@ class WarmLayer:
     def __init__(
         self,
         settings: Settings,
-        backbone: Backbone | None,
+        backbone: ChangeFeed | None,
         *,
         stop: threading.Event,
         clock: Callable[[], float] = time.time,
@@ -201,7 +201,6 @@ class WarmLayer:
         if self.backbone is None:
             raise ValueError("indexing needs the backbone")  # offline search opens without one
         return Indexer(
-            site=self.settings.site.name,
             backbone=self.backbone,
             store=store,
             embedder=self.embedder,
@@ -231,7 +230,7 @@ class WarmLayer:
                 with self._work:
                     report = self._open().run(stop=self.stop.is_set)
             except QuotaExhausted as exc:
-                wait = float(exc.retry_after or MAX_BACKOFF)
+                wait = exc.retry_after or MAX_BACKOFF
                 self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
                 continue
             except CollectionMismatch as exc:
@@ -321,7 +320,7 @@ class WarmLayer:
     def feed_end(self) -> int:
         if self.backbone is None:
             raise ValueError("the feed's end needs the backbone")
-        return self.backbone.feed_end(self.settings.site.name)
+        return self.backbone.feed_end()
 
     def indexed_through(self) -> int:
         """The feed position the serving collection has reached."""
@@ -394,7 +393,7 @@ def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
 
 @contextmanager
 def offline_layer(
-    settings: Settings, backbone: Backbone | None, *, stop: threading.Event | None = None
+    settings: Settings, backbone: ChangeFeed | None, *, stop: threading.Event | None = None
 ) -> Iterator[WarmLayer]:
     """The warm layer for a command run while no daemon owns the store: search (no backbone
     needed), catching up (``sync``) and reindex."""

@@ -18,13 +18,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from daemon.config import Settings
-from daemon.loop.control_client import ControlError, DaemonNotListening, ask
+from daemon.loop.control_client import ask
 from daemon.loop.lock import DAEMON, lock_holder
 from daemon.site import open_backbone
 from daemon.warm.lag import episodes_behind
 from daemon.warm.layer import WarmLayer, offline_layer
-from sync.backbone.base import Backbone
-from sync.errors import ConfigError, MemsyncError, TransientError
+from sync.backbone.base import Backbone, ChangeFeed
+from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.warm.request import SearchRequest, SearchResult
 
 # Episodes a search with no daemon running indexes itself before answering: about a second of the
@@ -71,7 +71,7 @@ def run_search(settings: Settings, request: SearchRequest) -> Found:
     backbone, problem = _backbone_for_catch_up(settings)
     try:
         with offline_layer(settings, backbone) as layer:
-            behind = problem if backbone is None else _catch_up_first(settings, layer, backbone)
+            behind = problem if backbone is None else _catch_up_first(layer, backbone)
             return Found(layer.search(request), "this process", behind)
     finally:
         if backbone is not None:
@@ -87,10 +87,10 @@ def _backbone_for_catch_up(settings: Settings) -> tuple[Backbone | None, str | N
         return None, f"could not check the search index against the backbone ({exc}): recent episodes may be missing"
 
 
-def _catch_up_first(settings: Settings, layer: WarmLayer, backbone: Backbone) -> str | None:
+def _catch_up_first(layer: WarmLayer, feed: ChangeFeed) -> str | None:
     """Index what is missing when it is little; otherwise say what the search cannot see."""
     try:
-        count, exact = episodes_behind(backbone, settings.site.name, layer.indexed_through(), CATCH_UP_LIMIT)
+        count, exact = episodes_behind(feed, layer.indexed_through(), CATCH_UP_LIMIT)
         if count == 0:
             return None
         if count <= CATCH_UP_LIMIT and exact:

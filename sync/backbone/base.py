@@ -1,25 +1,14 @@
 """The one seam between a site and the shared truth. The embedded hub implements it here; the
 Convex backbone implements the same contract over HTTP.
 
-Contract, for every implementation:
-- ``push`` upserts by (sourceSite, sourceId), idempotently, and returns one result a row, in order.
-  A key that already holds an episode with another identity is a CONFLICT and is left untouched:
-  the backbone, not the site's sidecar, is the judge of what a key holds. ``syncedAt`` is set by
-  the backbone when it first receives an episode and never changes after.
-- The site's cursor row (lastSyncedId, lastSyncedAt, totalSynced) is advanced in the same
-  transaction as the rows; lastSyncedId never goes backwards.
-- Failures raise ``BackboneUnavailable`` (transient: retry the same call) or ``BackboneRejected``
-  (this request will never succeed: the engine splits the batch to find the row). A row the
-  backbone will not store comes back as REJECTED with a reason (a forgotten key among them).
-- Beside episodes it keeps the agent registry (heartbeats; offline after 3 minutes of silence),
-  approvals (pending until approved, rejected or expired), one owner per (job, slot), and
-  tombstones. On Convex, crons sweep stale agents and expired approvals; on the hub, whoever runs
-  the periodic jobs calls ``mark_stale`` and ``expire_approvals``.
-- A change feed for the warm layer: every insert, edit and forget gets a sequence number, strictly
-  increasing across the whole backbone in commit order (assigned inside the writing transaction,
-  so a reader that has seen seq N will never later see a new change numbered N or below).
-  ``changes(after)`` lists them; an episode edited twice appears once, at its latest seq.
-  Recording a point id is not a change.
+A backbone is opened for one site (the site is bound then, and no call names it again) and plays
+three roles, each a Protocol below with its part of the contract: ``EpisodeSink`` (the site's
+episodes and cursor, its source), ``ChangeFeed`` (every site's changes, for the warm layer) and
+``Coordination`` (registry, approvals, job slots, forgetting). ``Backbone`` is all three; each
+consumer is typed with only the role it uses.
+
+For every role and implementation, failures raise ``BackboneUnavailable`` (transient: retry the
+same call) or ``BackboneRejected`` (this request will never succeed).
 """
 
 from __future__ import annotations
@@ -128,36 +117,100 @@ class SourceRecord:
     last_seen_at: int = 0  # ms; set by the backbone on every set_source
 
 
-class Backbone(Protocol):
+class EpisodeSink(Protocol):
+    """Where one site's episodes go: what the sync engine and the site's wiring need.
+
+    - ``push`` upserts by (sourceSite, sourceId), idempotently, and returns one result a row, in
+      order. A key that already holds an episode with another identity is a CONFLICT and is left
+      untouched: the backbone, not the site's sidecar, is the judge of what a key holds.
+      ``syncedAt`` is set by the backbone when it first receives an episode and never changes after.
+    - The site's cursor row (lastSyncedId, lastSyncedAt, totalSynced) is advanced in the same
+      transaction as the rows; lastSyncedId never goes backwards.
+    - A row the backbone will not store comes back as REJECTED with a reason (a forgotten key among
+      them); a request it will never take raises ``BackboneRejected`` (the engine splits the batch).
+    """
+
     kind: str
     # Where it is, fit for logs and status: never contains a secret.
     description: str
+    site: str  # the site this backbone was opened for: every write is this site's
     max_batch_rows: int
     max_batch_bytes: int | None
     max_episode_bytes: int | None
 
-    def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]: ...
+    def push(self, items: Sequence[PushItem], cursor: int) -> list[PushResult]: ...
 
-    def site_cursor(self, site: str) -> SiteCursor | None: ...
+    def site_cursor(self) -> SiteCursor | None: ...
 
-    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]: ...
+    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        """Episodes as ``export`` prints them, oldest first: ``site``'s, or every site's for None.
+        A backbone may hold back other sites' (a Convex site reads only its own)."""
+        ...
 
     def ping(self) -> None: ...
 
     def close(self) -> None: ...
 
-    # -- the shared registry and coordination (the scheduler and alerts use these) --------------
-    def heartbeat(self, site: str, agent_name: str, platform: str) -> None: ...
+    # -- one source per site ----------------------------------------------------------------------
+    def source_of(self) -> SourceRecord | None:
+        """The source recorded as feeding the site, or None before any claim."""
+        ...
 
-    def agents(self, site: str) -> list[AgentState]: ...
+    def set_source(self, record: SourceRecord, *, expected: str | None) -> bool:
+        """Record ``record`` as the site's source, atomically, if the recorded instance is
+        ``expected`` (None: no record yet) or already ``record.instance``; False otherwise (someone
+        else claimed it meanwhile). Sets claimed_at when the instance changes, last_seen_at always.
+        The decision whether to claim is the caller's (``sync.source``); this is compare-and-set."""
+        ...
 
-    def claim_slot(self, site: str, job: str, slot: str) -> bool:
+
+class ChangeFeed(Protocol):
+    """Every site's changes in one order: what the warm layer's indexer and lag counting read.
+
+    Every insert, edit and forget gets a sequence number, strictly increasing across the whole
+    backbone in commit order (assigned inside the writing transaction, so a reader that has seen
+    seq N will never later see a new change numbered N or below). An episode edited twice appears
+    once, at its latest seq. Recording a point id is not a change.
+    """
+
+    def changes(self, after: int, limit: int) -> list[Change]:
+        """Up to ``limit`` (1..500) changes with seq > ``after``, every site's, in seq order. A page
+        may be shorter than ``limit`` with more to come (Convex stops at its read limit): only an
+        empty page means the reader has caught up."""
+        ...
+
+    def feed_end(self) -> int:
+        """The latest seq handed out (0 before any change): how far the feed goes, for progress."""
+        ...
+
+    def record_point_ids(self, records: Sequence[PointRecord]) -> int:
+        """Set qdrantPointId on episodes (any site's) whose content hash still matches; returns how
+        many."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Coordination(Protocol):
+    """The shared registry and coordination between sites: what the scheduler, the registry and
+    alerts use. Each site sees its own agents and approvals.
+
+    It keeps the agent registry (heartbeats; offline after 3 minutes of silence), approvals (pending
+    until approved, rejected or expired), one owner per (job, slot), and tombstones. On Convex,
+    crons sweep stale agents and expired approvals; on the hub, whoever runs the periodic jobs calls
+    ``mark_stale`` and ``expire_approvals`` (the hub's own: they sweep every site at once).
+    """
+
+    def heartbeat(self, agent_name: str, platform: str) -> None: ...
+
+    def agents(self) -> list[AgentState]: ...
+
+    def claim_slot(self, job: str, slot: str) -> bool:
         """True for exactly one site per (job, slot), ever; a repeated call by the owner says True."""
         ...
 
     def create_approval(
         self,
-        site: str,
         *,
         agent_name: str,
         action_type: str,
@@ -166,40 +219,21 @@ class Backbone(Protocol):
         expires_at: int,
     ) -> str: ...
 
-    def resolve_approval(self, site: str, approval_id: str, status: str, by: str) -> str:
+    def resolve_approval(self, approval_id: str, status: str, by: str) -> str:
         """Approve or reject a pending approval; BackboneConflict once resolved or past expiry,
         BackboneNotFound for an unknown id or another site's."""
         ...
 
-    def approvals(self, site: str, status: str | None = None) -> list[Approval]: ...
+    def approvals(self, status: str | None = None) -> list[Approval]: ...
 
-    def forget(self, site: str, source_id: str) -> bool:
-        """Delete an episode for good: a later push of the key is REJECTED as forgotten."""
+    def forget(self, source_id: str) -> bool:
+        """Delete one of the site's episodes for good: a later push of the key is REJECTED as
+        forgotten (and the feed lists the key as forgotten)."""
         ...
 
-    # -- one source per site ----------------------------------------------------------------------
-    def source_of(self, site: str) -> SourceRecord | None:
-        """The source recorded as feeding ``site``, or None before any claim."""
-        ...
+    def close(self) -> None: ...
 
-    def set_source(self, site: str, record: SourceRecord, *, expected: str | None) -> bool:
-        """Record ``record`` as the site's source, atomically, if the recorded instance is
-        ``expected`` (None: no record yet) or already ``record.instance``; False otherwise (someone
-        else claimed it meanwhile). Sets claimed_at when the instance changes, last_seen_at always.
-        The decision whether to claim is the caller's (``sync.source``); this is compare-and-set."""
-        ...
 
-    # -- the warm layer's feed ------------------------------------------------------------------
-    def changes(self, site: str, after: int, limit: int) -> list[Change]:
-        """Up to ``limit`` (1..500) changes with seq > ``after``, every site's, in seq order (``site``
-        is the caller, for authentication). A page may be shorter than ``limit`` with more to come
-        (Convex stops at its read limit): only an empty page means the reader has caught up."""
-        ...
-
-    def feed_end(self, site: str) -> int:
-        """The latest seq handed out (0 before any change): how far the feed goes, for progress."""
-        ...
-
-    def record_point_ids(self, site: str, records: Sequence[PointRecord]) -> int:
-        """Set qdrantPointId on episodes whose content hash still matches; returns how many."""
-        ...
+class Backbone(EpisodeSink, ChangeFeed, Coordination, Protocol):
+    """What opening a backbone for a site gives: all three roles over one connection. Consumers
+    take only the role they use."""

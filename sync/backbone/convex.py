@@ -30,6 +30,7 @@ from sync.backbone.base import (
 )
 from sync.episode import EXPORT_FIELDS, canonical_json
 from sync.errors import (
+    BackboneAuthError,
     BackboneConflict,
     BackboneNotFound,
     BackboneRejected,
@@ -47,10 +48,6 @@ MAX_EPISODE_BYTES = 900 * 1024  # a document is at most 1 MiB, with the backbone
 MAX_PAGE = 500
 
 Kind = Literal["query", "mutation", "action"]
-
-
-class BackboneAuthError(ConfigError):
-    """The deployment refused this site's secret: only a configuration change can fix it."""
 
 
 def classify(code: str | None, message: str) -> MemsyncError:
@@ -140,8 +137,7 @@ class ConvexBackbone:
         )
 
     # -- the backbone contract ------------------------------------------------------------------
-    def push(self, site: str, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
-        self._own(site)
+    def push(self, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
         value = self.call(
             "mutation",
             "episodes:bulkSyncEpisodes",
@@ -155,12 +151,11 @@ class ConvexBackbone:
             for r in value["results"]
         ]
 
-    def site_cursor(self, site: str) -> SiteCursor | None:
-        self._own(site)
+    def site_cursor(self) -> SiteCursor | None:
         value = self.call("query", "episodes:getCursor")
         if value is None:
             return None
-        return SiteCursor(site, int(value["lastSyncedId"]), int(value["lastSyncedAt"]), int(value["totalSynced"]))
+        return SiteCursor(self.site, int(value["lastSyncedId"]), int(value["lastSyncedAt"]), int(value["totalSynced"]))
 
     def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
         """This site's episodes (a site reads only its own), oldest first."""
@@ -182,25 +177,21 @@ class ConvexBackbone:
         self._client.close()
 
     # -- registry and coordination --------------------------------------------------------------
-    def heartbeat(self, site: str, agent_name: str, platform: str) -> None:
-        self._own(site)
+    def heartbeat(self, agent_name: str, platform: str) -> None:
         self.call("mutation", "agents:heartbeat", {"agentName": agent_name, "platform": platform})
 
-    def agents(self, site: str) -> list[AgentState]:
-        self._own(site)
+    def agents(self) -> list[AgentState]:
         rows = self.call("query", "agents:list")
         return sorted(
             (AgentState(r["agentName"], r["platform"], r["status"], int(r["lastHeartbeat"])) for r in rows),
             key=lambda a: a.agent_name,
         )
 
-    def claim_slot(self, site: str, job: str, slot: str) -> bool:
-        self._own(site)
+    def claim_slot(self, job: str, slot: str) -> bool:
         return bool(self.call("mutation", "jobs:claimSlot", {"job": job, "slot": slot})["claimed"])
 
     def create_approval(
         self,
-        site: str,
         *,
         agent_name: str,
         action_type: str,
@@ -208,7 +199,6 @@ class ConvexBackbone:
         reviewers: Sequence[str],
         expires_at: int,
     ) -> str:
-        self._own(site)
         value = self.call(
             "mutation",
             "approvals:create",
@@ -222,13 +212,11 @@ class ConvexBackbone:
         )
         return str(value["approvalId"])
 
-    def resolve_approval(self, site: str, approval_id: str, status: str, by: str) -> str:
-        self._own(site)
+    def resolve_approval(self, approval_id: str, status: str, by: str) -> str:
         value = self.call("mutation", "approvals:resolve", {"approvalId": approval_id, "status": status, "by": by})
         return str(value["status"])
 
-    def approvals(self, site: str, status: str | None = None) -> list[Approval]:
-        self._own(site)
+    def approvals(self, status: str | None = None) -> list[Approval]:
         rows = self.call("query", "approvals:list", {} if status is None else {"status": status})
         return [
             Approval(
@@ -244,18 +232,15 @@ class ConvexBackbone:
             for r in sorted(rows, key=lambda r: float(r["_creationTime"]))
         ]
 
-    def forget(self, site: str, source_id: str) -> bool:
-        self._own(site)
+    def forget(self, source_id: str) -> bool:
         return bool(self.call("mutation", "episodes:forget", {"sourceId": source_id})["deleted"])
 
     # -- one source per site --------------------------------------------------------------------
-    def source_of(self, site: str) -> SourceRecord | None:
-        self._own(site)
+    def source_of(self) -> SourceRecord | None:
         value = self.call("query", "sources:getSource")
         return None if value is None else _source(value)
 
-    def set_source(self, site: str, record: SourceRecord, *, expected: str | None) -> bool:
-        self._own(site)
+    def set_source(self, record: SourceRecord, *, expected: str | None) -> bool:
         value = self.call(
             "mutation",
             "sources:setSource",
@@ -270,10 +255,9 @@ class ConvexBackbone:
         return bool(value["claimed"])
 
     # -- the warm layer's feed ------------------------------------------------------------------
-    def changes(self, site: str, after: int, limit: int) -> list[Change]:
+    def changes(self, after: int, limit: int) -> list[Change]:
         """Every site's changes after ``after``. At most 500 a call, and fewer when episodes are large
         (a Convex query reads at most 16 MiB): only an empty list means the caller has caught up."""
-        self._own(site)
         rows = self.call("query", "episodes:changes", {"after": after, "limit": min(limit, MAX_PAGE)})
         return [
             Change(
@@ -286,21 +270,15 @@ class ConvexBackbone:
             for r in rows
         ]
 
-    def feed_end(self, site: str) -> int:
-        self._own(site)
+    def feed_end(self) -> int:
         return int(self.call("query", "episodes:feedEnd", {}))
 
-    def record_point_ids(self, site: str, records: Sequence[PointRecord]) -> int:
-        self._own(site)
+    def record_point_ids(self, records: Sequence[PointRecord]) -> int:
         recorded = 0
         for start in range(0, len(records), MAX_PAGE):
             items = [_wire_point(r) for r in records[start : start + MAX_PAGE]]
             recorded += int(self.call("mutation", "episodes:recordPoints", {"items": items})["recorded"])
         return recorded
-
-    def _own(self, site: str) -> None:
-        if site != self.site:
-            raise ConfigError(f"this backbone client acts for site {self.site!r}, not {site!r}")
 
 
 def _wire_episode(item: PushItem) -> dict[str, Any]:

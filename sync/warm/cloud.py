@@ -2,8 +2,8 @@
 
 - ``CloudClient``: the API key check, scrubbing the key out of every message, one mapping from an
   HTTP outcome to memsync's error kinds, and calls through the project's ``RetryPolicy`` (429 and
-  5xx retried, honouring Retry-After; an exhausted quota raised as ``QuotaExhausted``, never waited
-  out here).
+  5xx retried, honouring Retry-After; an exhausted quota raised as ``QuotaExhausted``, which
+  ``RetryPolicy`` does not retry: the caller pauses until its ``retry_after``).
 - ``VoyageClient``: the voyageai client (its own retries off) and the mapping of its errors.
 
 API keys never appear in a message, a repr or an exception's cause: a provider's exception is
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sync.errors import ConfigError, PermanentError, TransientError
+from sync.errors import ConfigError, MemsyncError, PermanentError, QuotaExhausted, TransientError
 from sync.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -30,14 +30,6 @@ T = TypeVar("T")
 
 DEFAULT_RETRY = RetryPolicy(initial=1.0, maximum=60.0, give_up_after=600.0)
 _MAX_MESSAGE = 300
-
-
-class QuotaExhausted(TransientError):
-    """The provider's quota is used up: pause until ``retry_after`` seconds from now, then resume."""
-
-    def __init__(self, message: str, retry_after: float, provider: str) -> None:
-        super().__init__(message, retry_after=retry_after)
-        self.provider = provider
 
 
 def retry_after_header(headers: Any, now: float) -> float | None:
@@ -88,7 +80,7 @@ class CloudClient:
         clean = str(text).replace(self._api_key, "[redacted]")
         return clean if len(clean) <= _MAX_MESSAGE else clean[:_MAX_MESSAGE] + "..."
 
-    def _classify(self, status: int | None, detail: str, retry_after: float | None, quota: bool) -> Exception:
+    def _classify(self, status: int | None, detail: str, retry_after: float | None, quota: bool) -> MemsyncError:
         """One mapping from an HTTP outcome to memsync's error kinds. An exhausted quota waits for the
         server's hint or the next full hour, whichever is later."""
         message = self._scrub(f"{self.provider} {self.operation} request failed (HTTP {status}): {detail}")
@@ -102,18 +94,8 @@ class CloudClient:
         return PermanentError(message)
 
     def _call(self, request: Callable[[], T]) -> T:
-        """``request`` through the retry policy; QuotaExhausted is raised, never waited out here."""
-
-        def attempt() -> T | QuotaExhausted:
-            try:
-                return request()
-            except QuotaExhausted as exc:
-                return exc
-
-        result = self._retry.call(attempt, stop=self._stop)
-        if isinstance(result, QuotaExhausted):
-            raise result
-        return result
+        """``request`` through the retry policy (which leaves QuotaExhausted to the caller)."""
+        return self._retry.call(request, stop=self._stop)
 
 
 _VOYAGE_QUOTA = re.compile(

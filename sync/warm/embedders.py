@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from sync.errors import ConfigError, PermanentError, TransientError
+from sync.errors import ConfigError, ModelFileError, PermanentError, TransientError
 from sync.memory import release_free_memory
 from sync.retry import RetryPolicy
-from sync.warm.cloud import DEFAULT_RETRY, CloudClient, QuotaExhausted, VoyageClient, retry_after_header
+from sync.warm.cloud import DEFAULT_RETRY, CloudClient, VoyageClient, retry_after_header
 
 if TYPE_CHECKING:
     from google.genai import errors as genai_errors
@@ -46,8 +46,6 @@ __all__ = [
     "Embedder",
     "GeminiEmbedder",
     "LocalEmbedder",
-    "ModelFileError",
-    "QuotaExhausted",
     "VoyageEmbedder",
 ]
 
@@ -68,10 +66,6 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
 
     def embed_query(self, text: str) -> list[float]: ...
-
-
-class ModelFileError(ConfigError):
-    """The local model or tokenizer file is missing or does not match its published checksum."""
 
 
 def _normalised(matrix: npt.ArrayLike, dims: int, provider: str) -> list[list[float]]:

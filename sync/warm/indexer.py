@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sync.backbone.base import Backbone, Change, PointRecord
+from sync.backbone.base import Change, ChangeFeed, PointRecord
 from sync.errors import PermanentError
 from sync.warm import bm25
 from sync.warm.cursor import CursorFile
@@ -160,8 +160,7 @@ class Indexer:
     def __init__(
         self,
         *,
-        site: str,
-        backbone: Backbone,
+        backbone: ChangeFeed,
         store: VectorStore,
         embedder: Embedder,
         collection: str,
@@ -171,7 +170,6 @@ class Indexer:
         bm25_config: bm25.Bm25Config = bm25.DEFAULT_BM25,
         on_failed: Callable[[str, str], None] | None = None,
     ) -> None:
-        self.site = site
         self.backbone = backbone
         self.store = store
         self.embedder = embedder
@@ -197,7 +195,7 @@ class Indexer:
         if self.spec is None:
             self.open()
         after = self.cursor
-        changes = self.backbone.changes(self.site, after, self.page_size)
+        changes = self.backbone.changes(after, self.page_size)
         # Only an empty page says the feed is drained: a backbone may return short pages (Convex
         # stops a page at its read limit).
         report = PassReport(changes=len(changes), cursor=after, drained=not changes)
@@ -213,7 +211,7 @@ class Indexer:
             self.store.delete(plan.delete)
         records = [r for r in plan.record if r.point_id not in failed]
         if records:
-            self.backbone.record_point_ids(self.site, records)
+            self.backbone.record_point_ids(records)
         report.rewritten, report.deleted, report.unchanged = len(plan.rewrite), len(plan.delete), plan.unchanged
         report.cursor = changes[-1].seq
         self.cursors.write(self.collection, report.cursor)
@@ -223,7 +221,7 @@ class Indexer:
         self, *, stop: Callable[[], bool] = lambda: False, progress: Callable[[PassReport], None] | None = None
     ) -> PassReport:
         """Pages until the feed is drained (or ``stop()``): the catch-up pass."""
-        total = PassReport(cursor=self.cursor, end=self.backbone.feed_end(self.site) if progress else 0)
+        total = PassReport(cursor=self.cursor, end=self.backbone.feed_end() if progress else 0)
         while not stop():
             page = self.run_page()
             total.add(page)

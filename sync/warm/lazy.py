@@ -17,8 +17,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from sync.errors import ModelFileError
 from sync.memory import release_free_memory
-from sync.warm.embedders import Embedder, ModelFileError
+from sync.warm.embedders import Embedder
 
 
 class LazyEmbedder:

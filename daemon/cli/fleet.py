@@ -1,0 +1,86 @@
+"""``memsync agents`` and ``memsync status --fleet``: every site and agent in the backbone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from daemon.cli.common import Commands, add_config, add_json, console, handled, load
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "agents",
+        help="every agent of every site: online or offline, last heartbeat",
+        description="Every agent in the registry, from every site: online or offline, platform, interface, "
+        "last heartbeat and last episode. Exit 0 ok, 1 degraded, 2 down (the fleet's worst).",
+    )
+    add_config(parser)
+    add_json(parser)
+    parser.set_defaults(run=agents_main)
+
+
+def gather(args: argparse.Namespace) -> dict[str, Any]:
+    from daemon.fleet import fleet_report
+    from daemon.site import open_backbone
+
+    settings = load(args, log_level="error")
+    backbone = open_backbone(settings, create=False)
+    try:
+        return fleet_report(
+            backbone.sites(),
+            backbone.agents(all_sites=True),
+            backbone.job_runs(None, 200),
+            len(backbone.approvals("pending")),
+            settings.sync.lag_warning,
+        )
+    finally:
+        backbone.close()
+
+
+def agents_main(args: argparse.Namespace) -> int:
+    with handled():
+        report = gather(args)
+    if args.as_json:
+        sys.stdout.write(json.dumps(report["agents"], indent=2) + "\n")
+        return int(report["exitCode"])
+    from rich.table import Table
+
+    table = Table("site", "agent", "state", "platform", "interface", "last heartbeat")
+    for a in report["agents"]:
+        state = "[green]online[/]" if a["status"] == "online" else "[yellow]offline[/]"
+        table.add_row(a["site"], a["agent_name"], state, a["platform"], a["interface"] or "", a["lastHeartbeat"] or "")
+    console().print(table)
+    return int(report["exitCode"])
+
+
+def fleet_main(args: argparse.Namespace) -> int:
+    with handled():
+        report = gather(args)
+    if args.as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        return int(report["exitCode"])
+    from rich.table import Table
+
+    out = console()
+    table = Table("site", "state", "version", "host", "cursor", "lag", "backlog", "last sync", "index", "health")
+    for s in report["sites"]:
+        table.add_row(
+            s["site"],
+            "[green]online[/]" if s["online"] else "[red]offline[/]",
+            s["version"] or "",
+            s["host"] or "",
+            "" if s["cursor"] is None else str(s["cursor"]),
+            "" if s["lag_s"] is None else f"{s['lag_s']:.0f}s",
+            "" if s["backlog"] is None else str(s["backlog"]),
+            s["lastSyncAt"] or "never",
+            s["index_state"] or "",
+            s["health"] or "",
+        )
+    out.print(table)
+    out.print(f"{len(report['agents'])} agents, {report['pendingApprovals']} approvals pending")
+    for reason in report["reasons"]:
+        out.print(f"- {reason}")
+    return int(report["exitCode"])

@@ -1,0 +1,168 @@
+"""``memsync jobs [run NAME]`` and ``memsync digest``: the periodic jobs, where they run, their
+last and next runs; running one now; the stored daily digest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from daemon.cli.common import Commands, add_config, add_json, console, fail, handled, load, say
+
+EX_USAGE = 2
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "jobs",
+        help="the periodic jobs: schedule, where they run, last and next run; run one now",
+        description="Every periodic job: its schedule, where it runs (this site, one site of the hub, or Convex's "
+        "crons), its last run (by whom, outcome, summary) and its next.",
+    )
+    add_config(parser)
+    add_json(parser)
+    parser.set_defaults(run=list_main)
+    actions = parser.add_subparsers(title="actions", metavar="ACTION")
+    now = actions.add_parser("run", help="run a job now, claiming its current slot as the scheduler does")
+    now.add_argument("name", metavar="NAME", help="the job's name (see `memsync jobs`)")
+    add_config(now)
+    now.set_defaults(run=run_main)
+
+    digest = commands.add_parser(
+        "digest",
+        help="the daily digest: per site and agent, episodes, success, reward, top tasks",
+        description="The daily digest the daily-digest job stored for a UTC day (default: yesterday).",
+    )
+    add_config(digest)
+    digest.add_argument("--date", metavar="YYYY-MM-DD", help="the UTC day (default: yesterday)")
+    add_json(digest)
+    digest.set_defaults(run=digest_main)
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def jobs_report(settings: Any, backbone: Any, now: float) -> list[dict[str, Any]]:
+    from daemon.schedule import plan
+
+    moment = datetime.fromtimestamp(now, UTC)
+    kind, store = settings.backbone.kind, settings.warm.store
+    rows = []
+    for spec in settings.jobs.specs():
+        runs = backbone.job_runs(spec.name, 1)
+        last = runs[0] if runs else None
+        rows.append(
+            {
+                "job": spec.name,
+                "schedule": f"every {spec.every_s:g}s" if spec.every_s is not None else f"cron {spec.cron} UTC",
+                "where": str(plan.where(spec, backbone=kind, store=store)),
+                "enabled": spec.enabled,
+                "next": plan.next_fire(spec, moment).strftime("%Y-%m-%dT%H:%M:%SZ") if spec.enabled else None,
+                "last": None
+                if last is None
+                else {
+                    "slot": last.slot,
+                    "site": last.site,
+                    "outcome": last.outcome,
+                    "summary": last.summary,
+                    "startedAt": _iso(last.started_at),
+                    "endedAt": _iso(last.ended_at),
+                },
+            }
+        )
+    return rows
+
+
+def list_main(args: argparse.Namespace) -> int:
+    from daemon.site import open_backbone
+
+    with handled():
+        settings = load(args, log_level="error")
+        backbone = open_backbone(settings, create=False)
+        try:
+            rows = jobs_report(settings, backbone, time.time())
+        finally:
+            backbone.close()
+    if args.as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    from rich.table import Table
+
+    table = Table("job", "schedule", "runs on", "last run", "next (UTC)")
+    for row in rows:
+        last = row["last"]
+        shown = "never" if last is None else f"{last['outcome']} by {last['site']} at {last['startedAt']}: {last['summary']}"
+        table.add_row(row["job"], row["schedule"], row["where"], shown, row["next"] or "disabled")
+    console().print(table)
+    failed = [r for r in rows if r["last"] is not None and r["last"]["outcome"] == "failed"]
+    return 1 if failed else 0
+
+
+def run_main(args: argparse.Namespace) -> int:
+    from daemon.schedule import plan
+    from daemon.schedule.worker import run_job
+    from daemon.site import open_backbone, sweeps_of
+
+    with handled():
+        settings = load(args)
+        spec = next((s for s in settings.jobs.specs() if s.name == args.name), None)
+        if spec is None:
+            fail(f"no job named {args.name!r} (jobs: {', '.join(plan.JOB_NAMES)})", EX_USAGE)
+        kind, store = settings.backbone.kind, settings.warm.store
+        if plan.where(spec, backbone=kind, store=store) is plan.Where.CONVEX:
+            fail(f"{spec.name} runs in Convex's crons, not on a site: see its runs in `memsync jobs`", 1)
+        backbone = open_backbone(settings)
+        try:
+            done = run_job(spec, settings, backbone, sweeps_of(backbone), now=time.time(), index_catch_up=None)
+        finally:
+            backbone.close()
+        if not done.ran:
+            say(f"{spec.name}, slot {done.slot}: {done.summary}")
+            return 0
+        say(f"{spec.name}, slot {done.slot}: {done.outcome}: {done.summary}")
+        return 0 if done.outcome == "ok" else 1
+
+
+def digest_main(args: argparse.Namespace) -> int:
+    from daemon.site import open_backbone
+
+    with handled():
+        settings = load(args, log_level="error")
+        day = args.date or (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
+        try:
+            datetime.strptime(day, "%Y-%m-%d")
+        except ValueError:
+            fail(f"--date {day!r}: use YYYY-MM-DD", EX_USAGE)
+        backbone = open_backbone(settings, create=False)
+        try:
+            digest = backbone.digest(day)
+        finally:
+            backbone.close()
+        if digest is None:
+            fail(f"no digest for {day} yet: the daily-digest job stores one at 06:00 UTC (`memsync jobs run daily-digest`)", 1)
+    if args.as_json:
+        sys.stdout.write(json.dumps(digest, indent=2) + "\n")
+        return 0
+    out = console()
+    out.print(f"[bold]digest for {day}[/]")
+    for site in digest.get("sites", []):
+        rate = site.get("successRate")
+        reward = site.get("meanReward")
+        out.print(
+            f"{site['site']}: {site.get('episodes', 0)} episodes"
+            + ("" if rate is None else f", {rate:.0%} success")
+            + ("" if reward is None else f", mean reward {reward:.2f}")
+            + f", health {site.get('health') or '?'}, {site.get('quarantined', 0)} quarantined, "
+            f"{site.get('conflicts', 0)} conflicts"
+        )
+        for agent in site.get("agents", []):
+            out.print(f"  {agent['agent']}: {agent.get('episodes', 0)} episodes, top tasks: {', '.join(agent.get('topTasks', [])[:3])}")
+    approvals = digest.get("approvals") or {}
+    out.print(f"approvals: {approvals.get('pending', 0)} pending, {approvals.get('expired', 0)} expired")
+    return 0

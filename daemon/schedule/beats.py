@@ -1,0 +1,76 @@
+"""The registry heartbeat, every ``jobs.heartbeat_interval`` seconds: this site (version, host, pid,
+lag, backlog, search index, quarantined rows and conflicts) and every agent seen in its episodes
+(the engine keeps them in the sidecar), plus the beats agents' hooks left in the spool
+(``memsync heartbeat``)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from daemon.config import Settings
+from daemon.config_paths import heartbeat_spool_for
+from daemon.warm.files import read_status
+from sync.backbone.base import Coordination, SiteBeat
+from sync.sidecar import Sidecar
+
+
+def version() -> str:
+    try:
+        return metadata.version("memsync")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _float(value: str | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def site_beat(settings: Settings, now: float) -> tuple[SiteBeat, dict[str, Any]]:
+    """This site's beat and the agents its episodes named, from the sidecar and the warm status."""
+    with contextlib.closing(Sidecar(settings.state_path, readonly=True)) as sidecar:
+        backlog_text, caught_up = sidecar.get("backlog"), _float(sidecar.get("caught_up_at"))
+        seen = json.loads(sidecar.get("agents_seen") or "{}")
+        quarantined, conflicts = sidecar.quarantine_count(), sidecar.conflict_count()
+    backlog = None if backlog_text is None else int(float(backlog_text))
+    lag = None if backlog is None else (0.0 if backlog == 0 else max(0.0, now - (caught_up or now)))
+    index = None
+    if settings.warm.enabled:
+        index = str((read_status(settings) or {}).get("state") or "never run")
+    beat = SiteBeat(version(), socket.gethostname(), os.getpid(), lag, backlog, index, quarantined, conflicts)
+    return beat, seen if isinstance(seen, dict) else {}
+
+
+def spooled(state: Path) -> list[dict[str, Any]]:
+    """The beats hooks left, removed as they are read (a beat lost to a crash is only a beat)."""
+    folder = heartbeat_spool_for(state)
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            beat = json.loads(path.read_text(encoding="utf-8"))
+            path.unlink()
+        except (OSError, ValueError):
+            continue
+        if isinstance(beat, dict) and isinstance(beat.get("agent"), str):
+            found.append(beat)
+    return found
+
+
+def heartbeat(settings: Settings, coordination: Coordination, clock: Callable[[], float] = time.time) -> None:
+    now = clock()
+    beat, seen = site_beat(settings, now)
+    coordination.heartbeat_site(beat)
+    for name, agent in seen.items():
+        if isinstance(agent, dict):
+            coordination.heartbeat(
+                name, str(agent.get("platform") or "unknown"), agent.get("interface"), agent.get("lastEpisodeAt")
+            )
+    for spool in spooled(settings.state_path):
+        coordination.heartbeat(str(spool["agent"]), str(spool.get("platform") or "unknown"), spool.get("interface"), None)

@@ -1,0 +1,170 @@
+"""The scheduler inside the daemon: APScheduler 3's BackgroundScheduler, in UTC, firing the jobs
+``plan`` says run here, and the registry heartbeat.
+
+Thin on purpose: when a job fires, ``run_job`` works out its slot (``plan.slot_key``), takes the
+slot's lease when the job is global (``Coordination.claim_job``: one site per slot), runs the body
+and records the run (``finish_job`` / ``record_run``). APScheduler only decides *when*: coalesce (a
+laptop that slept through several fires runs once), one instance of a job at a time, and a grace
+per job within which a missed fire still runs. Shutdown does not wait for a job in flight: every
+body is idempotent, and a slot whose holder stops half-way is taken over once its lease expires.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from daemon.config import Settings
+from daemon.schedule import plan
+from daemon.schedule.jobs import BODIES, JobContext
+from sync.backbone.base import Coordination, JobRun, Sweeps
+from sync.leases import Claim
+from sync.problems import ProblemLog
+
+log = structlog.get_logger("memsync.jobs")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    job: str
+    slot: str
+    ran: bool  # False: another site holds or finished the slot
+    outcome: str  # "ok" | "failed" | "skipped"
+    summary: str
+
+
+def run_job(
+    spec: plan.JobSpec,
+    settings: Settings,
+    coordination: Coordination,
+    sweeps: Sweeps | None,
+    *,
+    now: float,
+    index_catch_up: Callable[[], str] | None = None,
+) -> Outcome:
+    """One fire of ``spec`` at ``now``: its slot, its lease if global, its body, its record."""
+    moment = datetime.fromtimestamp(now, UTC)
+    slot = plan.slot_key(spec, moment)
+    backbone, store = settings.backbone.kind, settings.warm.store
+    leased = plan.needs_lease(spec, backbone=backbone, store=store)
+    started = int(now * 1000)
+    if leased:
+        claim = coordination.claim_job(spec.name, slot, int(spec.lease_s * 1000))
+        if claim is Claim.SKIP:
+            return Outcome(spec.name, slot, False, "skipped", "another site holds or finished this slot")
+        if claim is Claim.TAKE_OVER:
+            log.info("took over a slot whose holder did not finish", job=spec.name, slot=slot)
+    ctx = JobContext(settings, sweeps, plan.slot_start(spec, moment), started, index_catch_up)
+    try:
+        summary, outcome = BODIES[spec.name](ctx), "ok"
+    except Exception as exc:  # noqa: BLE001 - a failed run is recorded with its reason, and the next slot tries again
+        summary, outcome = f"{type(exc).__name__}: {exc}", "failed"
+    if leased:
+        coordination.finish_job(spec.name, slot, outcome, summary)
+    else:
+        coordination.record_run(spec.name, slot, outcome, summary, started, int(time.time() * 1000))
+    return Outcome(spec.name, slot, True, outcome, summary)
+
+
+class Scheduler:
+    """The daemon's scheduler: ``start`` adds the jobs and the heartbeat, ``stop`` ends it. It has a
+    backbone client of its own (``coordination``), apart from the run loop's, so that a long job
+    never holds the run loop's pushes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        coordination: Coordination,
+        sweeps: Sweeps | None,
+        *,
+        heartbeat: Callable[[], None],
+        index_catch_up: Callable[[], str] | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.coordination = coordination
+        self.sweeps = sweeps
+        self.heartbeat = heartbeat
+        self.index_catch_up = index_catch_up
+        self.clock = clock
+        self.problems = ProblemLog(log)
+        self._scheduler: Any = None
+
+    def specs(self) -> list[plan.JobSpec]:
+        kind, store = self.settings.backbone.kind, self.settings.warm.store
+        return [s for s in self.settings.jobs.specs() if plan.runs_here(s, backbone=kind, store=store)]
+
+    def start(self) -> Scheduler:
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.schedulers.background import BackgroundScheduler
+        from apscheduler.triggers.interval import IntervalTrigger
+
+        # One worker thread: jobs take turns on this scheduler's own backbone client, and a slow one
+        # (a digest, an archive) delays the next instead of piling up beside it.
+        scheduler = BackgroundScheduler(
+            timezone=UTC,
+            executors={"default": ThreadPoolExecutor(1)},
+            job_defaults={"coalesce": True, "max_instances": 1},
+        )
+        epoch = datetime.fromtimestamp(0, UTC)  # intervals aligned to the epoch: every site's slots agree
+        for spec in self.specs():
+            trigger = (
+                IntervalTrigger(seconds=spec.every_s, start_date=epoch, timezone=UTC)
+                if spec.every_s is not None
+                else plan.trigger(spec)
+            )
+            scheduler.add_job(
+                self.fire, trigger, args=[spec], id=spec.name, name=spec.name, misfire_grace_time=int(spec.grace_s)
+            )
+        interval = self.settings.jobs.heartbeat_interval
+        scheduler.add_job(
+            self.beat,
+            IntervalTrigger(seconds=interval, timezone=UTC),
+            id="heartbeat",
+            next_run_time=datetime.now(UTC),
+            misfire_grace_time=int(interval),
+        )
+        scheduler.start()
+        self._scheduler = scheduler
+        return self
+
+    def fire(self, spec: plan.JobSpec) -> Outcome | None:
+        try:
+            done = run_job(
+                spec, self.settings, self.coordination, self.sweeps, now=self.clock(), index_catch_up=self.index_catch_up
+            )
+        except Exception as exc:  # noqa: BLE001 - the backbone is unreachable: the next fire tries again
+            self.problems.problem(f"job:{spec.name}", f"could not run {spec.name}: {exc}")
+            return None
+        self.problems.recovered(f"job:{spec.name}")
+        if done.ran:
+            (log.info if done.outcome == "ok" else log.warning)(
+                "job ran", job=done.job, slot=done.slot, outcome=done.outcome, summary=done.summary
+            )
+        return done
+
+    def beat(self) -> None:
+        try:
+            self.heartbeat()
+        except Exception as exc:  # noqa: BLE001 - logged once; the next beat tries again
+            self.problems.problem("heartbeat", f"could not heartbeat the registry: {exc}")
+            return
+        self.problems.recovered("heartbeat")
+
+    def next_fire(self, name: str) -> datetime | None:
+        job = None if self._scheduler is None else self._scheduler.get_job(name)
+        return None if job is None else job.next_run_time
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None
+
+
+def runs_for(coordination: Coordination, job: str | None = None, limit: int = 50) -> list[JobRun]:
+    return coordination.job_runs(job, limit)

@@ -1,0 +1,27 @@
+"""The embedded hub: a SQLite file in WAL mode that several sites on one machine share.
+
+It is the default backbone (no cloud account needed) and what ``memsync demo`` runs on. It keeps
+the contract in ``sync.backbone.base`` with the same per-row outcomes as the Convex functions.
+Each site opens its own ``HubBackbone`` on the shared file; one object acts for one site.
+
+The parts, one concept each, over one connection (``connection``): the tables and their
+migrations (``schema``), the ``EpisodeSink`` (``episodes``), the ``ChangeFeed`` (``feed``) and
+``Coordination`` with the periodic sweeps (``coordination``).
+"""
+
+from __future__ import annotations
+
+from sync.backbone.hub.coordination import HubCoordination
+from sync.backbone.hub.episodes import HubEpisodes
+from sync.backbone.hub.feed import HubFeed
+
+
+class HubBackbone(HubEpisodes, HubFeed, HubCoordination):
+    """``HubBackbone(path, site, *, busy_timeout_ms=5000, create=True)``: the hub file at ``path``,
+    acting for ``site``. ``create=False`` opens an existing hub without writing to it (status,
+    export)."""
+
+    kind = "local"
+
+
+__all__ = ["HubBackbone"]

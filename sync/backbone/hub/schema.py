@@ -1,0 +1,140 @@
+"""The hub file's tables, and the step-by-step migrations that bring an older file to them.
+
+Also the change feed's counter, which the writers of episodes and of tombstones both advance
+inside their own transactions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sync.sqlite_db import apply_schema, write_tx
+
+_COUNTERS = "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+_SITE_SOURCES = """CREATE TABLE IF NOT EXISTS site_sources (
+  site TEXT PRIMARY KEY,
+  instance TEXT NOT NULL,
+  machine TEXT NOT NULL,
+  host TEXT NOT NULL,
+  agentdb_path TEXT NOT NULL,
+  claimed_at INTEGER NOT NULL,      -- ms; when this instance took the site
+  last_seen_at INTEGER NOT NULL     -- ms; its latest set_source
+)"""
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS episodes (
+  id INTEGER PRIMARY KEY,
+  source_site TEXT NOT NULL,
+  source_id TEXT NOT NULL,
+  identity_hash TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  body TEXT NOT NULL,               -- the episode's camelCase fields as JSON
+  ts INTEGER,
+  created_at INTEGER,
+  synced_at INTEGER NOT NULL,       -- ms; first receipt, never changed after
+  updated_at INTEGER NOT NULL,
+  change_seq INTEGER,               -- the change feed's position of the latest insert or edit
+  point_id TEXT,                    -- qdrantPointId for the current content; cleared by an edit
+  UNIQUE (source_site, source_id)
+)""",
+    """CREATE INDEX IF NOT EXISTS episodes_by_created ON episodes (created_at)""",
+    """CREATE TABLE IF NOT EXISTS agents (
+  site TEXT NOT NULL,
+  agent_name TEXT NOT NULL,
+  platform TEXT NOT NULL,
+  status TEXT NOT NULL,
+  last_heartbeat INTEGER NOT NULL,
+  PRIMARY KEY (site, agent_name)
+)""",
+    """CREATE TABLE IF NOT EXISTS approvals (
+  id INTEGER PRIMARY KEY,
+  site TEXT NOT NULL,
+  agent_name TEXT NOT NULL,
+  action_type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  priority TEXT NOT NULL,
+  reviewers TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  resolved_at INTEGER,
+  resolved_by TEXT
+)""",
+    """CREATE INDEX IF NOT EXISTS approvals_by_status_expires ON approvals (status, expires_at)""",
+    """CREATE TABLE IF NOT EXISTS job_claims (
+  job TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  claimant TEXT NOT NULL,
+  claimed_at INTEGER NOT NULL,
+  PRIMARY KEY (job, slot)
+)""",
+    """CREATE TABLE IF NOT EXISTS tombstones (
+  source_site TEXT NOT NULL,
+  source_id TEXT NOT NULL,
+  deleted_at INTEGER NOT NULL,
+  change_seq INTEGER,
+  PRIMARY KEY (source_site, source_id)
+)""",
+    _COUNTERS,
+    """CREATE TABLE IF NOT EXISTS sync_cursors (
+  site TEXT PRIMARY KEY,
+  last_synced_id INTEGER NOT NULL,
+  last_synced_at INTEGER NOT NULL,
+  total_synced INTEGER NOT NULL
+)""",
+    _SITE_SOURCES,
+)
+SCHEMA_VERSION = "4"
+# Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
+_MIGRATE_TO_3 = (
+    "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
+    "ALTER TABLE episodes ADD COLUMN point_id TEXT",
+    "ALTER TABLE tombstones ADD COLUMN change_seq INTEGER",
+    "UPDATE episodes SET change_seq = id",
+    "UPDATE tombstones SET change_seq = (SELECT coalesce(max(id), 0) FROM episodes) + rowid",
+)
+_INDEXES_3 = (
+    "CREATE INDEX IF NOT EXISTS episodes_by_change ON episodes (change_seq)",
+    "CREATE INDEX IF NOT EXISTS tombstones_by_change ON tombstones (change_seq)",
+)
+
+
+def create_or_migrate(conn: sqlite3.Connection) -> None:
+    """Bring the file to the current schema: migrate an older hub, then create what is missing."""
+    _migrate(conn)
+    apply_schema(conn, SCHEMA + _INDEXES_3, SCHEMA_VERSION)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring an older hub to the current version in place, step by step, in one transaction:
+    version 2 (before the change feed) to 3, version 3 (before site sources) to 4."""
+    with write_tx(conn) as tx:
+        if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
+            return
+        row = tx.execute("SELECT value FROM schema_info WHERE key = 'version'").fetchone()
+        version = None if row is None else row[0]
+        if version == "2":
+            for statement in _MIGRATE_TO_3:
+                tx.execute(statement)
+            tx.execute(_COUNTERS)
+            tx.execute(
+                "INSERT OR REPLACE INTO counters VALUES ('change_seq', max("
+                " coalesce((SELECT max(change_seq) FROM episodes), 0),"
+                " coalesce((SELECT max(change_seq) FROM tombstones), 0)))"
+            )
+            version = "3"
+        if version == "3":
+            # apply_schema would create the table as well, but it never changes a recorded
+            # version; here the file says "4" only once the table exists, in one transaction.
+            tx.execute(_SITE_SOURCES)
+            version = "4"
+        if row is not None and version != row[0]:
+            tx.execute("UPDATE schema_info SET value = ? WHERE key = 'version'", (version,))
+
+
+def change_seq(conn: sqlite3.Connection) -> int:
+    """The change feed's latest seq; read and advanced only under the write lock."""
+    row = conn.execute("SELECT value FROM counters WHERE name = 'change_seq'").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def set_change_seq(conn: sqlite3.Connection, seq: int) -> None:
+    conn.execute("INSERT OR REPLACE INTO counters VALUES ('change_seq', ?)", (seq,))

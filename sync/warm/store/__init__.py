@@ -1,0 +1,46 @@
+"""The vector store: one hybrid collection (dense + BM25) behind one interface, on two engines.
+
+- ``base``: the ``VectorStore`` contract, the values that cross it (``WarmPoint``, ``Hit``,
+  ``Prefetched``, ...), ``point_id`` and ``CollectionSpec`` (what a collection was built with).
+- ``edge``: ``EdgeStore``, the real Qdrant engine in-process (qdrant-edge); the default.
+- ``server``: ``ServerStore``, a Qdrant server or Qdrant Cloud (qdrant-client).
+
+Their errors are in ``sync.errors``: ``StoreUnavailable`` (and ``StoreLocked``), ``StoreRejected``,
+``CollectionMismatch``.
+"""
+
+from sync.warm.request import SearchFilter
+from sync.warm.store.base import (
+    DEFAULT_PREFETCH_LIMIT,
+    DENSE,
+    PAYLOAD_INDEXES,
+    SPARSE,
+    CollectionSpec,
+    Hit,
+    Prefetched,
+    Scored,
+    StoredPoint,
+    VectorStore,
+    WarmPoint,
+    point_id,
+)
+from sync.warm.store.edge import EdgeStore
+from sync.warm.store.server import ServerStore
+
+__all__ = [
+    "DEFAULT_PREFETCH_LIMIT",
+    "DENSE",
+    "PAYLOAD_INDEXES",
+    "SPARSE",
+    "CollectionSpec",
+    "EdgeStore",
+    "Hit",
+    "Prefetched",
+    "Scored",
+    "SearchFilter",
+    "ServerStore",
+    "StoredPoint",
+    "VectorStore",
+    "WarmPoint",
+    "point_id",
+]

@@ -1,0 +1,340 @@
+"""``ServerStore``: a Qdrant server or Qdrant Cloud through qdrant-client.
+
+The record of what a collection was built with lives in the collection's own ``metadata`` (Qdrant
+>= 1.16; qdrant-client's local mode keeps it too); ``open_or_create`` also checks that the
+collection's vectors have the layout the record promises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sync.errors import ConfigError, MemsyncError, StoreLocked, StoreRejected, StoreUnavailable
+from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.warm.request import SearchFilter
+from sync.warm.store.base import (
+    DEFAULT_PREFETCH_LIMIT,
+    DENSE,
+    PAYLOAD_INDEXES,
+    RECORD_KEY,
+    SPARSE,
+    CollectionSpec,
+    Hit,
+    Prefetched,
+    Scored,
+    StoreBase,
+    StoredPoint,
+    WarmPoint,
+    check_mismatch,
+)
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
+
+
+class ServerStore(StoreBase):
+    """A Qdrant server or Qdrant Cloud through qdrant-client (``url`` + ``api_key``).
+
+    ``location=":memory:"`` (or ``path=``) runs qdrant-client's local mode, a faithful stand-in for
+    the server in tests; it accepts payload indexes but ignores them (it scans).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        *,
+        location: str | None = None,
+        path: str | None = None,
+        timeout: int = 10,
+        client: QdrantClient | None = None,
+    ) -> None:
+        from qdrant_client import QdrantClient
+
+        self._where = url or location or path or ("shared client" if client is not None else "")
+        # A given client is shared (with other stores or the caller), so close() leaves it open.
+        self._owns_client = client is None
+        if client is not None:
+            if any(x is not None for x in (url, location, path)):
+                raise ConfigError("give a Qdrant server store either a client or a url/location/path, not both")
+            self._client = client
+            return
+        if sum(x is not None for x in (url, location, path)) != 1:
+            raise ConfigError("a Qdrant server store needs exactly one of url, location or path")
+        with self._client_errors("connect"):
+            # check_compatibility=False: the version probe runs in a background thread whose failure
+            # (server down) escapes as an unhandled thread exception; the first real call reports it.
+            self._client = QdrantClient(
+                url=url, api_key=api_key, location=location, path=path, timeout=timeout, check_compatibility=False
+            )
+
+    @contextlib.contextmanager
+    def _client_errors(self, doing: str) -> Iterator[None]:
+        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+        where = getattr(self, "_where", "")
+        try:
+            yield
+        except MemsyncError:
+            raise  # ours already say what happened
+        except UnexpectedResponse as exc:
+            status = exc.status_code or 0
+            if status == 429 or status >= 500:
+                retry_after = exc.headers.get("retry-after") if exc.headers else None
+                raise StoreUnavailable(
+                    f"Qdrant at {where} answered {status} to {doing}", _seconds(retry_after)
+                ) from exc
+            raise StoreRejected(f"Qdrant at {where} refused to {doing}: {status} {exc.content!r}") from exc
+        except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
+            raise StoreUnavailable(f"cannot reach Qdrant at {where} to {doing}: {exc}") from exc
+        except RuntimeError as exc:  # local mode with path=: another process holds the folder
+            if "already accessed" in str(exc):
+                raise StoreLocked(
+                    f"the vector store at {where} is in use by another process: {exc}", Path(where)
+                ) from exc
+            raise StoreRejected(f"Qdrant at {where} failed to {doing}: {exc}") from exc
+        except (ValueError, TypeError) as exc:  # local mode reports bad input this way
+            raise StoreRejected(f"Qdrant at {where} refused to {doing}: {exc}") from exc
+
+    def open_or_create(
+        self, collection: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25
+    ) -> CollectionSpec:
+        from qdrant_client import models as qm
+
+        self._validate_name(collection)
+        wanted = CollectionSpec(model_name, dims, bm25)
+        with self._client_errors("open the collection"):
+            if self._client.collection_exists(collection):
+                config = self._client.get_collection(collection).config
+                record = (config.metadata or {}).get(RECORD_KEY)
+                if not isinstance(record, dict):
+                    raise ConfigError(
+                        f"collection {collection} at {self._where} has no memsync record in its metadata (made "
+                        "outside memsync, or by a Qdrant older than 1.16 that drops collection metadata): "
+                        "its embedding model is unknown; run `memsync reindex`"
+                    )
+                built = CollectionSpec.from_record(collection, record)
+                check_mismatch(collection, built, wanted)
+                self._check_layout(collection, config.params, built)
+            else:
+                self._client.create_collection(
+                    collection,
+                    vectors_config={DENSE: qm.VectorParams(size=dims, distance=qm.Distance.COSINE)},
+                    sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+                    metadata={RECORD_KEY: wanted.to_record()},
+                )
+                kinds = {
+                    "keyword": qm.PayloadSchemaType.KEYWORD,
+                    "integer": qm.PayloadSchemaType.INTEGER,
+                    "float": qm.PayloadSchemaType.FLOAT,
+                    "bool": qm.PayloadSchemaType.BOOL,
+                }
+                with warnings.catch_warnings():
+                    # Local mode warns that it ignores payload indexes; a real server builds them.
+                    warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
+                    for name, kind in PAYLOAD_INDEXES.items():
+                        self._client.create_payload_index(collection, name, kinds[kind])
+                built = wanted
+        self._collection, self._spec = collection, built
+        return built
+
+    @staticmethod
+    def _check_layout(collection: str, params: Any, spec: CollectionSpec) -> None:
+        from qdrant_client import models as qm
+
+        vectors = params.vectors if isinstance(params.vectors, dict) else {}
+        sparse = params.sparse_vectors or {}
+        dense = vectors.get(DENSE)
+        ok = (
+            dense is not None
+            and dense.size == spec.dims
+            and dense.distance == qm.Distance.COSINE
+            and SPARSE in sparse
+            and sparse[SPARSE].modifier == qm.Modifier.IDF
+        )
+        if not ok:
+            raise ConfigError(
+                f"collection {collection} does not have the hybrid layout its record promises (dense "
+                f"'{DENSE}' cosine {spec.dims} dims, sparse '{SPARSE}' with IDF): run `memsync reindex`"
+            )
+
+    def upsert(self, points: Sequence[WarmPoint]) -> None:
+        from qdrant_client import models as qm
+
+        collection, _ = self._opened()
+        for p in points:
+            self._check_dense(p.dense, f"point {p.id}")
+        batch = [
+            qm.PointStruct(
+                id=p.id,
+                vector={DENSE: list(p.dense), SPARSE: _qm_sparse(p.sparse)},
+                payload=dict(p.payload),
+            )
+            for p in points
+        ]
+        if batch:
+            with self._client_errors("upsert points"):
+                self._client.upsert(collection, batch, wait=True)
+
+    def prefetch(
+        self,
+        dense_query: Sequence[float],
+        sparse_query: SparseVector,
+        limit: int = DEFAULT_PREFETCH_LIMIT,
+        filter: SearchFilter | None = None,
+    ) -> Prefetched:
+        from qdrant_client import models as qm
+
+        collection, _ = self._opened()
+        self._check_dense(dense_query, "the query vector")
+        flt = _qm_filter(filter)
+        requests = [
+            qm.QueryRequest(query=query, using=using, filter=flt, limit=limit, with_payload=False)
+            for query, using in ((list(dense_query), DENSE), (_qm_sparse(sparse_query), SPARSE))
+        ]
+        with self._client_errors("run a hybrid search"):
+            dense, bm25 = self._client.query_batch_points(collection, requests)
+        return Prefetched(
+            [Scored(str(p.id), float(p.score)) for p in dense.points],
+            [Scored(str(p.id), float(p.score)) for p in bm25.points],
+        )
+
+    def score(self, dense_query: Sequence[float], ids: Sequence[str]) -> list[Hit]:
+        from qdrant_client import models as qm
+
+        collection, _ = self._opened()
+        self._check_dense(dense_query, "the query vector")
+        if not ids:
+            return []
+        with self._client_errors("score points against the query"):
+            found = self._client.query_points(
+                collection,
+                query=list(dense_query),
+                using=DENSE,
+                query_filter=qm.Filter(must=[qm.HasIdCondition(has_id=list(ids))]),
+                limit=len(ids),
+                with_payload=True,
+            ).points
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {}), float(p.score)) for p in found]
+
+    def dense_search(
+        self,
+        dense_query: Sequence[float],
+        limit: int = 10,
+        score_threshold: float | None = None,
+        filter: SearchFilter | None = None,
+    ) -> list[Hit]:
+        collection, _ = self._opened()
+        self._check_dense(dense_query, "the query vector")
+        with self._client_errors("run a dense search"):
+            found = self._client.query_points(
+                collection,
+                query=list(dense_query),
+                using=DENSE,
+                query_filter=_qm_filter(filter),
+                score_threshold=score_threshold,
+                limit=limit,
+                with_payload=True,
+            ).points
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {}), float(p.score)) for p in found]
+
+    def sparse_search(
+        self,
+        sparse_query: SparseVector,
+        limit: int = 10,
+        filter: SearchFilter | None = None,
+    ) -> list[Hit]:
+        collection, _ = self._opened()
+        with self._client_errors("run a BM25 search"):
+            found = self._client.query_points(
+                collection,
+                query=_qm_sparse(sparse_query),
+                using=SPARSE,
+                query_filter=_qm_filter(filter),
+                limit=limit,
+                with_payload=True,
+            ).points
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {}), None) for p in found]
+
+    def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
+        from qdrant_client import models as qm
+
+        collection, _ = self._opened()
+        if not ids:
+            return []
+        with self._client_errors("retrieve points"):
+            records = self._client.retrieve(collection, list(ids), with_payload=True, with_vectors=with_vectors)
+        out = []
+        for r in records:
+            vectors: Mapping[str, Any] = r.vector if isinstance(r.vector, dict) else {}
+            sparse, dense = vectors.get(SPARSE), vectors.get(DENSE)
+            out.append(
+                StoredPoint(
+                    str(r.id),
+                    dict(r.payload or {}),
+                    tuple(float(x) for x in dense) if isinstance(dense, list) else None,
+                    SparseVector(tuple(sparse.indices), tuple(sparse.values))
+                    if isinstance(sparse, qm.SparseVector)
+                    else None,
+                )
+            )
+        return out
+
+    def delete(self, ids: Sequence[str]) -> None:
+        from qdrant_client import models as qm
+
+        collection, _ = self._opened()
+        if ids:
+            with self._client_errors("delete points"):
+                self._client.delete(collection, qm.PointIdsList(points=list(ids)), wait=True)
+
+    def count(self, filter: SearchFilter | None = None) -> int:
+        collection, _ = self._opened()
+        with self._client_errors("count points"):
+            return self._client.count(collection, count_filter=_qm_filter(filter), exact=True).count
+
+    def drop(self, collection: str) -> None:
+        self._check_droppable(collection)
+        with self._client_errors(f"drop collection {collection}"):
+            if self._client.collection_exists(collection):
+                self._client.delete_collection(collection)
+
+    def close(self) -> None:
+        self._collection, self._spec = None, None
+        if self._owns_client:
+            with self._client_errors("close the client"):
+                self._client.close()
+
+
+def _qm_sparse(vector: SparseVector) -> Any:
+    from qdrant_client import models as qm
+
+    return qm.SparseVector(indices=list(vector.indices), values=list(vector.values))
+
+
+def _qm_filter(flt: SearchFilter | None) -> Any:
+    from qdrant_client import models as qm
+
+    if flt is None or flt.is_empty():
+        return None
+    must: list[Any] = [
+        qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
+        for key, value in (("site", flt.site), ("agent", flt.agent), ("session", flt.session))
+        if value is not None
+    ]
+    if flt.tags:
+        must.append(qm.FieldCondition(key="tags", match=qm.MatchAny(any=list(flt.tags))))
+    if flt.since_ms is not None:
+        must.append(qm.FieldCondition(key="ts", range=qm.Range(gte=flt.since_ms)))
+    return qm.Filter(must=must)
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
