@@ -1,12 +1,38 @@
 import { v } from "convex/values";
+import type { Doc } from "./_generated/dataModel";
 import { internalMutation, mutation, query } from "./_generated/server";
 import { authenticate, siteArgs } from "./lib/auth";
+import { readCursor } from "./lib/cursor";
+import { fail } from "./lib/errors";
+import { agentStatus, healthState, isCount, nullable } from "./lib/validators";
 
-// "Offline after three missed heartbeats" with agents beating once a minute.
+// "Offline after three missed heartbeats" with agents beating once a minute (the daemon's
+// jobs.stale_after defaults to the same 180 s).
 export const STALE_AFTER_MS = 3 * 60 * 1000;
 
+const agent = v.object({
+  agentName: v.string(),
+  site: v.string(),
+  platform: v.string(),
+  status: agentStatus,
+  lastHeartbeat: v.number(),
+  interface: nullable(v.string()),
+  lastEpisodeAt: nullable(v.number()),
+});
+
+/**
+ * An agent of the caller's site is alive. `interface` and `lastEpisodeAt` left out keep what is
+ * known (an agent's hook knows neither; the site's episodes told them), and lastEpisodeAt never
+ * goes backwards.
+ */
 export const heartbeat = mutation({
-  args: { ...siteArgs, agentName: v.string(), platform: v.string() },
+  args: {
+    ...siteArgs,
+    agentName: v.string(),
+    platform: v.string(),
+    interface: v.optional(v.string()),
+    lastEpisodeAt: v.optional(v.number()),
+  },
   returns: v.object({ status: v.literal("online") }),
   handler: async (ctx, args) => {
     const site = await authenticate(ctx, args);
@@ -14,35 +40,161 @@ export const heartbeat = mutation({
       .query("agents")
       .withIndex("by_site_agent", (q) => q.eq("site", site).eq("agentName", args.agentName))
       .unique();
-    const row = { agentName: args.agentName, site, platform: args.platform, status: "online" as const, lastHeartbeat: Date.now() };
+    const known = [args.lastEpisodeAt, found?.lastEpisodeAt].filter((t): t is number => t !== undefined);
+    const face = args.interface ?? found?.interface;
+    const row = {
+      agentName: args.agentName,
+      site,
+      platform: args.platform,
+      status: "online" as const,
+      lastHeartbeat: Date.now(),
+      ...(face === undefined ? {} : { interface: face }),
+      ...(known.length === 0 ? {} : { lastEpisodeAt: Math.max(...known) }),
+    };
     if (found === null) await ctx.db.insert("agents", row);
     else await ctx.db.patch(found._id, row);
     return { status: "online" as const };
   },
 });
 
-export const list = query({
-  args: siteArgs,
+/** The caller's daemon is alive: its registry row, with the figures the digest and fleet report. */
+export const heartbeatSite = mutation({
+  args: {
+    ...siteArgs,
+    version: v.string(),
+    host: v.string(),
+    pid: v.number(),
+    lagS: nullable(v.number()),
+    backlog: nullable(v.number()),
+    indexState: nullable(v.string()),
+    quarantined: v.number(),
+    conflicts: v.number(),
+  },
+  returns: v.null(),
   handler: async (ctx, args) => {
     const site = await authenticate(ctx, args);
-    return await ctx.db
-      .query("agents")
-      .withIndex("by_site_agent", (q) => q.eq("site", site))
-      .collect();
+    for (const name of ["pid", "quarantined", "conflicts"] as const) {
+      if (!isCount(args[name])) fail("INVALID", `${name} must be a whole number, not ${args[name]}`);
+    }
+    const found = await ctx.db
+      .query("siteStates")
+      .withIndex("by_site", (q) => q.eq("site", site))
+      .unique();
+    const { secret: _, site: __, ...beat } = args;
+    const row = { ...beat, site, status: "online" as const, lastHeartbeat: Date.now() };
+    if (found === null) await ctx.db.insert("siteStates", row);
+    else await ctx.db.replace(found._id, row);
+    return null;
   },
 });
 
-/** Cron mark-stale-agents: online agents silent for STALE_AFTER_MS go offline. */
-export const markStale = internalMutation({
-  // `now` lets an admin (or a test) run the sweep as of another time; crons leave it out.
-  args: { now: v.optional(v.number()) },
+const siteState = v.object({
+  site: v.string(),
+  lastHeartbeat: nullable(v.number()),
+  online: v.boolean(),
+  version: nullable(v.string()),
+  host: nullable(v.string()),
+  pid: nullable(v.number()),
+  lagS: nullable(v.number()),
+  backlog: nullable(v.number()),
+  indexState: nullable(v.string()),
+  cursor: nullable(v.number()),
+  lastSyncAt: nullable(v.number()),
+  quarantined: v.number(),
+  conflicts: v.number(),
+  health: nullable(healthState),
+});
+
+/** The fleet: every registered site (disabled ones aside), by name, as any site may read it. */
+export const sites = query({
+  args: siteArgs,
+  returns: v.array(siteState),
   handler: async (ctx, args) => {
-    const cutoff = (args.now ?? Date.now()) - STALE_AFTER_MS;
-    const stale = await ctx.db
+    await authenticate(ctx, args);
+    const registered = (await ctx.db.query("sites").collect()).filter((s) => s.disabled !== true);
+    const rows = [];
+    for (const { name } of registered.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const state: Doc<"siteStates"> | null = await ctx.db
+        .query("siteStates")
+        .withIndex("by_site", (q) => q.eq("site", name))
+        .unique();
+      const cursor = await readCursor(ctx.db, name);
+      const health = await ctx.db
+        .query("healthStates")
+        .withIndex("by_site", (q) => q.eq("site", name))
+        .unique();
+      rows.push({
+        site: name,
+        lastHeartbeat: state?.lastHeartbeat ?? null,
+        online: state?.status === "online",
+        version: state?.version ?? null,
+        host: state?.host ?? null,
+        pid: state?.pid ?? null,
+        lagS: state?.lagS ?? null,
+        backlog: state?.backlog ?? null,
+        indexState: state?.indexState ?? null,
+        cursor: cursor?.lastSyncedId ?? null,
+        lastSyncAt: cursor?.lastSyncedAt ?? null,
+        quarantined: state?.quarantined ?? 0,
+        conflicts: state?.conflicts ?? 0,
+        health: health?.state ?? null,
+      });
+    }
+    return rows;
+  },
+});
+
+/** The caller's agents, or with `allSites` every site's (the fleet view). */
+export const list = query({
+  args: { ...siteArgs, allSites: v.optional(v.boolean()) },
+  returns: v.array(agent),
+  handler: async (ctx, args) => {
+    const site = await authenticate(ctx, args);
+    const found = args.allSites
+      ? await ctx.db.query("agents").withIndex("by_site_agent").collect()
+      : await ctx.db
+          .query("agents")
+          .withIndex("by_site_agent", (q) => q.eq("site", site))
+          .collect();
+    return found.map((a) => ({
+      agentName: a.agentName,
+      site: a.site,
+      platform: a.platform,
+      status: a.status,
+      lastHeartbeat: a.lastHeartbeat,
+      interface: a.interface ?? null,
+      lastEpisodeAt: a.lastEpisodeAt ?? null,
+    }));
+  },
+});
+
+/**
+ * Sweep mark-stale-agents: online agents and sites silent for `staleAfterMs` go offline. `now` and
+ * `staleAfterMs` let an admin (or a test) sweep as of another time or rule; the cron leaves them out.
+ */
+export const markStale = internalMutation({
+  args: { now: v.optional(v.number()), staleAfterMs: v.optional(v.number()) },
+  returns: v.object({
+    marked: v.number(),
+    agents: v.array(v.object({ site: v.string(), agentName: v.string() })),
+    sites: v.array(v.string()),
+  }),
+  handler: async (ctx, args) => {
+    const cutoff = (args.now ?? Date.now()) - (args.staleAfterMs ?? STALE_AFTER_MS);
+    const agents = await ctx.db
       .query("agents")
       .withIndex("by_status", (q) => q.eq("status", "online").lt("lastHeartbeat", cutoff))
       .collect();
-    for (const agent of stale) await ctx.db.patch(agent._id, { status: "offline" });
-    return { marked: stale.map((agent) => ({ site: agent.site, agentName: agent.agentName })) };
+    for (const a of agents) await ctx.db.patch(a._id, { status: "offline" });
+    const sites = await ctx.db
+      .query("siteStates")
+      .withIndex("by_status", (q) => q.eq("status", "online").lt("lastHeartbeat", cutoff))
+      .collect();
+    for (const s of sites) await ctx.db.patch(s._id, { status: "offline" });
+    return {
+      marked: agents.length + sites.length,
+      agents: agents.map((a) => ({ site: a.site, agentName: a.agentName })),
+      sites: sites.map((s) => s.site),
+    };
   },
 });

@@ -65,7 +65,7 @@ describe("approvals", () => {
     const settled = await create(laptop, NOW + 1_000);
     await t.mutation(api.approvals.resolve, { ...laptop, approvalId: settled.approvalId, status: "rejected", by: "alice" });
     vi.setSystemTime(NOW + 1_000);
-    expect(await t.mutation(internal.approvals.expirePending, {})).toEqual({ expired: [soon.approvalId] });
+    expect(await t.mutation(internal.approvals.expirePending, {})).toEqual({ expired: [{ approvalId: soon.approvalId, site: "laptop" }] });
     expect((await t.query(api.approvals.list, { ...laptop, status: "expired" })).map((a) => a._id)).toEqual([soon.approvalId]);
     expect((await t.query(api.approvals.list, { ...vm, status: "pending" })).map((a) => a._id)).toEqual([later.approvalId]);
     expect(await t.mutation(internal.approvals.expirePending, {})).toEqual({ expired: [] });
@@ -74,6 +74,58 @@ describe("approvals", () => {
   test("expirePending as of a given time (an admin's sweep): the clock is an argument", async () => {
     const soon = await create(laptop, NOW + 1_000);
     expect(await t.mutation(internal.approvals.expirePending, { now: NOW + 999 })).toEqual({ expired: [] });
-    expect(await t.mutation(internal.approvals.expirePending, { now: NOW + 1_000 })).toEqual({ expired: [soon.approvalId] });
+    expect(await t.mutation(internal.approvals.expirePending, { now: NOW + 1_000 })).toMatchObject({ expired: [{ approvalId: soon.approvalId }] });
+  });
+
+  const ofCategory = (actionType: string, extra: { timeoutMs?: number; expiresAt?: number } = {}) =>
+    t.mutation(api.approvals.create, {
+      ...laptop,
+      agentName: "claude",
+      actionType,
+      priority: "normal",
+      reviewers: [],
+      expiresAt: NOW + 24 * 60 * 60_000,
+      ...extra,
+    });
+
+  test("a category whose timeout is 0 is approved at once, by policy", async () => {
+    const research = await ofCategory("research"); // 0 in the design's table
+    const given = await ofCategory("deploy", { timeoutMs: 0 }); // the caller's policy says 0
+    const waits = await ofCategory("financial");
+    const byId = new Map((await t.query(api.approvals.list, laptop)).map((a) => [a._id, a]));
+    for (const { approvalId } of [research, given]) {
+      expect(byId.get(approvalId)).toMatchObject({ status: "approved", resolvedBy: "policy", resolvedAt: NOW });
+    }
+    expect(byId.get(waits.approvalId)).toMatchObject({ status: "pending" });
+    expect(await errorCode(ofCategory("x", { timeoutMs: -5 }))).toBe("INVALID");
+  });
+
+  test("expirePending by category: the timeouts table, the default, and the approval's own deadline", async () => {
+    const timeoutsMs = { send_message: 60 * 60_000, destructive: 30 * 60_000 };
+    const message = await ofCategory("send_message");
+    const destructive = await ofCategory("destructive");
+    const other = await ofCategory("deploy"); // not in the table: the default
+    const deadline = await ofCategory("send_message", { expiresAt: NOW + 10 * 60_000 });
+    const sweep = async (minutes: number) => {
+      const { expired } = await t.mutation(internal.approvals.expirePending, {
+        now: NOW + minutes * 60_000,
+        timeoutsMs,
+        defaultMs: 45 * 60_000,
+      });
+      return { expired: expired.map((e) => e.approvalId) };
+    };
+    expect(await sweep(9)).toEqual({ expired: [] });
+    expect(await sweep(10)).toEqual({ expired: [deadline.approvalId] });
+    expect(await sweep(30)).toEqual({ expired: [destructive.approvalId] });
+    expect(await sweep(45)).toEqual({ expired: [other.approvalId] });
+    expect(await sweep(60)).toEqual({ expired: [message.approvalId] });
+    const expired = await t.query(api.approvals.list, { ...laptop, status: "expired" });
+    expect(expired.find((a) => a._id === message.approvalId)).toMatchObject({ resolvedAt: NOW + 60 * 60_000 });
+  });
+
+  test("the cron's defaults: the design's table", async () => {
+    const api15 = await ofCategory("external_api");
+    vi.setSystemTime(NOW + 15 * 60_000);
+    expect(await t.mutation(internal.approvals.expirePending, {})).toMatchObject({ expired: [{ approvalId: api15.approvalId }] });
   });
 });

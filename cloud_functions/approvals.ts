@@ -3,8 +3,38 @@ import { internalMutation, mutation, query } from "./_generated/server";
 import { authenticate, siteArgs } from "./lib/auth";
 import { fail } from "./lib/errors";
 import { ownedRow } from "./lib/owned";
-import { approvalPriority, approvalStatus } from "./lib/validators";
+import { approvalPriority, approvalStatus, isCount } from "./lib/validators";
 
+const MINUTE = 60_000;
+
+/**
+ * The design's approval policy: how long a pending approval of each category (its actionType)
+ * waits before it expires; 0 approves it at once. A copy of sync/backbone/base.py's
+ * APPROVAL_TIMEOUTS_MS (the daemon's jobs.approval_timeouts starts from the same table): the
+ * expire-pending-approvals cron runs with it, and create applies it when no timeout is given.
+ */
+export const APPROVAL_TIMEOUTS_MS: Record<string, number> = {
+  send_message: 60 * MINUTE,
+  financial: 120 * MINUTE,
+  destructive: 30 * MINUTE,
+  external_api: 15 * MINUTE,
+  code_commit: 30 * MINUTE,
+  internal: 0,
+  research: 0,
+};
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * MINUTE;
+/** resolvedBy of an approval its category approves at once. */
+export const APPROVED_BY_POLICY = "policy";
+
+function timeoutOf(category: string, timeoutsMs: Record<string, number>, defaultMs: number): number {
+  return Object.prototype.hasOwnProperty.call(timeoutsMs, category) ? timeoutsMs[category] : defaultMs;
+}
+
+/**
+ * A new approval of category `actionType`. `timeoutMs` is the category's timeout under the caller's
+ * policy (left out: APPROVAL_TIMEOUTS_MS); 0 means it never waits for a person: approved at once,
+ * by "policy".
+ */
 export const create = mutation({
   args: {
     ...siteArgs,
@@ -13,21 +43,26 @@ export const create = mutation({
     priority: approvalPriority,
     reviewers: v.array(v.string()),
     expiresAt: v.number(),
+    timeoutMs: v.optional(v.number()),
   },
   returns: v.object({ approvalId: v.id("approvals") }),
   handler: async (ctx, args) => {
     const site = await authenticate(ctx, args);
     const now = Date.now();
     if (!(args.expiresAt > now)) fail("INVALID", `expiresAt ${args.expiresAt} is not in the future`);
+    const timeout = args.timeoutMs ?? timeoutOf(args.actionType, APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS);
+    if (!isCount(timeout)) fail("INVALID", `timeoutMs must be a whole number of ms, not ${timeout}`);
     const approvalId = await ctx.db.insert("approvals", {
       agentName: args.agentName,
       site,
       actionType: args.actionType,
-      status: "pending",
       priority: args.priority,
       reviewers: args.reviewers,
       expiresAt: args.expiresAt,
       createdAt: now,
+      ...(timeout === 0
+        ? { status: "approved" as const, resolvedAt: now, resolvedBy: APPROVED_BY_POLICY }
+        : { status: "pending" as const }),
     });
     return { approvalId };
   },
@@ -67,17 +102,31 @@ export const list = query({
   },
 });
 
-/** Cron expire-pending-approvals: pending approvals past expiresAt become expired. */
+/**
+ * Sweep expire-pending-approvals: a pending approval of category C created at t expires once
+ * now - t >= timeoutsMs[C] (defaultMs for a category not in the table), or once its own expiresAt
+ * has passed. The cron leaves every argument out (the policy above, the time now); an admin or a
+ * test may give them.
+ */
 export const expirePending = internalMutation({
-  // `now` lets an admin (or a test) run the sweep as of another time; crons leave it out.
-  args: { now: v.optional(v.number()) },
+  args: {
+    now: v.optional(v.number()),
+    timeoutsMs: v.optional(v.record(v.string(), v.number())),
+    defaultMs: v.optional(v.number()),
+  },
+  returns: v.object({ expired: v.array(v.object({ approvalId: v.id("approvals"), site: v.string() })) }),
   handler: async (ctx, args) => {
     const now = args.now ?? Date.now();
-    const due = await ctx.db
+    const timeouts = args.timeoutsMs ?? APPROVAL_TIMEOUTS_MS;
+    const defaultMs = args.defaultMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+    const pending = await ctx.db
       .query("approvals")
-      .withIndex("by_status_expires", (q) => q.eq("status", "pending").lte("expiresAt", now))
+      .withIndex("by_status_expires", (q) => q.eq("status", "pending"))
       .collect();
+    const due = pending.filter(
+      (a) => a.expiresAt <= now || now - a.createdAt >= timeoutOf(a.actionType, timeouts, defaultMs),
+    );
     for (const approval of due) await ctx.db.patch(approval._id, { status: "expired", resolvedAt: now });
-    return { expired: due.map((approval) => approval._id) };
+    return { expired: due.map((approval) => ({ approvalId: approval._id, site: approval.site })) };
   },
 });

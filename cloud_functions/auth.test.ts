@@ -43,10 +43,36 @@ describe("every public function checks the site's secret", () => {
       t.query(api.episodes.listEpisodes, { ...auth, after: null, limit: 10 }),
     "agents:heartbeat": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
       t.mutation(api.agents.heartbeat, { ...auth, agentName: "a", platform: "p" }),
-    "jobs:claimSlot": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
-      t.mutation(api.jobs.claimSlot, { ...auth, job: "j", slot: "s" }),
+    "agents:heartbeatSite": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.mutation(api.agents.heartbeatSite, {
+        ...auth,
+        version: "1",
+        host: "h",
+        pid: 1,
+        lagS: null,
+        backlog: null,
+        indexState: null,
+        quarantined: 0,
+        conflicts: 0,
+      }),
+    "agents:sites": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.query(api.agents.sites, auth),
+    "agents:list": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.query(api.agents.list, { ...auth, allSites: true }),
+    "jobs:claimJob": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.mutation(api.jobs.claimJob, { ...auth, job: "j", slot: "s", leaseMs: 1000 }),
+    "jobs:finishJob": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.mutation(api.jobs.finishJob, { ...auth, job: "j", slot: "s", outcome: "ok", summary: "" }),
+    "jobs:recordRun": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.mutation(api.jobs.recordRun, { ...auth, job: "j", slot: "s", outcome: "ok", summary: "", startedAt: 1, endedAt: 2 }),
+    "jobs:runs": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.query(api.jobs.runs, auth),
+    "digest:get": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.query(api.digest.get, { ...auth, day: "2026-01-01" }),
     "health:syncHealth": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
       t.query(api.health.syncHealth, auth),
+    "health:transitions": (t: ReturnType<typeof backend>, auth: { site: string; secret?: string }) =>
+      t.query(api.health.transitions, { ...auth, sinceMs: 0 }),
   };
 
   for (const [name, call] of Object.entries(calls)) {

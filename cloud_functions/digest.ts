@@ -1,44 +1,228 @@
-import { internalMutation } from "./_generated/server";
+import { v } from "convex/values";
+import type { Doc } from "./_generated/dataModel";
+import { internalMutation, query, type QueryCtx } from "./_generated/server";
+import { authenticate, siteArgs } from "./lib/auth";
+import { fail } from "./lib/errors";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-// Enough for a busy day across sites while staying inside one transaction's read limits.
+const TOP = 5;
+const UNKNOWN_AGENT = "unknown"; // episodes that name no agent
+// Enough for a busy day across sites while staying inside one transaction's read limits; past it
+// the digest says `truncated`.
 const MAX_EPISODES = 5000;
 
-type SiteStats = { site: string; episodes: number; successRate: number | null; meanReward: number | null };
+/** [since, until) in ms of the UTC day "YYYY-MM-DD"; INVALID for anything else. */
+export function dayBounds(day: string): { since: number; until: number } {
+  const since = /^\d{4}-\d{2}-\d{2}$/.test(day) ? Date.parse(`${day}T00:00:00Z`) : NaN;
+  if (Number.isNaN(since) || new Date(since).toISOString().slice(0, 10) !== day) {
+    fail("INVALID", `a digest's day is YYYY-MM-DD, not ${JSON.stringify(day)}`);
+  }
+  return { since, until: since + DAY_MS };
+}
+
+type DayEpisode = {
+  site: string;
+  sourceId: string;
+  createdAt: number;
+  agent: string;
+  task: string;
+  tags: string[];
+  success: boolean;
+  reward: number | null;
+};
+
+export type SiteFacts = {
+  health: "up" | "down" | null;
+  lastSyncAt: number | null;
+  quarantined: number;
+  conflicts: number;
+  pending: number;
+  expired: number;
+};
+
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+class Tally {
+  episodes = 0;
+  successes = 0;
+  rewardSum = 0;
+  rewarded = 0;
+  tasks = new Map<string, number>();
+  tags = new Map<string, number>();
+
+  add(episode: DayEpisode): void {
+    this.episodes += 1;
+    if (episode.success) this.successes += 1;
+    if (episode.reward !== null) {
+      this.rewardSum += episode.reward;
+      this.rewarded += 1;
+    }
+    this.tasks.set(episode.task, (this.tasks.get(episode.task) ?? 0) + 1);
+    for (const tag of new Set(episode.tags)) this.tags.set(tag, (this.tags.get(tag) ?? 0) + 1); // once an episode
+  }
+
+  figures() {
+    return {
+      episodes: this.episodes,
+      successRate: this.episodes === 0 ? null : this.successes / this.episodes,
+      meanReward: this.rewarded === 0 ? null : this.rewardSum / this.rewarded,
+      topTasks: top(this.tasks),
+      topTags: top(this.tags),
+    };
+  }
+}
+
+/** The most frequent first; ties by name, so both backbones list the same five. */
+function top(counts: Map<string, number>): string[] {
+  return [...counts.entries()]
+    .sort(([a, n], [b, m]) => m - n || byText(a, b))
+    .slice(0, TOP)
+    .map(([name]) => name);
+}
 
 /**
- * Cron daily-digest: per site, the episodes created in the last 24 h, their success rate and mean
- * reward (over episodes that have one). A mutation only because crons cannot run queries; it
- * writes nothing. Sending the digest anywhere is a later step's job.
+ * The digest of `day` from its episodes and every known site's facts. The same computation as
+ * sync/backbone/hub/digest.py's `build`, field for field: the sums run in one order (createdAt,
+ * then sourceId) so that even a mean of floats is the same number on both backbones.
  */
-export const daily = internalMutation({
-  args: {},
-  handler: async (ctx) => {
-    const until = Date.now();
-    const since = until - DAY_MS;
-    const recent = await ctx.db
-      .query("episodes")
-      .withIndex("by_created", (q) => q.eq("archived", false).gte("createdAt", since))
-      .take(MAX_EPISODES + 1);
-    const sums = new Map<string, { episodes: number; successes: number; rewardSum: number; rewarded: number }>();
-    for (const doc of recent.slice(0, MAX_EPISODES)) {
-      const sum = sums.get(doc.sourceSite) ?? { episodes: 0, successes: 0, rewardSum: 0, rewarded: 0 };
-      sum.episodes += 1;
-      sum.successes += doc.success ? 1 : 0;
-      if (doc.reward !== null) {
-        sum.rewardSum += doc.reward;
-        sum.rewarded += 1;
-      }
-      sums.set(doc.sourceSite, sum);
-    }
-    const sites: SiteStats[] = [...sums.entries()].sort().map(([site, sum]) => ({
+export function buildDigest(
+  day: string,
+  now: number,
+  episodes: DayEpisode[],
+  facts: Map<string, SiteFacts>,
+  truncated: boolean,
+) {
+  const { since, until } = dayBounds(day);
+  const ordered = [...episodes].sort((a, b) => a.createdAt - b.createdAt || byText(a.sourceId, b.sourceId));
+  const sites = new Map<string, Tally>();
+  const agents = new Map<string, Map<string, Tally>>();
+  for (const episode of ordered) {
+    if (!sites.has(episode.site)) sites.set(episode.site, new Tally());
+    sites.get(episode.site)!.add(episode);
+    if (!agents.has(episode.site)) agents.set(episode.site, new Map());
+    const ofSite = agents.get(episode.site)!;
+    if (!ofSite.has(episode.agent)) ofSite.set(episode.agent, new Tally());
+    ofSite.get(episode.agent)!.add(episode);
+  }
+  const names = [...new Set([...sites.keys(), ...facts.keys()])].sort(byText);
+  const entries = names.map((site) => {
+    const fact = facts.get(site) ?? { health: null, lastSyncAt: null, quarantined: 0, conflicts: 0, pending: 0, expired: 0 };
+    return {
       site,
-      episodes: sum.episodes,
-      successRate: sum.episodes === 0 ? null : sum.successes / sum.episodes,
-      meanReward: sum.rewarded === 0 ? null : sum.rewardSum / sum.rewarded,
-    }));
-    const digest = { since, until, sites, truncated: recent.length > MAX_EPISODES };
-    console.log("daily digest", JSON.stringify(digest));
+      ...(sites.get(site) ?? new Tally()).figures(),
+      agents: [...(agents.get(site) ?? new Map<string, Tally>()).entries()]
+        .sort(([a], [b]) => byText(a, b))
+        .map(([agent, tally]) => ({ agent, ...tally.figures() })),
+      health: fact.health,
+      lastSyncAt: fact.lastSyncAt,
+      quarantined: fact.quarantined,
+      conflicts: fact.conflicts,
+      approvals: { pending: fact.pending, expired: fact.expired },
+    };
+  });
+  return {
+    day,
+    since,
+    until,
+    builtAt: now,
+    episodes: [...sites.values()].reduce((sum, tally) => sum + tally.episodes, 0),
+    sites: entries,
+    approvals: {
+      pending: entries.reduce((sum, e) => sum + e.approvals.pending, 0),
+      expired: entries.reduce((sum, e) => sum + e.approvals.expired, 0),
+    },
+    truncated,
+  };
+}
+
+function dayEpisode(doc: Doc<"episodes">): DayEpisode {
+  return {
+    site: doc.sourceSite,
+    sourceId: doc.sourceId,
+    createdAt: doc.createdAt,
+    agent: doc.agentName || UNKNOWN_AGENT,
+    task: doc.task,
+    tags: doc.tags,
+    success: doc.success,
+    reward: doc.reward,
+  };
+}
+
+/** Every site with a heartbeat, a cursor or approvals of the day, and what the digest reports of it. */
+async function siteFacts(db: QueryCtx["db"], since: number, until: number): Promise<Map<string, SiteFacts>> {
+  const facts = new Map<string, SiteFacts>();
+  const of = (site: string): SiteFacts => {
+    if (!facts.has(site)) {
+      facts.set(site, { health: null, lastSyncAt: null, quarantined: 0, conflicts: 0, pending: 0, expired: 0 });
+    }
+    return facts.get(site)!;
+  };
+  for (const state of await db.query("siteStates").collect()) {
+    Object.assign(of(state.site), { quarantined: state.quarantined, conflicts: state.conflicts });
+  }
+  for (const cursor of await db.query("syncCursors").collect()) of(cursor.site).lastSyncAt = cursor.lastSyncedAt;
+  for (const health of await db.query("healthStates").collect()) {
+    if (facts.has(health.site)) facts.get(health.site)!.health = health.state;
+  }
+  const pending = await db
+    .query("approvals")
+    .withIndex("by_status_expires", (q) => q.eq("status", "pending"))
+    .collect();
+  for (const approval of pending) if (approval.createdAt < until) of(approval.site).pending += 1;
+  const expired = await db
+    .query("approvals")
+    .withIndex("by_status_resolved", (q) => q.eq("status", "expired").gte("resolvedAt", since).lt("resolvedAt", until))
+    .collect();
+  for (const approval of expired) of(approval.site).expired += 1;
+  return facts;
+}
+
+/**
+ * Sweep daily-digest: per site and per agent, the episodes created in the UTC day `day` (archived
+ * or not), success rate, mean reward, top 5 tasks and tags; per site its sync health, last sync,
+ * quarantined rows and conflicts (from its last heartbeat) and approvals pending and expired that
+ * day. Stored, one per day (building again replaces it), and returned.
+ */
+export const build = internalMutation({
+  args: { day: v.string(), now: v.optional(v.number()) },
+  returns: v.any(),
+  handler: async (ctx, args) => {
+    const now = args.now ?? Date.now();
+    const { since, until } = dayBounds(args.day);
+    const docs: Doc<"episodes">[] = [];
+    for (const archived of [false, true]) {
+      docs.push(
+        ...(await ctx.db
+          .query("episodes")
+          .withIndex("by_created", (q) => q.eq("archived", archived).gte("createdAt", since).lt("createdAt", until))
+          .take(MAX_EPISODES + 1 - docs.length)),
+      );
+    }
+    const truncated = docs.length > MAX_EPISODES;
+    const episodes = docs.slice(0, MAX_EPISODES).map(dayEpisode);
+    const digest = buildDigest(args.day, now, episodes, await siteFacts(ctx.db, since, until), truncated);
+    const found = await ctx.db
+      .query("digests")
+      .withIndex("by_day", (q) => q.eq("day", args.day))
+      .unique();
+    const row = { day: args.day, builtAt: now, bodyJson: JSON.stringify(digest) };
+    if (found === null) await ctx.db.insert("digests", row);
+    else await ctx.db.replace(found._id, row);
     return digest;
+  },
+});
+
+/** The stored digest of a UTC day, or null: any site may read it. */
+export const get = query({
+  args: { ...siteArgs, day: v.string() },
+  returns: v.any(),
+  handler: async (ctx, args) => {
+    await authenticate(ctx, args);
+    dayBounds(args.day);
+    const found = await ctx.db
+      .query("digests")
+      .withIndex("by_day", (q) => q.eq("day", args.day))
+      .unique();
+    return found === null ? null : JSON.parse(found.bodyJson);
   },
 });

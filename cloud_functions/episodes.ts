@@ -244,22 +244,26 @@ export const vectorBacklog = internalMutation({
 });
 
 /**
- * Marks episodes created more than `olderThanMs` ago as archived, `limit` at a time; when a batch
- * is full it schedules the next one, so one cron run finishes the job without one huge transaction.
+ * Sweep cleanup-old-episodes: marks at most `limit` episodes with ts before `cutoff` (or older than
+ * `olderThanMs` now) archived, oldest first, as the embedded hub's archive_older_than does. Archived
+ * episodes stay in the export and the change feed (marked `archived: true`); archiving is not a
+ * change. `more` says a full batch was archived: the cron calls it again until it is false.
  */
 export const archiveOld = internalMutation({
-  args: { olderThanMs: v.number(), limit: v.number() },
+  args: { olderThanMs: v.optional(v.number()), cutoff: v.optional(v.number()), limit: v.number() },
+  returns: v.object({ archived: v.number(), more: v.boolean() }),
   handler: async (ctx, args) => {
-    requireCount("olderThanMs", args.olderThanMs);
+    if ((args.olderThanMs === undefined) === (args.cutoff === undefined)) {
+      fail("INVALID", "give exactly one of olderThanMs and cutoff");
+    }
+    if (args.olderThanMs !== undefined) requireCount("olderThanMs", args.olderThanMs);
     requireCount("limit", args.limit, 4000);
-    const cutoff = Date.now() - args.olderThanMs;
+    const cutoff = args.cutoff ?? Date.now() - args.olderThanMs!;
     const old = await ctx.db
       .query("episodes")
-      .withIndex("by_created", (q) => q.eq("archived", false).lt("createdAt", cutoff))
+      .withIndex("by_archived_ts", (q) => q.eq("archived", false).lt("ts", cutoff))
       .take(args.limit);
     for (const doc of old) await ctx.db.patch(doc._id, { archived: true });
-    const more = args.limit > 0 && old.length === args.limit;
-    if (more) await ctx.scheduler.runAfter(0, internal.episodes.archiveOld, args);
-    return { archived: old.length, more };
+    return { archived: old.length, more: args.limit > 0 && old.length === args.limit };
   },
 });

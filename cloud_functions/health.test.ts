@@ -35,7 +35,7 @@ describe("syncHealth", () => {
   });
 });
 
-describe("syncHealthAlert", () => {
+describe("syncHealthAlert (the sync-health sweep)", () => {
   test("one 'down' when a site goes silent for an hour, one 'up' when it syncs again", async () => {
     await push(laptop, "1");
     await push(vm, "1");
@@ -44,28 +44,43 @@ describe("syncHealthAlert", () => {
     await push(vm, "2");
     vi.setSystemTime(NOW + HOUR);
     expect(await t.mutation(internal.health.syncHealthAlert, {})).toEqual([
-      { site: "laptop", state: "down", since: NOW + HOUR, silentForMs: HOUR },
+      { site: "laptop", state: "down", at: NOW + HOUR, silentForS: 3600 },
     ]);
     vi.setSystemTime(NOW + 2 * HOUR);
     // Still silent: no second alert. vm is silent now too, which is news.
     expect(await t.mutation(internal.health.syncHealthAlert, {})).toEqual([
-      { site: "vm", state: "down", since: NOW + 2 * HOUR, silentForMs: HOUR + 1 },
+      { site: "vm", state: "down", at: NOW + 2 * HOUR, silentForS: 3600.001 },
     ]);
     await push(laptop, "2");
     expect(await t.mutation(internal.health.syncHealthAlert, {})).toEqual([
-      { site: "laptop", state: "up", since: NOW + 2 * HOUR, silentForMs: 0 },
+      { site: "laptop", state: "up", at: NOW + 2 * HOUR, silentForS: 0 },
     ]);
     expect(await t.mutation(internal.health.syncHealthAlert, {})).toEqual([]);
-    const states = await t.run((ctx) => ctx.db.query("alertStates").collect());
-    expect(states.map(({ key, state }) => ({ key, state }))).toEqual([
-      { key: "sync-health:laptop", state: "up" },
-      { key: "sync-health:vm", state: "down" },
+    const states = await t.run((ctx) => ctx.db.query("healthStates").collect());
+    expect(states.map(({ site, state }) => ({ site, state }))).toEqual([
+      { site: "laptop", state: "up" },
+      { site: "vm", state: "down" },
+    ]);
+    const since = await t.query(api.health.transitions, { ...vm, sinceMs: NOW + 2 * HOUR });
+    expect(since.map((x) => [x.site, x.state])).toEqual([
+      ["vm", "down"],
+      ["laptop", "up"],
+    ]);
+    expect(await t.query(api.health.transitions, { ...vm, sinceMs: 0 })).toHaveLength(3);
+  });
+
+  test("the time and the threshold can be given", async () => {
+    await push(laptop, "1");
+    expect(await t.mutation(internal.health.syncHealthAlert, { now: NOW + 1_000, silentAfterMs: 1_000 })).toMatchObject([
+      { site: "laptop", state: "down", silentForS: 1 },
     ]);
   });
 
-  test("the threshold can be given", async () => {
+  test("a site first judged silent is news; a site never synced is never judged", async () => {
     await push(laptop, "1");
-    vi.setSystemTime(NOW + 1_000);
-    expect(await t.mutation(internal.health.syncHealthAlert, { silentAfterMs: 1_000 })).toMatchObject([{ site: "laptop", state: "down" }]);
+    await t.mutation(api.agents.heartbeat, { ...vm, agentName: "a", platform: "p" });
+    expect(await t.mutation(internal.health.syncHealthAlert, { now: NOW + 2 * HOUR })).toEqual([
+      { site: "laptop", state: "down", at: NOW + 2 * HOUR, silentForS: 7200 },
+    ]);
   });
 });

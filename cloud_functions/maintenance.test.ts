@@ -1,4 +1,4 @@
-/** The episode crons: vectors for Qdrant, archival of old episodes. */
+/** The episode sweeps: vectors for Qdrant, archival of old episodes. */
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
 import { ARCHIVE_AFTER_MS } from "./crons";
@@ -58,31 +58,36 @@ describe("vectors", () => {
   });
 });
 
-describe("archiveOld (cron cleanup-old-episodes)", () => {
-  test("archives episodes older than 90 days by createdAt, in batches until done", async () => {
+describe("archiveOld (the cleanup-old-episodes sweep)", () => {
+  test("archives episodes with ts before the cutoff, oldest first, a batch at a time", async () => {
     const old = NOW - ARCHIVE_AFTER_MS - 1;
     await push([
-      item("old1", { fields: { createdAt: old } }),
-      item("old2", { fields: { createdAt: old - 5 } }),
-      item("old3", { fields: { createdAt: old - 9 } }),
-      item("new", { fields: { createdAt: NOW - 1000 } }),
+      item("old1", { fields: { ts: old } }),
+      item("old2", { fields: { ts: old - 5 } }),
+      item("old3", { fields: { ts: old - 9 } }),
+      item("new", { fields: { ts: NOW - 1000 } }),
     ]);
     const first = await t.mutation(internal.episodes.archiveOld, { olderThanMs: ARCHIVE_AFTER_MS, limit: 2 });
     expect(first).toEqual({ archived: 2, more: true });
-    await t.finishAllScheduledFunctions(vi.runAllTimers);
-    const archived = await t.run(async (ctx) =>
-      (await ctx.db.query("episodes").collect()).filter((e) => e.archived).map((e) => e.sourceId).sort(),
-    );
-    expect(archived).toEqual(["old1", "old2", "old3"]);
-    expect(await t.mutation(internal.episodes.archiveOld, { olderThanMs: ARCHIVE_AFTER_MS, limit: 2 })).toEqual({
-      archived: 0,
-      more: false,
-    });
-    // Archived episodes no longer wait for a vector.
+    const archived = async () =>
+      t.run(async (ctx) => (await ctx.db.query("episodes").collect()).filter((e) => e.archived).map((e) => e.sourceId).sort());
+    expect(await archived()).toEqual(["old2", "old3"]);
+    expect(await t.mutation(internal.episodes.archiveOld, { cutoff: old + 1, limit: 2 })).toEqual({ archived: 1, more: false });
+    expect(await archived()).toEqual(["old1", "old2", "old3"]);
+    // Archived episodes no longer wait for a vector, and are still exported, marked.
     expect((await t.query(internal.episodes.needingVectors, { limit: 10 })).map((e) => e.sourceId)).toEqual(["new"]);
+    const { episodes } = await t.query(api.episodes.listEpisodes, { ...laptop, after: null, limit: 10 });
+    expect(episodes.map((e) => [e.sourceId, e.archived])).toEqual([
+      ["old1", true],
+      ["old2", true],
+      ["old3", true],
+      ["new", undefined],
+    ]);
   });
 
-  test("a limit of 0 or over 4000 is INVALID", async () => {
+  test("exactly one of olderThanMs and cutoff; a limit over 4000 is INVALID", async () => {
     expect(await errorCode(t.mutation(internal.episodes.archiveOld, { olderThanMs: 1, limit: 4001 }))).toBe("INVALID");
+    expect(await errorCode(t.mutation(internal.episodes.archiveOld, { limit: 1 }))).toBe("INVALID");
+    expect(await errorCode(t.mutation(internal.episodes.archiveOld, { olderThanMs: 1, cutoff: 1, limit: 1 }))).toBe("INVALID");
   });
 });

@@ -1,6 +1,15 @@
 import { defineSchema, defineTable } from "convex/server";
 import { v } from "convex/values";
-import { agentStatus, approvalPriority, approvalStatus, episodeContent, taskStatus } from "./lib/validators";
+import {
+  agentStatus,
+  approvalPriority,
+  approvalStatus,
+  episodeContent,
+  healthState,
+  jobOutcome,
+  nullable,
+  taskStatus,
+} from "./lib/validators";
 
 /** Numbers are v.number() (float64, exact to 2^53): int64 would arrive as strings in JSON format. */
 export default defineSchema({
@@ -24,8 +33,11 @@ export default defineSchema({
     .index("by_site_source", ["sourceSite", "sourceId"])
     // Export order: a site's episodes by first receipt (edits keep their place).
     .index("by_site_synced", ["sourceSite", "syncedAt"])
-    // Archival and the digest: leading with `archived` keeps archived rows out of every later scan.
+    // The digest: a day's episodes by createdAt, in each `archived` range.
     .index("by_created", ["archived", "createdAt"])
+    // Archival (episodes:archiveOld, by ts as on the hub): leading with `archived` keeps archived
+    // rows out of every later scan.
+    .index("by_archived_ts", ["archived", "ts"])
     // Episodes still waiting for a vector: archived=false, qdrantPointId missing.
     .index("by_qdrant", ["archived", "qdrantPointId"])
     // The change feed (episodes:changes), merged with the tombstones' range of the same index.
@@ -44,8 +56,29 @@ export default defineSchema({
     platform: v.string(),
     status: agentStatus,
     lastHeartbeat: v.number(),
+    // Optional: agents registered before they were known.
+    interface: v.optional(v.string()),
+    lastEpisodeAt: v.optional(v.number()),
   })
     .index("by_site_agent", ["site", "agentName"])
+    .index("by_status", ["status", "lastHeartbeat"]),
+
+  // The registry's sites: one row a site, written by its daemon's heartbeats (agents:heartbeatSite).
+  // Not fields on `sites`, which only an admin writes and every call reads to authenticate.
+  siteStates: defineTable({
+    site: v.string(),
+    status: agentStatus,
+    lastHeartbeat: v.number(),
+    version: v.string(),
+    host: v.string(),
+    pid: v.number(),
+    lagS: nullable(v.number()),
+    backlog: nullable(v.number()),
+    indexState: nullable(v.string()),
+    quarantined: v.number(),
+    conflicts: v.number(),
+  })
+    .index("by_site", ["site"])
     .index("by_status", ["status", "lastHeartbeat"]),
 
   approvals: defineTable({
@@ -62,7 +95,9 @@ export default defineSchema({
     resolvedBy: v.optional(v.string()),
   })
     .index("by_status_expires", ["status", "expiresAt"])
-    .index("by_site_status", ["site", "status"]),
+    .index("by_site_status", ["site", "status"])
+    // The digest's approvals expired during a day.
+    .index("by_status_resolved", ["status", "resolvedAt"]),
 
   tasks: defineTable({
     title: v.string(),
@@ -102,12 +137,58 @@ export default defineSchema({
     lastSeenAt: v.number(), // its latest setSource
   }).index("by_site", ["site"]),
 
+  // Retired (jobs.ts now keeps leases in jobLeases): nothing reads or writes it. Declared still so
+  // that a deployment holding old claims accepts this schema; delete its documents, then this.
   jobClaims: defineTable({
     job: v.string(),
     slot: v.string(),
     claimant: v.string(),
     claimedAt: v.number(),
   }).index("by_job_slot", ["job", "slot"]),
+
+  // One lease per (job, slot) of a global job run by a site (sync/leases.py's rule, in jobs.ts).
+  jobLeases: defineTable({
+    job: v.string(),
+    slot: v.string(),
+    holder: v.string(),
+    expiresAt: v.number(),
+    done: v.boolean(), // finished, whatever the outcome: never run again
+  }).index("by_job_slot", ["job", "slot"]),
+
+  // Every run of a job, wherever it ran: a site's daemon, or "convex" for a cron (lib/cronRun.ts).
+  jobRuns: defineTable({
+    job: v.string(),
+    slot: v.string(),
+    site: v.string(),
+    startedAt: v.number(),
+    endedAt: nullable(v.number()),
+    outcome: jobOutcome,
+    summary: v.string(),
+  })
+    .index("by_started", ["startedAt"])
+    .index("by_job_started", ["job", "startedAt"])
+    .index("by_job_slot_site", ["job", "slot", "site"])
+    .index("by_outcome", ["outcome", "site", "job"]),
+
+  // The sync-health sweep's last judgement of each site, and the changes of judgement.
+  healthStates: defineTable({
+    site: v.string(),
+    state: healthState,
+    since: v.number(),
+  }).index("by_site", ["site"]),
+  healthTransitions: defineTable({
+    site: v.string(),
+    state: healthState,
+    at: v.number(),
+    silentForS: v.number(),
+  }).index("by_at", ["at"]),
+
+  // One daily digest a UTC day, as JSON text (its keys are ours, but its lists hold agents' words).
+  digests: defineTable({
+    day: v.string(),
+    builtAt: v.number(),
+    bodyJson: v.string(),
+  }).index("by_day", ["day"]),
 
   // A forgotten episode's key: a later push of it is refused, not re-inserted.
   tombstones: defineTable({

@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from daemon.config_paths import default_data_dir, lock_path_for, socket_path_for, state_path_for
 from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, with_overrides
+from sync.backbone.base import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.episode import Attribution
 from sync.errors import ConfigError
 
@@ -162,18 +163,9 @@ class JobOverride(_Section):
     lease: float | None = Field(None, gt=0, description="seconds before another site may take a slot over")
 
 
-# The design's approval policy: minutes a pending approval of each category waits before it expires
-# (0: approved at once, never waits). external_api and code_commit are auto-approved under their
-# conditions (a cost under $0.10, passing tests) when the approval is requested.
-DEFAULT_APPROVAL_TIMEOUTS = {
-    "send_message": 60.0,
-    "financial": 120.0,
-    "destructive": 30.0,
-    "external_api": 15.0,
-    "code_commit": 30.0,
-    "internal": 0.0,
-    "research": 0.0,
-}
+# The design's approval policy (sync/backbone/base.py, in minutes here): how long a pending approval
+# of each category waits before it expires; 0 approves it at once.
+DEFAULT_APPROVAL_TIMEOUTS = {category: ms / 60_000 for category, ms in APPROVAL_TIMEOUTS_MS.items()}
 
 
 class JobsSection(_Section):
@@ -185,7 +177,9 @@ class JobsSection(_Section):
     silent_after: float = Field(3600.0, gt=0, description="seconds without a sync before a site is down")
     archive_after_days: float = Field(90.0, gt=0)
     approval_timeouts: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL_TIMEOUTS))
-    default_approval_timeout: float = Field(60.0, ge=0, description="minutes, for a category not in the table")
+    default_approval_timeout: float = Field(
+        DEFAULT_APPROVAL_TIMEOUT_MS / 60_000, ge=0, description="minutes, for a category not in the table"
+    )
     schedules: dict[str, JobOverride] = Field(default_factory=dict)
 
     @model_validator(mode="before")

@@ -22,9 +22,7 @@ def _iso(ms: int | None) -> str | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def judge(
-    sites: list[SiteState], failed_runs: list[JobRun], lag_warning: float
-) -> tuple[Level, list[str]]:
+def judge(sites: list[SiteState], failed_runs: list[JobRun], lag_warning: float) -> tuple[Level, list[str]]:
     """The fleet's level and the reasons for it. Pure."""
     down, degraded = [], []
     for s in sites:

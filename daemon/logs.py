@@ -71,6 +71,8 @@ def configure(level: str = "info", fmt: Literal["auto", "json", "console"] = "au
     logging.getLogger("httpx").setLevel(logging.WARNING)
     # watchfiles logs every batch of file events at INFO: the daemon says what it did instead.
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    # APScheduler logs every job it adds and runs at INFO: the scheduler logs each run's outcome instead.
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
 
 
 def bind(**values: Any) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import replace
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -28,6 +29,9 @@ from sync.errors import PathProblem
 from sync.retry import RetryPolicy
 from sync.sidecar import Sidecar
 from sync.source import SourceIdentity, claim, instance_for
+
+if TYPE_CHECKING:
+    from sync.backbone.base import Sweeps
 
 
 def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.BaseTransport | None = None) -> Backbone:
@@ -55,6 +59,12 @@ def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.B
             opened.close()
             raise
     return opened
+
+
+def sweeps_of(backbone: Backbone) -> Sweeps | None:
+    """The global jobs' sweeps, where a daemon runs them: the embedded hub. Convex runs its own in
+    its crons (``cloud_functions/crons.ts``)."""
+    return backbone if isinstance(backbone, HubBackbone) else None
 
 
 def retry_policy(settings: Settings) -> RetryPolicy:

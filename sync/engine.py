@@ -26,6 +26,7 @@ from typing import Any
 import structlog
 
 from sync.agentdb import AgentDBReader, FileStamp, Snapshot
+from sync.agents import AgentsSeen
 from sync.backbone.base import EpisodeSink, Outcome, PushItem, PushResult
 from sync.digests import RowDigests
 from sync.episode import Attribution, Episode, Rejected, convert
@@ -122,6 +123,8 @@ class SyncEngine:
         self._full_started: FileStamp | None = None
         self._changed_since_full = True  # unknown at start: edits may have happened while we were down
         self.passes = 0  # passes run by this engine (status and the benchmarks read it)
+        # The agents this site's episodes name, for the registry's heartbeats (daemon/schedule/beats).
+        self.agents = AgentsSeen.load(sidecar.get("agents_seen"))
         # Each settled row's raw values: a re-check converts only rows whose bytes moved.
         self._digests = RowDigests()
 
@@ -198,6 +201,7 @@ class SyncEngine:
                 "source_error_at": None,
                 "backlog": report.backlog,
                 "passes": self.passes,
+                **({"agents_seen": self.agents.dump()} if self.agents.take_changed() else {}),
                 **caught_up,
             }
         )
@@ -422,6 +426,7 @@ class SyncEngine:
             episode.local_id, decision.generation, decision.source_id, episode.identity_hash, episode.content_hash
         )
         delivery.synced.append(Synced(occupant, result.remote_id, result.synced_at))
+        self.agents.saw(episode.fields)
         if item.kept_source_id is not None:
             delivery.conflicts.append(Conflict(episode.local_id, item.kept_source_id, decision.source_id))
             report.reused += 1

@@ -97,6 +97,11 @@ class BackboneNotFound(PermanentError):
     """No such record for this site (an approval or task id that is unknown or another site's)."""
 
 
+class BackboneBroken(PermanentError):
+    """The backbone's store is damaged (the embedded hub's file is corrupt or not SQLite): no retry
+    will read it; the message names the file and what to do."""
+
+
 class StoreRejected(PermanentError):
     """The vector store refused the request (wrong vector size, bad id, closed store, engine error)."""
 

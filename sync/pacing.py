@@ -44,13 +44,17 @@ def run_periodically(
     backoff: Backoff,
     on_error: Callable[[Exception], None],
     cap: Callable[[float], float] = lambda wait: wait,
+    fatal: tuple[type[Exception], ...] = (),
 ) -> None:
     """Until ``stop``: run ``step``, which returns the seconds until it wants to run again; wait that
     long, or until ``wake``. A step that raises is reported to ``on_error`` and retried after the
-    backoff's delay. ``cap`` shortens any wait (a watchdog to ping, a model to let go)."""
+    backoff's delay, unless the error is ``fatal`` (only a person can fix it): that ends the loop.
+    ``cap`` shortens any wait (a watchdog to ping, a model to let go)."""
     while not stop.is_set():
         try:
             wait = step()
+        except fatal:
+            raise
         except Exception as exc:  # noqa: BLE001 - the loop must outlive any one step; on_error reports it
             on_error(exc)
             wait = backoff.failed()

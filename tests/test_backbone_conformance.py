@@ -3,12 +3,14 @@ in the local Convex server): both must give the same results for the same calls.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +19,77 @@ from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
 from sync.agentdb import AgentDBReader
-from sync.backbone.base import Backbone, Change, ChangeFeed, Outcome, PointRecord, PushItem, SourceRecord
+from sync.backbone.base import (
+    Backbone,
+    Change,
+    ChangeFeed,
+    HealthTransition,
+    Outcome,
+    PointRecord,
+    PushItem,
+    SiteBeat,
+    SiteState,
+    SourceRecord,
+    Sweeps,
+)
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 from sync.engine import SyncEngine
 from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
+from sync.leases import Claim
 from sync.sidecar import Sidecar
+
+STALE_AFTER_MS = 3 * 60_000
+
+
+class ConvexSweeps:
+    """The sweeps as Convex's crons run them: its internal functions, called with the admin key.
+    The local Convex is shared by every test of the session and a sweep covers every site, so the
+    counts here are of this test's sites only (``ours``)."""
+
+    def __init__(self, convex: LocalConvex, ours: Callable[[str], bool]) -> None:
+        self.convex = convex
+        self.ours = ours
+
+    def mark_stale(self, now_ms: int, stale_after_ms: int) -> int:
+        value = self.convex.admin("mutation", "agents:markStale", {"now": now_ms, "staleAfterMs": stale_after_ms})
+        return sum(self.ours(a["site"]) for a in value["agents"]) + sum(self.ours(s) for s in value["sites"])
+
+    def expire_approvals(self, now_ms: int, timeouts_ms: Mapping[str, int], default_ms: int) -> int:
+        args = {"now": now_ms, "timeoutsMs": dict(timeouts_ms), "defaultMs": default_ms}
+        value = self.convex.admin("mutation", "approvals:expirePending", args)
+        return sum(self.ours(e["site"]) for e in value["expired"])
+
+    def sync_health(self, now_ms: int, silent_after_ms: int) -> list[HealthTransition]:
+        rows = self.convex.admin(
+            "mutation", "health:syncHealthAlert", {"now": now_ms, "silentAfterMs": silent_after_ms}
+        )
+        return [
+            HealthTransition(r["site"], r["state"], int(r["at"]), float(r["silentForS"]))
+            for r in rows
+            if self.ours(r["site"])
+        ]
+
+    def build_digest(self, day: str, now_ms: int) -> dict[str, Any]:
+        digest: dict[str, Any] = self.convex.admin("mutation", "digest:build", {"day": day, "now": now_ms})
+        return digest
+
+    def archive_older_than(self, cutoff_ms: int, limit: int) -> int:
+        return int(
+            self.convex.admin("mutation", "episodes:archiveOld", {"cutoff": cutoff_ms, "limit": limit})["archived"]
+        )
 
 
 @dataclass
 class Opened:
     backbone: Backbone
-    # The periodic sweeps, as of a given time: the hub's own methods, or on Convex the cron's
+    # The periodic sweeps, as of a given time: the hub's own methods, or on Convex the crons'
     # internal functions run with the admin key.
-    sweep_stale: Callable[[int], object]
-    sweep_approvals: Callable[[int], object]
+    sweeps: Sweeps
+    # The names of this test's sites (on Convex, with the test's suffix), to pick them out of the
+    # fleet: a shared Convex holds every test's sites.
+    ours: Callable[[str], bool]
 
     @property
     def site(self) -> str:
@@ -54,40 +111,49 @@ def open_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSi
         if request.param == "local":
             hub = HubBackbone(tmp_path / "hub.db", name)
             opened.append(hub)
-            return Opened(hub, hub.mark_stale, hub.expire_approvals)
+            return Opened(hub, hub, lambda _site: True)
         convex: LocalConvex = request.getfixturevalue("local_convex")
         site = f"{name}-{suffix}"
         if site not in registered:
             registered[site] = convex.register_site(site)
         client = ConvexBackbone(convex.url, site, registered[site])
         opened.append(client)
-        return Opened(
-            client,
-            lambda now: convex.admin("mutation", "agents:markStale", {"now": now}),
-            lambda now: convex.admin("mutation", "approvals:expirePending", {"now": now}),
-        )
+        ours = registered.__contains__
+        return Opened(client, ConvexSweeps(convex, ours), ours)
 
     yield make
     for backbone in opened:
         backbone.close()
 
 
-def item(local_id: int, *, task: str = "t", output: str = "out", suffix: str = "") -> PushItem:
+def item(
+    local_id: int,
+    *,
+    task: str = "t",
+    output: str = "out",
+    suffix: str = "",
+    at: int | None = None,  # seconds: the episode's ts and created_at
+    tags: tuple[str, ...] = ("a",),
+    reward: float | None = 0.5,
+    success: bool = True,
+    agent: str | None = "coder",
+) -> PushItem:
+    metadata: dict[str, Any] = {"_private": 1} if agent is None else {"agent_name": agent, "_private": 1}
     row = {
         "id": local_id,
-        "ts": 1735689600 + local_id,
-        "created_at": 1735689600 + local_id,
+        "ts": 1735689600 + local_id if at is None else at,
+        "created_at": 1735689600 + local_id if at is None else at,
         "session_id": b"s",
         "task": task.encode(),
         "input": f"in {local_id}".encode(),
         "output": output.encode(),
         "critique": None,
-        "reward": 0.5,
-        "success": 1,
+        "reward": reward,
+        "success": int(success),
         "latency_ms": 10,
         "tokens_used": 20,
-        "tags": b'["a"]',
-        "metadata": b'{"agent_name": "coder", "_private": 1}',
+        "tags": json.dumps(list(tags)).encode(),
+        "metadata": json.dumps(metadata).encode(),
     }
     ep = convert(row, Attribution())
     assert isinstance(ep, Episode)
@@ -243,9 +309,9 @@ def test_heartbeats_and_staleness(open_site: OpenSite) -> None:
     vm.backbone.heartbeat("planner", "agentic-flow")
     (coder,) = laptop.backbone.agents()
     assert (coder.agent_name, coder.platform, coder.status) == ("coder", "claude-code", "online")
-    laptop.sweep_stale(_now_ms() + 60_000)
+    laptop.sweeps.mark_stale(_now_ms() + 60_000, STALE_AFTER_MS)
     assert laptop.backbone.agents()[0].status == "online"
-    laptop.sweep_stale(_now_ms() + 3 * 60_000 + 1_000)  # three minutes without a heartbeat
+    laptop.sweeps.mark_stale(_now_ms() + 3 * 60_000 + 1_000, STALE_AFTER_MS)  # three minutes without a heartbeat
     assert laptop.backbone.agents()[0].status == "offline"
     laptop.backbone.heartbeat("coder", "claude-code")
     assert laptop.backbone.agents()[0].status == "online"
@@ -272,7 +338,7 @@ def test_approvals_and_their_expiry(open_site: OpenSite) -> None:
         reviewers=[],
         expires_at=_now_ms() + 60_000,
     )
-    laptop.sweep_approvals(_now_ms() + 61_000)
+    laptop.sweeps.expire_approvals(_now_ms() + 61_000, {}, 3_600_000)
     assert [a.approval_id for a in laptop.backbone.approvals("expired")] == [soon]
     with pytest.raises(BackboneConflict):
         laptop.backbone.resolve_approval(soon, "approved", "alice")
@@ -281,15 +347,6 @@ def test_approvals_and_their_expiry(open_site: OpenSite) -> None:
             agent_name="coder", action_type="x", priority="urgent!", reviewers=[], expires_at=later
         )
     assert [a.status for a in laptop.backbone.approvals()] == ["approved", "expired"]
-
-
-def test_a_job_slot_has_exactly_one_owner(open_site: OpenSite) -> None:
-    laptop, vm = open_site("laptop"), open_site("vm")
-    slot = f"2026-11-21T10:05-{uuid.uuid4().hex[:6]}"
-    assert laptop.backbone.claim_slot("qdrant-episode-sync", slot) is True
-    assert laptop.backbone.claim_slot("qdrant-episode-sync", slot) is True  # a retry still wins
-    assert vm.backbone.claim_slot("qdrant-episode-sync", slot) is False
-    assert vm.backbone.claim_slot("daily-digest", slot) is True
 
 
 def test_forget_deletes_for_good(open_site: OpenSite) -> None:
@@ -462,3 +519,363 @@ def test_each_site_has_a_source_of_its_own(open_site: OpenSite) -> None:
     assert (_source_of(laptop).instance, _source_of(vm).instance) == ("i-1", "i-2")
     assert vm.backbone.set_source(_source("i-3"), expected="i-2") is True
     assert _source_of(laptop).instance == "i-1"  # a take-over of one site leaves the others alone
+
+
+# -- the fleet: job leases and runs, the registry, approvals by category, sync health, the digest,
+# -- archiving. A shared Convex holds every test's sites and runs: each test picks out its own.
+
+LEASE_MS = 60_000
+
+
+def _job() -> str:
+    """A job name of this test's own: runs are listed across every site."""
+    return f"job-{uuid.uuid4().hex[:8]}"
+
+
+def test_two_sites_racing_for_a_slot_one_runs_and_the_other_skips(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    job, slot = _job(), "2026-11-21T10:05:00Z"
+    barrier = threading.Barrier(2)
+    claims: dict[str, Claim] = {}
+
+    def claim(s: Opened) -> None:
+        barrier.wait(30)
+        claims[s.site] = s.backbone.claim_job(job, slot, LEASE_MS)
+
+    threads = [threading.Thread(target=claim, args=(s,)) for s in (laptop, vm)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(claims.values()) == sorted([Claim.TAKE, Claim.SKIP])
+    (holder,) = [s for s in (laptop, vm) if claims[s.site] is Claim.TAKE]
+    other = vm if holder is laptop else laptop
+    assert holder.backbone.claim_job(job, slot, LEASE_MS) is Claim.KEEP  # a retry, a restart in the slot
+    assert other.backbone.claim_job(job, slot, LEASE_MS) is Claim.SKIP
+    (running,) = laptop.backbone.job_runs(job)
+    assert (running.site, running.slot, running.outcome, running.ended_at) == (holder.site, slot, "running", None)
+    holder.backbone.finish_job(job, slot, "ok", "3 agents went offline")
+    (done,) = vm.backbone.job_runs(job)
+    assert (done.site, done.outcome, done.summary) == (holder.site, "ok", "3 agents went offline")
+    assert done.ended_at is not None
+    assert done.started_at <= done.ended_at
+
+
+def test_an_expired_holder_is_taken_over_once_and_its_run_abandoned(open_site: OpenSite) -> None:
+    laptop, vm, box = open_site("laptop"), open_site("vm"), open_site("box")
+    job, slot = _job(), "2026-11-21T06:00:00Z"
+    assert laptop.backbone.claim_job(job, slot, 0) is Claim.TAKE  # a lease that expires at once
+    time.sleep(0.005)  # the backbones' clocks count milliseconds
+    assert vm.backbone.claim_job(job, slot, LEASE_MS) is Claim.TAKE_OVER
+    assert box.backbone.claim_job(job, slot, LEASE_MS) is Claim.SKIP  # taken over once
+    assert laptop.backbone.claim_job(job, slot, LEASE_MS) is Claim.SKIP
+    runs = {r.site: r for r in box.backbone.job_runs(job)}
+    assert (runs[vm.site].outcome, runs[laptop.site].outcome) == ("running", "abandoned")
+    assert runs[laptop.site].ended_at == runs[vm.site].started_at
+    vm.backbone.finish_job(job, slot, "ok", "done")
+    assert [(r.site, r.outcome) for r in laptop.backbone.job_runs(job)] == [
+        (vm.site, "ok"),
+        (laptop.site, "abandoned"),
+    ]
+
+
+def test_a_finished_slot_is_never_run_again(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    job, slot = _job(), "2026-11-22T03:00:00Z"
+    assert laptop.backbone.claim_job(job, slot, 0) is Claim.TAKE
+    laptop.backbone.finish_job(job, slot, "failed", "OSError: disk full")  # whatever the outcome
+    time.sleep(0.005)
+    assert vm.backbone.claim_job(job, slot, LEASE_MS) is Claim.SKIP  # though the lease has expired
+    assert laptop.backbone.claim_job(job, slot, LEASE_MS) is Claim.SKIP
+    assert laptop.backbone.claim_job(job, "2026-11-29T03:00:00Z", LEASE_MS) is Claim.TAKE  # the next slot
+    assert [(r.slot, r.outcome, r.summary) for r in vm.backbone.job_runs(job)] == [
+        ("2026-11-29T03:00:00Z", "running", ""),
+        (slot, "failed", "OSError: disk full"),
+    ]
+    with pytest.raises(BackboneRejected):
+        laptop.backbone.finish_job(job, slot, "running", "not an end")
+
+
+def test_runs_are_listed_newest_first_with_who_ran_them(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    index, other = _job(), _job()
+    laptop.backbone.record_run(index, "s1", "ok", "caught up", 1_000, 2_000)
+    vm.backbone.record_run(index, "s1", "failed", "StoreUnavailable: refused", 3_000, 4_000)
+    laptop.backbone.record_run(index, "s2", "ok", "caught up", 5_000, 6_000)
+    vm.backbone.record_run(other, "s1", "ok", "", 7_000, 8_000)
+    assert [(r.site, r.slot, r.outcome, r.started_at, r.ended_at) for r in vm.backbone.job_runs(index)] == [
+        (laptop.site, "s2", "ok", 5_000, 6_000),
+        (vm.site, "s1", "failed", 3_000, 4_000),
+        (laptop.site, "s1", "ok", 1_000, 2_000),
+    ]
+    assert [r.slot for r in laptop.backbone.job_runs(index, limit=2)] == ["s2", "s1"]
+    everything = [r for r in laptop.backbone.job_runs(None, 500) if r.job in (index, other)]
+    assert [(r.job, r.started_at) for r in everything] == [(other, 7_000)] + [(index, t) for t in (5_000, 3_000, 1_000)]
+
+
+def _beat(**changes: Any) -> SiteBeat:
+    values: dict[str, Any] = {
+        "version": "0.1.0",
+        "host": "laptop.lan",
+        "pid": 4242,
+        "lag_s": 1.5,
+        "backlog": 3,
+        "index_state": "ready",
+        "quarantined": 2,
+        "conflicts": 1,
+    }
+    return SiteBeat(**{**values, **changes})
+
+
+def _sites(s: Opened) -> dict[str, SiteState]:
+    return {state.site: state for state in s.backbone.sites() if s.ours(state.site)}
+
+
+def test_site_heartbeats_the_fleet_view_and_staleness(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    before = _now_ms()
+    laptop.backbone.heartbeat_site(_beat())
+    vm.backbone.push([item(7)], cursor=7)
+    fleet = _sites(vm)
+    assert set(fleet) == {laptop.site, vm.site}
+    mine = fleet[laptop.site]
+    assert mine.last_heartbeat is not None
+    assert before <= mine.last_heartbeat <= _now_ms()
+    assert (mine.online, mine.version, mine.host, mine.pid, mine.lag_s, mine.backlog, mine.index_state) == (
+        True,
+        "0.1.0",
+        "laptop.lan",
+        4242,
+        1.5,
+        3,
+        "ready",
+    )
+    assert (mine.quarantined, mine.conflicts, mine.cursor, mine.last_sync_at, mine.health) == (2, 1, None, None, None)
+    cursor = vm.backbone.site_cursor()
+    assert cursor is not None
+    synced = fleet[vm.site]  # a site that synced but never beat: known, not online
+    assert (synced.online, synced.last_heartbeat, synced.cursor, synced.last_sync_at) == (
+        False,
+        None,
+        7,
+        cursor.last_synced_at,
+    )
+    assert (synced.quarantined, synced.conflicts) == (0, 0)
+
+    laptop.backbone.heartbeat("coder", "claude-code", "cli", 5_000)
+    laptop.backbone.heartbeat("coder", "claude-code")  # a hook's beat: keeps what the episodes told
+    laptop.backbone.heartbeat("coder", "claude-code", None, 4_000)  # never goes back
+    vm.backbone.heartbeat("planner", "agentic-flow")
+    (coder,) = laptop.backbone.agents()
+    assert (coder.site, coder.agent_name, coder.interface, coder.last_episode_at) == (
+        laptop.site,
+        "coder",
+        "cli",
+        5_000,
+    )
+    everyone = [a for a in vm.backbone.agents(all_sites=True) if laptop.ours(a.site)]
+    assert [(a.site, a.agent_name, a.status) for a in everyone] == [
+        (laptop.site, "coder", "online"),
+        (vm.site, "planner", "online"),
+    ]
+    assert [a.agent_name for a in vm.backbone.agents()] == ["planner"]
+
+    assert laptop.sweeps.mark_stale(_now_ms() + 60_000, STALE_AFTER_MS) == 0
+    assert laptop.sweeps.mark_stale(_now_ms() + STALE_AFTER_MS + 1_000, STALE_AFTER_MS) == 3  # two agents, a site
+    assert _sites(vm)[laptop.site].online is False
+    assert {a.status for a in vm.backbone.agents(all_sites=True) if laptop.ours(a.site)} == {"offline"}
+    laptop.backbone.heartbeat_site(_beat(quarantined=0))
+    again = _sites(laptop)[laptop.site]
+    assert (again.online, again.quarantined) == (True, 0)
+
+
+def test_approvals_expire_by_category_and_a_zero_minute_category_is_approved_at_once(open_site: OpenSite) -> None:
+    laptop = open_site("laptop")
+    far = _now_ms() + 86_400_000
+
+    def create(category: str, timeout_ms: int | None = None) -> str:
+        return laptop.backbone.create_approval(
+            agent_name="coder",
+            action_type=category,
+            priority="normal",
+            reviewers=[],
+            expires_at=far,
+            timeout_ms=timeout_ms,
+        )
+
+    research = create("research")  # 0 minutes in the design's table
+    chosen = create("deploy", timeout_ms=0)  # 0 under the caller's policy
+    message, destructive, other = create("send_message"), create("destructive"), create("deploy")
+    by_id = {a.approval_id: a for a in laptop.backbone.approvals()}
+    for approval_id in (research, chosen):
+        assert (by_id[approval_id].status, by_id[approval_id].resolved_by) == ("approved", "policy")
+    assert {by_id[i].status for i in (message, destructive, other)} == {"pending"}
+
+    minute = 60_000
+    timeouts = {"send_message": 60 * minute, "destructive": 30 * minute}
+    now = _now_ms()
+    expired = laptop.sweeps.expire_approvals
+    assert expired(now + 29 * minute, timeouts, 45 * minute) == 0
+    assert expired(now + 30 * minute + 1_000, timeouts, 45 * minute) == 1
+    assert [a.approval_id for a in laptop.backbone.approvals("expired")] == [destructive]
+    assert expired(now + 45 * minute + 1_000, timeouts, 45 * minute) == 1  # not in the table: the default
+    assert expired(now + 60 * minute + 1_000, timeouts, 45 * minute) == 1
+    assert sorted(a.approval_id for a in laptop.backbone.approvals("expired")) == sorted([destructive, other, message])
+    assert expired(now + 600 * minute, timeouts, 45 * minute) == 0
+    with pytest.raises(BackboneConflict):
+        laptop.backbone.resolve_approval(message, "approved", "alice")
+
+
+def test_sync_health_goes_down_after_silence_and_up_again_after_a_sync(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    silent_after = 1_000  # ms: generous, so that a slow machine's calls stay inside it
+    laptop.backbone.push([item(1)], cursor=1)
+    vm.backbone.push([item(1)], cursor=1)
+    start = _now_ms()
+    assert laptop.sweeps.sync_health(_now_ms(), silent_after) == []  # first judged healthy: no news
+    time.sleep(1.2)
+    went_down = laptop.sweeps.sync_health(_now_ms(), silent_after)
+    assert [(t.site, t.state) for t in went_down] == [(laptop.site, "down"), (vm.site, "down")]
+    assert all(t.silent_for_s >= 1.0 for t in went_down)
+    assert laptop.sweeps.sync_health(_now_ms(), silent_after) == []  # unchanged: nothing
+    laptop.backbone.push([item(2)], cursor=2)
+    (came_back,) = laptop.sweeps.sync_health(_now_ms(), silent_after)
+    assert (came_back.site, came_back.state) == (laptop.site, "up")
+    assert came_back.silent_for_s < 1.0
+    seen = [(t.site, t.state) for t in vm.backbone.health_transitions(start) if laptop.ours(t.site)]
+    assert seen == [(laptop.site, "down"), (vm.site, "down"), (laptop.site, "up")]
+    assert [t for t in vm.backbone.health_transitions(came_back.at + 1) if laptop.ours(t.site)] == []
+    fleet = _sites(laptop)
+    assert (fleet[laptop.site].health, fleet[vm.site].health) == ("up", "down")
+
+
+def test_the_digest_figures_on_a_known_set_of_episodes(open_site: OpenSite) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    now = _now_ms()
+    day = datetime.fromtimestamp(now / 1000, UTC).strftime("%Y-%m-%d")
+    midnight = int(datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp())  # seconds
+
+    def at(minute: int) -> int:
+        return midnight + minute * 60
+
+    laptop.backbone.push(
+        [
+            item(1, at=at(1), task="fix", tags=("py", "bug"), success=True, reward=1.0),
+            item(2, at=at(2), task="fix", tags=("py",), success=False, reward=0.0),
+            item(3, at=at(3), task="test", tags=("py", "py"), success=True, reward=None),
+            item(4, at=at(4), task="plan", tags=(), success=True, reward=0.25, agent=None),
+            item(5, at=at(-1), task="the day before"),
+            item(6, at=at(24 * 60), task="the day after"),
+        ],
+        cursor=6,
+    )
+    vm.backbone.push([item(1, at=at(5), task="plan", tags=("ops",), success=False, reward=0.5, agent="planner")], 1)
+    laptop.backbone.heartbeat_site(_beat(quarantined=3, conflicts=2))
+    laptop.sweeps.sync_health(_now_ms(), 3_600_000)  # both judged "up"
+    for category in ("digest-waits", "digest-quick"):
+        laptop.backbone.create_approval(
+            agent_name="coder", action_type=category, priority="low", reviewers=[], expires_at=now + 86_400_000
+        )
+    laptop.sweeps.expire_approvals(_now_ms() + 5, {"digest-quick": 1}, 3_600_000)
+
+    built = laptop.sweeps.build_digest(day, now)
+    since = midnight * 1000
+    assert {k: built[k] for k in ("day", "since", "until", "builtAt", "truncated")} == {
+        "day": day,
+        "since": since,
+        "until": since + 86_400_000,
+        "builtAt": now,
+        "truncated": False,
+    }
+    entries = {e["site"]: e for e in built["sites"] if laptop.ours(e["site"])}
+    laptop_cursor, vm_cursor = laptop.backbone.site_cursor(), vm.backbone.site_cursor()
+    assert laptop_cursor is not None
+    assert vm_cursor is not None
+    assert entries == {
+        laptop.site: {
+            "site": laptop.site,
+            "episodes": 4,
+            "successRate": 0.75,
+            "meanReward": 1.25 / 3,
+            "topTasks": ["fix", "plan", "test"],
+            "topTags": ["py", "bug"],
+            "agents": [
+                {
+                    "agent": "coder",
+                    "episodes": 3,
+                    "successRate": 2 / 3,
+                    "meanReward": 0.5,
+                    "topTasks": ["fix", "test"],
+                    "topTags": ["py", "bug"],
+                },
+                {
+                    "agent": "unknown",
+                    "episodes": 1,
+                    "successRate": 1.0,
+                    "meanReward": 0.25,
+                    "topTasks": ["plan"],
+                    "topTags": [],
+                },
+            ],
+            "health": "up",
+            "lastSyncAt": laptop_cursor.last_synced_at,
+            "quarantined": 3,
+            "conflicts": 2,
+            "approvals": {"pending": 1, "expired": 1},
+        },
+        vm.site: {
+            "site": vm.site,
+            "episodes": 1,
+            "successRate": 0.0,
+            "meanReward": 0.5,
+            "topTasks": ["plan"],
+            "topTags": ["ops"],
+            "agents": [
+                {
+                    "agent": "planner",
+                    "episodes": 1,
+                    "successRate": 0.0,
+                    "meanReward": 0.5,
+                    "topTasks": ["plan"],
+                    "topTags": ["ops"],
+                }
+            ],
+            "health": "up",
+            "lastSyncAt": vm_cursor.last_synced_at,
+            "quarantined": 0,
+            "conflicts": 0,
+            "approvals": {"pending": 0, "expired": 0},
+        },
+    }
+    assert vm.backbone.digest(day) == built  # stored, and any site reads it
+    rebuilt = laptop.sweeps.build_digest(day, now + 1)  # building again replaces it
+    assert laptop.backbone.digest(day) == rebuilt
+    assert rebuilt["builtAt"] == now + 1
+    assert laptop.backbone.digest("1999-01-01") is None
+    with pytest.raises(BackboneRejected):
+        laptop.backbone.digest("yesterday")
+
+
+def test_archiving_marks_old_episodes_which_stay_exported_and_in_the_feed(open_site: OpenSite) -> None:
+    laptop = open_site("laptop")
+    start = _feed_end(laptop.backbone)
+    # ts in 1970: older than anything another test pushes into a shared Convex.
+    laptop.backbone.push([item(i, at=1_000 + i) for i in (1, 2, 3)] + [item(4)], cursor=4)
+    cutoff = (1_000 + 3) * 1000  # episodes 1 and 2 are older
+    assert laptop.sweeps.archive_older_than(cutoff, 1) == 1
+    assert laptop.sweeps.archive_older_than(cutoff, 10) == 1
+    assert laptop.sweeps.archive_older_than(cutoff, 10) == 0
+    exported = {e["sourceId"]: e for e in laptop.backbone.episodes(laptop.site)}
+    assert set(exported) == {"1", "2", "3", "4"}
+    for key in ("1", "2"):
+        assert tuple(exported[key]) == (*EXPORT_FIELDS, "archived")
+        assert exported[key]["archived"] is True
+    for key in ("3", "4"):
+        assert tuple(exported[key]) == EXPORT_FIELDS
+    feed = {c.source_id: c.episode for c in _feed(laptop.backbone, start) if c.site == laptop.site}
+    assert {k: (e or {}).get("archived", False) for k, e in feed.items()} == {
+        "1": True,
+        "2": True,
+        "3": False,
+        "4": False,
+    }

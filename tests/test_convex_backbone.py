@@ -14,7 +14,7 @@ import pytest
 from conftest import memsync, write_config
 from convex_fixtures import LocalConvex
 
-from sync.backbone.base import PointRecord, PushItem
+from sync.backbone.base import PointRecord, PushItem, SiteBeat
 from sync.backbone.convex import MAX_PAGE, ConvexBackbone, classify
 from sync.episode import Attribution, Episode, convert
 from sync.errors import (
@@ -80,6 +80,33 @@ def test_a_rate_limit_is_transient_and_carries_retry_after(canned: type[_Canned]
     with pytest.raises(BackboneUnavailable, match="HTTP 429") as raised:
         client.ping()
     assert getattr(raised.value, "retry_after", None) == 7.0
+    client.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "kind", "retry_after"),
+    [
+        (503, {"Retry-After": "2.5"}, BackboneUnavailable, 2.5),
+        (502, {}, BackboneUnavailable, None),
+        (408, {}, BackboneUnavailable, None),
+        (429, {"Retry-After": "Thu, 01 Jan 1970 00:00:00 GMT"}, BackboneUnavailable, 0.0),  # a date in the past
+        (429, {"Retry-After": "inf"}, BackboneUnavailable, None),  # never "wait forever"
+        (401, {}, BackboneAuthError, None),
+        (403, {}, BackboneAuthError, None),
+        (400, {}, ConfigError, None),
+        (405, {}, ConfigError, None),
+    ],
+)
+def test_http_statuses_mean_what_the_one_policy_says(
+    canned: type[_Canned], status: int, headers: dict[str, str], kind: type[MemsyncError], retry_after: float | None
+) -> None:
+    """sync/http.py decides for every service memsync calls; the Convex client maps its verdict."""
+    canned.status, canned.body, canned.headers_out = status, b"no", headers
+    client = ConvexBackbone(canned.url, "laptop", "s3cret-abcdef")  # type: ignore[attr-defined]
+    with pytest.raises(kind, match=f"HTTP {status}") as raised:
+        client.ping()
+    assert type(raised.value) is kind
+    assert getattr(raised.value, "retry_after", None) == retry_after
     client.close()
 
 
@@ -207,3 +234,26 @@ def test_the_feed_and_points_need_the_secret(local_convex: LocalConvex, request:
         wrong.changes(0, 10)
     with pytest.raises(BackboneAuthError):
         wrong.record_point_ids([PointRecord("points-b", "1", "p", "h")])
+
+
+def test_the_coordination_calls_travel_as_the_functions_expect(local_convex: LocalConvex) -> None:
+    """Optional arguments left out stay out (Convex refuses null for an optional argument), and
+    every answer comes back typed: the conformance suite checks the behaviour, this the wiring."""
+    client = ConvexBackbone(local_convex.url, "wire-a", local_convex.register_site("wire-a"))
+    try:
+        client.heartbeat("coder", "claude-code")  # no interface, no last episode
+        client.heartbeat("coder", "claude-code", "cli", 1_700_000_000_123)
+        (coder,) = client.agents()
+        assert (coder.interface, coder.last_episode_at, coder.site) == ("cli", 1_700_000_000_123, "wire-a")
+        client.heartbeat_site(SiteBeat("0.1.0", "h", 7, None, None, None, 0, 0))
+        (me,) = [s for s in client.sites() if s.site == "wire-a"]
+        assert (me.online, me.pid, me.lag_s, me.backlog, me.index_state, me.cursor) == (True, 7, None, None, None, None)
+        approval = client.create_approval(
+            agent_name="coder", action_type="deploy", priority="low", reviewers=[], expires_at=2**52
+        )
+        assert [a.status for a in client.approvals() if a.approval_id == approval] == ["pending"]
+        assert client.job_runs("no-such-job") == []
+        assert client.digest("2001-01-01") is None
+        assert [t for t in client.health_transitions(0) if t.site == "wire-a"] == []
+    finally:
+        client.close()

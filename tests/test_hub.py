@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from sync.backbone.base import Outcome, PushItem, SourceRecord
+from sync.backbone.base import Outcome, PushItem, SiteBeat, SourceRecord
 from sync.backbone.hub import HubBackbone
+from sync.backbone.hub.connection import classify
 from sync.episode import EXPORT_FIELDS, canonical_json
-from sync.errors import BackboneUnavailable
+from sync.errors import BackboneBroken, BackboneUnavailable, MemsyncError, PathProblem
+from sync.leases import Claim
 
 
 def item(source_id: str, identity: str = "id", content: str = "c1", **fields: Any) -> PushItem:
@@ -103,10 +105,60 @@ def test_export_has_the_documented_fields_in_order(hub: HubBackbone) -> None:
     assert exported["metadata"] == {"k": 1}
 
 
-def test_an_unreachable_hub_is_a_transient_error(tmp_path: Path) -> None:
-    (tmp_path / "hub.db").mkdir()  # a directory where the file should be
-    with pytest.raises(BackboneUnavailable, match="cannot open the embedded hub"):
+def _sqlite_error(kind: type[sqlite3.Error], message: str, code: int | None) -> sqlite3.Error:
+    error = kind(message)
+    if code is not None:
+        error.sqlite_errorcode = code  # what sqlite3 sets on the errors it raises
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "says"),
+    [
+        (_sqlite_error(sqlite3.DatabaseError, "file is not a database", 26), BackboneBroken, "is damaged"),
+        (_sqlite_error(sqlite3.DatabaseError, "file is not a database", None), BackboneBroken, "backup"),
+        (_sqlite_error(sqlite3.DatabaseError, "database disk image is malformed", 11), BackboneBroken, "damaged"),
+        (_sqlite_error(sqlite3.DatabaseError, "database disk image is malformed", None), BackboneBroken, "damaged"),
+        (_sqlite_error(sqlite3.OperationalError, "attempt to write a readonly database", 8), PathProblem, "write"),
+        (_sqlite_error(sqlite3.OperationalError, "attempt to write a readonly database", None), PathProblem, "write"),
+        (_sqlite_error(sqlite3.OperationalError, "database is locked", 5), BackboneUnavailable, "locked"),
+        (_sqlite_error(sqlite3.OperationalError, "disk I/O error", 10), BackboneUnavailable, "I/O"),
+        (_sqlite_error(sqlite3.OperationalError, "database or disk is full", 13), BackboneUnavailable, "full"),
+        # unable to open, with the folder writable: a passing problem (descriptors, a remount)
+        (_sqlite_error(sqlite3.OperationalError, "unable to open database file", 14), BackboneUnavailable, "open"),
+    ],
+)
+def test_sqlite_errors_are_classified_once(
+    error: sqlite3.Error, kind: type[MemsyncError], says: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "hub.db"
+    classified = classify(error, path)
+    assert type(classified) is kind
+    assert says in str(classified)
+    assert str(path) in str(classified)
+
+
+def test_a_hub_it_cannot_create_or_open_is_a_path_problem(tmp_path: Path) -> None:
+    cannot_open = _sqlite_error(sqlite3.OperationalError, "unable to open database file", 14)
+    (tmp_path / "hub.db").mkdir()  # a folder where the file should be
+    with pytest.raises(PathProblem, match="is a folder"):
         HubBackbone(tmp_path / "hub.db", "laptop")
+    assert isinstance(classify(cannot_open, tmp_path / "hub.db"), PathProblem)
+    # A folder it cannot write (root may write anywhere, so this one cannot exist at all).
+    unwritable = Path("/proc/1/memsync-hub/hub.db")
+    problem = classify(cannot_open, unwritable)
+    assert isinstance(problem, PathProblem)
+    assert "write access to the folder" in str(problem)
+    assert isinstance(classify(PermissionError(13, "Permission denied"), unwritable), PathProblem)
+
+
+def test_a_corrupt_hub_file_is_a_permanent_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "hub.db"
+    path.write_bytes(b"this is not SQLite, " * 1000)
+    with pytest.raises(BackboneBroken, match=f"the embedded hub {path} is damaged") as raised:
+        HubBackbone(path, "laptop")
+    assert "restore it from a backup" in str(raised.value)
+    assert not isinstance(raised.value, BackboneUnavailable)  # never retried
 
 
 def _push_many(path: str, site: str, count: int) -> None:
@@ -177,10 +229,10 @@ def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
     hub = HubBackbone(path, "laptop")  # reopening does not migrate twice
     try:
         assert [c.seq for c in hub.changes(0, 10)] == [7, 9, 10, 11]
-        assert hub.source_of() is None  # and on through version 3 to 4
+        assert hub.source_of() is None  # and on through version 3 to 4, and 5
     finally:
         hub.close()
-    assert _schema_version(path) == "4"
+    assert _schema_version(path) == "5"
 
 
 def _schema_version(path: Path) -> str:
@@ -205,7 +257,7 @@ def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "4"
+        assert _schema_version(path) == "5"
         assert hub.source_of() is None
         assert hub.set_source(SourceRecord("i-1", "m-1", "laptop.lan", "/a.db"), expected=None) is True
         assert [e["sourceId"] for e in hub.episodes()] == ["1"]
@@ -220,4 +272,88 @@ def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
         assert found.instance == "i-1"
     finally:
         hub.close()
-    assert _schema_version(path) == "4"
+    assert _schema_version(path) == "5"
+
+
+# Version 4 was today's schema without the fleet: no registry of sites, leases (job_claims instead),
+# runs, health or digests; agents without interface and last episode; episodes without archived.
+_TO_VERSION_4 = """
+DROP INDEX episodes_by_archived_ts;
+ALTER TABLE episodes DROP COLUMN archived;
+ALTER TABLE agents DROP COLUMN interface;
+ALTER TABLE agents DROP COLUMN last_episode_at;
+DROP INDEX approvals_by_status_resolved;
+DROP TABLE site_states; DROP TABLE job_leases; DROP TABLE job_runs; DROP TABLE health_states;
+DROP TABLE health_transitions; DROP TABLE digests;
+CREATE TABLE job_claims (job TEXT NOT NULL, slot TEXT NOT NULL, claimant TEXT NOT NULL,
+  claimed_at INTEGER NOT NULL, PRIMARY KEY (job, slot));
+INSERT INTO job_claims VALUES ('daily-digest', '2026-11-21T06:00', 'vm', 1);
+INSERT INTO agents VALUES ('laptop', 'coder', 'claude-code', 'online', 1000);
+UPDATE schema_info SET value = '4' WHERE key = 'version';
+"""
+
+
+def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
+    """Hubs written before the fleet: its tables and columns are added, everything else is kept;
+    the old job claims go (a slot's lease replaced "first claimant owns it forever")."""
+    path = tmp_path / "hub.db"
+    hub = HubBackbone(path, "laptop")
+    hub.push([item("1"), item("2")], cursor=2)
+    hub.close()
+    conn = sqlite3.connect(path)
+    conn.executescript(_TO_VERSION_4)
+    conn.close()
+    hub = HubBackbone(path, "laptop")
+    try:
+        assert _schema_version(path) == "5"
+        (coder,) = hub.agents()
+        assert (coder.agent_name, coder.site, coder.interface, coder.last_episode_at) == ("coder", "laptop", None, None)
+        hub.heartbeat("coder", "claude-code", "cli", 1500)
+        assert hub.agents()[0].interface == "cli"
+        exported = list(hub.episodes())
+        assert [tuple(e) for e in exported] == [EXPORT_FIELDS, EXPORT_FIELDS]  # none archived
+        assert hub.claim_job("daily-digest", "2026-11-21T06:00", 60_000) is Claim.TAKE
+        hub.heartbeat_site(SiteBeat("0.1.0", "laptop.lan", 1, None, None, None, 0, 0))
+        assert [s.site for s in hub.sites()] == ["laptop"]
+        assert hub.archive_older_than(1001, 10) == 2  # item()'s ts is 1000
+        assert [(c.seq, c.source_id) for c in hub.changes(0, 10)] == [(1, "1"), (2, "2")]  # not a change
+    finally:
+        hub.close()
+    conn = sqlite3.connect(path)
+    try:
+        assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'job_claims'").fetchall()
+    finally:
+        conn.close()
+    hub = HubBackbone(path, "laptop")  # reopening keeps everything and the version
+    try:
+        assert [e.get("archived") for e in hub.episodes()] == [True, True]
+        assert hub.agents()[0].interface == "cli"
+        assert hub.job_runs("daily-digest")[0].outcome == "running"
+    finally:
+        hub.close()
+    assert _schema_version(path) == "5"
+
+
+def test_a_version_2_hub_without_registry_tables_migrates_to_5(tmp_path: Path) -> None:
+    """A hub so old it has no agents table: the migration adds columns only to tables that exist,
+    and the schema creates the rest whole."""
+    path = tmp_path / "hub.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """CREATE TABLE episodes (id INTEGER PRIMARY KEY, source_site TEXT NOT NULL, source_id TEXT NOT NULL,
+             identity_hash TEXT NOT NULL, content_hash TEXT NOT NULL, body TEXT NOT NULL, ts INTEGER,
+             created_at INTEGER, synced_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+             UNIQUE (source_site, source_id));
+           CREATE TABLE tombstones (source_site TEXT NOT NULL, source_id TEXT NOT NULL, deleted_at INTEGER NOT NULL,
+             PRIMARY KEY (source_site, source_id));
+           CREATE TABLE schema_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+           INSERT INTO schema_info VALUES ('version', '2');"""
+    )
+    conn.close()
+    hub = HubBackbone(path, "laptop")
+    try:
+        hub.heartbeat("coder", "claude-code", "ide", 5)
+        assert hub.agents()[0].interface == "ide"
+        assert _schema_version(path) == "5"
+    finally:
+        hub.close()

@@ -1,7 +1,7 @@
 import type { Doc } from "../_generated/dataModel";
 import { metadataOut } from "./metadata";
 
-/** An episode as clients read it: the export fields of sync/episode.py, in that order. */
+/** An episode as clients read it: the export fields of sync/episode.py, in that order (and `archived`). */
 export function exportEpisode(doc: Doc<"episodes">) {
   return {
     sourceSite: doc.sourceSite,
@@ -27,5 +27,7 @@ export function exportEpisode(doc: Doc<"episodes">) {
     llmModel: doc.llmModel,
     contentHash: doc.contentHash,
     syncedAt: doc.syncedAt,
+    // After the documented fields and only when true, as the hub's export has it.
+    ...(doc.archived ? { archived: true as const } : {}),
   };
 }

@@ -58,6 +58,7 @@ export const exportedEpisode = v.object({
   metadataJson: v.optional(v.string()),
   contentHash: v.string(),
   syncedAt: v.number(),
+  archived: v.optional(v.literal(true)), // only on an archived episode, as the hub exports it
 });
 
 export const approvalStatus = v.union(
@@ -76,6 +77,10 @@ export const taskStatus = v.union(
   v.literal("cancelled"),
 );
 export const agentStatus = v.union(v.literal("online"), v.literal("offline"));
+export const healthState = v.union(v.literal("up"), v.literal("down"));
+export const jobOutcome = v.union(v.literal("running"), v.literal("ok"), v.literal("failed"), v.literal("abandoned"));
+/** How a run ends (jobs:finishJob, jobs:recordRun). */
+export const endedOutcome = v.union(v.literal("ok"), v.literal("failed"));
 
 /** Whole, non-negative numbers that JSON carries exactly (the cursor, limits). */
 export function isCount(value: number): boolean {

@@ -97,7 +97,11 @@ def list_main(args: argparse.Namespace) -> int:
     table = Table("job", "schedule", "runs on", "last run", "next (UTC)")
     for row in rows:
         last = row["last"]
-        shown = "never" if last is None else f"{last['outcome']} by {last['site']} at {last['startedAt']}: {last['summary']}"
+        shown = (
+            "never"
+            if last is None
+            else f"{last['outcome']} by {last['site']} at {last['startedAt']}: {last['summary']}"
+        )
         table.add_row(row["job"], row["schedule"], row["where"], shown, row["next"] or "disabled")
     console().print(table)
     failed = [r for r in rows if r["last"] is not None and r["last"]["outcome"] == "failed"]
@@ -145,7 +149,11 @@ def digest_main(args: argparse.Namespace) -> int:
         finally:
             backbone.close()
         if digest is None:
-            fail(f"no digest for {day} yet: the daily-digest job stores one at 06:00 UTC (`memsync jobs run daily-digest`)", 1)
+            fail(
+                f"no digest for {day} yet: the daily-digest job stores one at 06:00 UTC "
+                "(`memsync jobs run daily-digest`)",
+                1,
+            )
     if args.as_json:
         sys.stdout.write(json.dumps(digest, indent=2) + "\n")
         return 0
@@ -162,7 +170,8 @@ def digest_main(args: argparse.Namespace) -> int:
             f"{site.get('conflicts', 0)} conflicts"
         )
         for agent in site.get("agents", []):
-            out.print(f"  {agent['agent']}: {agent.get('episodes', 0)} episodes, top tasks: {', '.join(agent.get('topTasks', [])[:3])}")
+            tasks = ", ".join(agent.get("topTasks", [])[:3])
+            out.print(f"  {agent['agent']}: {agent.get('episodes', 0)} episodes, top tasks: {tasks}")
     approvals = digest.get("approvals") or {}
     out.print(f"approvals: {approvals.get('pending', 0)} pending, {approvals.get('expired', 0)} expired")
     return 0

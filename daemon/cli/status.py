@@ -18,9 +18,7 @@ def register(commands: Commands) -> None:
     )
     add_config(parser)
     add_json(parser)
-    parser.add_argument(
-        "--fleet", action="store_true", help="every site and agent in the backbone, not only this site"
-    )
+    parser.add_argument("--fleet", action="store_true", help="every site and agent in the backbone, not only this site")
     parser.set_defaults(run=main)
 
 

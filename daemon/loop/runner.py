@@ -20,6 +20,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -30,17 +31,42 @@ from daemon.loop.changes import ChangeWaker
 from daemon.loop.lock import SiteLock
 from daemon.loop.notify import Notifier
 from daemon.paths import check_site
-from daemon.site import Site, open_backbone
+from daemon.site import Site, open_backbone, sweeps_of
 from daemon.warm.host import WarmHost
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
 from sync.errors import ConfigError, Interrupted, SnapshotNotReady, SourceConflict, SourceUnavailable
 from sync.memory import release_free_memory, reuse_large_buffers
+from sync.pacing import Backoff, run_periodically
 from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
 from sync.source import describe, still_ours
 
 log = structlog.get_logger("memsync.daemon")
+
+
+@dataclass
+class _LoopState:
+    last_pass: float
+    checked: float  # when the site's source was last checked
+    pending: bool = True  # always one pass at start: catch up on whatever arrived while we were down
+    released: bool = False  # the snapshots' buffers were handed back since the last pass
+
+
+class PassFailed(Exception):
+    """A pass failed and was reported: the loop backs off before the next."""
+
+
+class Closing:
+    """Things to stop, in order, on the way out."""
+
+    def __init__(self, *steps: Callable[[], None]) -> None:
+        self._steps = steps
+
+    def stop(self) -> None:
+        for step in self._steps:
+            step()
+
 
 MAX_BACKOFF = 30.0
 # After this long without a pass the writer has gone quiet: hand the snapshots' buffers back.
@@ -105,17 +131,41 @@ class Daemon:
                 )
                 warm = self._start_warm(backbone)
                 waker = ChangeWaker(self._watched(warm)).start()
+                scheduler = self._start_scheduler(warm is not None)
                 self.notify.ready(f"syncing {self.settings.agentdb.path} to {backbone.description}")
                 try:
                     self._loop(site)
                 finally:
                     self.notify.stopping()
+                    if scheduler is not None:
+                        scheduler.stop()
                     waker.stop()
                     if warm is not None:
                         warm.close()
                     site.sidecar.set_many({"daemon_stopped_at": time.time()})
                 log.info("stopped", site=self.settings.site.name)
         return 0
+
+    def _start_scheduler(self, indexing: bool) -> Closing | None:
+        """The periodic jobs and the registry heartbeat (``daemon/schedule``), on a backbone client of
+        their own. Imported here: APScheduler is only the daemon's."""
+        if not self.settings.jobs.enabled:
+            return None
+        from daemon.schedule.beats import heartbeat
+        from daemon.schedule.worker import Scheduler, index_catch_up
+
+        backbone = self._open_backbone()
+        if backbone is None:
+            return None
+        catch_up = (lambda: index_catch_up(self.settings)) if indexing else None
+        scheduler = Scheduler(
+            self.settings,
+            backbone,
+            sweeps_of(backbone),
+            heartbeat=lambda: heartbeat(self.settings, backbone),
+            index_catch_up=catch_up,
+        ).start()
+        return Closing(scheduler.stop, backbone.close)
 
     def _start_warm(self, backbone: Backbone) -> WarmHost | None:
         """The control socket, and the warm layer's worker process whenever there is work for it
@@ -160,29 +210,41 @@ class Daemon:
             self.stop.wait(left if ping_in is None else min(left, max(ping_in, 0.05)))
 
     def _loop(self, site: Site) -> None:
-        pending = True  # always one pass at start: catch up on whatever arrived while we were down
-        failures = 0
+        """The one periodic loop (``sync.pacing``): a pass when something changed, then wait for a
+        change or the poll; a failing pass backs off poll x 2, x 4 ... up to MAX_BACKOFF. What only
+        a person can fix (a ConfigError) ends it."""
         poll = self.settings.agentdb.poll_interval
-        last_pass, released = time.monotonic(), False
-        source_checked = time.monotonic()
-        while not self.stop.is_set():
+        state = _LoopState(last_pass=time.monotonic(), checked=time.monotonic())
+
+        def step() -> float:
             self.notify.alive()
             asked = self.asked.is_set()
             self.asked.clear()
-            if asked or pending or site.reader.has_changed() or site.engine.recheck_due():
-                pending, ok = self._pass(site)
-                failures = 0 if ok else failures + 1
-                last_pass, released = time.monotonic(), False
-            elif not released and time.monotonic() - last_pass >= RELEASE_MEMORY_AFTER:
+            if asked or state.pending or site.reader.has_changed() or site.engine.recheck_due():
+                state.pending, ok = self._pass(site)
+                state.last_pass, state.released = time.monotonic(), False
+                if not ok:
+                    raise PassFailed  # reported by _pass; the loop backs off
+            elif not state.released and time.monotonic() - state.last_pass >= RELEASE_MEMORY_AFTER:
                 release_free_memory()
-                released = True
-            if time.monotonic() - source_checked >= SOURCE_CHECK_INTERVAL:
+                state.released = True
+            if time.monotonic() - state.checked >= SOURCE_CHECK_INTERVAL:
                 self._check_source(site)
-                source_checked = time.monotonic()
-            timeout = poll if failures == 0 else min(poll * 2 ** min(failures, 10), MAX_BACKOFF)
+                state.checked = time.monotonic()
+            return poll
+
+        def cap(wait: float) -> float:
             ping_in = self.notify.next_ping_in()
-            if self.wake.wait(timeout if ping_in is None else min(timeout, ping_in)):
-                self.wake.clear()
+            return wait if ping_in is None else min(wait, ping_in)
+
+        def unexpected(exc: Exception) -> None:
+            if not isinstance(exc, PassFailed):
+                self.problems.problem("loop", f"{type(exc).__name__}: {exc}")
+
+        backoff = Backoff(RetryPolicy(initial=2 * poll, maximum=MAX_BACKOFF, jitter=0.0))
+        run_periodically(
+            step, stop=self.stop, wake=self.wake, backoff=backoff, on_error=unexpected, cap=cap, fatal=(ConfigError,)
+        )
 
     def _check_source(self, site: Site) -> None:
         """Stop (exit 78) if another source took the site over since we claimed it."""

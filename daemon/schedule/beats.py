@@ -73,4 +73,6 @@ def heartbeat(settings: Settings, coordination: Coordination, clock: Callable[[]
                 name, str(agent.get("platform") or "unknown"), agent.get("interface"), agent.get("lastEpisodeAt")
             )
     for spool in spooled(settings.state_path):
-        coordination.heartbeat(str(spool["agent"]), str(spool.get("platform") or "unknown"), spool.get("interface"), None)
+        coordination.heartbeat(
+            str(spool["agent"]), str(spool.get("platform") or "unknown"), spool.get("interface"), None
+        )

@@ -53,6 +53,8 @@ def run_job(
     backbone, store = settings.backbone.kind, settings.warm.store
     leased = plan.needs_lease(spec, backbone=backbone, store=store)
     started = int(now * 1000)
+    if not plan.late_but_in_grace(spec, moment):
+        return Outcome(spec.name, slot, False, "skipped", "the slot's grace has passed; the next slot runs")
     if leased:
         claim = coordination.claim_job(spec.name, slot, int(spec.lease_s * 1000))
         if claim is Claim.SKIP:
@@ -97,7 +99,12 @@ class Scheduler:
 
     def specs(self) -> list[plan.JobSpec]:
         kind, store = self.settings.backbone.kind, self.settings.warm.store
-        return [s for s in self.settings.jobs.specs() if plan.runs_here(s, backbone=kind, store=store)]
+        return [
+            s
+            for s in self.settings.jobs.specs()
+            if plan.runs_here(s, backbone=kind, store=store)
+            and (s.scope is not plan.Scope.INDEX or self.settings.warm.enabled)  # no index, nothing to catch up
+        ]
 
     def start(self) -> Scheduler:
         from apscheduler.executors.pool import ThreadPoolExecutor
@@ -121,6 +128,10 @@ class Scheduler:
             scheduler.add_job(
                 self.fire, trigger, args=[spec], id=spec.name, name=spec.name, misfire_grace_time=int(spec.grace_s)
             )
+            # And once at start, as a job of its own (the trigger's schedule stays aligned): a daemon
+            # started after a fire it missed runs that slot now, if within the job's grace and no
+            # site has run it.
+            scheduler.add_job(self.fire, "date", args=[spec], id=f"{spec.name}@start", run_date=datetime.now(UTC))
         interval = self.settings.jobs.heartbeat_interval
         scheduler.add_job(
             self.beat,
@@ -136,7 +147,12 @@ class Scheduler:
     def fire(self, spec: plan.JobSpec) -> Outcome | None:
         try:
             done = run_job(
-                spec, self.settings, self.coordination, self.sweeps, now=self.clock(), index_catch_up=self.index_catch_up
+                spec,
+                self.settings,
+                self.coordination,
+                self.sweeps,
+                now=self.clock(),
+                index_catch_up=self.index_catch_up,
             )
         except Exception as exc:  # noqa: BLE001 - the backbone is unreachable: the next fire tries again
             self.problems.problem(f"job:{spec.name}", f"could not run {spec.name}: {exc}")
@@ -168,3 +184,13 @@ class Scheduler:
 
 def runs_for(coordination: Coordination, job: str | None = None, limit: int = 50) -> list[JobRun]:
     return coordination.job_runs(job, limit)
+
+
+def index_catch_up(settings: Settings) -> str:
+    """The warm layer's catch-up pass, asked of its worker (started for it if none runs): the
+    qdrant-episode-sync job's body on a site with the warm layer on."""
+    from daemon.loop.control_client import ask
+
+    reply = ask(settings.socket_path, {"op": "indexed", "through": None, "timeout": 300}, timeout=310)
+    state = "caught up" if reply.get("done") else "still behind"
+    return f"search index {state}: feed position {reply.get('cursor')} of {reply.get('through')}"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import select
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from daemon.loop.control import listen, unlink
 from daemon.warm.files import Collections, read_status
 from sync.backbone.base import ChangeFeed
 from sync.errors import MemsyncError
+from sync.pacing import Backoff
 from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
 from sync.warm.cursor import CursorFile
@@ -87,7 +87,7 @@ class WarmHost:
         self._worker: subprocess.Popen[bytes] | None = None
         self._alive_fd: int | None = None
         self._pushed = False  # the run loop pushed: there is work without asking the backbone
-        self._failures = 0
+        self._backoff = Backoff(WORKER_BACKOFF)  # the one backoff (sync.pacing)
         self.problems = ProblemLog(log)
         self._not_before = 0.0  # monotonic: no worker before this (backing off after a failure)
         self._config_error: str | None = None
@@ -102,7 +102,7 @@ class WarmHost:
         """The search index's state in a few words, for systemd's STATUS= line."""
         if self._config_error is not None:
             return f"search index stopped: {self._config_error}"
-        if self._failures:
+        if self._backoff.failing:
             return "search index failing, restarting with backoff"
         return "search index worker running" if self._worker is not None else "search index idle"
 
@@ -222,7 +222,7 @@ class WarmHost:
         self._close_worker_pipes()
         self._worker = None
         if code == 0:
-            self._failures = 0
+            self._backoff.succeeded()
             self.problems.recovered("warm")
             if not self.stop.is_set() and self._behind():
                 self._start_worker("the index is behind the backbone")  # work arrived as it left
@@ -235,8 +235,7 @@ class WarmHost:
 
     def _failed(self, message: str) -> None:
         self._pushed = True  # the work it was started for is still to do: start again after the wait
-        self._failures += 1
-        delay = WORKER_BACKOFF.backoff(self._failures, random.random())  # noqa: S311 - jitter, not security
+        delay = self._backoff.failed()
         self._not_before = time.monotonic() + delay
         # Once when it starts failing (and when the reason changes), not once a restart.
         self.problems.problem("warm", f"the warm layer failed; starting it again with backoff: {message}")

@@ -30,6 +30,8 @@ from daemon.loop.control_client import Progress
 from daemon.warm.files import Collections, status_path, write_status
 from sync.backbone.base import ChangeFeed
 from sync.errors import CollectionMismatch, ConfigError, QuotaExhausted, TransientError
+from sync.pacing import Backoff, run_periodically
+from sync.retry import RetryPolicy
 from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.warm.indexer import Indexer, PassReport
@@ -117,6 +119,7 @@ class WarmLayer:
         self._thread: threading.Thread | None = None
         self._state: dict[str, Any] = {"state": "starting", "detail": None}
         self._totals = PassReport()
+        self._backoff = Backoff(RetryPolicy(initial=2 * settings.catch_up_interval, maximum=MAX_BACKOFF, jitter=0.0))
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> WarmLayer:
@@ -213,48 +216,47 @@ class WarmLayer:
 
     # -- the indexing loop ---------------------------------------------------------------------------
     def _loop(self) -> None:
-        failures = 0
-        wait = 0.0
-        while not self.stop.is_set():
-            if self.poked.wait(self._until_release(wait)):
-                self.poked.clear()
-            else:
-                self._release_if_idle()
-            if self.stop.is_set():
-                break
-            paused = self._state.get("pausedUntil")
-            if paused is not None and self.clock() < paused:
-                wait = min(paused - self.clock(), self.settings.catch_up_interval * 10)
-                continue
-            try:
-                with self._work:
-                    report = self._open().run(stop=self.stop.is_set)
-            except QuotaExhausted as exc:
-                wait = exc.retry_after or MAX_BACKOFF
-                self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
-                continue
-            except CollectionMismatch as exc:
-                self._set("needs-reindex", f"{exc} (run: memsync reindex)")
-                wait = 3600.0  # until a reindex (which pokes) or a restart
-                continue
-            except (TransientError, ConfigError) as exc:
-                failures += 1
-                self._set("retrying" if isinstance(exc, TransientError) else "error", str(exc))
-                wait = min(self.settings.catch_up_interval * 2**failures, MAX_BACKOFF)
-                continue
-            except Exception as exc:
-                log.exception("indexing failed")
-                failures += 1
-                self._set("error", f"{type(exc).__name__}: {exc}")
-                wait = min(self.settings.catch_up_interval * 2**failures, MAX_BACKOFF)
-                continue
-            failures = 0
-            self._totals.add(report)
-            if report.changes or self._state.get("state") != "ok":
-                # An empty look at the feed (every catch_up_interval, idle or not) changes nothing
-                # that status shows: no status file write for it.
-                self._set("ok", None, last_pass=report)
-            wait = 0.0 if not report.drained and not self.stop.is_set() else self.settings.catch_up_interval
+        """The one periodic loop (``sync.pacing``): a catch-up pass, then wait for a poke or the
+        catch-up interval; failures back off 2x, 4x ... the interval, up to MAX_BACKOFF."""
+        run_periodically(
+            self._index_once,
+            stop=self.stop,
+            wake=self.poked,
+            backoff=self._backoff,
+            on_error=self._index_failed,
+            cap=self._until_release,
+        )
+
+    def _index_once(self) -> float:
+        """One catch-up pass; the seconds until the next."""
+        self._release_if_idle()
+        paused = self._state.get("pausedUntil")
+        if paused is not None and self.clock() < paused:
+            return float(min(paused - self.clock(), self.settings.catch_up_interval * 10))
+        try:
+            with self._work:
+                report = self._open().run(stop=self.stop.is_set)
+        except QuotaExhausted as exc:  # a pause until the provider's reset, not a failure to back off from
+            wait = exc.retry_after or MAX_BACKOFF
+            self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
+            return wait
+        except CollectionMismatch as exc:
+            self._set("needs-reindex", f"{exc} (run: memsync reindex)")
+            return 3600.0  # until a reindex (which pokes) or a restart
+        self._totals.add(report)
+        if report.changes or self._state.get("state") != "ok":
+            # An empty look at the feed (every catch_up_interval, idle or not) changes nothing
+            # that status shows: no status file write for it.
+            self._set("ok", None, last_pass=report)
+        return 0.0 if not report.drained and not self.stop.is_set() else self.settings.catch_up_interval
+
+    def _index_failed(self, exc: Exception) -> None:
+        if isinstance(exc, TransientError | ConfigError):
+            self._set("retrying" if isinstance(exc, TransientError) else "error", str(exc))
+            return
+        if not self._backoff.failing:
+            log.error("indexing failed", exc_info=exc)  # the traceback once; _set says when it recurs
+        self._set("error", f"{type(exc).__name__}: {exc}")
 
     def _set(
         self, state: str, detail: str | None, *, paused_until: float | None = None, last_pass: PassReport | None = None

@@ -4,11 +4,15 @@ Convex backbone implements the same contract over HTTP.
 A backbone is opened for one site (the site is bound then, and no call names it again) and plays
 three roles, each a Protocol below with its part of the contract: ``EpisodeSink`` (the site's
 episodes and cursor, its source), ``ChangeFeed`` (every site's changes, for the warm layer) and
-``Coordination`` (registry, approvals, job slots, forgetting). ``Backbone`` is all three; each
-consumer is typed with only the role it uses.
+``Coordination`` (registry, approvals, job leases and runs, the digest, forgetting). ``Backbone`` is
+all three; each consumer is typed with only the role it uses. ``Sweeps`` are the global periodic
+jobs' bodies: the embedded hub has them as methods (a daemon runs them under a lease); on Convex the
+deployment's crons run the same logic server-side.
 
 For every role and implementation, failures raise ``BackboneUnavailable`` (transient: retry the
-same call) or ``BackboneRejected`` (this request will never succeed).
+same call) or ``BackboneRejected`` (this request will never succeed); the embedded hub also raises
+``BackboneBroken`` (its file is damaged) and ``PathProblem`` (its file or folder cannot be written),
+which no retry fixes.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
+
+from sync.leases import Claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +70,86 @@ class AgentState:
     platform: str
     status: str  # "online" | "offline"
     last_heartbeat: int  # ms
+    site: str
+    interface: str | None = None
+    last_episode_at: int | None = None  # ms; the ts of its latest episode the site has seen
+
+
+@dataclass(frozen=True, slots=True)
+class SiteBeat:
+    """What a site's daemon says of itself on every registry heartbeat. The sidecar's counts travel
+    with it because the daily digest reports them and only the site knows them."""
+
+    version: str
+    host: str
+    pid: int
+    lag_s: float | None
+    backlog: int | None
+    index_state: str | None
+    quarantined: int
+    conflicts: int
+
+
+@dataclass(frozen=True, slots=True)
+class SiteState:
+    """One site as the fleet sees it: its last heartbeat (None: never), its cursor row and the
+    sync-health job's judgement (None: never judged)."""
+
+    site: str
+    last_heartbeat: int | None  # ms
+    online: bool
+    version: str | None
+    host: str | None
+    pid: int | None
+    lag_s: float | None
+    backlog: int | None
+    index_state: str | None
+    cursor: int | None  # lastSyncedId
+    last_sync_at: int | None  # ms
+    quarantined: int
+    conflicts: int
+    health: str | None  # "up" | "down"
+
+
+JOB_OUTCOMES: Final = ("running", "ok", "failed", "abandoned")
+CONVEX_SITE: Final = "convex"  # who ran a job when a Convex cron ran it
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    job: str
+    slot: str
+    site: str  # who ran it: a site, or "convex" for a Convex cron
+    started_at: int  # ms
+    ended_at: int | None  # ms; None while running
+    outcome: str  # one of JOB_OUTCOMES
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class HealthTransition:
+    site: str
+    state: str  # "up" | "down"
+    at: int  # ms
+    silent_for_s: float
 
 
 APPROVAL_PRIORITIES = ("low", "normal", "high", "critical")
+# The design's approval policy, in ms: how long a pending approval of each category (its
+# action_type) waits before it expires; 0 approves it at once, when it is requested. The daemon's
+# config (jobs.approval_timeouts, in minutes) starts from the same table, and
+# cloud_functions/approvals.ts keeps a copy for Convex's crons.
+APPROVAL_TIMEOUTS_MS: Final[Mapping[str, int]] = {
+    "send_message": 60 * 60_000,
+    "financial": 120 * 60_000,
+    "destructive": 30 * 60_000,
+    "external_api": 15 * 60_000,
+    "code_commit": 30 * 60_000,
+    "internal": 0,
+    "research": 0,
+}
+DEFAULT_APPROVAL_TIMEOUT_MS: Final = 60 * 60_000
+APPROVED_BY_POLICY: Final = "policy"  # resolved_by of an approval its category approves at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,21 +275,67 @@ class ChangeFeed(Protocol):
 
 
 class Coordination(Protocol):
-    """The shared registry and coordination between sites: what the scheduler, the registry and
-    alerts use. Each site sees its own agents and approvals.
+    """The shared registry and coordination between sites: what the scheduler, the registry, the
+    fleet view and alerts use. Each site sees its own approvals; the fleet (sites, agents with
+    ``all_sites``, job runs, transitions, digests) is every site's.
 
-    It keeps the agent registry (heartbeats; offline after 3 minutes of silence), approvals (pending
-    until approved, rejected or expired), one owner per (job, slot), and tombstones. On Convex,
-    crons sweep stale agents and expired approvals; on the hub, whoever runs the periodic jobs calls
-    ``mark_stale`` and ``expire_approvals`` (the hub's own: they sweep every site at once).
+    - The registry: ``heartbeat`` (an agent of this site) and ``heartbeat_site`` (this site's
+      daemon) set them online with last_heartbeat = now; the mark-stale-agents sweep sets them
+      offline after a silence.
+    - Approvals: pending until approved, rejected or expired (at the earlier of ``expires_at`` and
+      its category's timeout, by the expire-pending-approvals sweep).
+    - Job leases (``sync.leases``): ``claim_job`` applies ``decide`` atomically, so that one site
+      runs a global job's slot; every run, wherever it ran, is recorded (``job_runs``).
+    - Tombstones: ``forget``.
     """
 
-    def heartbeat(self, agent_name: str, platform: str) -> None: ...
+    def heartbeat(
+        self, agent_name: str, platform: str, interface: str | None = None, last_episode_at: int | None = None
+    ) -> None:
+        """An agent of this site is alive. ``interface`` and ``last_episode_at`` left out (None)
+        keep what is known; last_episode_at never goes backwards."""
+        ...
 
-    def agents(self) -> list[AgentState]: ...
+    def heartbeat_site(self, beat: SiteBeat) -> None:
+        """This site's registry row: online again, last_heartbeat = now, the beat's figures."""
+        ...
 
-    def claim_slot(self, job: str, slot: str) -> bool:
-        """True for exactly one site per (job, slot), ever; a repeated call by the owner says True."""
+    def sites(self) -> list[SiteState]:
+        """Every site, by name: on the hub every site that heartbeated or synced, on Convex every
+        registered site (a site may read the fleet view)."""
+        ...
+
+    def agents(self, all_sites: bool = False) -> list[AgentState]:
+        """This site's agents by name, or every site's by (site, name)."""
+        ...
+
+    def claim_job(self, job: str, slot: str, lease_ms: int) -> Claim:
+        """``sync.leases.decide(current, this site, now)``, applied atomically. TAKE, KEEP and
+        TAKE_OVER make this site the holder until now + lease_ms and record its run as "running"
+        (KEEP reuses its running run); TAKE_OVER marks the previous holder's running run
+        "abandoned". SKIP changes nothing."""
+        ...
+
+    def finish_job(self, job: str, slot: str, outcome: str, summary: str) -> None:
+        """The slot is done (never run again, whatever ``outcome``: "ok" | "failed") and this
+        site's run of it ends with ``outcome`` and ``summary``."""
+        ...
+
+    def record_run(self, job: str, slot: str, outcome: str, summary: str, started_at: int, ended_at: int) -> None:
+        """A per-site job's run (no lease), as this site's."""
+        ...
+
+    def job_runs(self, job: str | None = None, limit: int = 50) -> list[JobRun]:
+        """Every site's runs (of ``job``, or of every job), newest first, at most ``limit`` (Convex
+        answers 500 at most)."""
+        ...
+
+    def digest(self, day: str) -> dict[str, Any] | None:
+        """The stored daily digest of the UTC day "YYYY-MM-DD", or None if none was built."""
+        ...
+
+    def health_transitions(self, since_ms: int) -> list[HealthTransition]:
+        """The sync-health job's transitions at or after ``since_ms``, oldest first (at most 1000)."""
         ...
 
     def create_approval(
@@ -217,7 +346,12 @@ class Coordination(Protocol):
         priority: str,
         reviewers: Sequence[str],
         expires_at: int,
-    ) -> str: ...
+        timeout_ms: int | None = None,
+    ) -> str:
+        """A new approval for ``action_type`` (its category). ``timeout_ms`` is the category's
+        timeout under the caller's policy (None: ``APPROVAL_TIMEOUTS_MS``, else
+        ``DEFAULT_APPROVAL_TIMEOUT_MS``); 0 approves it at once, resolved_by "policy"."""
+        ...
 
     def resolve_approval(self, approval_id: str, status: str, by: str) -> str:
         """Approve or reject a pending approval; BackboneConflict once resolved or past expiry,
@@ -232,6 +366,36 @@ class Coordination(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class Sweeps(Protocol):
+    """The global periodic jobs' bodies, over every site at once. The embedded hub has them (a
+    daemon runs each slot under a lease); on Convex the same logic runs in internal functions that
+    the deployment's crons call. Each is idempotent: a slot run twice does no harm."""
+
+    def mark_stale(self, now_ms: int, stale_after_ms: int) -> int:
+        """Online agents and sites with no heartbeat for ``stale_after_ms`` go offline; how many."""
+        ...
+
+    def expire_approvals(self, now_ms: int, timeouts_ms: Mapping[str, int], default_ms: int) -> int:
+        """A pending approval of category C created at t expires once now - t >=
+        timeouts_ms.get(C, default_ms), or once its own expires_at has passed; how many."""
+        ...
+
+    def sync_health(self, now_ms: int, silent_after_ms: int) -> list[HealthTransition]:
+        """A site whose last sync is ``silent_after_ms`` old or older is "down", else "up"; a
+        transition is recorded and returned only when a site's state changes (a site first judged
+        healthy is no news; first judged silent is)."""
+        ...
+
+    def build_digest(self, day: str, now_ms: int) -> dict[str, Any]:
+        """The digest of the UTC day "YYYY-MM-DD", stored (replacing any of that day) and returned."""
+        ...
+
+    def archive_older_than(self, cutoff_ms: int, limit: int) -> int:
+        """Mark at most ``limit`` episodes with ts < ``cutoff_ms`` archived (still exported, with
+        ``archived: true``); how many."""
+        ...
 
 
 class Backbone(EpisodeSink, ChangeFeed, Coordination, Protocol):

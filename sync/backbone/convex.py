@@ -12,20 +12,26 @@ body, never in a URL, and never appears in a log line, an error message or ``sta
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import httpx
 
+from sync import http as http_policy
 from sync.backbone.base import (
     AgentState,
     Approval,
     Change,
+    HealthTransition,
+    JobRun,
     Outcome,
     PointRecord,
     PushItem,
     PushResult,
+    SiteBeat,
     SiteCursor,
+    SiteState,
     SourceRecord,
 )
 from sync.episode import EXPORT_FIELDS, canonical_json
@@ -38,6 +44,7 @@ from sync.errors import (
     ConfigError,
     MemsyncError,
 )
+from sync.leases import Claim
 
 # Convex's limits: 16 MiB of arguments, 1 MiB a document, 8192 array elements; an upsert costs an
 # index read a row, so a few hundred rows a call keeps a mutation well inside its budget.
@@ -66,14 +73,6 @@ def classify(code: str | None, message: str) -> MemsyncError:
         # this request: the engine splits the batch to find the row that causes it.
         return BackboneRejected(f"convex function failed: {message}")
     return BackboneUnavailable(f"convex error {code}: {message}")
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return None if value is None else max(0.0, float(value))
-    except ValueError:
-        return None
 
 
 class ConvexBackbone:
@@ -126,9 +125,12 @@ class ConvexBackbone:
             code = data.get("code") if isinstance(data, dict) else None
             message = (data.get("message") if isinstance(data, dict) else None) or payload.get("errorMessage") or ""
             raise classify(code if isinstance(code, str) else None, f"{path}: {message}")
-        if response.status_code == 429 or response.status_code >= 500:
-            raise BackboneUnavailable(f"convex {path}: HTTP {response.status_code}", _retry_after(response))
-        if response.status_code in (401, 403):
+        # Every other status means what sync.http says it means, for every service memsync calls.
+        verdict = http_policy.classify(response.status_code)
+        if verdict is http_policy.Verdict.TRANSIENT:
+            wait = http_policy.retry_after(response.headers.get("retry-after"), time.time())
+            raise BackboneUnavailable(f"convex {path}: HTTP {response.status_code}", wait)
+        if verdict is http_policy.Verdict.AUTH:
             raise BackboneAuthError(f"convex {path}: HTTP {response.status_code}")
         # Not a row's fault (that would be a function error): the URL or the deployment is wrong.
         raise ConfigError(
@@ -177,19 +179,121 @@ class ConvexBackbone:
         self._client.close()
 
     # -- registry and coordination --------------------------------------------------------------
-    def heartbeat(self, agent_name: str, platform: str) -> None:
-        self.call("mutation", "agents:heartbeat", {"agentName": agent_name, "platform": platform})
+    def heartbeat(
+        self, agent_name: str, platform: str, interface: str | None = None, last_episode_at: int | None = None
+    ) -> None:
+        args: dict[str, Any] = {"agentName": agent_name, "platform": platform}
+        if interface is not None:
+            args["interface"] = interface
+        if last_episode_at is not None:
+            args["lastEpisodeAt"] = last_episode_at
+        self.call("mutation", "agents:heartbeat", args)
 
-    def agents(self) -> list[AgentState]:
-        rows = self.call("query", "agents:list")
-        return sorted(
-            (AgentState(r["agentName"], r["platform"], r["status"], int(r["lastHeartbeat"])) for r in rows),
-            key=lambda a: a.agent_name,
+    def heartbeat_site(self, beat: SiteBeat) -> None:
+        self.call(
+            "mutation",
+            "agents:heartbeatSite",
+            {
+                "version": beat.version,
+                "host": beat.host,
+                "pid": beat.pid,
+                "lagS": beat.lag_s,
+                "backlog": beat.backlog,
+                "indexState": beat.index_state,
+                "quarantined": beat.quarantined,
+                "conflicts": beat.conflicts,
+            },
         )
 
-    def claim_slot(self, job: str, slot: str) -> bool:
-        return bool(self.call("mutation", "jobs:claimSlot", {"job": job, "slot": slot})["claimed"])
+    def sites(self) -> list[SiteState]:
+        return [
+            SiteState(
+                r["site"],
+                _int(r.get("lastHeartbeat")),
+                bool(r["online"]),
+                r.get("version"),
+                r.get("host"),
+                _int(r.get("pid")),
+                _float(r.get("lagS")),
+                _int(r.get("backlog")),
+                r.get("indexState"),
+                _int(r.get("cursor")),
+                _int(r.get("lastSyncAt")),
+                int(r["quarantined"]),
+                int(r["conflicts"]),
+                r.get("health"),
+            )
+            for r in self.call("query", "agents:sites")
+        ]
 
+    def agents(self, all_sites: bool = False) -> list[AgentState]:
+        rows = self.call("query", "agents:list", {"allSites": all_sites})
+        return sorted(
+            (
+                AgentState(
+                    r["agentName"],
+                    r["platform"],
+                    r["status"],
+                    int(r["lastHeartbeat"]),
+                    r["site"],
+                    r.get("interface"),
+                    _int(r.get("lastEpisodeAt")),
+                )
+                for r in rows
+            ),
+            key=lambda a: (a.site, a.agent_name),
+        )
+
+    # -- job leases and runs ----------------------------------------------------------------------
+    def claim_job(self, job: str, slot: str, lease_ms: int) -> Claim:
+        value = self.call("mutation", "jobs:claimJob", {"job": job, "slot": slot, "leaseMs": lease_ms})
+        return Claim(value["claim"])
+
+    def finish_job(self, job: str, slot: str, outcome: str, summary: str) -> None:
+        self.call("mutation", "jobs:finishJob", {"job": job, "slot": slot, "outcome": outcome, "summary": summary})
+
+    def record_run(self, job: str, slot: str, outcome: str, summary: str, started_at: int, ended_at: int) -> None:
+        self.call(
+            "mutation",
+            "jobs:recordRun",
+            {
+                "job": job,
+                "slot": slot,
+                "outcome": outcome,
+                "summary": summary,
+                "startedAt": started_at,
+                "endedAt": ended_at,
+            },
+        )
+
+    def job_runs(self, job: str | None = None, limit: int = 50) -> list[JobRun]:
+        args: dict[str, Any] = {"limit": max(0, min(limit, MAX_PAGE))}
+        if job is not None:
+            args["job"] = job
+        return [
+            JobRun(
+                r["job"],
+                r["slot"],
+                r["site"],
+                int(r["startedAt"]),
+                _int(r.get("endedAt")),
+                r["outcome"],
+                r["summary"],
+            )
+            for r in self.call("query", "jobs:runs", args)
+        ]
+
+    def digest(self, day: str) -> dict[str, Any] | None:
+        value = self.call("query", "digest:get", {"day": day})
+        return None if value is None else dict(value)
+
+    def health_transitions(self, since_ms: int) -> list[HealthTransition]:
+        return [
+            HealthTransition(r["site"], r["state"], int(r["at"]), float(r["silentForS"]))
+            for r in self.call("query", "health:transitions", {"sinceMs": since_ms})
+        ]
+
+    # -- approvals and forgetting ---------------------------------------------------------------
     def create_approval(
         self,
         *,
@@ -198,18 +302,18 @@ class ConvexBackbone:
         priority: str,
         reviewers: Sequence[str],
         expires_at: int,
+        timeout_ms: int | None = None,
     ) -> str:
-        value = self.call(
-            "mutation",
-            "approvals:create",
-            {
-                "agentName": agent_name,
-                "actionType": action_type,
-                "priority": priority,
-                "reviewers": list(reviewers),
-                "expiresAt": expires_at,
-            },
-        )
+        args: dict[str, Any] = {
+            "agentName": agent_name,
+            "actionType": action_type,
+            "priority": priority,
+            "reviewers": list(reviewers),
+            "expiresAt": expires_at,
+        }
+        if timeout_ms is not None:
+            args["timeoutMs"] = timeout_ms
+        value = self.call("mutation", "approvals:create", args)
         return str(value["approvalId"])
 
     def resolve_approval(self, approval_id: str, status: str, by: str) -> str:
@@ -315,12 +419,21 @@ def _source(value: Mapping[str, Any]) -> SourceRecord:
 
 
 def _exported(episode: Mapping[str, Any]) -> dict[str, Any]:
+    """As the hub exports it: the documented fields in order, ``archived: true`` after them only for
+    an archived episode."""
     record = dict(episode)
     text = record.get("metadataJson")
     if isinstance(text, str):
         record["metadata"] = json.loads(text)
-    return {name: record.get(name) for name in EXPORT_FIELDS}
+    out = {name: record.get(name) for name in EXPORT_FIELDS}
+    if record.get("archived") is True:
+        out["archived"] = True
+    return out
 
 
 def _int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -12,14 +12,13 @@ mapped inside its handler but raised outside it, so the mapped error has no ``__
 
 from __future__ import annotations
 
-import email.utils
-import math
 import re
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sync import http
 from sync.errors import ConfigError, MemsyncError, PermanentError, QuotaExhausted, TransientError
 from sync.retry import RetryPolicy
 
@@ -33,21 +32,9 @@ _MAX_MESSAGE = 300
 
 
 def retry_after_header(headers: Any, now: float) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date), if there is one."""
+    """Seconds from a response's Retry-After header (``sync.http.retry_after``), if it has one."""
     value = headers.get("retry-after") if headers is not None else None
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(str(value))
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
+    return http.retry_after(value, now) if value else None
 
 
 def until_next_hour(now: float) -> float:
@@ -87,9 +74,10 @@ class CloudClient:
         if quota:
             wait = max(retry_after or 0.0, until_next_hour(self._clock()))
             return QuotaExhausted(f"{self.provider} quota exhausted: {self._scrub(detail)}", wait, self.provider)
-        if status is None or status == 429 or status >= 500 or status == 408:
+        verdict = http.classify(status)
+        if verdict is http.Verdict.TRANSIENT:
             return TransientError(message, retry_after=retry_after)
-        if status in (401, 403):
+        if verdict is http.Verdict.AUTH:
             return ConfigError(f"{self.provider} rejected the API key (HTTP {status}): {self._scrub(detail)}")
         return PermanentError(message)
 

@@ -5,8 +5,10 @@ the contract in ``sync.backbone.base`` with the same per-row outcomes as the Con
 Each site opens its own ``HubBackbone`` on the shared file; one object acts for one site.
 
 The parts, one concept each, over one connection (``connection``): the tables and their
-migrations (``schema``), the ``EpisodeSink`` (``episodes``), the ``ChangeFeed`` (``feed``) and
-``Coordination`` with the periodic sweeps (``coordination``).
+migrations (``schema``), the ``EpisodeSink`` (``episodes``, with the archiving sweep), the
+``ChangeFeed`` (``feed``) and ``Coordination`` (``coordination``: approvals and forgetting, over the
+registry in ``registry``, job leases and runs in ``jobs``, sync health in ``health`` and the daily
+digest in ``digest``), with the periodic sweeps (``Sweeps``) that Convex runs as crons.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from sync.backbone.hub.feed import HubFeed
 class HubBackbone(HubEpisodes, HubFeed, HubCoordination):
     """``HubBackbone(path, site, *, busy_timeout_ms=5000, create=True)``: the hub file at ``path``,
     acting for ``site``. ``create=False`` opens an existing hub without writing to it (status,
-    export)."""
+    export). It is a ``Backbone`` and ``Sweeps``."""
 
     kind = "local"
 

@@ -3,10 +3,16 @@ the current schema), and running each operation under one lock as one transactio
 
 Durability: synchronous=FULL, because the sidecars (synchronous=NORMAL) may only ever be behind
 the hub, never ahead of it; a sidecar that lost a commit just re-pushes and gets UNCHANGED.
+
+Every SQLite error is classified once (``classify``): a busy or briefly unreachable file is
+transient; a damaged file, or one this user cannot write, is not, and says which file and what to do
+rather than being retried forever.
 """
 
 from __future__ import annotations
 
+import os
+import pwd
 import sqlite3
 import threading
 import time
@@ -15,14 +21,68 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sync.backbone.hub.schema import create_or_migrate
-from sync.errors import BackboneUnavailable
-from sync.sqlite_db import open_wal, write_tx
+from sync.errors import BackboneBroken, BackboneUnavailable, MemsyncError, PathProblem
+from sync.sqlite_db import open_wal, primary_code, write_tx
 
 T = TypeVar("T")
 
 
 def current_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _user() -> str:
+    uid = os.geteuid()
+    try:
+        return f"{pwd.getpwuid(uid).pw_name!r} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _unwritable_folder(path: Path) -> Path | None:
+    """The folder that keeps this user from creating or writing the hub file, if one does."""
+    folder = path.parent
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None or not os.access(existing, os.W_OK | os.X_OK):
+        return existing or folder
+    return None
+
+
+def classify(exc: BaseException, path: Path) -> MemsyncError:
+    """What a failure of the hub file means: ``BackboneBroken`` for a damaged file, ``PathProblem``
+    for one this user cannot write or open (a person must act: exit 78), ``BackboneUnavailable``
+    (retry) for the rest: a busy lock, a full disk, an I/O hiccup."""
+    message = str(exc)
+    code = primary_code(exc) if isinstance(exc, sqlite3.Error) else 0
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or any(
+        text in message for text in ("file is not a database", "database disk image is malformed")
+    ):
+        return BackboneBroken(
+            f"the embedded hub {path} is damaged ({message}): no retry will read it. Stop every site's daemon, "
+            f"move {path} and its -wal and -shm files aside, and restore it from a backup; or let a new hub "
+            "start there and remove each site's state file (state.path), so that its next sync pushes every "
+            "episode of its AgentDB file again"
+        )
+    if code == sqlite3.SQLITE_READONLY or "readonly database" in message:
+        return PathProblem(
+            f"memsync runs as user {_user()}, which cannot write the embedded hub {path} ({message}): give that "
+            f"user write access to the file, its -wal and -shm files and its folder {path.parent}, or set "
+            "backbone.path to a hub file that user owns"
+        )
+    if code == sqlite3.SQLITE_CANTOPEN or isinstance(exc, PermissionError) or "unable to open database" in message:
+        if path.is_dir():
+            return PathProblem(
+                f"backbone.path {path} is a folder, not the embedded hub's file: point backbone.path at a file "
+                f"in it (e.g. {path / 'hub.db'})"
+            )
+        folder = _unwritable_folder(path)
+        if folder is not None or isinstance(exc, PermissionError):
+            return PathProblem(
+                f"memsync runs as user {_user()}, which cannot create or open the embedded hub {path} in "
+                f"{folder or path.parent} ({message}): give that user write access to the folder, or set "
+                "backbone.path to a folder that user owns"
+            )
+    return BackboneUnavailable(f"embedded hub {path}: {message}")
 
 
 class HubConnection:
@@ -37,10 +97,20 @@ class HubConnection:
             raise BackboneUnavailable(f"embedded hub {path} does not exist yet (no site has synced into it)")
         try:
             self._conn = open_wal(path, synchronous="FULL", busy_timeout_ms=busy_timeout_ms)
-            if create:
+        except (sqlite3.Error, OSError) as exc:
+            raise self._opening(exc) from exc
+        if create:
+            try:
                 create_or_migrate(self._conn)
-        except sqlite3.Error as exc:
-            raise BackboneUnavailable(f"cannot open the embedded hub {path}: {exc}") from exc
+            except sqlite3.Error as exc:
+                self._conn.close()
+                raise self._opening(exc) from exc
+
+    def _opening(self, exc: sqlite3.Error | OSError) -> MemsyncError:
+        error = classify(exc, self.path)
+        if isinstance(error, BackboneUnavailable):
+            return BackboneUnavailable(f"cannot open the embedded hub {self.path}: {exc}")
+        return error
 
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` in one write transaction, as one hub operation."""
@@ -49,14 +119,14 @@ class HubConnection:
                 with write_tx(self._conn) as conn:
                     return fn(conn)
             except sqlite3.Error as exc:
-                raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+                raise classify(exc, self.path) from exc
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         with self._lock:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise BackboneUnavailable(f"embedded hub {self.path}: {exc}") from exc
+                raise classify(exc, self.path) from exc
 
     def ping(self) -> None:
         self._read("SELECT count(*) FROM sync_cursors", ())

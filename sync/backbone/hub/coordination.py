@@ -1,63 +1,32 @@
-"""The hub as ``Coordination``: the agent registry, job slots, approvals and forgetting, for the
-site the hub was opened for; and the periodic sweeps over every site that Convex runs as crons
-(``mark_stale``, ``expire_approvals``), which here whoever runs the periodic jobs calls.
+"""The hub as ``Coordination``: approvals and forgetting here, the registry (``registry``), job
+leases and runs (``jobs``), sync health (``health``) and the digest (``digest``) beside it; with the
+periodic sweeps over every site that Convex runs as crons (``Sweeps``), which here whoever runs the
+periodic jobs calls, under a lease.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from sync.backbone.base import APPROVAL_PRIORITIES, AgentState, Approval
-from sync.backbone.hub.connection import HubConnection, current_ms
+from sync.backbone.base import (
+    APPROVAL_PRIORITIES,
+    APPROVAL_TIMEOUTS_MS,
+    APPROVED_BY_POLICY,
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+    Approval,
+)
+from sync.backbone.hub.connection import current_ms
+from sync.backbone.hub.digest import HubDigest
+from sync.backbone.hub.health import HubHealth
+from sync.backbone.hub.jobs import HubJobs
+from sync.backbone.hub.registry import HubRegistry
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 
-# An agent silent this long is offline (the same rule as the Convex functions).
-STALE_AFTER_MS = 3 * 60 * 1000
 
-
-class HubCoordination(HubConnection):
-    # -- the agent registry ---------------------------------------------------------------------
-    def heartbeat(self, agent_name: str, platform: str) -> None:
-        self._run(
-            lambda conn: conn.execute(
-                "INSERT INTO agents VALUES (?, ?, ?, 'online', ?) ON CONFLICT (site, agent_name) DO UPDATE SET"
-                " platform = excluded.platform, status = 'online', last_heartbeat = excluded.last_heartbeat",
-                (self.site, agent_name, platform, current_ms()),
-            )
-        )
-
-    def agents(self) -> list[AgentState]:
-        rows = self._read(
-            "SELECT agent_name, platform, status, last_heartbeat FROM agents WHERE site = ? ORDER BY agent_name",
-            (self.site,),
-        )
-        return [AgentState(*row) for row in rows]
-
-    def mark_stale(self, now_ms: int | None = None) -> int:
-        """Online agents of every site silent for STALE_AFTER_MS go offline (Convex's
-        mark-stale-agents cron)."""
-        cutoff = (current_ms() if now_ms is None else now_ms) - STALE_AFTER_MS
-        cursor = self._run(
-            lambda conn: conn.execute(
-                "UPDATE agents SET status = 'offline' WHERE status = 'online' AND last_heartbeat < ?", (cutoff,)
-            )
-        )
-        return int(cursor.rowcount)
-
-    # -- job slots ------------------------------------------------------------------------------
-    def claim_slot(self, job: str, slot: str) -> bool:
-        def claim(conn: sqlite3.Connection) -> bool:
-            conn.execute("INSERT OR IGNORE INTO job_claims VALUES (?, ?, ?, ?)", (job, slot, self.site, current_ms()))
-            (claimant,) = conn.execute(
-                "SELECT claimant FROM job_claims WHERE job = ? AND slot = ?", (job, slot)
-            ).fetchone()
-            return bool(claimant == self.site)
-
-        return self._run(claim)
-
+class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
     # -- approvals ------------------------------------------------------------------------------
     def create_approval(
         self,
@@ -67,14 +36,36 @@ class HubCoordination(HubConnection):
         priority: str,
         reviewers: Sequence[str],
         expires_at: int,
+        timeout_ms: int | None = None,
     ) -> str:
         if priority not in APPROVAL_PRIORITIES:
             raise BackboneRejected(f"priority must be one of {', '.join(APPROVAL_PRIORITIES)}, not {priority!r}")
+        timeout = (
+            APPROVAL_TIMEOUTS_MS.get(action_type, DEFAULT_APPROVAL_TIMEOUT_MS) if timeout_ms is None else timeout_ms
+        )
+        if timeout < 0:
+            raise BackboneRejected(f"timeout_ms must not be negative, got {timeout}")
+        now = current_ms()
+        # A category whose timeout is 0 never waits for a person: approved by the policy at once.
+        status, resolved_at, resolved_by = (
+            ("approved", now, APPROVED_BY_POLICY) if timeout == 0 else ("pending", None, None)
+        )
         cursor = self._run(
             lambda conn: conn.execute(
                 "INSERT INTO approvals (site, agent_name, action_type, status, priority, reviewers, expires_at,"
-                " created_at) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)",
-                (self.site, agent_name, action_type, priority, json.dumps(list(reviewers)), expires_at, current_ms()),
+                " created_at, resolved_at, resolved_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    self.site,
+                    agent_name,
+                    action_type,
+                    status,
+                    priority,
+                    json.dumps(list(reviewers)),
+                    expires_at,
+                    now,
+                    resolved_at,
+                    resolved_by,
+                ),
             )
         )
         return str(cursor.lastrowid)
@@ -109,17 +100,23 @@ class HubCoordination(HubConnection):
         )
         return [Approval(str(r[0]), r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7]) for r in rows]
 
-    def expire_approvals(self, now_ms: int | None = None) -> int:
-        """Pending approvals of every site past their deadline expire (Convex's
-        expire-pending-approvals cron)."""
-        now = current_ms() if now_ms is None else now_ms
-        cursor = self._run(
-            lambda conn: conn.execute(
-                "UPDATE approvals SET status = 'expired', resolved_at = ? WHERE status = 'pending' AND expires_at <= ?",
-                (now, now),
-            )
-        )
-        return int(cursor.rowcount)
+    def expire_approvals(self, now_ms: int, timeouts_ms: Mapping[str, int], default_ms: int) -> int:
+        """Pending approvals of every site past their category's timeout or their own deadline
+        expire (Convex's expire-pending-approvals cron)."""
+
+        def expire(conn: sqlite3.Connection) -> int:
+            pending = conn.execute(
+                "SELECT id, action_type, created_at, expires_at FROM approvals WHERE status = 'pending'"
+            ).fetchall()
+            due = [
+                (now_ms, approval_id)
+                for approval_id, category, created_at, expires_at in pending
+                if expires_at <= now_ms or now_ms - created_at >= timeouts_ms.get(category, default_ms)
+            ]
+            conn.executemany("UPDATE approvals SET status = 'expired', resolved_at = ? WHERE id = ?", due)
+            return len(due)
+
+        return self._run(expire)
 
     # -- forgetting -----------------------------------------------------------------------------
     def forget(self, source_id: str) -> bool:

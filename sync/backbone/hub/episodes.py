@@ -15,6 +15,7 @@ from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor, Source
 from sync.backbone.hub.connection import HubConnection, current_ms
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.episode import EXPORT_FIELDS
+from sync.errors import BackboneRejected
 from sync.sqlite_db import primary_code
 
 # Far below SQLite's own 1 GB limit; chosen so one site cannot make a batch hog the write lock.
@@ -35,8 +36,12 @@ def _refused_row(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.DataError) or primary_code(exc) == sqlite3.SQLITE_TOOBIG
 
 
-def exported(source_site: str, source_id: str, body: str, content_hash: str, synced_at: int) -> dict[str, Any]:
-    """A hub row as ``export`` prints it: the documented fields, in order."""
+def exported(
+    source_site: str, source_id: str, body: str, content_hash: str, synced_at: int, archived: bool = False
+) -> dict[str, Any]:
+    """A hub row as ``export`` prints it: the documented fields, in order, and ``archived: true``
+    after them for an episode the cleanup job archived (only then, so that every other line keeps
+    exactly the documented keys)."""
     fields = json.loads(body)
     record = {
         "sourceSite": source_site,
@@ -45,7 +50,10 @@ def exported(source_site: str, source_id: str, body: str, content_hash: str, syn
         "contentHash": content_hash,
         "syncedAt": synced_at,
     }
-    return {name: record.get(name) for name in EXPORT_FIELDS}
+    out = {name: record.get(name) for name in EXPORT_FIELDS}
+    if archived:
+        out["archived"] = True
+    return out
 
 
 class HubEpisodes(HubConnection):
@@ -170,15 +178,30 @@ class HubEpisodes(HubConnection):
         last = 0
         while True:
             rows = self._read(
-                "SELECT id, source_site, source_id, body, content_hash, synced_at FROM episodes"
+                "SELECT id, source_site, source_id, body, content_hash, synced_at, archived FROM episodes"
                 " WHERE id > ? AND (? IS NULL OR source_site = ?) ORDER BY id LIMIT 1000",
                 (last, site, site),
             )
             if not rows:
                 return
-            for row_id, source_site, source_id, body, content_hash, synced_at in rows:
-                yield exported(source_site, source_id, body, content_hash, synced_at)
+            for row_id, source_site, source_id, body, content_hash, synced_at, archived in rows:
+                yield exported(source_site, source_id, body, content_hash, synced_at, bool(archived))
                 last = row_id
+
+    def archive_older_than(self, cutoff_ms: int, limit: int) -> int:
+        """Every site's episodes with ts < ``cutoff_ms``, oldest first, at most ``limit`` (the
+        cleanup-old-episodes sweep calls it until fewer come back, so that no call holds the write
+        lock for long). Not a change: the content is the same, the feed's seq does not move."""
+        if limit < 0:
+            raise BackboneRejected(f"limit must not be negative, got {limit}")
+        cursor = self._run(
+            lambda conn: conn.execute(
+                "UPDATE episodes SET archived = 1 WHERE id IN (SELECT id FROM episodes WHERE archived = 0 AND ts < ?"
+                " ORDER BY ts LIMIT ?)",
+                (cutoff_ms, limit),
+            )
+        )
+        return int(cursor.rowcount)
 
     # -- one source per site --------------------------------------------------------------------
     def source_of(self) -> SourceRecord | None:

@@ -19,19 +19,23 @@ class HubFeed(HubConnection):
     def changes(self, after: int, limit: int) -> list[Change]:
         # Each side is limited before the merge, so one page reads at most 2 * limit rows.
         rows = self._read(
-            """SELECT change_seq, source_site, source_id, body, content_hash, synced_at, point_id FROM (
-                 SELECT change_seq, source_site, source_id, body, content_hash, synced_at, point_id
+            """SELECT change_seq, source_site, source_id, body, content_hash, synced_at, point_id, archived FROM (
+                 SELECT change_seq, source_site, source_id, body, content_hash, synced_at, point_id, archived
                  FROM episodes WHERE change_seq > ? ORDER BY change_seq LIMIT ?)
                UNION ALL
                SELECT * FROM (
-                 SELECT change_seq, source_site, source_id, NULL, NULL, NULL, NULL
+                 SELECT change_seq, source_site, source_id, NULL, NULL, NULL, NULL, NULL
                  FROM tombstones WHERE change_seq > ? ORDER BY change_seq LIMIT ?)
                ORDER BY change_seq LIMIT ?""",
             (after, limit, after, limit, limit),
         )
         changes: list[Change] = []
-        for seq, source_site, source_id, body, content_hash, synced_at, point in rows:
-            episode = None if body is None else exported(source_site, source_id, body, content_hash, synced_at)
+        for seq, source_site, source_id, body, content_hash, synced_at, point, archived in rows:
+            episode = (
+                None
+                if body is None
+                else exported(source_site, source_id, body, content_hash, synced_at, bool(archived))
+            )
             changes.append(Change(seq, source_site, source_id, episode, point))
         return changes
 

@@ -1,5 +1,8 @@
 """The hub file's tables, and the step-by-step migrations that bring an older file to them.
 
+Version 5 added the fleet: the sites' registry rows, job leases and runs, sync health, digests, the
+agents' interface and last episode, and episodes' ``archived`` flag.
+
 Also the change feed's counter, which the writers of episodes and of tombstones both advance
 inside their own transactions.
 """
@@ -20,6 +23,61 @@ _SITE_SOURCES = """CREATE TABLE IF NOT EXISTS site_sources (
   claimed_at INTEGER NOT NULL,      -- ms; when this instance took the site
   last_seen_at INTEGER NOT NULL     -- ms; its latest set_source
 )"""
+# Version 5's new tables: a migration from 4 creates them in the transaction that records "5".
+_FLEET = (
+    """CREATE TABLE IF NOT EXISTS site_states (
+  site TEXT PRIMARY KEY,            -- the registry's sites: one row a site, written by its heartbeats
+  status TEXT NOT NULL,             -- online | offline (the mark-stale sweep)
+  last_heartbeat INTEGER NOT NULL,  -- ms
+  version TEXT NOT NULL,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  lag_s REAL,
+  backlog INTEGER,
+  index_state TEXT,
+  quarantined INTEGER NOT NULL,
+  conflicts INTEGER NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS job_leases (
+  job TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  holder TEXT NOT NULL,             -- the site running (or that ran) the slot
+  expires_at INTEGER NOT NULL,      -- ms; another site may take the slot over after it
+  done INTEGER NOT NULL DEFAULT 0,  -- finished, whatever the outcome: never run again
+  PRIMARY KEY (job, slot)
+)""",
+    """CREATE TABLE IF NOT EXISTS job_runs (
+  id INTEGER PRIMARY KEY,
+  job TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  site TEXT NOT NULL,               -- who ran it
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER,
+  outcome TEXT NOT NULL,            -- running | ok | failed | abandoned
+  summary TEXT NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS job_runs_by_started ON job_runs (started_at)",
+    "CREATE INDEX IF NOT EXISTS job_runs_by_job ON job_runs (job, started_at)",
+    "CREATE INDEX IF NOT EXISTS job_runs_by_slot ON job_runs (job, slot, site)",
+    """CREATE TABLE IF NOT EXISTS health_states (
+  site TEXT PRIMARY KEY,
+  state TEXT NOT NULL,              -- up | down, as the sync-health sweep last judged it
+  since INTEGER NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS health_transitions (
+  id INTEGER PRIMARY KEY,
+  site TEXT NOT NULL,
+  state TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  silent_for_s REAL NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS health_transitions_by_at ON health_transitions (at)",
+    """CREATE TABLE IF NOT EXISTS digests (
+  day TEXT PRIMARY KEY,             -- the UTC day, YYYY-MM-DD
+  built_at INTEGER NOT NULL,
+  body TEXT NOT NULL                -- the digest as JSON
+)""",
+)
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS episodes (
   id INTEGER PRIMARY KEY,
@@ -34,6 +92,7 @@ SCHEMA = (
   updated_at INTEGER NOT NULL,
   change_seq INTEGER,               -- the change feed's position of the latest insert or edit
   point_id TEXT,                    -- qdrantPointId for the current content; cleared by an edit
+  archived INTEGER NOT NULL DEFAULT 0,  -- the cleanup job's mark: still exported and in the feed
   UNIQUE (source_site, source_id)
 )""",
     """CREATE INDEX IF NOT EXISTS episodes_by_created ON episodes (created_at)""",
@@ -43,6 +102,8 @@ SCHEMA = (
   platform TEXT NOT NULL,
   status TEXT NOT NULL,
   last_heartbeat INTEGER NOT NULL,
+  interface TEXT,
+  last_episode_at INTEGER,
   PRIMARY KEY (site, agent_name)
 )""",
     """CREATE TABLE IF NOT EXISTS approvals (
@@ -59,13 +120,6 @@ SCHEMA = (
   resolved_by TEXT
 )""",
     """CREATE INDEX IF NOT EXISTS approvals_by_status_expires ON approvals (status, expires_at)""",
-    """CREATE TABLE IF NOT EXISTS job_claims (
-  job TEXT NOT NULL,
-  slot TEXT NOT NULL,
-  claimant TEXT NOT NULL,
-  claimed_at INTEGER NOT NULL,
-  PRIMARY KEY (job, slot)
-)""",
     """CREATE TABLE IF NOT EXISTS tombstones (
   source_site TEXT NOT NULL,
   source_id TEXT NOT NULL,
@@ -81,8 +135,9 @@ SCHEMA = (
   total_synced INTEGER NOT NULL
 )""",
     _SITE_SOURCES,
+    *_FLEET,
 )
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -95,17 +150,30 @@ _INDEXES_3 = (
     "CREATE INDEX IF NOT EXISTS episodes_by_change ON episodes (change_seq)",
     "CREATE INDEX IF NOT EXISTS tombstones_by_change ON tombstones (change_seq)",
 )
+# On columns that version 5 added: created after the migration has added them.
+_INDEXES_5 = (
+    "CREATE INDEX IF NOT EXISTS episodes_by_archived_ts ON episodes (archived, ts)",
+    "CREATE INDEX IF NOT EXISTS approvals_by_status_resolved ON approvals (status, resolved_at)",
+)
+# Version 4 to 5: columns on tables that exist (a table a hub never had is created whole by
+# apply_schema), and job_claims goes: leases (job_leases) replaced "first claimant owns it forever".
+_COLUMNS_5 = (
+    ("agents", "interface", "TEXT"),
+    ("agents", "last_episode_at", "INTEGER"),
+    ("episodes", "archived", "INTEGER NOT NULL DEFAULT 0"),
+)
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
     """Bring the file to the current schema: migrate an older hub, then create what is missing."""
     _migrate(conn)
-    apply_schema(conn, SCHEMA + _INDEXES_3, SCHEMA_VERSION)
+    apply_schema(conn, SCHEMA + _INDEXES_3 + _INDEXES_5, SCHEMA_VERSION)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring an older hub to the current version in place, step by step, in one transaction:
-    version 2 (before the change feed) to 3, version 3 (before site sources) to 4."""
+    version 2 (before the change feed) to 3, version 3 (before site sources) to 4, version 4
+    (before the fleet: registry, leases, runs, health, digests, archiving) to 5."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return
@@ -126,8 +194,21 @@ def _migrate(conn: sqlite3.Connection) -> None:
             # version; here the file says "4" only once the table exists, in one transaction.
             tx.execute(_SITE_SOURCES)
             version = "4"
+        if version == "4":
+            for table, column, declaration in _COLUMNS_5:
+                _add_column(tx, table, column, declaration)
+            tx.execute("DROP TABLE IF EXISTS job_claims")
+            for statement in _FLEET:
+                tx.execute(statement)
+            version = "5"
         if row is not None and version != row[0]:
             tx.execute("UPDATE schema_info SET value = ? WHERE key = 'version'", (version,))
+
+
+def _add_column(conn: sqlite3.Connection, table: str, column: str, declaration: str) -> None:
+    columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    if columns and column not in columns:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
 def change_seq(conn: sqlite3.Connection) -> int:

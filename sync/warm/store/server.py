@@ -8,11 +8,13 @@ collection's vectors have the layout the record promises.
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sync import http
 from sync.errors import ConfigError, MemsyncError, StoreLocked, StoreRejected, StoreUnavailable
 from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.warm.request import SearchFilter
@@ -82,11 +84,17 @@ class ServerStore(StoreBase):
         except MemsyncError:
             raise  # ours already say what happened
         except UnexpectedResponse as exc:
-            status = exc.status_code or 0
-            if status == 429 or status >= 500:
-                retry_after = exc.headers.get("retry-after") if exc.headers else None
+            status = exc.status_code
+            verdict = http.classify(status)
+            if verdict is http.Verdict.TRANSIENT:
+                header = exc.headers.get("retry-after") if exc.headers else None
                 raise StoreUnavailable(
-                    f"Qdrant at {where} answered {status} to {doing}", _seconds(retry_after)
+                    f"Qdrant at {where} answered {status} to {doing}", http.retry_after(header, time.time())
+                ) from exc
+            if verdict is http.Verdict.AUTH:
+                raise ConfigError(
+                    f"Qdrant at {where} refused its API key (HTTP {status}) to {doing}: "
+                    "check MEMSYNC_WARM__QDRANT_API_KEY"
                 ) from exc
             raise StoreRejected(f"Qdrant at {where} refused to {doing}: {status} {exc.content!r}") from exc
         except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
@@ -331,10 +339,3 @@ def _qm_filter(flt: SearchFilter | None) -> Any:
     if flt.since_ms is not None:
         must.append(qm.FieldCondition(key="ts", range=qm.Range(gte=flt.since_ms)))
     return qm.Filter(must=must)
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

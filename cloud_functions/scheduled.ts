@@ -1,0 +1,98 @@
+/**
+ * The six periodic jobs as Convex runs them: each cron (crons.ts) calls one of these actions, which
+ * runs the job's sweep with its default parameters and records the run in jobRuns as "convex"'s
+ * (lib/cronRun.ts). The job names are the daemon's (daemon/schedule/plan.py), so `memsync jobs`
+ * shows a cron's last run beside the schedule; the sweeps themselves are internal functions that
+ * an admin may also run by hand (`npx convex run agents:markStale '{}'`).
+ */
+import { v } from "convex/values";
+import { internal } from "./_generated/api";
+import { internalAction } from "./_generated/server";
+import { cronRun, type Schedule } from "./lib/cronRun";
+
+export const ARCHIVE_AFTER_MS = 90 * 24 * 60 * 60 * 1000;
+const ARCHIVE_BATCH = 1000;
+// One run's cap, well inside an action's time limit; what is left waits for next week's run.
+const ARCHIVE_MAX_BATCHES = 200;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export const SCHEDULES = {
+  "mark-stale-agents": { type: "interval", minutes: 5 },
+  "expire-pending-approvals": { type: "interval", minutes: 15 },
+  "sync-health": { type: "interval", minutes: 30 },
+  "qdrant-episode-sync": { type: "interval", minutes: 5 },
+  "daily-digest": { type: "daily", hourUTC: 6, minuteUTC: 0 },
+  "cleanup-old-episodes": { type: "weekly", dayOfWeek: 0, hourUTC: 3, minuteUTC: 0 },
+} as const satisfies Record<string, Schedule>;
+
+const summary = v.string();
+
+export const markStaleAgents = internalAction({
+  args: {},
+  returns: summary,
+  handler: (ctx): Promise<string> =>
+    cronRun(ctx, "mark-stale-agents", SCHEDULES["mark-stale-agents"], async () => {
+      const { marked } = await ctx.runMutation(internal.agents.markStale, {});
+      return marked ? `${marked} agents or sites went offline` : "every agent with a recent heartbeat is online";
+    }),
+});
+
+export const expirePendingApprovals = internalAction({
+  args: {},
+  returns: summary,
+  handler: (ctx): Promise<string> =>
+    cronRun(ctx, "expire-pending-approvals", SCHEDULES["expire-pending-approvals"], async () => {
+      const { expired } = await ctx.runMutation(internal.approvals.expirePending, {});
+      return `${expired.length} pending approvals expired`;
+    }),
+});
+
+export const syncHealth = internalAction({
+  args: {},
+  returns: summary,
+  handler: (ctx): Promise<string> =>
+    cronRun(ctx, "sync-health", SCHEDULES["sync-health"], async () => {
+      const changed = await ctx.runMutation(internal.health.syncHealthAlert, {});
+      return changed.length === 0 ? "no site changed state" : changed.map((t) => `${t.site} ${t.state}`).join("; ");
+    }),
+});
+
+export const qdrantEpisodeSync = internalAction({
+  args: {},
+  returns: summary,
+  handler: (ctx): Promise<string> =>
+    cronRun(ctx, "qdrant-episode-sync", SCHEDULES["qdrant-episode-sync"], async () => {
+      // Database work only: count what waits for a vector. Embedding is the daemons' job.
+      const { backlog, capped } = await ctx.runMutation(internal.episodes.vectorBacklog, {});
+      return `${backlog}${capped ? "+" : ""} episodes wait for a vector`;
+    }),
+});
+
+export const dailyDigest = internalAction({
+  args: {},
+  returns: summary,
+  handler: (ctx): Promise<string> =>
+    cronRun(ctx, "daily-digest", SCHEDULES["daily-digest"], async (now) => {
+      // The 06:00 digest covers the day that ended: yesterday, midnight to midnight UTC.
+      const day = new Date(now - DAY_MS).toISOString().slice(0, 10);
+      const digest: { episodes: number; sites: unknown[] } = await ctx.runMutation(internal.digest.build, { day, now });
+      return `digest for ${day}: ${digest.episodes} episodes from ${digest.sites.length} sites`;
+    }),
+});
+
+export const cleanupOldEpisodes = internalAction({
+  args: {},
+  returns: summary,
+  handler: (ctx): Promise<string> =>
+    cronRun(ctx, "cleanup-old-episodes", SCHEDULES["cleanup-old-episodes"], async (now) => {
+      // One cutoff for every batch, each its own transaction (the hub's sweep does the same).
+      const cutoff = now - ARCHIVE_AFTER_MS;
+      let total = 0;
+      for (let batch = 0; batch < ARCHIVE_MAX_BATCHES; batch += 1) {
+        const { archived, more } = await ctx.runMutation(internal.episodes.archiveOld, { cutoff, limit: ARCHIVE_BATCH });
+        total += archived;
+        if (!more) break;
+      }
+      return `${total} episodes older than 90 days archived`;
+    }),
+});
