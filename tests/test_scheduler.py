@@ -221,3 +221,24 @@ def test_on_convex_the_daemon_runs_no_global_job_and_the_crons_runs_show_in_jobs
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
+
+
+def test_the_index_job_starts_no_worker_when_the_index_is_up_to_date(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path], short_dir: Path, tmp_path: Path
+) -> None:
+    from daemon.schedule.worker import index_catch_up
+    from sync.errors import DaemonNotListening
+
+    warm = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "s.sock"}"\n'
+    site = site_files("laptop", make_agentdb(5), warm=warm)
+    settings = site.settings()
+    hub = HubBackbone(site.hub, "laptop")
+    try:
+        # Nothing in the feed: up to date, and nobody is asked (no daemon listens on the socket).
+        assert index_catch_up(settings, hub) == "search index up to date (feed position 0)"
+        assert memsync("sync", "--config", str(site.config), env={"MEMSYNC_WARM__ENABLED": "false"}).returncode == 0
+        # Five episodes the index has not seen: now the worker is asked (and nobody answers here).
+        with pytest.raises(DaemonNotListening):
+            index_catch_up(settings, hub)
+    finally:
+        hub.close()

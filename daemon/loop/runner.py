@@ -157,7 +157,7 @@ class Daemon:
         backbone = self._open_backbone()
         if backbone is None:
             return None
-        catch_up = (lambda: index_catch_up(self.settings)) if indexing else None
+        catch_up = (lambda: index_catch_up(self.settings, backbone)) if indexing else None
         scheduler = Scheduler(
             self.settings,
             backbone,

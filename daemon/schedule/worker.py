@@ -22,7 +22,7 @@ import structlog
 from daemon.config import Settings
 from daemon.schedule import plan
 from daemon.schedule.jobs import BODIES, JobContext
-from sync.backbone.base import Coordination, JobRun, Sweeps
+from sync.backbone.base import ChangeFeed, Coordination, JobRun, Sweeps
 from sync.leases import Claim
 from sync.problems import ProblemLog
 
@@ -186,11 +186,19 @@ def runs_for(coordination: Coordination, job: str | None = None, limit: int = 50
     return coordination.job_runs(job, limit)
 
 
-def index_catch_up(settings: Settings) -> str:
-    """The warm layer's catch-up pass, asked of its worker (started for it if none runs): the
-    qdrant-episode-sync job's body on a site with the warm layer on."""
+def index_catch_up(settings: Settings, feed: ChangeFeed) -> str:
+    """The qdrant-episode-sync job's body with the warm layer on: when the index is behind the feed,
+    its catch-up pass, asked of the warm worker (started for it). When it is not, nothing: starting
+    the worker every five minutes to find nothing would keep the embedding stack in memory for good
+    (it exits only after ``warm.unload_after`` idle seconds)."""
     from daemon.loop.control_client import ask
+    from daemon.warm.files import Collections
+    from sync.warm.cursor import CursorFile
 
-    reply = ask(settings.socket_path, {"op": "indexed", "through": None, "timeout": 300}, timeout=310)
+    cursor = CursorFile(settings.warm_dir / "indexer.json").read(Collections(settings).active())
+    end = feed.feed_end()
+    if cursor >= end:
+        return f"search index up to date (feed position {cursor})"
+    reply = ask(settings.socket_path, {"op": "indexed", "through": end, "timeout": 300}, timeout=310)
     state = "caught up" if reply.get("done") else "still behind"
     return f"search index {state}: feed position {reply.get('cursor')} of {reply.get('through')}"
