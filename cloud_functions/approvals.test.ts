@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
+import { approvedAtCreation } from "./approvals";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 
 const NOW = 1_770_000_000_000;
@@ -77,7 +78,10 @@ describe("approvals", () => {
     expect(await t.mutation(internal.approvals.expirePending, { now: NOW + 1_000 })).toMatchObject({ expired: [{ approvalId: soon.approvalId }] });
   });
 
-  const ofCategory = (actionType: string, extra: { timeoutMs?: number; expiresAt?: number } = {}) =>
+  const ofCategory = (
+    actionType: string,
+    extra: { timeoutMs?: number; expiresAt?: number; costUsd?: number; testsPassed?: boolean } = {},
+  ) =>
     t.mutation(api.approvals.create, {
       ...laptop,
       agentName: "claude",
@@ -98,6 +102,46 @@ describe("approvals", () => {
     }
     expect(byId.get(waits.approvalId)).toMatchObject({ status: "pending" });
     expect(await errorCode(ofCategory("x", { timeoutMs: -5 }))).toBe("INVALID");
+  });
+
+  test("external_api under $0.10 and code_commit with its tests passed are approved at once, by policy", async () => {
+    const cheap = await ofCategory("external_api", { costUsd: 0.05 });
+    const free = await ofCategory("external_api", { costUsd: 0 });
+    const dear = await ofCategory("external_api", { costUsd: 0.5 });
+    const atTheLine = await ofCategory("external_api", { costUsd: 0.1 }); // under, not up to
+    const unpriced = await ofCategory("external_api");
+    const passed = await ofCategory("code_commit", { testsPassed: true });
+    const failed = await ofCategory("code_commit", { testsPassed: false });
+    const untested = await ofCategory("code_commit");
+    const otherCheap = await ofCategory("financial", { costUsd: 0.01, testsPassed: true }); // not its rule
+    const byId = new Map((await t.query(api.approvals.list, laptop)).map((a) => [a._id, a]));
+    for (const { approvalId } of [cheap, free, passed]) {
+      expect(byId.get(approvalId)).toMatchObject({ status: "approved", resolvedBy: "policy", resolvedAt: NOW });
+    }
+    for (const { approvalId } of [dear, atTheLine, unpriced, failed, untested, otherCheap]) {
+      expect(byId.get(approvalId)?.status).toBe("pending");
+      expect(byId.get(approvalId)?.resolvedBy).toBeUndefined();
+    }
+    // What the request said is kept; what it left out stays out.
+    expect(byId.get(cheap.approvalId)).toMatchObject({ costUsd: 0.05 });
+    expect(byId.get(failed.approvalId)).toMatchObject({ testsPassed: false });
+    expect(byId.get(unpriced.approvalId)).not.toHaveProperty("costUsd");
+    expect(byId.get(unpriced.approvalId)).not.toHaveProperty("testsPassed");
+    // The caller's timeout of 0 still approves whatever the cost; a negative cost is INVALID.
+    const given = await ofCategory("external_api", { timeoutMs: 0, costUsd: 5 });
+    const after = await t.query(api.approvals.list, { ...laptop, status: "approved" });
+    expect(after.find((a) => a._id === given.approvalId)).toMatchObject({ resolvedBy: "policy", costUsd: 5 });
+    expect(await errorCode(ofCategory("external_api", { costUsd: -0.01 }))).toBe("INVALID");
+  });
+
+  test("approvedAtCreation: the rule of sync/approvals.py", () => {
+    expect(approvedAtCreation("research", 0, undefined, undefined)).toBe(true);
+    expect(approvedAtCreation("external_api", 15 * 60_000, 0.099, undefined)).toBe(true);
+    expect(approvedAtCreation("external_api", 15 * 60_000, 0.1, undefined)).toBe(false);
+    expect(approvedAtCreation("external_api", 15 * 60_000, undefined, true)).toBe(false);
+    expect(approvedAtCreation("code_commit", 30 * 60_000, undefined, true)).toBe(true);
+    expect(approvedAtCreation("code_commit", 30 * 60_000, 0, false)).toBe(false);
+    expect(approvedAtCreation("deploy", 60 * 60_000, 0, true)).toBe(false);
   });
 
   test("expirePending by category: the timeouts table, the default, and the approval's own deadline", async () => {

@@ -9,7 +9,7 @@ const MINUTE = 60_000;
 
 /**
  * The design's approval policy: how long a pending approval of each category (its actionType)
- * waits before it expires; 0 approves it at once. A copy of sync/backbone/base.py's
+ * waits before it expires; 0 approves it at once. A copy of sync/approvals.py's
  * APPROVAL_TIMEOUTS_MS (the daemon's jobs.approval_timeouts starts from the same table): the
  * expire-pending-approvals cron runs with it, and create applies it when no timeout is given.
  */
@@ -23,17 +23,38 @@ export const APPROVAL_TIMEOUTS_MS: Record<string, number> = {
   research: 0,
 };
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * MINUTE;
-/** resolvedBy of an approval its category approves at once. */
+/** resolvedBy of an approval the policy approves at once. */
 export const APPROVED_BY_POLICY = "policy";
+/** An external_api call cheaper than this (in USD) needs nobody. */
+export const AUTO_APPROVE_UNDER_USD = 0.1;
+
+/**
+ * Does the policy approve a new approval at once? The same rule as sync/approvals.py's
+ * approved_at_creation, which is its source (change both together): a category timeout of 0, an
+ * external_api whose cost is under AUTO_APPROVE_UNDER_USD, a code_commit whose tests passed. A
+ * cost or test result the request leaves out approves nothing.
+ */
+export function approvedAtCreation(
+  actionType: string,
+  timeoutMs: number,
+  costUsd: number | undefined,
+  testsPassed: boolean | undefined,
+): boolean {
+  if (timeoutMs === 0) return true;
+  if (actionType === "external_api") return costUsd !== undefined && costUsd < AUTO_APPROVE_UNDER_USD;
+  if (actionType === "code_commit") return testsPassed === true;
+  return false;
+}
 
 function timeoutOf(category: string, timeoutsMs: Record<string, number>, defaultMs: number): number {
   return Object.prototype.hasOwnProperty.call(timeoutsMs, category) ? timeoutsMs[category] : defaultMs;
 }
 
 /**
- * A new approval of category `actionType`. `timeoutMs` is the category's timeout under the caller's
- * policy (left out: APPROVAL_TIMEOUTS_MS); 0 means it never waits for a person: approved at once,
- * by "policy".
+ * A new approval of category `actionType`, stored with `costUsd` and `testsPassed` (what the
+ * request says of itself, if anything). `timeoutMs` is the category's timeout under the caller's
+ * policy (left out: APPROVAL_TIMEOUTS_MS). What approvedAtCreation approves never waits for a
+ * person: approved at once, by "policy". A negative or non-finite cost is INVALID.
  */
 export const create = mutation({
   args: {
@@ -44,6 +65,8 @@ export const create = mutation({
     reviewers: v.array(v.string()),
     expiresAt: v.number(),
     timeoutMs: v.optional(v.number()),
+    costUsd: v.optional(v.number()),
+    testsPassed: v.optional(v.boolean()),
   },
   returns: v.object({ approvalId: v.id("approvals") }),
   handler: async (ctx, args) => {
@@ -52,6 +75,10 @@ export const create = mutation({
     if (!(args.expiresAt > now)) fail("INVALID", `expiresAt ${args.expiresAt} is not in the future`);
     const timeout = args.timeoutMs ?? timeoutOf(args.actionType, APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS);
     if (!isCount(timeout)) fail("INVALID", `timeoutMs must be a whole number of ms, not ${timeout}`);
+    const { costUsd, testsPassed } = args;
+    if (costUsd !== undefined && !(Number.isFinite(costUsd) && costUsd >= 0)) {
+      fail("INVALID", `costUsd must be a finite amount, not negative, got ${costUsd}`);
+    }
     const approvalId = await ctx.db.insert("approvals", {
       agentName: args.agentName,
       site,
@@ -60,7 +87,9 @@ export const create = mutation({
       reviewers: args.reviewers,
       expiresAt: args.expiresAt,
       createdAt: now,
-      ...(timeout === 0
+      ...(costUsd === undefined ? {} : { costUsd }),
+      ...(testsPassed === undefined ? {} : { testsPassed }),
+      ...(approvedAtCreation(args.actionType, timeout, costUsd, testsPassed)
         ? { status: "approved" as const, resolvedAt: now, resolvedBy: APPROVED_BY_POLICY }
         : { status: "pending" as const }),
     });

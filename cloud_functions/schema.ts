@@ -93,6 +93,9 @@ export default defineSchema({
     createdAt: v.number(),
     resolvedAt: v.optional(v.number()),
     resolvedBy: v.optional(v.string()),
+    // What the request said of itself, if it said: the policy (approvals.ts) approves on them.
+    costUsd: v.optional(v.number()),
+    testsPassed: v.optional(v.boolean()),
   })
     .index("by_status_expires", ["status", "expiresAt"])
     .index("by_site_status", ["site", "status"])

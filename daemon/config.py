@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from daemon.config_paths import default_data_dir, lock_path_for, socket_path_for, state_path_for
 from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, with_overrides
-from sync.backbone.base import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
+from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.episode import Attribution
 from sync.errors import ConfigError
 
@@ -163,7 +163,7 @@ class JobOverride(_Section):
     lease: float | None = Field(None, gt=0, description="seconds before another site may take a slot over")
 
 
-# The design's approval policy (sync/backbone/base.py, in minutes here): how long a pending approval
+# The design's approval policy (sync/approvals.py, in minutes here): how long a pending approval
 # of each category waits before it expires; 0 approves it at once.
 DEFAULT_APPROVAL_TIMEOUTS = {category: ms / 60_000 for category, ms in APPROVAL_TIMEOUTS_MS.items()}
 

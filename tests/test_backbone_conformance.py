@@ -726,6 +726,49 @@ def test_approvals_expire_by_category_and_a_zero_minute_category_is_approved_at_
         laptop.backbone.resolve_approval(message, "approved", "alice")
 
 
+def test_external_api_under_ten_cents_and_code_commit_with_passing_tests_are_approved_at_once(
+    open_site: OpenSite,
+) -> None:
+    laptop = open_site("laptop")
+    far = _now_ms() + 86_400_000
+
+    def create(category: str, cost_usd: float | None = None, tests_passed: bool | None = None) -> str:
+        return laptop.backbone.create_approval(
+            agent_name="coder",
+            action_type=category,
+            priority="normal",
+            reviewers=["alice"],
+            expires_at=far,
+            cost_usd=cost_usd,
+            tests_passed=tests_passed,
+        )
+
+    cheap, dear, unpriced = create("external_api", 0.05), create("external_api", 0.50), create("external_api")
+    passed, failed = create("code_commit", tests_passed=True), create("code_commit", tests_passed=False)
+    untested = create("code_commit")
+    by_id = {a.approval_id: a for a in laptop.backbone.approvals()}
+    for approval_id in (cheap, passed):
+        assert (by_id[approval_id].status, by_id[approval_id].resolved_by) == ("approved", "policy")
+    for approval_id in (dear, unpriced, failed, untested):
+        assert (by_id[approval_id].status, by_id[approval_id].resolved_by) == ("pending", None)
+    # What the request said of itself is kept, and read back as it was said.
+    assert [(by_id[i].cost_usd, by_id[i].tests_passed) for i in (cheap, dear, unpriced, passed, failed)] == [
+        (0.05, None),
+        (0.50, None),
+        (None, None),
+        (None, True),
+        (None, False),
+    ]
+    assert [a.approval_id for a in laptop.backbone.approvals("pending")] == [dear, unpriced, failed, untested]
+    # Still a person's to resolve: the policy approved nothing else.
+    assert laptop.backbone.resolve_approval(dear, "approved", "alice") == "approved"
+    with pytest.raises(BackboneConflict):
+        laptop.backbone.resolve_approval(cheap, "rejected", "alice")  # the policy settled it
+    for bad in (-0.01, float("nan"), float("inf")):
+        with pytest.raises(BackboneRejected):
+            create("external_api", bad)
+
+
 def test_sync_health_goes_down_after_silence_and_up_again_after_a_sync(open_site: OpenSite) -> None:
     laptop, vm = open_site("laptop"), open_site("vm")
     silent_after = 1_000  # ms: generous, so that a slow machine's calls stay inside it

@@ -11,7 +11,7 @@ import pytest
 
 from sync.backbone.base import Outcome, PushItem, SiteBeat, SourceRecord
 from sync.backbone.hub import HubBackbone
-from sync.backbone.hub.connection import classify
+from sync.backbone.hub.connection import classify, current_ms
 from sync.episode import EXPORT_FIELDS, canonical_json
 from sync.errors import BackboneBroken, BackboneUnavailable, MemsyncError, PathProblem
 from sync.leases import Claim
@@ -232,7 +232,7 @@ def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
         assert hub.source_of() is None  # and on through version 3 to 4, and 5
     finally:
         hub.close()
-    assert _schema_version(path) == "5"
+    assert _schema_version(path) == "6"
 
 
 def _schema_version(path: Path) -> str:
@@ -257,7 +257,7 @@ def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "5"
+        assert _schema_version(path) == "6"
         assert hub.source_of() is None
         assert hub.set_source(SourceRecord("i-1", "m-1", "laptop.lan", "/a.db"), expected=None) is True
         assert [e["sourceId"] for e in hub.episodes()] == ["1"]
@@ -272,12 +272,71 @@ def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
         assert found.instance == "i-1"
     finally:
         hub.close()
-    assert _schema_version(path) == "5"
+    assert _schema_version(path) == "6"
+
+
+# Version 5 was today's schema without what an approval's request says of itself.
+_APPROVALS_OF_VERSION_5 = """
+ALTER TABLE approvals DROP COLUMN cost_usd;
+ALTER TABLE approvals DROP COLUMN tests_passed;
+"""
+_TO_VERSION_5 = _APPROVALS_OF_VERSION_5 + "UPDATE schema_info SET value = '5' WHERE key = 'version';"
+
+
+def test_a_version_5_hub_gets_approvals_cost_and_tests_in_place(tmp_path: Path) -> None:
+    """Hubs written before approvals kept their cost and tests: the columns are added, empty for
+    the approvals already there, and everything else is kept."""
+    path = tmp_path / "hub.db"
+    hub = HubBackbone(path, "laptop")
+    hub.push([item("1")], cursor=1)
+    far = current_ms() + 86_400_000
+    old = hub.create_approval(
+        agent_name="coder", action_type="external_api", priority="normal", reviewers=["alice"], expires_at=far
+    )
+    hub.close()
+    conn = sqlite3.connect(path)
+    conn.executescript(_TO_VERSION_5)
+    conn.close()
+    hub = HubBackbone(path, "laptop")
+    try:
+        assert _schema_version(path) == "6"
+        (before,) = hub.approvals()
+        assert (before.approval_id, before.status, before.cost_usd, before.tests_passed) == (old, "pending", None, None)
+        cheap = hub.create_approval(
+            agent_name="coder",
+            action_type="external_api",
+            priority="normal",
+            reviewers=[],
+            expires_at=far,
+            cost_usd=0.05,
+        )
+        passed = hub.create_approval(
+            agent_name="coder",
+            action_type="code_commit",
+            priority="normal",
+            reviewers=[],
+            expires_at=far,
+            tests_passed=True,
+        )
+        by_id = {a.approval_id: a for a in hub.approvals()}
+        assert (by_id[cheap].status, by_id[cheap].resolved_by, by_id[cheap].cost_usd) == ("approved", "policy", 0.05)
+        assert (by_id[passed].status, by_id[passed].tests_passed) == ("approved", True)
+        assert [e["sourceId"] for e in hub.episodes()] == ["1"]
+    finally:
+        hub.close()
+    hub = HubBackbone(path, "laptop")  # reopening keeps everything and the version
+    try:
+        assert [a.cost_usd for a in hub.approvals()] == [None, 0.05, None]
+    finally:
+        hub.close()
+    assert _schema_version(path) == "6"
 
 
 # Version 4 was today's schema without the fleet: no registry of sites, leases (job_claims instead),
 # runs, health or digests; agents without interface and last episode; episodes without archived.
-_TO_VERSION_4 = """
+_TO_VERSION_4 = (
+    _APPROVALS_OF_VERSION_5
+    + """
 DROP INDEX episodes_by_archived_ts;
 ALTER TABLE episodes DROP COLUMN archived;
 ALTER TABLE agents DROP COLUMN interface;
@@ -291,6 +350,7 @@ INSERT INTO job_claims VALUES ('daily-digest', '2026-11-21T06:00', 'vm', 1);
 INSERT INTO agents VALUES ('laptop', 'coder', 'claude-code', 'online', 1000);
 UPDATE schema_info SET value = '4' WHERE key = 'version';
 """
+)
 
 
 def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
@@ -305,7 +365,7 @@ def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "5"
+        assert _schema_version(path) == "6"
         (coder,) = hub.agents()
         assert (coder.agent_name, coder.site, coder.interface, coder.last_episode_at) == ("coder", "laptop", None, None)
         hub.heartbeat("coder", "claude-code", "cli", 1500)
@@ -331,10 +391,10 @@ def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
         assert hub.job_runs("daily-digest")[0].outcome == "running"
     finally:
         hub.close()
-    assert _schema_version(path) == "5"
+    assert _schema_version(path) == "6"
 
 
-def test_a_version_2_hub_without_registry_tables_migrates_to_5(tmp_path: Path) -> None:
+def test_a_version_2_hub_without_registry_tables_migrates_to_6(tmp_path: Path) -> None:
     """A hub so old it has no agents table: the migration adds columns only to tables that exist,
     and the schema creates the rest whole."""
     path = tmp_path / "hub.db"
@@ -354,6 +414,6 @@ def test_a_version_2_hub_without_registry_tables_migrates_to_5(tmp_path: Path) -
     try:
         hub.heartbeat("coder", "claude-code", "ide", 5)
         assert hub.agents()[0].interface == "ide"
-        assert _schema_version(path) == "5"
+        assert _schema_version(path) == "6"
     finally:
         hub.close()

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -33,6 +34,9 @@ from daemon.loop.notify import Notifier
 from daemon.paths import check_site
 from daemon.site import Site, open_backbone, sweeps_of
 from daemon.warm.host import WarmHost
+
+if TYPE_CHECKING:
+    from daemon.schedule.worker import Scheduler
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
 from sync.errors import ConfigError, Interrupted, SnapshotNotReady, SourceConflict, SourceUnavailable
@@ -55,17 +59,6 @@ class _LoopState:
 
 class PassFailed(Exception):
     """A pass failed and was reported: the loop backs off before the next."""
-
-
-class Closing:
-    """Things to stop, in order, on the way out."""
-
-    def __init__(self, *steps: Callable[[], None]) -> None:
-        self._steps = steps
-
-    def stop(self) -> None:
-        for step in self._steps:
-            step()
 
 
 MAX_BACKOFF = 30.0
@@ -138,15 +131,17 @@ class Daemon:
                 finally:
                     self.notify.stopping()
                     if scheduler is not None:
-                        scheduler.stop()
+                        scheduler.stopping.set()  # no job starts a long step from now on
                     waker.stop()
                     if warm is not None:
-                        warm.close()
+                        warm.close()  # before the scheduler: an index job waiting on the worker ends now
+                    if scheduler is not None:
+                        scheduler.stop()
                     site.sidecar.set_many({"daemon_stopped_at": time.time()})
                 log.info("stopped", site=self.settings.site.name)
         return 0
 
-    def _start_scheduler(self, indexing: bool) -> Closing | None:
+    def _start_scheduler(self, indexing: bool) -> Scheduler | None:
         """The periodic jobs and the registry heartbeat (``daemon/schedule``), on a backbone client of
         their own. Imported here: APScheduler is only the daemon's."""
         if not self.settings.jobs.enabled:
@@ -164,8 +159,9 @@ class Daemon:
             sweeps_of(backbone),
             heartbeat=lambda: heartbeat(self.settings, backbone),
             index_catch_up=catch_up,
+            on_stop=backbone.close,
         ).start()
-        return Closing(scheduler.stop, backbone.close)
+        return scheduler
 
     def _start_warm(self, backbone: Backbone) -> WarmHost | None:
         """The control socket, and the warm layer's worker process whenever there is work for it

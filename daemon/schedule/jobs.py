@@ -25,6 +25,7 @@ class JobContext:
     slot_start: datetime
     now_ms: int
     index_catch_up: Callable[[], str] | None  # the warm layer's catch-up, through its worker
+    stopping: Callable[[], bool] = lambda: False  # the daemon is stopping: a long body stops between batches
 
 
 Body = Callable[[JobContext], str]
@@ -77,7 +78,7 @@ def cleanup_old_episodes(ctx: JobContext) -> str:
     while True:  # in batches, so that one run never holds the hub's write lock for long
         done = _sweeps(ctx).archive_older_than(cutoff, ARCHIVE_BATCH)
         total += done
-        if done < ARCHIVE_BATCH:
+        if done < ARCHIVE_BATCH or ctx.stopping():
             break
     return f"{total} episodes older than {ctx.settings.jobs.archive_after_days:g} days archived"
 

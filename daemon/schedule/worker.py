@@ -11,6 +11,7 @@ body is idempotent, and a slot whose holder stops half-way is taken over once it
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ def run_job(
     *,
     now: float,
     index_catch_up: Callable[[], str] | None = None,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Outcome:
     """One fire of ``spec`` at ``now``: its slot, its lease if global, its body, its record."""
     moment = datetime.fromtimestamp(now, UTC)
@@ -61,7 +63,7 @@ def run_job(
             return Outcome(spec.name, slot, False, "skipped", "another site holds or finished this slot")
         if claim is Claim.TAKE_OVER:
             log.info("took over a slot whose holder did not finish", job=spec.name, slot=slot)
-    ctx = JobContext(settings, sweeps, plan.slot_start(spec, moment), started, index_catch_up)
+    ctx = JobContext(settings, sweeps, plan.slot_start(spec, moment), started, index_catch_up, stopping)
     try:
         summary, outcome = BODIES[spec.name](ctx), "ok"
     except Exception as exc:  # noqa: BLE001 - a failed run is recorded with its reason, and the next slot tries again
@@ -87,6 +89,7 @@ class Scheduler:
         heartbeat: Callable[[], None],
         index_catch_up: Callable[[], str] | None,
         clock: Callable[[], float] = time.time,
+        on_stop: Callable[[], None] = lambda: None,
     ) -> None:
         self.settings = settings
         self.coordination = coordination
@@ -94,7 +97,9 @@ class Scheduler:
         self.heartbeat = heartbeat
         self.index_catch_up = index_catch_up
         self.clock = clock
+        self.on_stop = on_stop  # closes the scheduler's own backbone client
         self.problems = ProblemLog(log)
+        self.stopping = threading.Event()  # long bodies stop between batches once it is set
         self._scheduler: Any = None
 
     def specs(self) -> list[plan.JobSpec]:
@@ -177,9 +182,13 @@ class Scheduler:
         return None if job is None else job.next_run_time
 
     def stop(self) -> None:
+        """Stop firing, and wait for a job in flight: bodies are short or stop between batches
+        (``stopping``), and one still running would otherwise outlive its backbone client."""
+        self.stopping.set()
         if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
+            self._scheduler.shutdown(wait=True)
             self._scheduler = None
+            self.on_stop()
 
 
 def runs_for(coordination: Coordination, job: str | None = None, limit: int = 50) -> list[JobRun]:

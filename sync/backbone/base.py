@@ -135,21 +135,6 @@ class HealthTransition:
 
 
 APPROVAL_PRIORITIES = ("low", "normal", "high", "critical")
-# The design's approval policy, in ms: how long a pending approval of each category (its
-# action_type) waits before it expires; 0 approves it at once, when it is requested. The daemon's
-# config (jobs.approval_timeouts, in minutes) starts from the same table, and
-# cloud_functions/approvals.ts keeps a copy for Convex's crons.
-APPROVAL_TIMEOUTS_MS: Final[Mapping[str, int]] = {
-    "send_message": 60 * 60_000,
-    "financial": 120 * 60_000,
-    "destructive": 30 * 60_000,
-    "external_api": 15 * 60_000,
-    "code_commit": 30 * 60_000,
-    "internal": 0,
-    "research": 0,
-}
-DEFAULT_APPROVAL_TIMEOUT_MS: Final = 60 * 60_000
-APPROVED_BY_POLICY: Final = "policy"  # resolved_by of an approval its category approves at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +147,8 @@ class Approval:
     reviewers: tuple[str, ...]
     expires_at: int  # ms
     resolved_by: str | None = None
+    cost_usd: float | None = None  # what the request said it costs, if it said
+    tests_passed: bool | None = None  # whether the request said its tests pass, if it said
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,10 +334,15 @@ class Coordination(Protocol):
         reviewers: Sequence[str],
         expires_at: int,
         timeout_ms: int | None = None,
+        cost_usd: float | None = None,
+        tests_passed: bool | None = None,
     ) -> str:
-        """A new approval for ``action_type`` (its category). ``timeout_ms`` is the category's
-        timeout under the caller's policy (None: ``APPROVAL_TIMEOUTS_MS``, else
-        ``DEFAULT_APPROVAL_TIMEOUT_MS``); 0 approves it at once, resolved_by "policy"."""
+        """A new approval for ``action_type`` (its category), stored with ``cost_usd`` and
+        ``tests_passed`` (what the request says of itself, if anything). ``timeout_ms`` is the
+        category's timeout under the caller's policy (None: ``sync.approvals.APPROVAL_TIMEOUTS_MS``,
+        else ``DEFAULT_APPROVAL_TIMEOUT_MS``). ``sync.approvals.approved_at_creation`` decides
+        whether it is approved at once, resolved_by "policy": a timeout of 0, an external_api under
+        $0.10, a code_commit whose tests passed. A negative or non-finite cost is rejected."""
         ...
 
     def resolve_approval(self, approval_id: str, status: str, by: str) -> str:

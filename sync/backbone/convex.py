@@ -12,6 +12,7 @@ body, never in a URL, and never appears in a log line, an error message or ``sta
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -303,6 +304,8 @@ class ConvexBackbone:
         reviewers: Sequence[str],
         expires_at: int,
         timeout_ms: int | None = None,
+        cost_usd: float | None = None,
+        tests_passed: bool | None = None,
     ) -> str:
         args: dict[str, Any] = {
             "agentName": agent_name,
@@ -313,6 +316,12 @@ class ConvexBackbone:
         }
         if timeout_ms is not None:
             args["timeoutMs"] = timeout_ms
+        if cost_usd is not None:
+            if not math.isfinite(cost_usd):  # JSON cannot carry it; the deployment rejects a negative one
+                raise BackboneRejected(f"cost_usd must be a finite amount, not negative, got {cost_usd}")
+            args["costUsd"] = cost_usd
+        if tests_passed is not None:
+            args["testsPassed"] = tests_passed
         value = self.call("mutation", "approvals:create", args)
         return str(value["approvalId"])
 
@@ -332,6 +341,8 @@ class ConvexBackbone:
                 tuple(r["reviewers"]),
                 int(r["expiresAt"]),
                 r.get("resolvedBy"),
+                None if r.get("costUsd") is None else float(r["costUsd"]),
+                r.get("testsPassed"),
             )
             for r in sorted(rows, key=lambda r: float(r["_creationTime"]))
         ]

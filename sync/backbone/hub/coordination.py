@@ -7,16 +7,12 @@ periodic jobs calls, under a lease.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from sync.backbone.base import (
-    APPROVAL_PRIORITIES,
-    APPROVAL_TIMEOUTS_MS,
-    APPROVED_BY_POLICY,
-    DEFAULT_APPROVAL_TIMEOUT_MS,
-    Approval,
-)
+from sync.approvals import APPROVAL_TIMEOUTS_MS, APPROVED_BY_POLICY, DEFAULT_APPROVAL_TIMEOUT_MS, approved_at_creation
+from sync.backbone.base import APPROVAL_PRIORITIES, Approval
 from sync.backbone.hub.connection import current_ms
 from sync.backbone.hub.digest import HubDigest
 from sync.backbone.hub.health import HubHealth
@@ -37,6 +33,8 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
         reviewers: Sequence[str],
         expires_at: int,
         timeout_ms: int | None = None,
+        cost_usd: float | None = None,
+        tests_passed: bool | None = None,
     ) -> str:
         if priority not in APPROVAL_PRIORITIES:
             raise BackboneRejected(f"priority must be one of {', '.join(APPROVAL_PRIORITIES)}, not {priority!r}")
@@ -45,15 +43,20 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
         )
         if timeout < 0:
             raise BackboneRejected(f"timeout_ms must not be negative, got {timeout}")
+        if cost_usd is not None and not (math.isfinite(cost_usd) and cost_usd >= 0):
+            raise BackboneRejected(f"cost_usd must be a finite amount, not negative, got {cost_usd}")
         now = current_ms()
-        # A category whose timeout is 0 never waits for a person: approved by the policy at once.
+        # What never waits for a person (sync.approvals): approved by the policy at once.
         status, resolved_at, resolved_by = (
-            ("approved", now, APPROVED_BY_POLICY) if timeout == 0 else ("pending", None, None)
+            ("approved", now, APPROVED_BY_POLICY)
+            if approved_at_creation(action_type, timeout, cost_usd, tests_passed)
+            else ("pending", None, None)
         )
         cursor = self._run(
             lambda conn: conn.execute(
                 "INSERT INTO approvals (site, agent_name, action_type, status, priority, reviewers, expires_at,"
-                " created_at, resolved_at, resolved_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " created_at, resolved_at, resolved_by, cost_usd, tests_passed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.site,
                     agent_name,
@@ -65,6 +68,8 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
                     now,
                     resolved_at,
                     resolved_by,
+                    cost_usd,
+                    tests_passed,
                 ),
             )
         )
@@ -94,11 +99,25 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
 
     def approvals(self, status: str | None = None) -> list[Approval]:
         rows = self._read(
-            "SELECT id, agent_name, action_type, status, priority, reviewers, expires_at, resolved_by FROM approvals"
-            " WHERE site = ? AND (? IS NULL OR status = ?) ORDER BY id",
+            "SELECT id, agent_name, action_type, status, priority, reviewers, expires_at, resolved_by, cost_usd,"
+            " tests_passed FROM approvals WHERE site = ? AND (? IS NULL OR status = ?) ORDER BY id",
             (self.site, status, status),
         )
-        return [Approval(str(r[0]), r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7]) for r in rows]
+        return [
+            Approval(
+                str(r[0]),
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                tuple(json.loads(r[5])),
+                r[6],
+                r[7],
+                r[8],
+                None if r[9] is None else bool(r[9]),
+            )
+            for r in rows
+        ]
 
     def expire_approvals(self, now_ms: int, timeouts_ms: Mapping[str, int], default_ms: int) -> int:
         """Pending approvals of every site past their category's timeout or their own deadline

@@ -1,7 +1,9 @@
 """The hub file's tables, and the step-by-step migrations that bring an older file to them.
 
 Version 5 added the fleet: the sites' registry rows, job leases and runs, sync health, digests, the
-agents' interface and last episode, and episodes' ``archived`` flag.
+agents' interface and last episode, and episodes' ``archived`` flag. Version 6 added what an
+approval's request says of itself (its cost, whether its tests passed), which the policy
+(``sync.approvals``) approves on.
 
 Also the change feed's counter, which the writers of episodes and of tombstones both advance
 inside their own transactions.
@@ -117,7 +119,9 @@ SCHEMA = (
   expires_at INTEGER NOT NULL,
   created_at INTEGER NOT NULL,
   resolved_at INTEGER,
-  resolved_by TEXT
+  resolved_by TEXT,
+  cost_usd REAL,                    -- what the request said it costs, if it said
+  tests_passed INTEGER              -- 1 | 0: whether the request said its tests pass, if it said
 )""",
     """CREATE INDEX IF NOT EXISTS approvals_by_status_expires ON approvals (status, expires_at)""",
     """CREATE TABLE IF NOT EXISTS tombstones (
@@ -137,7 +141,7 @@ SCHEMA = (
     _SITE_SOURCES,
     *_FLEET,
 )
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -162,6 +166,11 @@ _COLUMNS_5 = (
     ("agents", "last_episode_at", "INTEGER"),
     ("episodes", "archived", "INTEGER NOT NULL DEFAULT 0"),
 )
+# Version 5 to 6: what an approval's request says of itself; NULL (it said nothing) for the old ones.
+_COLUMNS_6 = (
+    ("approvals", "cost_usd", "REAL"),
+    ("approvals", "tests_passed", "INTEGER"),
+)
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -173,7 +182,8 @@ def create_or_migrate(conn: sqlite3.Connection) -> None:
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring an older hub to the current version in place, step by step, in one transaction:
     version 2 (before the change feed) to 3, version 3 (before site sources) to 4, version 4
-    (before the fleet: registry, leases, runs, health, digests, archiving) to 5."""
+    (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
+    approvals' cost and tests) to 6."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return
@@ -201,6 +211,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for statement in _FLEET:
                 tx.execute(statement)
             version = "5"
+        if version == "5":
+            for table, column, declaration in _COLUMNS_6:
+                _add_column(tx, table, column, declaration)
+            version = "6"
         if row is not None and version != row[0]:
             tx.execute("UPDATE schema_info SET value = ? WHERE key = 'version'", (version,))
 
