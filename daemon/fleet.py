@@ -18,7 +18,7 @@ from daemon.health import Level
 from sync.backbone.base import AgentState, JobRun, SiteState
 
 
-def _iso(ms: int | None) -> str | None:
+def iso_ms(ms: int | None) -> str | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -27,7 +27,7 @@ def judge(sites: list[SiteState], failed_runs: list[JobRun], lag_warning: float)
     down, degraded = [], []
     for s in sites:
         if not s.online:
-            down.append(f"site {s.site} is offline (no heartbeat since {_iso(s.last_heartbeat) or 'ever'})")
+            down.append(f"site {s.site} is offline (no heartbeat since {iso_ms(s.last_heartbeat) or 'ever'})")
         elif s.health == "down":
             down.append(f"site {s.site} has not synced for longer than the silence limit")
         if s.lag_s is not None and s.lag_s > lag_warning:
@@ -59,9 +59,10 @@ def fleet_report(
         "exitCode": int(level),
         "reasons": reasons,
         "sites": [
-            {**asdict(s), "lastHeartbeat": _iso(s.last_heartbeat), "lastSyncAt": _iso(s.last_sync_at)} for s in sites
+            {**asdict(s), "lastHeartbeat": iso_ms(s.last_heartbeat), "lastSyncAt": iso_ms(s.last_sync_at)}
+            for s in sites
         ],
-        "agents": [{**asdict(a), "lastHeartbeat": _iso(a.last_heartbeat)} for a in agents],
+        "agents": [{**asdict(a), "lastHeartbeat": iso_ms(a.last_heartbeat)} for a in agents],
         "pendingApprovals": pending_approvals,
         "failedJobs": [asdict(r) for r in failed],
     }

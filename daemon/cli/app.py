@@ -11,20 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib import metadata
 
+from daemon import version
 from daemon.cli import demo, export, fleet, heartbeat, jobs, quarantine, run, search, service, status
 from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit
 
 DESCRIPTION = "Keep AI agents' AgentDB memories in step across machines."
-
-
-def version() -> str:
-    try:
-        return metadata.version("memsync")
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
 
 
 def parser() -> argparse.ArgumentParser:

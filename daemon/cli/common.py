@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+EX_USAGE = 2  # a usage error: what argparse exits with too
+
+
 class Exit(Exception):
     """Leave the command with this exit code (its message, if any, has been printed)."""
 

@@ -15,9 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from daemon.cli.common import Commands, add_config, fail, handled, load, parse_or_none
+from daemon.cli.common import EX_USAGE, Commands, add_config, fail, handled, load, parse_or_none
 
-EX_USAGE = 2
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._@:/-]{0,127}$")
 
 

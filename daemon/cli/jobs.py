@@ -10,9 +10,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from daemon.cli.common import Commands, add_config, add_json, console, fail, handled, load, say
-
-EX_USAGE = 2
+from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
+from daemon.fleet import iso_ms
 
 
 def register(commands: Commands) -> None:
@@ -42,12 +41,6 @@ def register(commands: Commands) -> None:
     digest.set_defaults(run=digest_main)
 
 
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def jobs_report(settings: Any, backbone: Any, now: float) -> list[dict[str, Any]]:
     from daemon.schedule import plan
 
@@ -71,8 +64,8 @@ def jobs_report(settings: Any, backbone: Any, now: float) -> list[dict[str, Any]
                     "site": last.site,
                     "outcome": last.outcome,
                     "summary": last.summary,
-                    "startedAt": _iso(last.started_at),
-                    "endedAt": _iso(last.ended_at),
+                    "startedAt": iso_ms(last.started_at),
+                    "endedAt": iso_ms(last.ended_at),
                 },
             }
         )

@@ -19,12 +19,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import IO
 
-from daemon.cli.common import Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
+from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
 from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
 
 _SINCE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-EX_USAGE = 2
 
 
 def register(commands: Commands) -> None:

@@ -11,22 +11,15 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from daemon import version
 from daemon.config import Settings
 from daemon.config_paths import heartbeat_spool_for
 from daemon.warm.files import read_status
 from sync.backbone.base import Coordination, SiteBeat
 from sync.sidecar import Sidecar
-
-
-def version() -> str:
-    try:
-        return metadata.version("memsync")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _float(value: str | None) -> float | None:
