@@ -113,11 +113,12 @@ test("sites: every registered site, with its beat, cursor and health; offline wh
     indexState: "ready",
     cursor: null,
     lastSyncAt: null,
+    totalSynced: null,
     quarantined: 2,
     conflicts: 1,
     health: null,
   });
-  expect(v).toMatchObject({ site: "vm", lastHeartbeat: null, online: false, cursor: 7, lastSyncAt: 1_770_000_000_000, health: "down" });
+  expect(v).toMatchObject({ site: "vm", lastHeartbeat: null, online: false, cursor: 7, lastSyncAt: 1_770_000_000_000, totalSynced: 0, health: "down" });
   expect(await t.mutation(internal.agents.markStale, { now: Date.now() + 60_000, staleAfterMs: 60_000 })).toEqual({
     marked: 0,
     agents: [],

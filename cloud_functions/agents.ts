@@ -1,10 +1,9 @@
 import { v } from "convex/values";
-import type { Doc } from "./_generated/dataModel";
 import { internalMutation, mutation, query } from "./_generated/server";
 import { authenticate, siteArgs } from "./lib/auth";
-import { readCursor } from "./lib/cursor";
 import { fail } from "./lib/errors";
-import { agentStatus, healthState, isCount, nullable } from "./lib/validators";
+import { fleet, siteRow } from "./lib/fleet";
+import { agentStatus, isCount, nullable } from "./lib/validators";
 
 // "Offline after three missed heartbeats" with agents beating once a minute (the daemon's
 // jobs.stale_after defaults to the same 180 s).
@@ -88,59 +87,13 @@ export const heartbeatSite = mutation({
   },
 });
 
-const siteState = v.object({
-  site: v.string(),
-  lastHeartbeat: nullable(v.number()),
-  online: v.boolean(),
-  version: nullable(v.string()),
-  host: nullable(v.string()),
-  pid: nullable(v.number()),
-  lagS: nullable(v.number()),
-  backlog: nullable(v.number()),
-  indexState: nullable(v.string()),
-  cursor: nullable(v.number()),
-  lastSyncAt: nullable(v.number()),
-  quarantined: v.number(),
-  conflicts: v.number(),
-  health: nullable(healthState),
-});
-
 /** The fleet: every registered site (disabled ones aside), by name, as any site may read it. */
 export const sites = query({
   args: siteArgs,
-  returns: v.array(siteState),
+  returns: v.array(siteRow),
   handler: async (ctx, args) => {
     await authenticate(ctx, args);
-    const registered = (await ctx.db.query("sites").collect()).filter((s) => s.disabled !== true);
-    const rows = [];
-    for (const { name } of registered.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      const state: Doc<"siteStates"> | null = await ctx.db
-        .query("siteStates")
-        .withIndex("by_site", (q) => q.eq("site", name))
-        .unique();
-      const cursor = await readCursor(ctx.db, name);
-      const health = await ctx.db
-        .query("healthStates")
-        .withIndex("by_site", (q) => q.eq("site", name))
-        .unique();
-      rows.push({
-        site: name,
-        lastHeartbeat: state?.lastHeartbeat ?? null,
-        online: state?.status === "online",
-        version: state?.version ?? null,
-        host: state?.host ?? null,
-        pid: state?.pid ?? null,
-        lagS: state?.lagS ?? null,
-        backlog: state?.backlog ?? null,
-        indexState: state?.indexState ?? null,
-        cursor: cursor?.lastSyncedId ?? null,
-        lastSyncAt: cursor?.lastSyncedAt ?? null,
-        quarantined: state?.quarantined ?? 0,
-        conflicts: state?.conflicts ?? 0,
-        health: health?.state ?? null,
-      });
-    }
-    return rows;
+    return await fleet(ctx.db);
   },
 });
 

@@ -29,7 +29,8 @@ const create = (auth = laptop, expiresAt = NOW + 60_000) =>
 
 describe("approvals", () => {
   test("create, list, resolve once", async () => {
-    const { approvalId } = await create();
+    const { approvalId, status } = await create();
+    expect(status).toBe("pending");
     expect(await t.query(api.approvals.list, { ...laptop, status: "pending" })).toMatchObject([
       { _id: approvalId, site: "laptop", status: "pending", priority: "high", reviewers: ["alice"], createdAt: NOW },
     ]);
@@ -54,10 +55,52 @@ describe("approvals", () => {
     expect(await errorCode(t.mutation(api.approvals.resolve, { ...laptop, approvalId, status: "approved", by: "alice" }))).toBe("CONFLICT");
   });
 
-  test("another site can neither see nor resolve it", async () => {
+  test("another site lists it only with allSites, and a person may resolve it from any site", async () => {
     const { approvalId } = await create();
     expect(await t.query(api.approvals.list, vm)).toEqual([]);
-    expect(await errorCode(t.mutation(api.approvals.resolve, { ...vm, approvalId, status: "approved", by: "mallory" }))).toBe("NOT_FOUND");
+    expect((await t.query(api.approvals.list, { ...vm, allSites: true })).map((a) => a._id)).toEqual([approvalId]);
+    expect(await t.query(api.approvals.get, { ...vm, approvalId })).toMatchObject({ _id: approvalId, site: "laptop" });
+    expect(await t.mutation(api.approvals.resolve, { ...vm, approvalId, status: "approved", by: "alice" })).toEqual({ status: "approved" });
+    expect(await t.query(api.approvals.get, { ...laptop, approvalId })).toMatchObject({ status: "approved", resolvedBy: "alice" });
+  });
+
+  test("get: the fields the Python client reads (createdAt, resolvedAt, deferCount absent meaning 0, site, summary, sourceId)", async () => {
+    const { approvalId } = await t.mutation(api.approvals.create, {
+      ...laptop,
+      agentName: "claude",
+      actionType: "deploy",
+      priority: "normal",
+      reviewers: ["alice"],
+      expiresAt: NOW + 24 * 3_600_000,
+      summary: "ship it",
+      sourceId: "7",
+    });
+    const fresh = await t.query(api.approvals.get, { ...vm, approvalId });
+    expect(fresh).toMatchObject({ _id: approvalId, site: "laptop", summary: "ship it", sourceId: "7", createdAt: NOW, status: "pending" });
+    expect(typeof fresh?._creationTime).toBe("number");
+    // Never deferred, never settled: both absent (deferCount absent is 0 to every reader).
+    expect(fresh).not.toHaveProperty("deferCount");
+    expect(fresh).not.toHaveProperty("resolvedAt");
+    await t.mutation(api.approvals.defer, { ...laptop, approvalId, by: "alice" });
+    expect(await t.query(api.approvals.get, { ...laptop, approvalId })).toMatchObject({ deferCount: 1 });
+    vi.setSystemTime(NOW + 1000);
+    await t.mutation(api.approvals.resolve, { ...laptop, approvalId, status: "rejected", by: "alice" });
+    expect(await t.query(api.approvals.get, { ...laptop, approvalId })).toMatchObject({
+      createdAt: NOW,
+      resolvedAt: NOW + 1000,
+      deferCount: 1,
+      site: "laptop",
+      summary: "ship it",
+      sourceId: "7",
+    });
+  });
+
+  test("get: null for an unknown or malformed id; resolve: NOT_FOUND for an unknown one", async () => {
+    const { approvalId } = await create();
+    await t.run((ctx) => ctx.db.delete(approvalId));
+    expect(await t.query(api.approvals.get, { ...laptop, approvalId })).toBeNull();
+    expect(await t.query(api.approvals.get, { ...laptop, approvalId: "not-an-id" })).toBeNull();
+    expect(await errorCode(t.mutation(api.approvals.resolve, { ...laptop, approvalId, status: "approved", by: "alice" }))).toBe("NOT_FOUND");
   });
 
   test("expirePending expires only pending approvals past their deadline", async () => {

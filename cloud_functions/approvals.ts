@@ -1,60 +1,41 @@
 import { v } from "convex/values";
-import { internalMutation, mutation, query } from "./_generated/server";
+import type { Doc } from "./_generated/dataModel";
+import { type QueryCtx, internalMutation, mutation, query } from "./_generated/server";
+import { defer as deferApproval, expire, markEpisode, settle } from "./lib/approvalFlow";
+import { approvalButtons, approvalText } from "./lib/approvalMessage";
+import {
+  APPROVAL_TIMEOUTS_MS,
+  APPROVED_BY_POLICY,
+  approvedAtCreation,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  effectiveExpiry,
+  timeoutOf,
+} from "./lib/approvalPolicy";
 import { authenticate, siteArgs } from "./lib/auth";
 import { fail } from "./lib/errors";
-import { ownedRow } from "./lib/owned";
+import { enqueue } from "./lib/outbox";
 import { approvalPriority, approvalStatus, isCount } from "./lib/validators";
 
-const MINUTE = 60_000;
+export {
+  APPROVAL_TIMEOUTS_MS,
+  APPROVED_BY_POLICY,
+  AUTO_APPROVE_UNDER_USD,
+  approvedAtCreation,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  MAX_DEFERS,
+} from "./lib/approvalPolicy";
 
-/**
- * The design's approval policy: how long a pending approval of each category (its actionType)
- * waits before it expires; 0 approves it at once. A copy of sync/approvals.py's
- * APPROVAL_TIMEOUTS_MS (the daemon's jobs.approval_timeouts starts from the same table): the
- * expire-pending-approvals cron runs with it, and create applies it when no timeout is given.
- */
-export const APPROVAL_TIMEOUTS_MS: Record<string, number> = {
-  send_message: 60 * MINUTE,
-  financial: 120 * MINUTE,
-  destructive: 30 * MINUTE,
-  external_api: 15 * MINUTE,
-  code_commit: 30 * MINUTE,
-  internal: 0,
-  research: 0,
-};
-export const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * MINUTE;
-/** resolvedBy of an approval the policy approves at once. */
-export const APPROVED_BY_POLICY = "policy";
-/** An external_api call cheaper than this (in USD) needs nobody. */
-export const AUTO_APPROVE_UNDER_USD = 0.1;
-
-/**
- * Does the policy approve a new approval at once? The same rule as sync/approvals.py's
- * approved_at_creation, which is its source (change both together): a category timeout of 0, an
- * external_api whose cost is under AUTO_APPROVE_UNDER_USD, a code_commit whose tests passed. A
- * cost or test result the request leaves out approves nothing.
- */
-export function approvedAtCreation(
-  actionType: string,
-  timeoutMs: number,
-  costUsd: number | undefined,
-  testsPassed: boolean | undefined,
-): boolean {
-  if (timeoutMs === 0) return true;
-  if (actionType === "external_api") return costUsd !== undefined && costUsd < AUTO_APPROVE_UNDER_USD;
-  if (actionType === "code_commit") return testsPassed === true;
-  return false;
-}
-
-function timeoutOf(category: string, timeoutsMs: Record<string, number>, defaultMs: number): number {
-  return Object.prototype.hasOwnProperty.call(timeoutsMs, category) ? timeoutsMs[category] : defaultMs;
-}
+/** A high or critical approval may wake people (quiet hours hold the others). */
+const severityOf = (priority: Doc<"approvals">["priority"]) =>
+  priority === "high" || priority === "critical" ? ("critical" as const) : ("warning" as const);
 
 /**
  * A new approval of category `actionType`, stored with `costUsd` and `testsPassed` (what the
- * request says of itself, if anything). `timeoutMs` is the category's timeout under the caller's
- * policy (left out: APPROVAL_TIMEOUTS_MS). What approvedAtCreation approves never waits for a
- * person: approved at once, by "policy". A negative or non-finite cost is INVALID.
+ * request says of itself, if anything), `summary` (what a person reads) and `sourceId` (the
+ * caller's episode it is about, whose approvalStatus then follows the approval). `timeoutMs` is the
+ * category's timeout under the caller's policy (left out: APPROVAL_TIMEOUTS_MS). What
+ * approvedAtCreation approves never waits for a person: approved at once, by "policy"; a pending
+ * one is put to the reviewers on Telegram (if configured). A negative or non-finite cost is INVALID.
  */
 export const create = mutation({
   args: {
@@ -67,18 +48,21 @@ export const create = mutation({
     timeoutMs: v.optional(v.number()),
     costUsd: v.optional(v.number()),
     testsPassed: v.optional(v.boolean()),
+    summary: v.optional(v.string()),
+    sourceId: v.optional(v.string()),
   },
-  returns: v.object({ approvalId: v.id("approvals") }),
+  returns: v.object({ approvalId: v.id("approvals"), status: v.union(v.literal("pending"), v.literal("approved")) }),
   handler: async (ctx, args) => {
     const site = await authenticate(ctx, args);
     const now = Date.now();
     if (!(args.expiresAt > now)) fail("INVALID", `expiresAt ${args.expiresAt} is not in the future`);
-    const timeout = args.timeoutMs ?? timeoutOf(args.actionType, APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS);
+    const timeout = args.timeoutMs ?? timeoutOf(args.actionType);
     if (!isCount(timeout)) fail("INVALID", `timeoutMs must be a whole number of ms, not ${timeout}`);
-    const { costUsd, testsPassed } = args;
+    const { costUsd, testsPassed, summary, sourceId } = args;
     if (costUsd !== undefined && !(Number.isFinite(costUsd) && costUsd >= 0)) {
       fail("INVALID", `costUsd must be a finite amount, not negative, got ${costUsd}`);
     }
+    const approved = approvedAtCreation(args.actionType, timeout, costUsd, testsPassed);
     const approvalId = await ctx.db.insert("approvals", {
       agentName: args.agentName,
       site,
@@ -89,53 +73,107 @@ export const create = mutation({
       createdAt: now,
       ...(costUsd === undefined ? {} : { costUsd }),
       ...(testsPassed === undefined ? {} : { testsPassed }),
-      ...(approvedAtCreation(args.actionType, timeout, costUsd, testsPassed)
+      ...(summary === undefined ? {} : { summary }),
+      ...(sourceId === undefined ? {} : { sourceSite: site, sourceId }),
+      ...(approved
         ? { status: "approved" as const, resolvedAt: now, resolvedBy: APPROVED_BY_POLICY }
         : { status: "pending" as const }),
     });
-    return { approvalId };
+    const approval = (await ctx.db.get(approvalId))!;
+    await markEpisode(ctx, approval, approval.status);
+    if (!approved) {
+      const messageKey = `approval:${approvalId}`;
+      const queued = await enqueue(
+        ctx,
+        { kind: "send", key: messageKey, text: approvalText(approval), buttons: approvalButtons(approvalId), severity: severityOf(approval.priority) },
+        now,
+      );
+      if (queued) await ctx.db.patch(approvalId, { messageKey });
+    }
+    return { approvalId, status: approved ? ("approved" as const) : ("pending" as const) };
   },
 });
 
-/** Settles a pending approval once; an expired or already settled one is a CONFLICT. */
+/** The approval an id names, any site's; NOT_FOUND for an unknown or malformed id. */
+async function findApproval(ctx: QueryCtx, approvalId: string): Promise<Doc<"approvals">> {
+  const id = ctx.db.normalizeId("approvals", approvalId);
+  const approval = id === null ? null : await ctx.db.get(id);
+  if (approval === null) fail("NOT_FOUND", `no approval ${approvalId}`);
+  return approval;
+}
+
+/**
+ * Settles a pending approval once, whichever site asked for it (a person answers for the fleet);
+ * an expired or already settled one is a CONFLICT, an unknown one NOT_FOUND.
+ */
 export const resolve = mutation({
   args: {
     ...siteArgs,
-    approvalId: v.id("approvals"),
+    // A string, not v.id: an id someone typed wrong is NOT_FOUND, as on the embedded hub.
+    approvalId: v.string(),
     status: v.union(v.literal("approved"), v.literal("rejected")),
     by: v.string(),
   },
   returns: v.object({ status: v.union(v.literal("approved"), v.literal("rejected")) }),
   handler: async (ctx, args) => {
-    const site = await authenticate(ctx, args);
-    const approval = await ownedRow(ctx.db, args.approvalId, site);
-    const now = Date.now();
-    if (approval.status !== "pending") fail("CONFLICT", `approval is already ${approval.status}`);
-    // Past its deadline but not yet swept by the cron: as good as expired.
-    if (approval.expiresAt <= now) fail("CONFLICT", "approval is expired");
-    await ctx.db.patch(approval._id, { status: args.status, resolvedAt: now, resolvedBy: args.by });
+    await authenticate(ctx, args);
+    const approval = await findApproval(ctx, args.approvalId);
+    await settle(ctx, approval, args.status, args.by, Date.now());
     return { status: args.status };
   },
 });
 
+/**
+ * Gives a pending approval one more category timeout, from its current deadline; at most
+ * MAX_DEFERS times, then CONFLICT (as for a settled or expired one). Any site's approval.
+ */
+export const defer = mutation({
+  args: { ...siteArgs, approvalId: v.string(), by: v.string() },
+  returns: v.object({ expiresAt: v.number(), deferCount: v.number() }),
+  handler: async (ctx, args) => {
+    await authenticate(ctx, args);
+    const approval = await findApproval(ctx, args.approvalId);
+    return await deferApproval(ctx, approval, args.by, Date.now());
+  },
+});
+
+/** The caller's approvals, or with `allSites` every site's; optionally of one status. */
 export const list = query({
-  args: { ...siteArgs, status: v.optional(approvalStatus) },
+  args: { ...siteArgs, status: v.optional(approvalStatus), allSites: v.optional(v.boolean()) },
   handler: async (ctx, args) => {
     const site = await authenticate(ctx, args);
+    const { status } = args;
+    if (args.allSites) {
+      return status === undefined
+        ? await ctx.db.query("approvals").collect()
+        : await ctx.db
+            .query("approvals")
+            .withIndex("by_status_expires", (q) => q.eq("status", status))
+            .collect();
+    }
     return await ctx.db
       .query("approvals")
-      .withIndex("by_site_status", (q) =>
-        args.status === undefined ? q.eq("site", site) : q.eq("site", site).eq("status", args.status),
-      )
+      .withIndex("by_site_status", (q) => (status === undefined ? q.eq("site", site) : q.eq("site", site).eq("status", status)))
       .collect();
   },
 });
 
+/** Any site's approval, as list gives it, or null (also for a malformed id). */
+export const get = query({
+  args: { ...siteArgs, approvalId: v.string() },
+  handler: async (ctx, args) => {
+    await authenticate(ctx, args);
+    const id = ctx.db.normalizeId("approvals", args.approvalId);
+    return id === null ? null : await ctx.db.get(id);
+  },
+});
+
 /**
- * Sweep expire-pending-approvals: a pending approval of category C created at t expires once
- * now - t >= timeoutsMs[C] (defaultMs for a category not in the table), or once its own expiresAt
- * has passed. The cron leaves every argument out (the policy above, the time now); an admin or a
- * test may give them.
+ * Sweep expire-pending-approvals: a pending approval expires once its deadline has passed
+ * (lib/approvalPolicy.ts's effectiveExpiry: its own expiresAt or, never deferred, its category's
+ * timeout after creation if sooner, timeoutsMs[C] or defaultMs for a category not in the table).
+ * Its episode's approvalStatus turns "expired", and its Telegram message says so. The cron leaves
+ * every argument out (the policy above, the time now); an admin or a test may give them.
  */
 export const expirePending = internalMutation({
   args: {
@@ -152,10 +190,8 @@ export const expirePending = internalMutation({
       .query("approvals")
       .withIndex("by_status_expires", (q) => q.eq("status", "pending"))
       .collect();
-    const due = pending.filter(
-      (a) => a.expiresAt <= now || now - a.createdAt >= timeoutOf(a.actionType, timeouts, defaultMs),
-    );
-    for (const approval of due) await ctx.db.patch(approval._id, { status: "expired", resolvedAt: now });
+    const due = pending.filter((a) => effectiveExpiry(a, timeouts, defaultMs) <= now);
+    for (const approval of due) await expire(ctx, approval, now);
     return { expired: due.map((approval) => ({ approvalId: approval._id, site: approval.site })) };
   },
 });

@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import crons from "./crons";
 import { SCHEDULES } from "./scheduled";
 
-test("crons.ts registers exactly the six jobs, with their schedules, each through its recorded run", () => {
+test("crons.ts registers exactly the seven jobs, with their schedules, each through its recorded run", () => {
   const jobs = Object.fromEntries(
     Object.entries(crons.crons).map(([name, job]) => [name, { fn: job.name, schedule: job.schedule, args: job.args }]),
   );
@@ -17,6 +17,7 @@ test("crons.ts registers exactly the six jobs, with their schedules, each throug
       schedule: { type: "weekly", dayOfWeek: "sunday", hourUTC: 3, minuteUTC: 0 },
       args: [{}],
     },
+    alerts: { fn: "scheduled:alerts", schedule: { type: "interval", minutes: 1 }, args: [{}] },
   });
 });
 

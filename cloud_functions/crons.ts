@@ -4,7 +4,7 @@ import { internal } from "./_generated/api";
 export { ARCHIVE_AFTER_MS } from "./scheduled";
 
 /**
- * The six periodic jobs (scheduled.ts: each runs its sweep and records the run in jobRuns). The
+ * The seven periodic jobs (scheduled.ts: each runs its sweep and records the run in jobRuns). The
  * schedules are scheduled.ts's SCHEDULES; the cron names are the deployment's history, kept as they
  * were ("sync-health-alert" runs the job the daemons call sync-health).
  */
@@ -21,5 +21,6 @@ crons.weekly(
   internal.scheduled.cleanupOldEpisodes,
   {},
 );
+crons.interval("alerts", { minutes: 1 }, internal.scheduled.alerts, {});
 
 export default crons;

@@ -1,8 +1,10 @@
 import { v } from "convex/values";
 import type { Doc } from "./_generated/dataModel";
-import { internalMutation, query, type QueryCtx } from "./_generated/server";
+import { internalMutation, mutation, type MutationCtx, query, type QueryCtx } from "./_generated/server";
 import { authenticate, siteArgs } from "./lib/auth";
+import { type DigestDocument, digestMessage } from "./lib/digestMessage";
 import { fail } from "./lib/errors";
+import { enqueue } from "./lib/outbox";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const TOP = 5;
@@ -224,5 +226,56 @@ export const get = query({
       .withIndex("by_day", (q) => q.eq("day", args.day))
       .unique();
     return found === null ? null : JSON.parse(found.bodyJson);
+  },
+});
+
+/** The day's approvals settled by a person or the policy (the document counts pending and expired). */
+async function settledOn(db: QueryCtx["db"], day: string): Promise<{ approved: number; rejected: number }> {
+  const { since, until } = dayBounds(day);
+  const of = async (status: "approved" | "rejected") =>
+    (
+      await db
+        .query("approvals")
+        .withIndex("by_status_resolved", (q) => q.eq("status", status).gte("resolvedAt", since).lt("resolvedAt", until))
+        .collect()
+    ).length;
+  return { approved: await of("approved"), rejected: await of("rejected") };
+}
+
+/** Queues the stored digest `found` as one Telegram message under `key`; false if not queued. */
+async function queueDigest(ctx: MutationCtx, found: Doc<"digests">, key: string, severity: "warning" | "critical", now: number) {
+  const digest = JSON.parse(found.bodyJson) as DigestDocument;
+  const text = digestMessage(digest, { ...digest.approvals, ...(await settledOn(ctx.db, found.day)) });
+  return await enqueue(ctx, { kind: "send", key, text, severity }, now);
+}
+
+/**
+ * The morning's message (the daily-digest cron, after build): the stored digest of `day`, queued
+ * once a day however often it is built. A warning: quiet hours hold it.
+ */
+export const announce = internalMutation({
+  args: { day: v.string() },
+  returns: v.object({ queued: v.boolean() }),
+  handler: async (ctx, args) => {
+    const found = await ctx.db
+      .query("digests")
+      .withIndex("by_day", (q) => q.eq("day", args.day))
+      .unique();
+    if (found === null) return { queued: false };
+    return { queued: await queueDigest(ctx, found, `digest:${args.day}`, "warning", Date.now()) };
+  },
+});
+
+/** `memsync digest --send`: the latest stored digest to Telegram now (NOT_FOUND when none is built yet). */
+export const send = mutation({
+  args: siteArgs,
+  returns: v.object({ day: v.string(), queued: v.boolean() }),
+  handler: async (ctx, args) => {
+    await authenticate(ctx, args);
+    const found = await ctx.db.query("digests").withIndex("by_day").order("desc").first();
+    if (found === null) fail("NOT_FOUND", "no digest has been built yet");
+    const now = Date.now();
+    // Asked for by a person, now: no quiet hours.
+    return { day: found.day, queued: await queueDigest(ctx, found, `digest:${found.day}:sent:${now}`, "critical", now) };
   },
 });

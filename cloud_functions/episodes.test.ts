@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
-import { api } from "./_generated/api";
+import { api, internal } from "./_generated/api";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 import { episodeFields, item } from "./test.fixtures";
 
@@ -227,5 +227,27 @@ describe("forget", () => {
     await push([item("1")]);
     expect(await t.mutation(api.episodes.forget, { ...vm, sourceId: "1" })).toEqual({ deleted: false });
     expect(await t.run((ctx) => ctx.db.query("episodes").collect())).toHaveLength(1);
+  });
+});
+
+describe("approvalStatusOf (admin, tests)", () => {
+  const statusOf = (site: string, sourceId: string) => t.query(internal.episodes.approvalStatusOf, { site, sourceId });
+
+  test("the episode's stored approvalStatus, or null when the episode or the field is absent", async () => {
+    expect(await statusOf("laptop", "1")).toBeNull(); // no episode
+    await push([item("1"), item("2")], 2);
+    expect(await statusOf("laptop", "1")).toBeNull(); // no approvalStatus
+    await t.mutation(api.approvals.create, {
+      ...laptop,
+      agentName: "claude",
+      actionType: "deploy",
+      priority: "normal",
+      reviewers: [],
+      expiresAt: 1_770_000_000_000 + 60_000,
+      sourceId: "1",
+    });
+    expect(await statusOf("laptop", "1")).toBe("pending");
+    expect(await statusOf("laptop", "2")).toBeNull();
+    expect(await statusOf("vm", "1")).toBeNull(); // another site's key
   });
 });

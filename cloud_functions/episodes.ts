@@ -194,6 +194,16 @@ export const backfillChangeSeq = internalMutation({
   },
 });
 
+/**
+ * An episode's approvalStatus as stored (admin and tests: the Python conformance test reads it
+ * through tests/convex_local/), or null when the episode, or the field, is absent.
+ */
+export const approvalStatusOf = internalQuery({
+  args: { site: v.string(), sourceId: v.string() },
+  returns: v.union(v.string(), v.null()),
+  handler: async (ctx, { site, sourceId }) => (await findEpisode(ctx.db, site, sourceId))?.approvalStatus ?? null,
+});
+
 function waitingForVectors(db: Parameters<typeof findEpisode>[0]) {
   return db.query("episodes").withIndex("by_qdrant", (q) => q.eq("archived", false).eq("qdrantPointId", undefined));
 }

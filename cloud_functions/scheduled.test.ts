@@ -71,11 +71,13 @@ describe("each cron records its run", () => {
       internal.scheduled.qdrantEpisodeSync,
       internal.scheduled.dailyDigest,
       internal.scheduled.cleanupOldEpisodes,
+      internal.scheduled.alerts,
     ]) {
       await t.action(fn, {});
     }
     const recorded = (await runs()).map((r) => [r.job, r.slot, r.outcome, r.summary]);
     expect(recorded.sort()).toEqual([
+      ["alerts", "2026-11-22T10:07:00Z", "ok", "0 alerts from 1 observations"],
       ["cleanup-old-episodes", "2026-11-22T03:00:00Z", "ok", "1 episodes older than 90 days archived"],
       ["daily-digest", "2026-11-22T06:00:00Z", "ok", "digest for 2026-11-21: 0 episodes from 1 sites"],
       ["expire-pending-approvals", "2026-11-22T10:00:00Z", "ok", "0 pending approvals expired"],

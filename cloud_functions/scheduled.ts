@@ -1,5 +1,5 @@
 /**
- * The six periodic jobs as Convex runs them: each cron (crons.ts) calls one of these actions, which
+ * The seven periodic jobs as Convex runs them: each cron (crons.ts) calls one of these actions, which
  * runs the job's sweep with its default parameters and records the run in jobRuns as "convex"'s
  * (lib/cronRun.ts). The job names are the daemon's (daemon/schedule/plan.py), so `memsync jobs`
  * shows a cron's last run beside the schedule; the sweeps themselves are internal functions that
@@ -23,6 +23,7 @@ export const SCHEDULES = {
   "qdrant-episode-sync": { type: "interval", minutes: 5 },
   "daily-digest": { type: "daily", hourUTC: 6, minuteUTC: 0 },
   "cleanup-old-episodes": { type: "weekly", dayOfWeek: 0, hourUTC: 3, minuteUTC: 0 },
+  alerts: { type: "interval", minutes: 1 },
 } as const satisfies Record<string, Schedule>;
 
 const summary = v.string();
@@ -76,7 +77,8 @@ export const dailyDigest = internalAction({
       // The 06:00 digest covers the day that ended: yesterday, midnight to midnight UTC.
       const day = new Date(now - DAY_MS).toISOString().slice(0, 10);
       const digest: { episodes: number; sites: unknown[] } = await ctx.runMutation(internal.digest.build, { day, now });
-      return `digest for ${day}: ${digest.episodes} episodes from ${digest.sites.length} sites`;
+      const { queued } = await ctx.runMutation(internal.digest.announce, { day });
+      return `digest for ${day}: ${digest.episodes} episodes from ${digest.sites.length} sites${queued ? ", sent to Telegram" : ""}`;
     }),
 });
 
@@ -94,5 +96,16 @@ export const cleanupOldEpisodes = internalAction({
         if (!more) break;
       }
       return `${total} episodes older than 90 days archived`;
+    }),
+});
+
+export const alerts = internalAction({
+  args: {},
+  returns: summary,
+  handler: (ctx): Promise<string> =>
+    cronRun(ctx, "alerts", SCHEDULES.alerts, async () => {
+      const { observed, notices } = await ctx.runMutation(internal.alerts.sweep, {});
+      await ctx.runMutation(internal.telegram.housekeep, {});
+      return `${notices.length} alerts from ${observed} observations`;
     }),
 });

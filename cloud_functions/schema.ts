@@ -96,6 +96,13 @@ export default defineSchema({
     // What the request said of itself, if it said: the policy (approvals.ts) approves on them.
     costUsd: v.optional(v.number()),
     testsPassed: v.optional(v.boolean()),
+    // What a person reads of it, and the episode it is about (sourceSite: the requesting site):
+    // resolving it writes the episode's approvalStatus.
+    summary: v.optional(v.string()),
+    sourceSite: v.optional(v.string()),
+    sourceId: v.optional(v.string()),
+    deferCount: v.optional(v.number()), // how often a person deferred it (at most MAX_DEFERS)
+    messageKey: v.optional(v.string()), // its Telegram message's telegramOutbox key
   })
     .index("by_status_expires", ["status", "expiresAt"])
     .index("by_site_status", ["site", "status"])
@@ -214,4 +221,55 @@ export default defineSchema({
     state: v.string(),
     since: v.number(),
   }).index("by_key", ["key"]),
+
+  // One alert machine (lib/alertMachine.ts) per (signal, subject), stepped by the alerts cron.
+  // `id` is a short hash of the key: Telegram's Snooze and Mute buttons carry it (64-byte limit).
+  alertMachines: defineTable({
+    key: v.string(), // "{signal}:{subject}"
+    id: v.string(),
+    signal: v.string(),
+    subject: v.string(),
+    state: v.union(v.literal("ok"), v.literal("late"), v.literal("down")),
+    since: v.number(),
+    streak: v.number(),
+    downAt: v.number(),
+    reminders: v.number(),
+    notified: v.boolean(),
+    valueAtDown: nullable(v.number()),
+    snoozedUntil: v.number(),
+    mutedUntil: v.number(),
+  })
+    .index("by_key", ["key"])
+    .index("by_short_id", ["id"]),
+
+  // Telegram messages to send or edit (lib/outbox.ts queues, telegram.ts delivers). A key names each
+  // message once, so an alert, a digest or an approval's edit is queued once however often its cause
+  // is seen. sentAt set without messageId: given up (or merged into the message it edits).
+  telegramOutbox: defineTable({
+    key: v.string(),
+    kind: v.union(v.literal("send"), v.literal("edit")),
+    text: v.string(),
+    buttons: v.optional(v.array(v.array(v.object({ text: v.string(), data: v.string() })))),
+    refKey: v.optional(v.string()), // edit: the key of the sent message to edit
+    severity: v.union(v.literal("warning"), v.literal("critical")),
+    notBefore: v.number(), // quiet hours, a 429's retry_after, a failure's backoff
+    createdAt: v.number(),
+    sentAt: v.optional(v.number()),
+    messageId: v.optional(v.number()),
+    attempts: v.number(),
+    lastError: v.optional(v.string()),
+    claimedUntil: v.optional(v.number()), // a deliver is sending it: no other may until then
+  })
+    .index("by_key", ["key"])
+    .index("by_pending", ["sentAt", "notBefore"]),
+
+  // Telegram updates already handled: Telegram retries a webhook it thinks failed, and a button
+  // press must act once. The answer is kept to give the same one again.
+  telegramUpdates: defineTable({
+    updateId: v.number(),
+    answer: v.string(),
+    at: v.number(),
+  })
+    .index("by_update", ["updateId"])
+    .index("by_at", ["at"]),
 });

@@ -17,6 +17,7 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from daemon.alerts.quiet import parse_quiet_hours, zone
 from daemon.config_paths import default_data_dir, lock_path_for, socket_path_for, state_path_for
 from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, with_overrides
 from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
@@ -28,7 +29,14 @@ ENV_PREFIX = "MEMSYNC_"
 # of ./.env: a service's per-site secrets file (launchd has no EnvironmentFile=).
 _CLI_VARIABLES = {"MEMSYNC_CONFIG", "MEMSYNC_AGENTDB_GEN", "MEMSYNC_ENV_FILE"}
 # Secrets: from the environment or .env only, never a config file that may be shared or committed.
-_ENV_ONLY = (("backbone", "site_secret"), ("warm", "api_key"), ("warm", "qdrant_api_key"), ("warm", "rerank_api_key"))
+_ENV_ONLY = (
+    ("backbone", "site_secret"),
+    ("warm", "api_key"),
+    ("warm", "qdrant_api_key"),
+    ("warm", "rerank_api_key"),
+    ("telegram", "bot_token"),
+    ("telegram", "webhook_secret"),
+)
 SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
@@ -221,6 +229,80 @@ class JobsSection(_Section):
         return tuple(found)
 
 
+class TelegramSection(_Section):
+    """Telegram: alerts, the morning digest and approval buttons. Off until ``bot_token`` (from the
+    environment or .env only: MEMSYNC_TELEGRAM__BOT_TOKEN) and ``chat_id`` are set."""
+
+    bot_token: SecretStr | None = None
+    chat_id: str | None = None  # the chat (or group, "-100...") messages go to
+    api_base: str = Field("https://api.telegram.org", description="a self-hosted Bot API server or a proxy")
+    reviewers: list[int] = Field(default_factory=list, description="Telegram user ids who may press Approve")
+    quiet_hours: str | None = Field(None, description="HH:MM-HH:MM: warnings wait until it ends")
+    timezone: str = "UTC"  # of the quiet hours
+    poll: bool = True  # on the embedded hub, one daemon long-polls for button presses
+    webhook_secret: SecretStr | None = None  # `memsync telegram webhook` (Convex): MEMSYNC_TELEGRAM__WEBHOOK_SECRET
+
+    @property
+    def enabled(self) -> bool:
+        return self.bot_token is not None and bool(self.bot_token.get_secret_value()) and bool(self.chat_id)
+
+    @field_validator("chat_id", mode="before")
+    @classmethod
+    def _chat(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else value
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _quiet(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_quiet_hours(value)  # a ValueError names what is wrong
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        zone(value)
+        return value
+
+    @field_validator("api_base")
+    @classmethod
+    def _base(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"use an http:// or https:// URL, not {value!r}")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _complete(self) -> TelegramSection:
+        if self.bot_token is not None and self.bot_token.get_secret_value() and not self.chat_id:
+            raise ValueError("telegram.chat_id is required once MEMSYNC_TELEGRAM__BOT_TOKEN is set")
+        return self
+
+
+class AlertsSection(_Section):
+    """What the alerts say and when (``daemon/alerts``); they go to the log always, and to Telegram
+    when it is configured."""
+
+    enabled: bool = True
+    reminders: list[float] = Field(default_factory=lambda: [1.0, 4.0, 24.0], description="hours down")
+    approval_lead: float = Field(10.0, ge=0, description="minutes before an unanswered approval expires")
+    backbone_grace: float = Field(5.0, ge=0, description="minutes the backbone may be unreachable unsaid")
+    # Minutes a signal may stay bad before it is said, by signal (silent, offline, quarantine,
+    # paused, expiring, backbone, agentdb): a flap shorter than this says nothing.
+    grace: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("grace")
+    @classmethod
+    def _signals(cls, value: dict[str, float]) -> dict[str, float]:
+        from daemon.alerts.signals import SIGNALS
+
+        unknown = sorted(set(value) - set(SIGNALS))
+        if unknown:
+            raise ValueError(f"no signal named {', '.join(unknown)} (signals: {', '.join(SIGNALS)})")
+        if any(v < 0 for v in value.values()):
+            raise ValueError("a grace is a number of minutes, not negative")
+        return value
+
+
 class LogSection(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
@@ -244,6 +326,8 @@ class Settings(BaseSettings):
     sync: SyncSection = SyncSection()
     warm: WarmSection = WarmSection()
     jobs: JobsSection = JobsSection()
+    telegram: TelegramSection = TelegramSection()
+    alerts: AlertsSection = AlertsSection()
     log: LogSection = LogSection()
     data_dir: Path | None = None
     config_file: Path | None = None
@@ -290,6 +374,15 @@ class Settings(BaseSettings):
     @property
     def lock_path(self) -> Path:
         return lock_path_for(self.state_path)
+
+    @property
+    def alerts_path(self) -> Path:
+        """The alerts' states and the Telegram outbox: beside the embedded hub, shared by its sites
+        (so that one of them says each alert once); per site on Convex (the deployment says the
+        fleet's)."""
+        if self.backbone.kind == "local":
+            return self.hub_path.with_name(f"{self.hub_path.stem}.alerts.db")
+        return self.resolved_data_dir / f"{self.site.name}.alerts.db"
 
 
 def _anchor(values: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -51,7 +51,10 @@ def configure(level: str = "info", fmt: Literal["auto", "json", "console"] = "au
         )
         renderer = structlog.processors.JSONRenderer()
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        # Rich tracebacks, without their local variables either (a token read into a local would show).
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(), exception_formatter=structlog.dev.RichTracebackFormatter(show_locals=False)
+        )
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),

@@ -121,9 +121,22 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         "agentdb": agentdb,
         "backbone": backbone,
         "warm": warm,
+        "telegram": _telegram(settings),
         "stateFile": str(settings.state_path),
         "pathProblem": path_problem,
     }
+
+
+def _telegram(settings: Settings) -> dict[str, Any]:
+    """Whether alerts reach Telegram, and what waits in the outbox (never the token)."""
+    from daemon.alerts.store import outbox_summary
+
+    found: dict[str, Any] = {"enabled": settings.telegram.enabled, "chat": settings.telegram.chat_id}
+    outbox = outbox_summary(settings.alerts_path)
+    found.update(outbox or {"waiting": 0, "lastError": None, "lastSentAt": None})
+    if found["lastSentAt"] is not None:
+        found["lastSentAt"] = _iso(found["lastSentAt"] / 1000)
+    return found
 
 
 def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | None]:
@@ -244,6 +257,14 @@ def render(report: dict[str, Any], console: Console) -> None:
         if warm["modelLoaded"] is False:
             shown += " (model let go while idle)"
         table.add_row("search index", f"{where}: {shown}")
+    telegram = report["telegram"]
+    if not telegram["enabled"]:
+        table.add_row("telegram", "off (alerts go to the log only)")
+    else:
+        waiting = f"{telegram['waiting']} messages waiting" if telegram["waiting"] else "nothing waiting"
+        error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
+        last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
+        table.add_row("telegram", f"chat {telegram['chat']}: {waiting}{error}{last}")
     console.print(table)
     for reason in report["reasons"]:
         console.print(f"[{_STYLE[level]}]- {reason}[/]")

@@ -41,3 +41,24 @@ def approved_at_creation(action_type: str, timeout_ms: int, cost_usd: float | No
     if action_type == "code_commit":
         return tests_passed is True
     return False
+
+
+MAX_DEFERS: Final = 3  # a person may push an approval's expiry out this many times, then must decide
+
+
+def effective_expiry(created_at: int, expires_at: int, timeout_ms: int, defer_count: int) -> int:
+    """When a pending approval expires: the earlier of its own deadline and its category's timeout,
+    until a person defers it; after that, its (deferred) deadline alone."""
+    if defer_count > 0:
+        return expires_at
+    return min(expires_at, created_at + max(timeout_ms, 0))
+
+
+def deferred_expiry(created_at: int, expires_at: int, timeout_ms: int, defer_count: int, now_ms: int) -> int | None:
+    """The new deadline when a person defers a pending approval at ``now_ms``: its effective expiry
+    pushed out by the category's timeout; None when it may not be deferred (expired, or deferred
+    ``MAX_DEFERS`` times already)."""
+    current = effective_expiry(created_at, expires_at, timeout_ms, defer_count)
+    if defer_count >= MAX_DEFERS or now_ms >= current:
+        return None
+    return current + max(timeout_ms, 0)

@@ -183,3 +183,26 @@ class ServiceError(MemsyncError):
 
 class Interrupted(Exception):
     """The stop event was set while waiting to retry; the last transient error is its cause."""
+
+
+# --- Telegram (the alert and approval bot) ----------------------------------------------------------
+
+
+class TelegramUnavailable(TransientError):
+    """The Telegram Bot API did not answer, failed (5xx) or asked us to slow down (429, with
+    ``retry_after``); the caller's outbox tries again later."""
+
+
+class TelegramAuthError(ConfigError):
+    """Telegram refused the bot token (401, or 404 on any method, which is how it answers a wrong
+    token): only a new MEMSYNC_TELEGRAM__BOT_TOKEN fixes it."""
+
+
+class TelegramConflict(PermanentError):
+    """Telegram answered 409: another getUpdates poller or a webhook already receives this bot's
+    updates, and only one receiver per bot token is allowed."""
+
+
+class TelegramRejected(PermanentError):
+    """Telegram refused this one request (a 4xx such as a chat not found, a blocked bot, a bad
+    keyboard); the message carries Telegram's description."""

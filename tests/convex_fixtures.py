@@ -45,16 +45,17 @@ class LocalConvex:
 
 
 @contextmanager
-def running_local_convex(requests_log: bool = False) -> Iterator[LocalConvex]:
-    """Start the local Convex server, yield it, stop it. Shared by the tests and bench/."""
+def running_local_convex(requests_log: bool = False, env: dict[str, str] | None = None) -> Iterator[LocalConvex]:
+    """Start the local Convex server, yield it, stop it. Shared by the tests and bench/. ``env``:
+    the deployment's environment variables (e.g. TELEGRAM_*), as `npx convex env set` gives them."""
     if not (ROOT / "node_modules" / "convex-test").is_dir():
         raise RuntimeError("node_modules/convex-test is missing: run `make node` (make test does it)")
     admin_key = secrets.token_hex(16)
-    env = {**os.environ, "PORT": "0", "CONVEX_LOCAL_ADMIN_KEY": admin_key}
+    variables = {**os.environ, **(env or {}), "PORT": "0", "CONVEX_LOCAL_ADMIN_KEY": admin_key}
     proc = subprocess.Popen(
         ["node", str(SERVER)],
         cwd=ROOT,
-        env=env,
+        env=variables,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

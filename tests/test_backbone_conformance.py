@@ -4,11 +4,13 @@ in the local Convex server): both must give the same results for the same calls.
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +21,7 @@ from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
 from sync.agentdb import AgentDBReader
+from sync.approvals import MAX_DEFERS
 from sync.backbone.base import (
     Backbone,
     Change,
@@ -90,6 +93,8 @@ class Opened:
     # The names of this test's sites (on Convex, with the test's suffix), to pick them out of the
     # fleet: a shared Convex holds every test's sites.
     ours: Callable[[str], bool]
+    # What the backbone itself stores as an episode's approvalStatus (read around memsync).
+    approval_status: Callable[[str], str | None]
 
     @property
     def site(self) -> str:
@@ -111,7 +116,16 @@ def open_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSi
         if request.param == "local":
             hub = HubBackbone(tmp_path / "hub.db", name)
             opened.append(hub)
-            return Opened(hub, hub, lambda _site: True)
+
+            def stored_status(source_id: str) -> str | None:
+                with closing(sqlite3.connect(tmp_path / "hub.db")) as conn:
+                    row = conn.execute(
+                        "SELECT approval_status FROM episodes WHERE source_site = ? AND source_id = ?",
+                        (name, source_id),
+                    ).fetchone()
+                return None if row is None else row[0]
+
+            return Opened(hub, hub, lambda _site: True, stored_status)
         convex: LocalConvex = request.getfixturevalue("local_convex")
         site = f"{name}-{suffix}"
         if site not in registered:
@@ -119,7 +133,12 @@ def open_site(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenSi
         client = ConvexBackbone(convex.url, site, registered[site])
         opened.append(client)
         ours = registered.__contains__
-        return Opened(client, ConvexSweeps(convex, ours), ours)
+
+        def convex_status(source_id: str) -> str | None:
+            found = convex.admin("query", "episodes:approvalStatusOf", {"site": site, "sourceId": source_id})
+            return None if found is None else str(found)
+
+        return Opened(client, ConvexSweeps(convex, ours), ours, convex_status)
 
     yield make
     for backbone in opened:
@@ -329,8 +348,10 @@ def test_approvals_and_their_expiry(open_site: OpenSite) -> None:
     assert laptop.backbone.resolve_approval(first, "approved", "alice") == "approved"
     with pytest.raises(BackboneConflict):
         laptop.backbone.resolve_approval(first, "rejected", "bob")
+    with pytest.raises(BackboneConflict):
+        vm.backbone.resolve_approval(first, "rejected", "mallory")  # another site's: decided once, wherever
     with pytest.raises(BackboneNotFound):
-        vm.backbone.resolve_approval(first, "rejected", "mallory")  # another site's approval
+        vm.backbone.resolve_approval("999999", "rejected", "mallory")
     soon = laptop.backbone.create_approval(
         agent_name="coder",
         action_type="rm -rf",
@@ -347,6 +368,55 @@ def test_approvals_and_their_expiry(open_site: OpenSite) -> None:
             agent_name="coder", action_type="x", priority="urgent!", reviewers=[], expires_at=later
         )
     assert [a.status for a in laptop.backbone.approvals()] == ["approved", "expired"]
+
+
+def test_approvals_are_decided_from_any_site_deferred_and_followed_by_their_episode(open_site: OpenSite) -> None:
+    """People decide for the fleet: a pending approval of the laptop's is approved on the vm; the
+    episode it is about carries the decision; a deferral pushes its expiry out by the category's
+    timeout, MAX_DEFERS times at most."""
+    laptop, vm = open_site("laptop"), open_site("vm")
+    laptop.backbone.push([item(1)], cursor=1)  # the episode the approval is about
+    first_episode = "1"
+    later = _now_ms() + 24 * 3_600_000
+    asked = laptop.backbone.create_approval(
+        agent_name="coder",
+        action_type="send_message",
+        priority="normal",
+        reviewers=["42"],
+        expires_at=later,
+        summary="email the weekly report to the team",
+        source_id=first_episode,
+    )
+    seen = vm.backbone.approval(asked)
+    assert seen is not None
+    assert (seen.site, seen.summary, seen.source_id, seen.defer_count) == (
+        laptop.site,
+        "email the weekly report to the team",
+        first_episode,
+        0,
+    )
+    assert vm.backbone.approval("not-an-id") is None
+    assert [a.approval_id for a in vm.backbone.approvals(all_sites=True) if vm.ours(a.site)] == [asked]
+    assert vm.backbone.approvals() == []
+
+    deferred = vm.backbone.defer_approval(asked, "ann")
+    hour = 60 * 60_000  # send_message's timeout
+    assert deferred.defer_count == 1
+    assert abs(deferred.expires_at - (seen.created_at + 2 * hour)) < 5_000
+    for _ in range(MAX_DEFERS - 1):
+        vm.backbone.defer_approval(asked, "ann")
+    with pytest.raises(BackboneConflict, match="deferred 3 times"):
+        vm.backbone.defer_approval(asked, "ann")
+    # A deferred approval is judged by its own deadline, not its category's timeout from creation.
+    laptop.sweeps.expire_approvals(seen.created_at + 2 * hour, {}, hour)
+    assert laptop.backbone.approvals("pending")[0].approval_id == asked
+
+    assert vm.backbone.resolve_approval(asked, "approved", "ann") == "approved"
+    assert laptop.approval_status(first_episode) == "approved"
+    resolved = laptop.backbone.approval(asked)
+    assert resolved is not None
+    assert (resolved.status, resolved.resolved_by) == ("approved", "ann")
+    assert resolved.resolved_at is not None
 
 
 def test_forget_deletes_for_good(open_site: OpenSite) -> None:

@@ -232,7 +232,7 @@ def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
         assert hub.source_of() is None  # and on through version 3 to 4, and 5
     finally:
         hub.close()
-    assert _schema_version(path) == "6"
+    assert _schema_version(path) == "7"
 
 
 def _schema_version(path: Path) -> str:
@@ -257,7 +257,7 @@ def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "6"
+        assert _schema_version(path) == "7"
         assert hub.source_of() is None
         assert hub.set_source(SourceRecord("i-1", "m-1", "laptop.lan", "/a.db"), expected=None) is True
         assert [e["sourceId"] for e in hub.episodes()] == ["1"]
@@ -272,7 +272,7 @@ def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
         assert found.instance == "i-1"
     finally:
         hub.close()
-    assert _schema_version(path) == "6"
+    assert _schema_version(path) == "7"
 
 
 # Version 5 was today's schema without what an approval's request says of itself.
@@ -299,7 +299,7 @@ def test_a_version_5_hub_gets_approvals_cost_and_tests_in_place(tmp_path: Path) 
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "6"
+        assert _schema_version(path) == "7"
         (before,) = hub.approvals()
         assert (before.approval_id, before.status, before.cost_usd, before.tests_passed) == (old, "pending", None, None)
         cheap = hub.create_approval(
@@ -329,7 +329,7 @@ def test_a_version_5_hub_gets_approvals_cost_and_tests_in_place(tmp_path: Path) 
         assert [a.cost_usd for a in hub.approvals()] == [None, 0.05, None]
     finally:
         hub.close()
-    assert _schema_version(path) == "6"
+    assert _schema_version(path) == "7"
 
 
 # Version 4 was today's schema without the fleet: no registry of sites, leases (job_claims instead),
@@ -365,7 +365,7 @@ def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "6"
+        assert _schema_version(path) == "7"
         (coder,) = hub.agents()
         assert (coder.agent_name, coder.site, coder.interface, coder.last_episode_at) == ("coder", "laptop", None, None)
         hub.heartbeat("coder", "claude-code", "cli", 1500)
@@ -391,10 +391,10 @@ def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
         assert hub.job_runs("daily-digest")[0].outcome == "running"
     finally:
         hub.close()
-    assert _schema_version(path) == "6"
+    assert _schema_version(path) == "7"
 
 
-def test_a_version_2_hub_without_registry_tables_migrates_to_6(tmp_path: Path) -> None:
+def test_a_version_2_hub_without_registry_tables_migrates_to_the_current_version(tmp_path: Path) -> None:
     """A hub so old it has no agents table: the migration adds columns only to tables that exist,
     and the schema creates the rest whole."""
     path = tmp_path / "hub.db"
@@ -414,6 +414,6 @@ def test_a_version_2_hub_without_registry_tables_migrates_to_6(tmp_path: Path) -
     try:
         hub.heartbeat("coder", "claude-code", "ide", 5)
         assert hub.agents()[0].interface == "ide"
-        assert _schema_version(path) == "6"
+        assert _schema_version(path) == "7"
     finally:
         hub.close()

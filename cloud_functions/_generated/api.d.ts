@@ -14,27 +14,42 @@ import type {
   FunctionReference,
 } from "convex/server";
 import type * as agents from "../agents.js";
+import type * as alerts from "../alerts.js";
 import type * as approvals from "../approvals.js";
 import type * as crons from "../crons.js";
 import type * as digest from "../digest.js";
 import type * as episodes from "../episodes.js";
 import type * as health from "../health.js";
+import type * as http from "../http.js";
 import type * as jobs from "../jobs.js";
+import type * as lib_alertMachine from "../lib/alertMachine.js";
+import type * as lib_alertSignals from "../lib/alertSignals.js";
+import type * as lib_alertStore from "../lib/alertStore.js";
+import type * as lib_alertText from "../lib/alertText.js";
 import type * as lib_alerts from "../lib/alerts.js";
+import type * as lib_approvalFlow from "../lib/approvalFlow.js";
+import type * as lib_approvalMessage from "../lib/approvalMessage.js";
+import type * as lib_approvalPolicy from "../lib/approvalPolicy.js";
 import type * as lib_auth from "../lib/auth.js";
 import type * as lib_changes from "../lib/changes.js";
 import type * as lib_cronRun from "../lib/cronRun.js";
 import type * as lib_cursor from "../lib/cursor.js";
+import type * as lib_digestMessage from "../lib/digestMessage.js";
 import type * as lib_episodeView from "../lib/episodeView.js";
 import type * as lib_errors from "../lib/errors.js";
+import type * as lib_fleet from "../lib/fleet.js";
 import type * as lib_metadata from "../lib/metadata.js";
+import type * as lib_outbox from "../lib/outbox.js";
 import type * as lib_owned from "../lib/owned.js";
 import type * as lib_push from "../lib/push.js";
+import type * as lib_quietHours from "../lib/quietHours.js";
+import type * as lib_telegram from "../lib/telegram.js";
 import type * as lib_validators from "../lib/validators.js";
 import type * as scheduled from "../scheduled.js";
 import type * as sites from "../sites.js";
 import type * as sources from "../sources.js";
 import type * as tasks from "../tasks.js";
+import type * as telegram from "../telegram.js";
 
 /**
  * A utility for referencing Convex functions in your app's API.
@@ -46,27 +61,42 @@ import type * as tasks from "../tasks.js";
  */
 declare const fullApi: ApiFromModules<{
   agents: typeof agents;
+  alerts: typeof alerts;
   approvals: typeof approvals;
   crons: typeof crons;
   digest: typeof digest;
   episodes: typeof episodes;
   health: typeof health;
+  http: typeof http;
   jobs: typeof jobs;
+  "lib/alertMachine": typeof lib_alertMachine;
+  "lib/alertSignals": typeof lib_alertSignals;
+  "lib/alertStore": typeof lib_alertStore;
+  "lib/alertText": typeof lib_alertText;
   "lib/alerts": typeof lib_alerts;
+  "lib/approvalFlow": typeof lib_approvalFlow;
+  "lib/approvalMessage": typeof lib_approvalMessage;
+  "lib/approvalPolicy": typeof lib_approvalPolicy;
   "lib/auth": typeof lib_auth;
   "lib/changes": typeof lib_changes;
   "lib/cronRun": typeof lib_cronRun;
   "lib/cursor": typeof lib_cursor;
+  "lib/digestMessage": typeof lib_digestMessage;
   "lib/episodeView": typeof lib_episodeView;
   "lib/errors": typeof lib_errors;
+  "lib/fleet": typeof lib_fleet;
   "lib/metadata": typeof lib_metadata;
+  "lib/outbox": typeof lib_outbox;
   "lib/owned": typeof lib_owned;
   "lib/push": typeof lib_push;
+  "lib/quietHours": typeof lib_quietHours;
+  "lib/telegram": typeof lib_telegram;
   "lib/validators": typeof lib_validators;
   scheduled: typeof scheduled;
   sites: typeof sites;
   sources: typeof sources;
   tasks: typeof tasks;
+  telegram: typeof telegram;
 }>;
 export declare const api: FilterApi<
   typeof fullApi,

@@ -16,7 +16,7 @@ export async function sha256Hex(text: string): Promise<string> {
 }
 
 /** Compares in time independent of where the first difference is. */
-function sameText(a: string, b: string): boolean {
+export function sameText(a: string, b: string): boolean {
   let diff = a.length ^ b.length;
   for (let i = 0; i < Math.max(a.length, b.length); i += 1) {
     diff |= (a.charCodeAt(i) || 0) ^ (b.charCodeAt(i) || 0);

@@ -13,7 +13,20 @@ import argparse
 import sys
 
 from daemon import version
-from daemon.cli import demo, export, fleet, heartbeat, jobs, quarantine, run, search, service, status
+from daemon.cli import (
+    approval,
+    demo,
+    export,
+    fleet,
+    heartbeat,
+    jobs,
+    quarantine,
+    run,
+    search,
+    service,
+    status,
+    telegram,
+)
 from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit
 
@@ -28,7 +41,21 @@ def parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--version", action="version", version=f"memsync {version()}")
     commands = top.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for module in (run, sync_command, status, search, export, quarantine, jobs, fleet, heartbeat, service, demo):
+    for module in (
+        run,
+        sync_command,
+        status,
+        search,
+        export,
+        quarantine,
+        jobs,
+        fleet,
+        heartbeat,
+        approval,
+        telegram,
+        service,
+        demo,
+    ):
         module.register(commands)
     return top
 

@@ -100,6 +100,8 @@ def load(args: argparse.Namespace, *, log_level: str | None = None) -> Settings:
 
     settings = load_settings(args.config)
     logs.configure(log_level or settings.log.level, settings.log.format)
+    telegram = settings.telegram
+    logs.register_secrets(s.get_secret_value() for s in (telegram.bot_token, telegram.webhook_secret) if s is not None)
     logs.bind(site=settings.site.name)
     return settings
 

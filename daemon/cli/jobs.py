@@ -8,10 +8,15 @@ import json
 import sys
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
 from daemon.fleet import iso_ms
+from sync.errors import EX_CONFIG
+
+if TYPE_CHECKING:
+    from daemon.config import Settings
+    from sync.backbone.base import Backbone, Coordination
 
 
 def register(commands: Commands) -> None:
@@ -37,6 +42,9 @@ def register(commands: Commands) -> None:
     )
     add_config(digest)
     digest.add_argument("--date", metavar="YYYY-MM-DD", help="the UTC day (default: yesterday)")
+    digest.add_argument(
+        "--send", action="store_true", help="send it to Telegram now (default day: the latest digest stored)"
+    )
     add_json(digest)
     digest.set_defaults(run=digest_main)
 
@@ -126,6 +134,40 @@ def run_main(args: argparse.Namespace) -> int:
         return 0 if done.outcome == "ok" else 1
 
 
+def _send_digest(settings: Settings, backbone: Backbone, day: str, digest: dict[str, Any]) -> str:
+    """Send the digest now: Convex sends it itself; on the hub it goes through the outbox."""
+    from daemon.alerts.messages import digest_message
+    from daemon.alerts.store import AlertStore, Queued
+    from daemon.telegram.sender import send_now
+    from sync.backbone.convex import ConvexBackbone
+
+    if isinstance(backbone, ConvexBackbone):
+        sent_day = backbone.send_digest()
+        return f"digest for {sent_day} queued by the deployment for Telegram"
+    telegram = settings.telegram
+    assert telegram.bot_token is not None
+    assert telegram.chat_id is not None
+    store = AlertStore(settings.alerts_path)
+    try:
+        store.enqueue(Queued(f"digest:{day}:sent:{store.now_ms()}", digest_message(digest)))
+        done = send_now(store, telegram.bot_token.get_secret_value(), telegram.api_base, telegram.chat_id)
+    finally:
+        store.close()
+    if done.held is not None:
+        return f"digest for {day} queued; Telegram did not take it yet ({done.held}): the daemon will send it"
+    return f"digest for {day} sent to Telegram"
+
+
+def _latest(backbone: Coordination, newest: datetime, days: int = 7) -> tuple[str, dict[str, Any] | None]:
+    """The newest stored digest of the ``days`` days up to ``newest``."""
+    for back in range(days):
+        day = (newest - timedelta(days=back)).strftime("%Y-%m-%d")
+        found = backbone.digest(day)
+        if found is not None:
+            return day, found
+    return newest.strftime("%Y-%m-%d"), None
+
+
 def digest_main(args: argparse.Namespace) -> int:
     from daemon.site import open_backbone
 
@@ -136,9 +178,20 @@ def digest_main(args: argparse.Namespace) -> int:
             datetime.strptime(day, "%Y-%m-%d")
         except ValueError:
             fail(f"--date {day!r}: use YYYY-MM-DD", EX_USAGE)
+        if args.send and not settings.telegram.enabled:
+            fail(
+                "--send needs Telegram: set MEMSYNC_TELEGRAM__BOT_TOKEN (environment or .env) and telegram.chat_id",
+                EX_CONFIG,
+            )
         backbone = open_backbone(settings, create=False)
         try:
-            digest = backbone.digest(day)
+            if args.send and args.date is None:
+                day, digest = _latest(backbone, datetime.now(UTC))
+            else:
+                digest = backbone.digest(day)
+            if args.send and digest is not None:
+                say(_send_digest(settings, backbone, day, digest))
+                return 0
         finally:
             backbone.close()
         if digest is None:

@@ -36,6 +36,8 @@ from daemon.site import Site, open_backbone, sweeps_of
 from daemon.warm.host import WarmHost
 
 if TYPE_CHECKING:
+    from daemon.alerts.store import AlertStore
+    from daemon.alerts.worker import AlertWorker
     from daemon.schedule.worker import Scheduler
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
@@ -124,7 +126,9 @@ class Daemon:
                 )
                 warm = self._start_warm(backbone)
                 waker = ChangeWaker(self._watched(warm)).start()
-                scheduler = self._start_scheduler(warm is not None)
+                store = self._open_alerts()
+                scheduler = self._start_scheduler(warm is not None, store)
+                alerting = self._start_alerts(site, store)
                 self.notify.ready(f"syncing {self.settings.agentdb.path} to {backbone.description}")
                 try:
                     self._loop(site)
@@ -133,15 +137,48 @@ class Daemon:
                     if scheduler is not None:
                         scheduler.stopping.set()  # no job starts a long step from now on
                     waker.stop()
+                    if alerting is not None:
+                        alerting.stop()
                     if warm is not None:
                         warm.close()  # before the scheduler: an index job waiting on the worker ends now
                     if scheduler is not None:
                         scheduler.stop()
+                    if store is not None:
+                        store.close()
                     site.sidecar.set_many({"daemon_stopped_at": time.time()})
                 log.info("stopped", site=self.settings.site.name)
         return 0
 
-    def _start_scheduler(self, indexing: bool) -> Scheduler | None:
+    def _open_alerts(self) -> AlertStore | None:
+        """The alerts' store (``daemon/alerts/store.py``). A store that cannot be opened costs the
+        alerts, never the sync: said once, and the daemon goes on."""
+        if not self.settings.alerts.enabled and not self.settings.telegram.enabled:
+            return None
+        from daemon.alerts.store import AlertStore
+
+        try:
+            return AlertStore(self.settings.alerts_path)
+        except Exception as exc:  # noqa: BLE001 - see above
+            self.problems.problem("alerts", str(exc))
+            return None
+
+    def _start_alerts(self, site: Site, store: AlertStore | None) -> AlertWorker | None:
+        """The alert thread: the site's own signals, the Telegram outbox, button presses on the hub.
+        It has a backbone client of its own, like the scheduler."""
+        if store is None:
+            return None
+        from daemon.alerts.worker import AlertWorker
+
+        coordination = self._open_backbone() if self.settings.telegram.enabled else None
+        return AlertWorker(
+            self.settings,
+            store,
+            problems=lambda: {**self.problems.current, **site.engine.problems.current},
+            coordination=coordination,
+            on_stop=(lambda: None) if coordination is None else coordination.close,
+        ).start()
+
+    def _start_scheduler(self, indexing: bool, store: AlertStore | None = None) -> Scheduler | None:
         """The periodic jobs and the registry heartbeat (``daemon/schedule``), on a backbone client of
         their own. Imported here: APScheduler is only the daemon's."""
         if not self.settings.jobs.enabled:
@@ -153,6 +190,8 @@ class Daemon:
         if backbone is None:
             return None
         catch_up = (lambda: index_catch_up(self.settings, backbone)) if indexing else None
+        from daemon.alerts.watch import Alerts
+
         scheduler = Scheduler(
             self.settings,
             backbone,
@@ -160,6 +199,7 @@ class Daemon:
             heartbeat=lambda: heartbeat(self.settings, backbone),
             index_catch_up=catch_up,
             on_stop=backbone.close,
+            alerts=None if store is None else Alerts(self.settings, store),
         ).start()
         return scheduler
 

@@ -12,8 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from daemon.alerts.signals import observe_approvals, observe_sites, severity_of
+from daemon.alerts.watch import Alerts
 from daemon.config import Settings
-from sync.backbone.base import Sweeps
+from sync.backbone.base import Coordination, Sweeps
 
 ARCHIVE_BATCH = 1000
 
@@ -26,6 +28,8 @@ class JobContext:
     now_ms: int
     index_catch_up: Callable[[], str] | None  # the warm layer's catch-up, through its worker
     stopping: Callable[[], bool] = lambda: False  # the daemon is stopping: a long body stops between batches
+    coordination: Coordination | None = None  # the registry and approvals, for the alerts job
+    alerts: Alerts | None = None  # where alerts are said (the log) and queued (Telegram)
 
 
 Body = Callable[[JobContext], str]
@@ -69,7 +73,12 @@ def daily_digest(ctx: JobContext) -> str:
     digest = _sweeps(ctx).build_digest(covered, ctx.now_ms)
     sites = digest.get("sites") or []
     episodes = sum(int(s.get("episodes", 0)) for s in sites if isinstance(s, dict))
-    return f"digest for {covered}: {episodes} episodes from {len(sites)} sites"
+    # Once per day across sites: the slot's lease runs it once, and the key queues it once. A day
+    # before any site existed (a new hub's first run) is not worth a message.
+    queued = bool(sites) and ctx.alerts is not None and ctx.alerts.queue_digest(digest, f"digest:{covered}")
+    return f"digest for {covered}: {episodes} episodes from {len(sites)} sites" + (
+        "; queued for Telegram" if queued else ""
+    )
 
 
 def cleanup_old_episodes(ctx: JobContext) -> str:
@@ -83,6 +92,22 @@ def cleanup_old_episodes(ctx: JobContext) -> str:
     return f"{total} episodes older than {ctx.settings.jobs.archive_after_days:g} days archived"
 
 
+def alerts(ctx: JobContext) -> str:
+    """The fleet's signals (``daemon/alerts/signals``): every site's registry row and every pending
+    approval, observed now, each through its machine."""
+    if ctx.alerts is None or ctx.coordination is None:
+        return "alerts are off"
+    pending = ctx.coordination.approvals("pending", all_sites=True)
+    lead = int(ctx.settings.alerts.approval_lead * 60_000)
+    observed = observe_sites(ctx.coordination.sites(), ctx.now_ms) | observe_approvals(pending, ctx.now_ms, lead)
+    by_id = {a.approval_id: a for a in pending}
+    severity = {s: severity_of(s, by_id) for s in observed if s.signal == "expiring"}
+    said = ctx.alerts.observe(observed, severity)
+    if not said:
+        return f"{len(observed)} signals observed, nothing to say"
+    return "; ".join(f"{n.kind} {s.key}" for s, n in said)
+
+
 BODIES: Mapping[str, Body] = {
     "mark-stale-agents": mark_stale_agents,
     "expire-pending-approvals": expire_pending_approvals,
@@ -90,4 +115,5 @@ BODIES: Mapping[str, Body] = {
     "qdrant-episode-sync": qdrant_episode_sync,
     "daily-digest": daily_digest,
     "cleanup-old-episodes": cleanup_old_episodes,
+    "alerts": alerts,
 }

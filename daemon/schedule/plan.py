@@ -69,6 +69,8 @@ DEFAULT_JOBS: Final = (
     JobSpec("qdrant-episode-sync", Scope.INDEX, every_s=5 * MINUTE, grace_s=5 * MINUTE, lease_s=10 * MINUTE),
     JobSpec("daily-digest", Scope.GLOBAL, cron="0 6 * * *", grace_s=18 * 3600, lease_s=10 * MINUTE),
     JobSpec("cleanup-old-episodes", Scope.GLOBAL, cron="0 3 * * sun", grace_s=3 * 86400, lease_s=30 * MINUTE),
+    # The fleet's alerts (daemon/alerts): every minute, so that a site gone silent is said within one.
+    JobSpec("alerts", Scope.GLOBAL, every_s=MINUTE, grace_s=MINUTE, lease_s=MINUTE),
 )
 JOB_NAMES: Final = tuple(job.name for job in DEFAULT_JOBS)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from daemon.schedule import plan
 from daemon.schedule.jobs import BODIES, JobContext
@@ -48,6 +49,7 @@ def run_job(
     now: float,
     index_catch_up: Callable[[], str] | None = None,
     stopping: Callable[[], bool] = lambda: False,
+    alerts: Alerts | None = None,
 ) -> Outcome:
     """One fire of ``spec`` at ``now``: its slot, its lease if global, its body, its record."""
     moment = datetime.fromtimestamp(now, UTC)
@@ -63,7 +65,9 @@ def run_job(
             return Outcome(spec.name, slot, False, "skipped", "another site holds or finished this slot")
         if claim is Claim.TAKE_OVER:
             log.info("took over a slot whose holder did not finish", job=spec.name, slot=slot)
-    ctx = JobContext(settings, sweeps, plan.slot_start(spec, moment), started, index_catch_up, stopping)
+    ctx = JobContext(
+        settings, sweeps, plan.slot_start(spec, moment), started, index_catch_up, stopping, coordination, alerts
+    )
     try:
         summary, outcome = BODIES[spec.name](ctx), "ok"
     except Exception as exc:  # noqa: BLE001 - a failed run is recorded with its reason, and the next slot tries again
@@ -90,6 +94,7 @@ class Scheduler:
         index_catch_up: Callable[[], str] | None,
         clock: Callable[[], float] = time.time,
         on_stop: Callable[[], None] = lambda: None,
+        alerts: Alerts | None = None,
     ) -> None:
         self.settings = settings
         self.coordination = coordination
@@ -98,6 +103,7 @@ class Scheduler:
         self.index_catch_up = index_catch_up
         self.clock = clock
         self.on_stop = on_stop  # closes the scheduler's own backbone client
+        self.alerts = alerts
         self.problems = ProblemLog(log)
         self.stopping = threading.Event()  # long bodies stop between batches once it is set
         self._scheduler: Any = None
@@ -158,6 +164,8 @@ class Scheduler:
                 self.sweeps,
                 now=self.clock(),
                 index_catch_up=self.index_catch_up,
+                stopping=self.stopping.is_set,
+                alerts=self.alerts,
             )
         except Exception as exc:  # noqa: BLE001 - the backbone is unreachable: the next fire tries again
             self.problems.problem(f"job:{spec.name}", f"could not run {spec.name}: {exc}")

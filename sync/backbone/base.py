@@ -109,6 +109,7 @@ class SiteState:
     quarantined: int
     conflicts: int
     health: str | None  # "up" | "down"
+    total_synced: int | None = None  # episodes the site has synced, from its cursor row
 
 
 JOB_OUTCOMES: Final = ("running", "ok", "failed", "abandoned")
@@ -149,6 +150,12 @@ class Approval:
     resolved_by: str | None = None
     cost_usd: float | None = None  # what the request said it costs, if it said
     tests_passed: bool | None = None  # whether the request said its tests pass, if it said
+    site: str = ""  # the site that asked
+    summary: str | None = None  # what the agent wants to do, for the person deciding
+    source_id: str | None = None  # the episode (of ``site``) it is about, if any
+    created_at: int = 0  # ms
+    resolved_at: int | None = None  # ms
+    defer_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,9 +343,13 @@ class Coordination(Protocol):
         timeout_ms: int | None = None,
         cost_usd: float | None = None,
         tests_passed: bool | None = None,
+        summary: str | None = None,
+        source_id: str | None = None,
     ) -> str:
         """A new approval for ``action_type`` (its category), stored with ``cost_usd`` and
-        ``tests_passed`` (what the request says of itself, if anything). ``timeout_ms`` is the
+        ``tests_passed`` (what the request says of itself, if anything), ``summary`` (for the person
+        deciding) and ``source_id`` (one of this site's episodes it is about, whose
+        ``approvalStatus`` then follows the decision). ``timeout_ms`` is the
         category's timeout under the caller's policy (None: ``sync.approvals.APPROVAL_TIMEOUTS_MS``,
         else ``DEFAULT_APPROVAL_TIMEOUT_MS``). ``sync.approvals.approved_at_creation`` decides
         whether it is approved at once, resolved_by "policy": a timeout of 0, an external_api under
@@ -346,11 +357,24 @@ class Coordination(Protocol):
         ...
 
     def resolve_approval(self, approval_id: str, status: str, by: str) -> str:
-        """Approve or reject a pending approval; BackboneConflict once resolved or past expiry,
-        BackboneNotFound for an unknown id or another site's."""
+        """Approve or reject a pending approval, any site's (people decide for the fleet, from any
+        site); BackboneConflict once resolved or past expiry, BackboneNotFound for an unknown id.
+        The linked episode's ``approvalStatus`` follows."""
         ...
 
-    def approvals(self, status: str | None = None) -> list[Approval]: ...
+    def defer_approval(self, approval_id: str, by: str, timeout_ms: int | None = None) -> Approval:
+        """Push a pending approval's expiry out by its category's timeout (``timeout_ms``, the
+        caller's policy; None: ``sync.approvals``'), at most ``sync.approvals.MAX_DEFERS`` times
+        (``sync.approvals.deferred_expiry``); BackboneConflict otherwise. Returns it as it now is."""
+        ...
+
+    def approval(self, approval_id: str) -> Approval | None:
+        """Any site's approval by id; None for an unknown or malformed id."""
+        ...
+
+    def approvals(self, status: str | None = None, all_sites: bool = False) -> list[Approval]:
+        """This site's approvals (or every site's), oldest first."""
+        ...
 
     def forget(self, source_id: str) -> bool:
         """Delete one of the site's episodes for good: a later push of the key is REJECTED as

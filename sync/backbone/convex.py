@@ -223,6 +223,7 @@ class ConvexBackbone:
                 int(r["quarantined"]),
                 int(r["conflicts"]),
                 r.get("health"),
+                _int(r.get("totalSynced")),
             )
             for r in self.call("query", "agents:sites")
         ]
@@ -306,6 +307,8 @@ class ConvexBackbone:
         timeout_ms: int | None = None,
         cost_usd: float | None = None,
         tests_passed: bool | None = None,
+        summary: str | None = None,
+        source_id: str | None = None,
     ) -> str:
         args: dict[str, Any] = {
             "agentName": agent_name,
@@ -322,6 +325,10 @@ class ConvexBackbone:
             args["costUsd"] = cost_usd
         if tests_passed is not None:
             args["testsPassed"] = tests_passed
+        if summary is not None:
+            args["summary"] = summary
+        if source_id is not None:
+            args["sourceId"] = source_id
         value = self.call("mutation", "approvals:create", args)
         return str(value["approvalId"])
 
@@ -329,23 +336,29 @@ class ConvexBackbone:
         value = self.call("mutation", "approvals:resolve", {"approvalId": approval_id, "status": status, "by": by})
         return str(value["status"])
 
-    def approvals(self, status: str | None = None) -> list[Approval]:
-        rows = self.call("query", "approvals:list", {} if status is None else {"status": status})
-        return [
-            Approval(
-                str(r["_id"]),
-                r["agentName"],
-                r["actionType"],
-                r["status"],
-                r["priority"],
-                tuple(r["reviewers"]),
-                int(r["expiresAt"]),
-                r.get("resolvedBy"),
-                None if r.get("costUsd") is None else float(r["costUsd"]),
-                r.get("testsPassed"),
-            )
-            for r in sorted(rows, key=lambda r: float(r["_creationTime"]))
-        ]
+    def defer_approval(self, approval_id: str, by: str, timeout_ms: int | None = None) -> Approval:
+        # The deployment defers by its own policy table (cloud_functions/approvals.ts), which is
+        # also what its expiry cron runs with: ``timeout_ms`` is the hub's knob.
+        self.call("mutation", "approvals:defer", {"approvalId": approval_id, "by": by})
+        found = self.approval(approval_id)
+        if found is None:
+            raise BackboneNotFound(f"no approval {approval_id!r}")
+        return found
+
+    def approval(self, approval_id: str) -> Approval | None:
+        value = self.call("query", "approvals:get", {"approvalId": approval_id})
+        return None if value is None else _approval(value)
+
+    def approvals(self, status: str | None = None, all_sites: bool = False) -> list[Approval]:
+        args: dict[str, Any] = {"allSites": all_sites}
+        if status is not None:
+            args["status"] = status
+        rows = self.call("query", "approvals:list", args)
+        return [_approval(r) for r in sorted(rows, key=lambda r: float(r["_creationTime"]))]
+
+    def send_digest(self) -> str:
+        """Have the deployment send its latest stored digest to Telegram now; the day it covers."""
+        return str(self.call("mutation", "digest:send", {})["day"])
 
     def forget(self, source_id: str) -> bool:
         return bool(self.call("mutation", "episodes:forget", {"sourceId": source_id})["deleted"])
@@ -394,6 +407,27 @@ class ConvexBackbone:
             items = [_wire_point(r) for r in records[start : start + MAX_PAGE]]
             recorded += int(self.call("mutation", "episodes:recordPoints", {"items": items})["recorded"])
         return recorded
+
+
+def _approval(r: Mapping[str, Any]) -> Approval:
+    return Approval(
+        str(r["_id"]),
+        r["agentName"],
+        r["actionType"],
+        r["status"],
+        r["priority"],
+        tuple(r["reviewers"]),
+        int(r["expiresAt"]),
+        r.get("resolvedBy"),
+        None if r.get("costUsd") is None else float(r["costUsd"]),
+        r.get("testsPassed"),
+        site=str(r.get("site", "")),
+        summary=r.get("summary"),
+        source_id=r.get("sourceId"),
+        created_at=int(r.get("createdAt") or r.get("_creationTime") or 0),
+        resolved_at=_int(r.get("resolvedAt")),
+        defer_count=int(r.get("deferCount") or 0),
+    )
 
 
 def _wire_episode(item: PushItem) -> dict[str, Any]:

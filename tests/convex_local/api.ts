@@ -1,7 +1,8 @@
 /**
  * Convex's HTTP API (POST /api/query | /api/mutation | /api/action) answered from convex-test's
- * in-memory backend running the real cloud_functions. Loaded by server.mjs through vite-node,
- * because the module list comes from Vite's import.meta.glob.
+ * in-memory backend running the real cloud_functions, and the deployment's HTTP actions
+ * (cloud_functions/http.ts, e.g. POST /telegram) for every other path. Loaded by server.mjs through
+ * vite-node, because the module list comes from Vite's import.meta.glob.
  */
 import { makeFunctionReference } from "convex/server";
 import { convexToJson, jsonToConvex, type Value } from "convex/values";
@@ -96,4 +97,20 @@ export async function handle(request: Request): Promise<Reply> {
     if (name === "ConvexError" && data !== undefined) return failure(`Uncaught ConvexError: ${message}`, data);
     return failure(`Uncaught ${name ?? "Error"}: ${message ?? String(error)}`);
   }
+}
+
+export type HttpReply = { status: number; headers: [string, string][]; body: Uint8Array };
+
+/**
+ * An HTTP action's answer (convex-test's t.fetch routes by http.ts's router; 404 for no route).
+ * Not queued behind the API calls: a deployment runs HTTP actions concurrently too, and their
+ * mutations are serialized by the backend itself.
+ */
+export async function fetchHttp(path: string, init: { method: string; headers: [string, string][]; body?: Uint8Array }): Promise<HttpReply> {
+  const response = await t.fetch(path, {
+    method: init.method,
+    headers: init.headers,
+    ...(init.body === undefined || init.method === "GET" || init.method === "HEAD" ? {} : { body: init.body }),
+  });
+  return { status: response.status, headers: [...response.headers.entries()], body: new Uint8Array(await response.arrayBuffer()) };
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * A local stand-in for a Convex deployment's HTTP API, serving the real cloud_functions from
- * convex-test's in-memory backend, so the Python daemon can be tested end to end offline.
+ * convex-test's in-memory backend, so the Python daemon can be tested end to end offline. Paths
+ * outside /api/ go to the deployment's HTTP actions (cloud_functions/http.ts).
  *
  *   PORT=0 CONVEX_LOCAL_ADMIN_KEY=some-key node tests/convex_local/server.mjs
  *
@@ -43,6 +44,20 @@ async function loadApi() {
   return { api: await runner.executeFile(path.join(here, "api.ts")), vite };
 }
 
+function readRaw(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let size = 0;
+    req.on("data", (chunk) => {
+      size += chunk.length;
+      if (size > MAX_BODY) reject(new Error("body too large"));
+      else chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
 function readBody(req) {
   return new Promise((resolve, reject) => {
     const chunks = [];
@@ -70,8 +85,22 @@ function adminOf(header) {
   return { refused: true };
 }
 
+/** Any path outside /api/: the deployment's HTTP actions (cloud_functions/http.ts). */
+async function serveHttpAction(api, req, res) {
+  const headers = [];
+  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.push([req.rawHeaders[i], req.rawHeaders[i + 1]]);
+  const body = await readRaw(req);
+  const reply = await api.fetchHttp(req.url, { method: req.method, headers, body: body.length ? body : undefined });
+  const out = Buffer.from(reply.body);
+  const kept = reply.headers.filter(([name]) => !["content-length", "transfer-encoding", "connection"].includes(name.toLowerCase()));
+  res.writeHead(reply.status, [...kept.flat(), "Content-Length", String(out.length)]);
+  res.end(out);
+}
+
 async function serve(api, req, res) {
-  const route = /^\/api\/(query|mutation|action)\/?$/.exec(new URL(req.url, "http://x").pathname);
+  const { pathname } = new URL(req.url, "http://x");
+  if (!pathname.startsWith("/api/")) return serveHttpAction(api, req, res);
+  const route = /^\/api\/(query|mutation|action)\/?$/.exec(pathname);
   if (route === null) return send(res, 404, { code: "NotFound", message: `no route ${req.method} ${req.url}` });
   if (req.method !== "POST") return send(res, 405, { code: "MethodNotAllowed", message: "use POST" });
   const auth = adminOf(req.headers.authorization);

@@ -10,8 +10,17 @@ import json
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from sync.approvals import APPROVAL_TIMEOUTS_MS, APPROVED_BY_POLICY, DEFAULT_APPROVAL_TIMEOUT_MS, approved_at_creation
+from sync.approvals import (
+    APPROVAL_TIMEOUTS_MS,
+    APPROVED_BY_POLICY,
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+    approved_at_creation,
+    deferred_expiry,
+    effective_expiry,
+)
 from sync.backbone.base import APPROVAL_PRIORITIES, Approval
 from sync.backbone.hub.connection import current_ms
 from sync.backbone.hub.digest import HubDigest
@@ -20,6 +29,68 @@ from sync.backbone.hub.jobs import HubJobs
 from sync.backbone.hub.registry import HubRegistry
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
+
+_COLUMNS = (
+    "id, site, agent_name, action_type, status, priority, reviewers, expires_at, created_at, resolved_at,"
+    " resolved_by, cost_usd, tests_passed, summary, source_site, source_id, defer_count"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    id: int
+    site: str
+    agent_name: str
+    action_type: str
+    status: str
+    priority: str
+    reviewers: str
+    expires_at: int
+    created_at: int
+    resolved_at: int | None
+    resolved_by: str | None
+    cost_usd: float | None
+    tests_passed: Any
+    summary: str | None
+    source_site: str | None
+    source_id: str | None
+    defer_count: int
+
+    def approval(self) -> Approval:
+        return Approval(
+            str(self.id),
+            self.agent_name,
+            self.action_type,
+            self.status,
+            self.priority,
+            tuple(json.loads(self.reviewers)),
+            self.expires_at,
+            self.resolved_by,
+            self.cost_usd,
+            None if self.tests_passed is None else bool(self.tests_passed),
+            site=self.site,
+            summary=self.summary,
+            source_id=self.source_id,
+            created_at=self.created_at,
+            resolved_at=self.resolved_at,
+            defer_count=self.defer_count,
+        )
+
+
+def _row_id(approval_id: str) -> int:
+    return int(approval_id) if approval_id.isdigit() else -1
+
+
+def _timeout(action_type: str, timeout_ms: int | None) -> int:
+    return APPROVAL_TIMEOUTS_MS.get(action_type, DEFAULT_APPROVAL_TIMEOUT_MS) if timeout_ms is None else timeout_ms
+
+
+def _follow(conn: sqlite3.Connection, site: str, source_id: str, status: str) -> None:
+    """The episode an approval is about carries its decision (not a change of its content: the feed
+    does not move, and the site's next push of the episode leaves it)."""
+    conn.execute(
+        "UPDATE episodes SET approval_status = ? WHERE source_site = ? AND source_id = ?", (status, site, source_id)
+    )
 
 
 class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
@@ -35,12 +106,12 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
         timeout_ms: int | None = None,
         cost_usd: float | None = None,
         tests_passed: bool | None = None,
+        summary: str | None = None,
+        source_id: str | None = None,
     ) -> str:
         if priority not in APPROVAL_PRIORITIES:
             raise BackboneRejected(f"priority must be one of {', '.join(APPROVAL_PRIORITIES)}, not {priority!r}")
-        timeout = (
-            APPROVAL_TIMEOUTS_MS.get(action_type, DEFAULT_APPROVAL_TIMEOUT_MS) if timeout_ms is None else timeout_ms
-        )
+        timeout = _timeout(action_type, timeout_ms)
         if timeout < 0:
             raise BackboneRejected(f"timeout_ms must not be negative, got {timeout}")
         if cost_usd is not None and not (math.isfinite(cost_usd) and cost_usd >= 0):
@@ -52,11 +123,12 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
             if approved_at_creation(action_type, timeout, cost_usd, tests_passed)
             else ("pending", None, None)
         )
-        cursor = self._run(
-            lambda conn: conn.execute(
+
+        def insert(conn: sqlite3.Connection) -> str:
+            cursor = conn.execute(
                 "INSERT INTO approvals (site, agent_name, action_type, status, priority, reviewers, expires_at,"
-                " created_at, resolved_at, resolved_by, cost_usd, tests_passed)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " created_at, resolved_at, resolved_by, cost_usd, tests_passed, summary, source_site, source_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.site,
                     agent_name,
@@ -70,10 +142,16 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
                     resolved_by,
                     cost_usd,
                     tests_passed,
+                    summary,
+                    None if source_id is None else self.site,
+                    source_id,
                 ),
             )
-        )
-        return str(cursor.lastrowid)
+            if source_id is not None:
+                _follow(conn, self.site, source_id, status)
+            return str(cursor.lastrowid)
+
+        return self._run(insert)
 
     def resolve_approval(self, approval_id: str, status: str, by: str) -> str:
         if status not in ("approved", "rejected"):
@@ -81,58 +159,80 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
 
         def resolve(conn: sqlite3.Connection) -> str:
             now = current_ms()
-            row = conn.execute(
-                "SELECT status, expires_at FROM approvals WHERE id = ? AND site = ?",
-                (int(approval_id) if approval_id.isdigit() else -1, self.site),
-            ).fetchone()
-            if row is None:
-                raise BackboneNotFound(f"no approval {approval_id!r} for site {self.site!r}")
-            if row[0] != "pending" or now >= row[1]:
-                raise BackboneConflict(f"approval {approval_id} is {row[0] if row[0] != 'pending' else 'expired'}")
+            row = self._pending(conn, approval_id, now)
             conn.execute(
                 "UPDATE approvals SET status = ?, resolved_at = ?, resolved_by = ? WHERE id = ?",
-                (status, now, by, int(approval_id)),
+                (status, now, by, row.id),
             )
+            if row.source_site is not None and row.source_id is not None:
+                _follow(conn, row.source_site, row.source_id, status)
             return status
 
         return self._run(resolve)
 
-    def approvals(self, status: str | None = None) -> list[Approval]:
-        rows = self._read(
-            "SELECT id, agent_name, action_type, status, priority, reviewers, expires_at, resolved_by, cost_usd,"
-            " tests_passed FROM approvals WHERE site = ? AND (? IS NULL OR status = ?) ORDER BY id",
-            (self.site, status, status),
-        )
-        return [
-            Approval(
-                str(r[0]),
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                tuple(json.loads(r[5])),
-                r[6],
-                r[7],
-                r[8],
-                None if r[9] is None else bool(r[9]),
+    def defer_approval(self, approval_id: str, by: str, timeout_ms: int | None = None) -> Approval:
+        def defer(conn: sqlite3.Connection) -> None:
+            now = current_ms()
+            row = self._pending(conn, approval_id, now)
+            timeout = _timeout(row.action_type, timeout_ms)
+            until = deferred_expiry(row.created_at, row.expires_at, timeout, row.defer_count, now)
+            if until is None:
+                raise BackboneConflict(
+                    f"approval {approval_id} was deferred {row.defer_count} times already: approve or reject it"
+                )
+            conn.execute(
+                "UPDATE approvals SET expires_at = ?, defer_count = defer_count + 1 WHERE id = ?", (until, row.id)
             )
-            for r in rows
-        ]
+
+        self._run(defer)
+        found = self.approval(approval_id)
+        assert found is not None  # it was just deferred, and approvals are never deleted
+        return found
+
+    def _pending(self, conn: sqlite3.Connection, approval_id: str, now: int) -> _Row:
+        found = conn.execute(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (_row_id(approval_id),)).fetchone()
+        if found is None:
+            raise BackboneNotFound(f"no approval {approval_id!r}")
+        row = _Row(*found)
+        if row.status != "pending":
+            by = f" by {row.resolved_by}" if row.resolved_by else ""
+            raise BackboneConflict(f"approval {approval_id} is already {row.status}{by}")
+        if now >= row.expires_at:
+            raise BackboneConflict(f"approval {approval_id} is expired")
+        return row
+
+    def approval(self, approval_id: str) -> Approval | None:
+        rows = self._read(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (_row_id(approval_id),))
+        return _Row(*rows[0]).approval() if rows else None
+
+    def approvals(self, status: str | None = None, all_sites: bool = False) -> list[Approval]:
+        site = None if all_sites else self.site
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM approvals WHERE (? IS NULL OR site = ?) AND (? IS NULL OR status = ?) ORDER BY id",
+            (site, site, status, status),
+        )
+        return [_Row(*r).approval() for r in rows]
 
     def expire_approvals(self, now_ms: int, timeouts_ms: Mapping[str, int], default_ms: int) -> int:
         """Pending approvals of every site past their category's timeout or their own deadline
-        expire (Convex's expire-pending-approvals cron)."""
+        expire (Convex's expire-pending-approvals cron); a deferred one by its deadline alone."""
 
         def expire(conn: sqlite3.Connection) -> int:
             pending = conn.execute(
-                "SELECT id, action_type, created_at, expires_at FROM approvals WHERE status = 'pending'"
+                "SELECT id, action_type, created_at, expires_at, defer_count, source_site, source_id"
+                " FROM approvals WHERE status = 'pending'"
             ).fetchall()
             due = [
-                (now_ms, approval_id)
-                for approval_id, category, created_at, expires_at in pending
-                if expires_at <= now_ms or now_ms - created_at >= timeouts_ms.get(category, default_ms)
+                row
+                for row in pending
+                if now_ms >= effective_expiry(row[2], row[3], timeouts_ms.get(row[1], default_ms), row[4])
             ]
-            conn.executemany("UPDATE approvals SET status = 'expired', resolved_at = ? WHERE id = ?", due)
+            conn.executemany(
+                "UPDATE approvals SET status = 'expired', resolved_at = ? WHERE id = ?", [(now_ms, r[0]) for r in due]
+            )
+            for row in due:
+                if row[5] is not None and row[6] is not None:
+                    _follow(conn, row[5], row[6], "expired")
             return len(due)
 
         return self._run(expire)

@@ -60,7 +60,8 @@ class HubRegistry(HubConnection):
         """Every site that ever heartbeated or synced: the hub has no list of sites of its own."""
         rows = self._read(
             """SELECT names.site, s.last_heartbeat, s.status, s.version, s.host, s.pid, s.lag_s, s.backlog,
-                      s.index_state, c.last_synced_id, c.last_synced_at, s.quarantined, s.conflicts, h.state
+                      s.index_state, c.last_synced_id, c.last_synced_at, s.quarantined, s.conflicts, h.state,
+                      c.total_synced
                FROM (SELECT site FROM site_states UNION SELECT site FROM sync_cursors) AS names
                LEFT JOIN site_states AS s ON s.site = names.site
                LEFT JOIN sync_cursors AS c ON c.site = names.site
@@ -84,6 +85,7 @@ class HubRegistry(HubConnection):
                 quarantined or 0,
                 conflicts or 0,
                 health,
+                total_synced,
             )
             for (
                 site,
@@ -100,6 +102,7 @@ class HubRegistry(HubConnection):
                 quarantined,
                 conflicts,
                 health,
+                total_synced,
             ) in rows
         ]
 

@@ -3,7 +3,9 @@
 Version 5 added the fleet: the sites' registry rows, job leases and runs, sync health, digests, the
 agents' interface and last episode, and episodes' ``archived`` flag. Version 6 added what an
 approval's request says of itself (its cost, whether its tests passed), which the policy
-(``sync.approvals``) approves on.
+(``sync.approvals``) approves on. Version 7 added what people deciding an approval from Telegram
+need (its summary, the episode it is about, how often it was deferred) and the decision on that
+episode (``approval_status``).
 
 Also the change feed's counter, which the writers of episodes and of tombstones both advance
 inside their own transactions.
@@ -95,6 +97,7 @@ SCHEMA = (
   change_seq INTEGER,               -- the change feed's position of the latest insert or edit
   point_id TEXT,                    -- qdrantPointId for the current content; cleared by an edit
   archived INTEGER NOT NULL DEFAULT 0,  -- the cleanup job's mark: still exported and in the feed
+  approval_status TEXT,             -- the decision on an approval about this episode, if any
   UNIQUE (source_site, source_id)
 )""",
     """CREATE INDEX IF NOT EXISTS episodes_by_created ON episodes (created_at)""",
@@ -121,7 +124,11 @@ SCHEMA = (
   resolved_at INTEGER,
   resolved_by TEXT,
   cost_usd REAL,                    -- what the request said it costs, if it said
-  tests_passed INTEGER              -- 1 | 0: whether the request said its tests pass, if it said
+  tests_passed INTEGER,             -- 1 | 0: whether the request said its tests pass, if it said
+  summary TEXT,                     -- what the agent wants to do, for the person deciding
+  source_site TEXT,                 -- the episode it is about, if any (the requesting site's)
+  source_id TEXT,
+  defer_count INTEGER NOT NULL DEFAULT 0
 )""",
     """CREATE INDEX IF NOT EXISTS approvals_by_status_expires ON approvals (status, expires_at)""",
     """CREATE TABLE IF NOT EXISTS tombstones (
@@ -141,7 +148,7 @@ SCHEMA = (
     _SITE_SOURCES,
     *_FLEET,
 )
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -172,6 +179,16 @@ _COLUMNS_6 = (
     ("approvals", "tests_passed", "INTEGER"),
 )
 
+# Version 6 to 7: approvals people decide from Telegram: what they are about, and deferrals; the
+# decision on the episode an approval is about.
+_COLUMNS_7 = (
+    ("approvals", "summary", "TEXT"),
+    ("approvals", "source_site", "TEXT"),
+    ("approvals", "source_id", "TEXT"),
+    ("approvals", "defer_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("episodes", "approval_status", "TEXT"),
+)
+
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
     """Bring the file to the current schema: migrate an older hub, then create what is missing."""
@@ -183,7 +200,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     """Bring an older hub to the current version in place, step by step, in one transaction:
     version 2 (before the change feed) to 3, version 3 (before site sources) to 4, version 4
     (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
-    approvals' cost and tests) to 6."""
+    approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return
@@ -215,6 +232,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for table, column, declaration in _COLUMNS_6:
                 _add_column(tx, table, column, declaration)
             version = "6"
+        if version == "6":
+            for table, column, declaration in _COLUMNS_7:
+                _add_column(tx, table, column, declaration)
+            version = "7"
         if row is not None and version != row[0]:
             tx.execute("UPDATE schema_info SET value = ? WHERE key = 'version'", (version,))
 

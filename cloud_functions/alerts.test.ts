@@ -1,0 +1,146 @@
+/** The alerts cron on Convex: the fleet's signals, each alert said once, through the fake Bot API. */
+import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
+import { api, internal } from "./_generated/api";
+import { machineId } from "./lib/alertStore";
+import { configureTelegram, FakeBotApi, unconfigureTelegram } from "./test.botApi";
+import { item } from "./test.fixtures";
+import { backend, registerSite, type Backend } from "./test.setup";
+
+const NOW = Date.parse("2026-01-15T12:00:00Z");
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+let t: Backend;
+let bot: FakeBotApi;
+let laptop: { site: string; secret: string };
+
+beforeEach(async () => {
+  bot = await new FakeBotApi().start();
+  configureTelegram(bot);
+  vi.useFakeTimers();
+  vi.setSystemTime(NOW);
+  t = backend();
+  laptop = await registerSite(t, "laptop");
+});
+afterEach(async () => {
+  vi.useRealTimers();
+  unconfigureTelegram();
+  await bot.stop();
+});
+
+const settle = () => t.finishAllScheduledFunctions(() => vi.advanceTimersByTime(0));
+/** The cron, `ms` after NOW, with what it queued delivered. */
+async function cronAt(ms: number) {
+  vi.setSystemTime(NOW + ms);
+  await t.action(internal.scheduled.alerts, {});
+  await settle();
+}
+const sent = () => bot.of("sendMessage").map((b) => b.text);
+const beat = (indexState: string, backlog: number | null = null) =>
+  t.mutation(api.agents.heartbeatSite, {
+    ...laptop,
+    version: "0.1.0",
+    host: "laptop.lan",
+    pid: 1,
+    lagS: null,
+    backlog,
+    indexState,
+    quarantined: 0,
+    conflicts: 0,
+  });
+
+describe("alerts", () => {
+  test("a silent site: one alert with Snooze and Mute, once; one recovery with the duration and episodes caught up", async () => {
+    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 1, episodes: [item("1")] });
+    vi.setSystemTime(NOW + 2 * HOUR);
+    await t.mutation(internal.health.syncHealthAlert, {});
+    await cronAt(2 * HOUR);
+    await cronAt(2 * HOUR + MINUTE);
+    expect(sent()).toEqual(["🟠 laptop has not synced for 2 h"]);
+    const id = await machineId("silent:laptop");
+    expect(bot.of("sendMessage")[0].reply_markup).toEqual({
+      inline_keyboard: [
+        [
+          { text: "Snooze 1 h", callback_data: `s:${id}` },
+          { text: "Mute 1 day", callback_data: `m:${id}` },
+        ],
+      ],
+    });
+
+    vi.setSystemTime(NOW + 3 * HOUR + 30 * MINUTE);
+    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 4, episodes: [item("2"), item("3"), item("4")] });
+    await t.mutation(internal.health.syncHealthAlert, {});
+    await cronAt(3 * HOUR + 30 * MINUTE);
+    await cronAt(3 * HOUR + 31 * MINUTE);
+    expect(sent()).toEqual(["🟠 laptop has not synced for 2 h", "✅ laptop recovered after 1 h 30 min, 3 episodes caught up"]);
+    expect(bot.of("sendMessage")[1].reply_markup).toBeUndefined();
+  });
+
+  test("an idle site (online, no backlog) judged down is quiet, not silent; with a backlog it is silent", async () => {
+    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 1, episodes: [item("1")] });
+    vi.setSystemTime(NOW + 2 * HOUR);
+    await t.mutation(internal.health.syncHealthAlert, {});
+    await beat("ready", 0);
+    await cronAt(2 * HOUR);
+    expect(sent()).toEqual([]);
+    await beat("ready", 40);
+    await cronAt(2 * HOUR + MINUTE);
+    expect(sent()).toEqual(["🟠 laptop has not synced for 2 h 1 min"]);
+  });
+
+  test("a daemon gone offline is critical; reminders after 1 h, not while snoozed", async () => {
+    await beat("ready");
+    vi.setSystemTime(NOW + 4 * MINUTE);
+    await t.mutation(internal.agents.markStale, {});
+    await cronAt(4 * MINUTE);
+    expect(sent()).toEqual(["🔴 laptop daemon silent for 4 min"]);
+    await cronAt(HOUR + 4 * MINUTE);
+    expect(sent()[1]).toBe("⏰ still: laptop daemon silent for 1 h 4 min (down 1 h)");
+    const id = await machineId("offline:laptop");
+    await t.run(async (ctx) => {
+      const machine = await ctx.db.query("alertMachines").withIndex("by_short_id", (q) => q.eq("id", id)).unique();
+      await ctx.db.patch(machine!._id, { snoozedUntil: NOW + 10 * HOUR });
+    });
+    await cronAt(4 * HOUR + 4 * MINUTE);
+    expect(sent()).toHaveLength(2);
+    await cronAt(10 * HOUR);
+    expect(sent()[2]).toBe("⏰ still: laptop daemon silent for 10 h (down 9 h 56 min)");
+  });
+
+  test("flapping inside the grace says nothing (paused: 10 minutes)", async () => {
+    await beat("paused");
+    await cronAt(0);
+    await cronAt(5 * MINUTE);
+    await beat("ready");
+    await cronAt(6 * MINUTE);
+    await beat("paused");
+    await cronAt(7 * MINUTE);
+    await beat("paused");
+    await cronAt(16 * MINUTE);
+    expect(sent()).toEqual([]);
+    await beat("paused");
+    await cronAt(17 * MINUTE);
+    expect(sent()).toEqual(["🟠 laptop search indexing paused: the embedding quota is exhausted"]);
+  });
+
+  test("an approval about to expire unanswered is said once, with Defer; its machine goes with it", async () => {
+    const { approvalId } = await t.mutation(api.approvals.create, {
+      ...laptop,
+      agentName: "claude",
+      actionType: "destructive", // 30 minutes
+      priority: "high",
+      reviewers: [],
+      expiresAt: NOW + 24 * HOUR,
+    });
+    await settle();
+    await cronAt(19 * MINUTE);
+    expect(sent()).toHaveLength(1); // the approval itself
+    await cronAt(20 * MINUTE);
+    await cronAt(21 * MINUTE);
+    expect(sent()[1]).toBe(`⏳ approval ${approvalId} (destructive by claude on laptop) expires in 10 min, unanswered`);
+    expect(sent()).toHaveLength(2);
+    expect(bot.of("sendMessage")[1].reply_markup).toEqual({ inline_keyboard: [[{ text: "Defer", callback_data: `d:${approvalId}` }]] });
+    await t.mutation(api.approvals.resolve, { ...laptop, approvalId, status: "approved", by: "ada" });
+    await cronAt(22 * MINUTE);
+    expect(await t.run((ctx) => ctx.db.query("alertMachines").collect())).toEqual([]);
+  });
+});

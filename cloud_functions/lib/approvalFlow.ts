@@ -1,0 +1,92 @@
+/**
+ * What happens to a pending approval, however it is asked for (a site's call, a Telegram button,
+ * the expiry cron): the approval, the episode it is about, and its Telegram message move together,
+ * in the caller's one transaction.
+ */
+import type { Doc } from "../_generated/dataModel";
+import type { MutationCtx } from "../_generated/server";
+import { effectiveExpiry, MAX_DEFERS, timeoutOf } from "./approvalPolicy";
+import { approvalButtons, deferredText, expiredText, resolvedText } from "./approvalMessage";
+import { fail } from "./errors";
+import { enqueue } from "./outbox";
+
+type Approval = Doc<"approvals">;
+type Status = Approval["status"];
+
+/** The episode's approvalStatus follows its approval's (when the episode has reached the backbone). */
+export async function markEpisode(ctx: MutationCtx, approval: Approval, status: Status): Promise<void> {
+  const { sourceSite, sourceId } = approval;
+  if (sourceSite === undefined || sourceId === undefined) return;
+  const episode = await ctx.db
+    .query("episodes")
+    .withIndex("by_site_source", (q) => q.eq("sourceSite", sourceSite).eq("sourceId", sourceId))
+    .unique();
+  if (episode !== null && episode.approvalStatus !== status) await ctx.db.patch(episode._id, { approvalStatus: status });
+}
+
+/** Why `approval` can no longer be answered, or null while it can. */
+export function closedReason(approval: Approval, now: number): string | null {
+  if (approval.status !== "pending") {
+    return `already ${approval.status}${approval.resolvedBy ? ` by ${approval.resolvedBy}` : ""}`;
+  }
+  // Past its deadline but not yet swept by the cron: as good as expired.
+  if (effectiveExpiry(approval) <= now) return "already expired";
+  return null;
+}
+
+/** Approves or rejects a pending approval (CONFLICT when it is settled or past its deadline). */
+export async function settle(ctx: MutationCtx, approval: Approval, status: "approved" | "rejected", by: string, now: number) {
+  const closed = closedReason(approval, now);
+  if (closed !== null) fail("CONFLICT", `approval is ${closed}`);
+  await ctx.db.patch(approval._id, { status, resolvedAt: now, resolvedBy: by });
+  await markEpisode(ctx, approval, status);
+  if (approval.messageKey !== undefined) {
+    await enqueue(
+      ctx,
+      { kind: "edit", key: `approval:${approval._id}:resolved`, refKey: approval.messageKey, text: resolvedText(approval, status, by, now), severity: "critical" },
+      now,
+    );
+  }
+}
+
+/**
+ * Gives a pending approval another category timeout from its current deadline, at most MAX_DEFERS
+ * times (CONFLICT after, or once it is settled or past its deadline).
+ */
+export async function defer(ctx: MutationCtx, approval: Approval, by: string, now: number) {
+  const closed = closedReason(approval, now);
+  if (closed !== null) fail("CONFLICT", `approval is ${closed}`);
+  const deferCount = (approval.deferCount ?? 0) + 1;
+  if (deferCount > MAX_DEFERS) fail("CONFLICT", `approval was deferred ${MAX_DEFERS} times already`);
+  const expiresAt = effectiveExpiry(approval) + timeoutOf(approval.actionType);
+  await ctx.db.patch(approval._id, { expiresAt, deferCount });
+  if (approval.messageKey !== undefined) {
+    const deferred = { ...approval, expiresAt, deferCount };
+    await enqueue(
+      ctx,
+      {
+        kind: "edit",
+        key: `approval:${approval._id}:deferred:${deferCount}`,
+        refKey: approval.messageKey,
+        text: deferredText(deferred, by),
+        buttons: approvalButtons(approval._id),
+        severity: "critical",
+      },
+      now,
+    );
+  }
+  return { expiresAt, deferCount };
+}
+
+/** Expires a pending approval nobody answered in time. */
+export async function expire(ctx: MutationCtx, approval: Approval, now: number): Promise<void> {
+  await ctx.db.patch(approval._id, { status: "expired", resolvedAt: now });
+  await markEpisode(ctx, approval, "expired");
+  if (approval.messageKey !== undefined) {
+    await enqueue(
+      ctx,
+      { kind: "edit", key: `approval:${approval._id}:expired`, refKey: approval.messageKey, text: expiredText(approval, now), severity: "critical" },
+      now,
+    );
+  }
+}

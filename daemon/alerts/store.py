@@ -1,0 +1,331 @@
+"""Where alerts wait: each alert machine's state, and the outbox of Telegram messages, in one SQLite
+file (``Settings.alerts_path``). On the embedded hub the file sits beside the hub and every site's
+daemon shares it; on Convex each site has its own (the deployment keeps the fleet's).
+
+The outbox is why a restart or a Telegram outage delays a message but never loses or repeats it:
+a message is written here first, in the transaction that decided it (its key is unique, so a
+decision taken twice queues it once), then sent by whoever claims it. A claim lasts
+``CLAIM_MS``; a sender killed before sending leaves the claim to lapse and another sends it. The one
+window left is a sender killed after Telegram accepted a message and before it was marked sent
+(milliseconds): that message goes twice, never zero times.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from daemon.alerts.machine import AlertState
+from daemon.alerts.messages import Button, Keyboard, Message, alert_id
+from sync.errors import PathProblem
+from sync.leases import Claim, Lease, decide
+from sync.sqlite_db import apply_schema, open_wal, write_tx
+
+T = TypeVar("T")
+CLAIM_MS: Final = 60_000
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS machines (
+  key TEXT PRIMARY KEY,             -- signal:subject
+  id TEXT NOT NULL UNIQUE,          -- alert_id(key): what Snooze and Mute buttons carry
+  state TEXT NOT NULL,              -- the AlertState as JSON
+  updated_at INTEGER NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS outbox (
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,         -- one message per decision, however often it is decided
+  kind TEXT NOT NULL,               -- send | edit
+  text TEXT NOT NULL,
+  buttons TEXT NOT NULL,            -- the inline keyboard as JSON
+  ref_key TEXT,                     -- edit: the key of the sent message it edits
+  severity TEXT NOT NULL,
+  not_before INTEGER NOT NULL,      -- ms: quiet hours, a retry's wait
+  created_at INTEGER NOT NULL,
+  claimed_until INTEGER,            -- ms: a sender is on it until then
+  sent_at INTEGER,
+  message_id INTEGER,               -- Telegram's, once sent
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT
+)""",
+    "CREATE INDEX IF NOT EXISTS outbox_due ON outbox (sent_at, not_before)",
+    """CREATE TABLE IF NOT EXISTS tracked_approvals (
+  approval_id TEXT PRIMARY KEY,     -- an approval whose message may still need an edit
+  status TEXT NOT NULL,             -- as last shown
+  defer_count INTEGER NOT NULL
+)""",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+SCHEMA_VERSION = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """A message to send (or, with ``edits``, an edit of the message sent under that key)."""
+
+    key: str  # unique: the same decision queued twice is sent once
+    message: Message
+    severity: str = "warning"
+    not_before: int | None = None  # ms; None: now
+    edits: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    id: int
+    key: str
+    kind: str  # send | edit
+    text: str
+    buttons: Keyboard
+    ref_message_id: int | None  # edit: the message it edits (sent before it is handed out)
+    attempts: int
+
+
+def _keyboard(raw: str) -> Keyboard:
+    return tuple(tuple(Button(b["text"], b["data"]) for b in row) for row in json.loads(raw))
+
+
+def _state(raw: str) -> AlertState:
+    return AlertState(**json.loads(raw))
+
+
+def outbox_summary(path: Path) -> dict[str, Any] | None:
+    """What ``status`` shows of the outbox, read-only: messages waiting, the newest waiting one's
+    last error, when the last one went; None if there is no outbox yet."""
+    if not path.exists():
+        return None
+    try:
+        with closing(open_wal(path, readonly=True)) as conn:
+            waiting, error = conn.execute(
+                "SELECT count(*), (SELECT last_error FROM outbox WHERE sent_at IS NULL AND last_error IS NOT NULL"
+                " ORDER BY id DESC LIMIT 1) FROM outbox WHERE sent_at IS NULL"
+            ).fetchone()
+            (last_sent,) = conn.execute("SELECT max(sent_at) FROM outbox WHERE message_id IS NOT NULL").fetchone()
+    except sqlite3.Error as exc:
+        return {"waiting": None, "lastError": f"cannot read {path}: {exc}", "lastSentAt": None}
+    return {"waiting": int(waiting), "lastError": error, "lastSentAt": last_sent}
+
+
+class AlertStore:
+    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self.clock = clock
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = open_wal(path, busy_timeout_ms=10_000)
+            apply_schema(self._conn, SCHEMA, SCHEMA_VERSION)
+        except (sqlite3.Error, OSError) as exc:
+            raise PathProblem(
+                f"cannot use the alerts file {path}: {exc}; check that its folder is writable by this user"
+            ) from None
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        # One connection, several threads (the scheduler's alert job, the Telegram worker, the run
+        # loop's local watch): a transaction at a time.
+        with self._lock, write_tx(self._conn) as tx:
+            yield tx
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock, closing(self._conn.execute(sql, params)) as cursor:
+            return cursor.fetchall()
+
+    # -- alert machines -------------------------------------------------------------------------
+    def advance(
+        self, keys: list[str], step: Callable[[str, AlertState | None], tuple[AlertState, list[Queued], T]]
+    ) -> list[T]:
+        """Step each key's machine in one transaction: read its state, decide (``step``, pure),
+        write the new state and queue the messages it decided, together: a crash leaves either
+        both or neither."""
+        results: list[T] = []
+        with self._tx() as tx:
+            for key in keys:
+                row = tx.execute("SELECT state FROM machines WHERE key = ?", (key,)).fetchone()
+                new, queued, said = step(key, None if row is None else _state(row[0]))
+                tx.execute(
+                    "INSERT INTO machines (key, id, state, updated_at) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+                    (key, alert_id(key), json.dumps(asdict(new)), self.now_ms()),
+                )
+                for item in queued:
+                    self._insert(tx, item)
+                results.append(said)
+        return results
+
+    def machine(self, key: str) -> AlertState | None:
+        rows = self._read("SELECT state FROM machines WHERE key = ?", (key,))
+        return _state(rows[0][0]) if rows else None
+
+    def hold(self, ident: str, change: Callable[[AlertState], AlertState]) -> str | None:
+        """Snooze or mute the alert whose id is ``ident``; its key, or None if unknown."""
+        with self._tx() as tx:
+            row = tx.execute("SELECT key, state FROM machines WHERE id = ?", (ident,)).fetchone()
+            if row is None:
+                return None
+            tx.execute(
+                "UPDATE machines SET state = ? WHERE id = ?", (json.dumps(asdict(change(_state(row[1])))), ident)
+            )
+            return str(row[0])
+
+    # -- the outbox -----------------------------------------------------------------------------
+    def enqueue(self, item: Queued) -> bool:
+        """Queue a message; False if its key was queued before."""
+        with self._tx() as tx:
+            return self._insert(tx, item)
+
+    def _insert(self, tx: sqlite3.Connection, item: Queued) -> bool:
+        buttons = json.dumps([[{"text": b.text, "data": b.data} for b in row] for row in item.message.buttons])
+        now = self.now_ms()
+        cursor = tx.execute(
+            "INSERT OR IGNORE INTO outbox (key, kind, text, buttons, ref_key, severity, not_before, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                item.key,
+                "send" if item.edits is None else "edit",
+                item.message.text,
+                buttons,
+                item.edits,
+                item.severity,
+                item.not_before or now,
+                now,
+            ),
+        )
+        return cursor.rowcount == 1
+
+    def claim_due(self, holder: str, limit: int = 10) -> list[Outgoing]:
+        """Hand out up to ``limit`` due messages, oldest first, each claimed for CLAIM_MS. An edit is
+        due only once the message it edits was sent; one whose message never went out is dropped."""
+        now = self.now_ms()
+        with self._tx() as tx:
+            paused = tx.execute("SELECT value FROM meta WHERE key = 'paused_until'").fetchone()
+            if paused is not None and int(paused[0]) > now:
+                return []
+            rows = tx.execute(
+                "SELECT o.id, o.key, o.kind, o.text, o.buttons, o.attempts, r.message_id, r.sent_at FROM outbox AS o"
+                " LEFT JOIN outbox AS r ON r.key = o.ref_key"
+                " WHERE o.sent_at IS NULL AND o.not_before <= ? AND (o.claimed_until IS NULL OR o.claimed_until < ?)"
+                " ORDER BY o.not_before, o.id LIMIT ?",
+                (now, now, limit * 4),
+            ).fetchall()
+            handed: list[Outgoing] = []
+            for oid, key, kind, text, buttons, attempts, ref_message, ref_sent in rows:
+                if kind == "edit" and ref_message is None:
+                    if ref_sent is not None:  # its message was given up: nothing to edit, ever
+                        tx.execute(
+                            "UPDATE outbox SET sent_at = ?, last_error = ? WHERE id = ?", (now, "no message", oid)
+                        )
+                    continue
+                if len(handed) >= limit:
+                    break
+                tx.execute("UPDATE outbox SET claimed_until = ? WHERE id = ?", (now + CLAIM_MS, oid))
+                handed.append(Outgoing(oid, key, kind, text, _keyboard(buttons), ref_message, attempts))
+            del holder  # who claimed is not kept: a claim is a deadline, not an owner
+            return handed
+
+    def mark_sent(self, item: Outgoing, message_id: int | None) -> None:
+        with self._tx() as tx:
+            tx.execute(
+                "UPDATE outbox SET sent_at = ?, message_id = ?, claimed_until = NULL WHERE id = ?",
+                (self.now_ms(), message_id, item.id),
+            )
+
+    def retry_later(self, item: Outgoing, wait_ms: int, error: str) -> None:
+        with self._tx() as tx:
+            tx.execute(
+                "UPDATE outbox SET not_before = ?, claimed_until = NULL, attempts = attempts + 1, last_error = ?"
+                " WHERE id = ?",
+                (self.now_ms() + wait_ms, error, item.id),
+            )
+
+    def pause(self, wait_ms: int) -> None:
+        """Telegram asked to slow down (429): nothing is handed out until then, whoever sends."""
+        with self._tx() as tx:
+            tx.execute("INSERT OR REPLACE INTO meta VALUES ('paused_until', ?)", (str(self.now_ms() + wait_ms),))
+
+    def release(self, item: Outgoing) -> None:
+        """Hand a claimed message back, untried (the round ended before it)."""
+        with self._tx() as tx:
+            tx.execute("UPDATE outbox SET claimed_until = NULL WHERE id = ?", (item.id,))
+
+    def give_up(self, item: Outgoing, error: str) -> None:
+        """Telegram will never take it as it is: recorded, never sent, never retried."""
+        with self._tx() as tx:
+            tx.execute(
+                "UPDATE outbox SET sent_at = ?, claimed_until = NULL, attempts = attempts + 1, last_error = ?"
+                " WHERE id = ?",
+                (self.now_ms(), error, item.id),
+            )
+
+    def next_due(self) -> int | None:
+        rows = self._read("SELECT min(not_before) FROM outbox WHERE sent_at IS NULL")
+        return None if rows[0][0] is None else int(rows[0][0])
+
+    def waiting(self) -> int:
+        return int(self._read("SELECT count(*) FROM outbox WHERE sent_at IS NULL")[0][0])
+
+    def sent(self) -> list[tuple[str, str, int | None]]:
+        """(key, text, message id) of what went out, oldest first: for status and tests."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self._read(
+                "SELECT key, text, message_id FROM outbox WHERE sent_at IS NOT NULL ORDER BY sent_at, id"
+            )
+        ]
+
+    def message_id(self, key: str) -> int | None:
+        rows = self._read("SELECT message_id FROM outbox WHERE key = ?", (key,))
+        return None if not rows or rows[0][0] is None else int(rows[0][0])
+
+    # -- approvals whose message may need an edit -----------------------------------------------
+    def track(self, approval_id: str, status: str, defer_count: int) -> None:
+        with self._tx() as tx:
+            tx.execute("INSERT OR REPLACE INTO tracked_approvals VALUES (?, ?, ?)", (approval_id, status, defer_count))
+
+    def tracked(self) -> Mapping[str, tuple[str, int]]:
+        return {
+            r[0]: (r[1], r[2]) for r in self._read("SELECT approval_id, status, defer_count FROM tracked_approvals")
+        }
+
+    def untrack(self, approval_id: str) -> None:
+        with self._tx() as tx:
+            tx.execute("DELETE FROM tracked_approvals WHERE approval_id = ?", (approval_id,))
+
+    # -- the poller's lease and position --------------------------------------------------------
+    def hold_poller(self, holder: str, lease_ms: int) -> bool:
+        """One process polls Telegram for updates per bot (a second poller gets 409): whoever holds
+        this lease (``sync.leases.decide``, renewed by its holder, taken over once it lapses)."""
+        now = self.now_ms()
+        with self._tx() as tx:
+            row = tx.execute("SELECT value FROM meta WHERE key = 'poller'").fetchone()
+            current = None if row is None else Lease(**json.loads(row[0]))
+            if decide(current, holder, now) is Claim.SKIP:
+                return False
+            lease = Lease("telegram-poller", "-", holder, now + lease_ms)
+            tx.execute("INSERT OR REPLACE INTO meta VALUES ('poller', ?)", (json.dumps(asdict(lease)),))
+            return True
+
+    def release_poller(self, holder: str) -> None:
+        with self._tx() as tx:
+            row = tx.execute("SELECT value FROM meta WHERE key = 'poller'").fetchone()
+            if row is not None and json.loads(row[0])["holder"] == holder:
+                tx.execute("DELETE FROM meta WHERE key = 'poller'")
+
+    def update_offset(self) -> int | None:
+        rows = self._read("SELECT value FROM meta WHERE key = 'offset'")
+        return int(rows[0][0]) if rows else None
+
+    def set_update_offset(self, offset: int) -> None:
+        with self._tx() as tx:
+            tx.execute("INSERT OR REPLACE INTO meta VALUES ('offset', ?)", (str(offset),))

@@ -1,0 +1,153 @@
+"""The daemon's alert thread. Every few seconds it
+
+- watches the site's own signals (its backbone retried, its AgentDB file unreadable) from the run
+  loop's current problems (``watch.local_observations``);
+- sends the outbox (``daemon/telegram/sender.py``), when Telegram is configured;
+- on the embedded hub, receives button presses: whichever daemon holds the poller lease long-polls
+  getUpdates (a bot token allows one poller), and keeps approval messages true to their approvals
+  (``daemon/telegram/presses.py``). On Convex the deployment's webhook receives them instead.
+
+Telegram failing never stops the daemon: a problem is logged once when it starts and once when it
+ends (``sync.problems``); messages wait in the outbox meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from typing import Final
+
+import structlog
+
+from daemon.alerts.store import AlertStore
+from daemon.alerts.watch import Alerts, local_observations
+from daemon.config import Settings
+from daemon.telegram.callbacks import parse
+from daemon.telegram.client import BotApi
+from daemon.telegram.presses import apply, reconcile
+from daemon.telegram.sender import deliver
+from sync.backbone.base import Coordination
+from sync.errors import TelegramAuthError, TelegramConflict, TelegramUnavailable
+from sync.problems import ProblemLog
+
+log = structlog.get_logger("memsync.alerts")
+TICK: Final = 2.0  # seconds between rounds when there is nothing to poll
+POLL_S: Final = 5  # getUpdates long-poll: short, so that a stop never waits long for it
+POLLER_LEASE_MS: Final = 30_000
+
+
+class AlertWorker:
+    def __init__(
+        self,
+        settings: Settings,
+        store: AlertStore,
+        *,
+        problems: Callable[[], Mapping[str, str]],
+        coordination: Coordination | None,
+        bot: BotApi | None = None,
+        on_stop: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.alerts = Alerts(settings, store)
+        self.problems = problems  # the run loop's current problems, by kind
+        self.coordination = coordination  # on the hub: resolves presses, reads approvals to edit
+        self.on_stop = on_stop  # closes the worker's own backbone client
+        telegram = settings.telegram
+        if bot is None and telegram.enabled:
+            assert telegram.bot_token is not None
+            bot = BotApi(telegram.bot_token.get_secret_value(), telegram.api_base)
+        self.bot = bot
+        self.holder = f"{settings.site.name}@{socket.gethostname()}:{os.getpid()}"
+        self.stopping = threading.Event()
+        self.issues = ProblemLog(log)
+        self._thread: threading.Thread | None = None
+        self._receives = (
+            bot is not None and telegram.poll and settings.backbone.kind == "local" and coordination is not None
+        )
+
+    def start(self) -> AlertWorker:
+        self._thread = threading.Thread(target=self._run, name="memsync-alerts", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=POLL_S + 15)
+        if self._receives:
+            self.store.release_poller(self.holder)
+        if self.bot is not None:
+            self.bot.close()
+        self.on_stop()
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            polled = False
+            try:
+                self.round()
+                polled = self._receive()
+            except Exception as exc:  # noqa: BLE001 - alerts must never take the daemon down; said once
+                self.issues.problem("alerts", f"{type(exc).__name__}: {exc}")
+            if not polled:
+                self.stopping.wait(TICK)
+
+    def round(self) -> None:
+        """Watch the site's own signals, then send what is due."""
+        site = self.settings.site.name
+        self.alerts.observe(local_observations(site, self.problems(), self.store.now_ms()))
+        if self.bot is None or self.settings.telegram.chat_id is None:
+            return
+        try:
+            done = deliver(
+                self.store, self.bot, self.settings.telegram.chat_id, pause=lambda s: not self.stopping.wait(s)
+            )
+        except TelegramAuthError as exc:
+            self.issues.problem("telegram", str(exc))
+            return
+        if done.held is not None:
+            self.issues.problem("telegram", f"Telegram messages wait: {done.held}", quiet=True)
+        else:
+            self.issues.recovered("telegram")
+
+    def _receive(self) -> bool:
+        """Poll for button presses if this daemon holds the poller lease; True if it polled (the
+        long poll was the wait)."""
+        if not self._receives or not self.store.hold_poller(self.holder, POLLER_LEASE_MS):
+            return False
+        assert self.bot is not None
+        assert self.coordination is not None
+        reconcile(self.coordination, self.store)
+        offset = self.store.update_offset()
+        try:
+            updates = self.bot.get_updates(offset, POLL_S)
+        except TelegramConflict as exc:
+            self.issues.problem("poll", f"{exc}; button presses are not received until it stops")
+            self.stopping.wait(30)
+            return True
+        except (TelegramUnavailable, TelegramAuthError) as exc:
+            self.issues.problem("poll", f"cannot receive button presses: {exc}", quiet=True)
+            return False
+        self.issues.recovered("poll")
+        for update in updates:
+            press = parse(update)
+            if press is not None:
+                answer = apply(press, self.coordination, self.store, defer_timeout_ms=self._defer_timeout(press.target))
+                try:
+                    self.bot.answer_callback_query(press.callback_id, answer)
+                except Exception as exc:  # noqa: BLE001 - the answer is a courtesy; the press is applied
+                    log.info("could not answer a button press", error=str(exc))
+            self.store.set_update_offset(int(update["update_id"]) + 1)
+        return True
+
+    def _defer_timeout(self, approval_id: str) -> int | None:
+        """A deferral pushes the expiry out by the category's timeout under this config's policy."""
+        assert self.coordination is not None
+        found = self.coordination.approval(approval_id) if approval_id.isdigit() else None
+        if found is None:
+            return None
+        jobs = self.settings.jobs
+        minutes = jobs.approval_timeouts.get(found.action_type, jobs.default_approval_timeout)
+        return int(minutes * 60_000)

@@ -1,0 +1,283 @@
+"""``memsync approval request|wait`` for an agent's hooks, and ``memsync approvals
+[list|approve|reject|defer]`` for a person at a terminal on any site.
+
+An approval is created in the backbone with the policy applied (``sync.approvals``: some are
+approved at once, and say so); a pending one is announced on Telegram with Approve / Reject / Defer
+buttons: by the deployment itself on Convex, from here through the alerts' outbox on the embedded
+hub. ``approval wait`` polls the backbone until it is decided: exit 0 approved, 1 rejected, 2
+expired or timed out. memsync never writes to the AgentDB file: an agent learns the decision from
+``approval wait`` (or the backbone's approval and the episode's ``approvalStatus``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import socket
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
+from sync.backbone.base import APPROVAL_PRIORITIES
+
+if TYPE_CHECKING:
+    from daemon.config import Settings
+    from sync.backbone.base import Approval, Backbone
+
+EXIT_APPROVED, EXIT_REJECTED, EXIT_EXPIRED = 0, 1, 2
+
+
+def register(commands: Commands) -> None:
+    one = commands.add_parser(
+        "approval",
+        help="ask a person for an approval, or wait for the decision (for agents' hooks)",
+        description="Ask a person to approve an action (announced on Telegram with buttons), or wait for it.",
+    )
+    verbs = one.add_subparsers(title="actions", metavar="ACTION", required=True)
+    request = verbs.add_parser(
+        "request",
+        help="create an approval (the policy may approve it at once); prints its id",
+        description="Create an approval. The policy approves some at once (internal and research, an "
+        "external_api under $0.10, a code_commit whose tests passed); the others wait for a person, who is "
+        "asked on Telegram. Prints the approval's id.",
+    )
+    add_config(request)
+    request.add_argument("--category", required=True, help="the action's category, e.g. send_message, financial")
+    request.add_argument("--summary", required=True, help="what the agent wants to do, for the person deciding")
+    request.add_argument("--agent", help="the agent asking (default: site.defaults.agent_name)")
+    request.add_argument("--episode", metavar="ID", help="the id of this site's episode it is about")
+    request.add_argument("--cost", type=float, metavar="USD", help="what the action costs")
+    request.add_argument("--tests-passed", action="store_true", help="the change's tests pass")
+    request.add_argument("--priority", choices=APPROVAL_PRIORITIES, default="normal")
+    add_json(request)
+    request.set_defaults(run=request_main)
+    wait = verbs.add_parser(
+        "wait",
+        help="wait for a decision: exit 0 approved, 1 rejected, 2 expired or timed out",
+        description="Wait until the approval is decided. Exit 0 approved, 1 rejected, 2 expired or timed out.",
+    )
+    add_config(wait)
+    wait.add_argument("approval_id", metavar="ID")
+    wait.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (default: until it expires)")
+    wait.set_defaults(run=wait_main)
+
+    many = commands.add_parser(
+        "approvals",
+        help="list approvals, or approve, reject or defer one (any site's)",
+        description="The fleet's approvals: list them, or decide one from a terminal on any site.",
+    )
+    add_config(many)
+    add_json(many)
+    many.add_argument("--status", choices=("pending", "approved", "rejected", "expired"))
+    many.add_argument("--site-only", action="store_true", help="this site's approvals only")
+    many.set_defaults(run=list_main)
+    actions = many.add_subparsers(title="actions", metavar="ACTION")
+    listing = actions.add_parser("list", help="list approvals (the default)")
+    add_config(listing)
+    add_json(listing)
+    listing.add_argument("--status", choices=("pending", "approved", "rejected", "expired"))
+    listing.add_argument("--site-only", action="store_true", help="this site's approvals only")
+    listing.set_defaults(run=list_main)
+    for name, helptext in (
+        ("approve", "approve a pending approval"),
+        ("reject", "reject a pending approval"),
+        ("defer", "push a pending approval's expiry out by its category's timeout (3 times at most)"),
+    ):
+        verb = actions.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
+        add_config(verb)
+        verb.add_argument("approval_id", metavar="ID")
+        verb.add_argument("--by", help="who decides (default: USER@HOST)")
+        verb.set_defaults(run=decide_main, verb=name)
+
+
+def _timeout_ms(settings: Settings, category: str) -> int:
+    jobs = settings.jobs
+    return int(jobs.approval_timeouts.get(category, jobs.default_approval_timeout) * 60_000)
+
+
+def _view(a: Approval) -> dict[str, Any]:
+    return {
+        "approvalId": a.approval_id,
+        "site": a.site,
+        "agentName": a.agent_name,
+        "category": a.action_type,
+        "summary": a.summary,
+        "status": a.status,
+        "priority": a.priority,
+        "expiresAt": a.expires_at,
+        "resolvedBy": a.resolved_by,
+        "episode": None if a.source_id is None else f"{a.site}:{a.source_id}",
+        "deferCount": a.defer_count,
+    }
+
+
+def _announce(settings: Settings, backbone: Backbone, approval_id: str, *, new: bool) -> None:
+    """On the embedded hub, queue the approval's message (or the edit it now needs) and send it at
+    once; the daemon's next round sends it otherwise. Convex does this itself."""
+    if settings.backbone.kind != "local" or not settings.telegram.enabled:
+        return
+    from daemon.alerts.messages import approval_message
+    from daemon.alerts.quiet import send_after
+    from daemon.alerts.store import AlertStore, Queued
+    from daemon.telegram.presses import reconcile, track
+    from daemon.telegram.sender import send_now
+
+    store = AlertStore(settings.alerts_path)
+    try:
+        telegram = settings.telegram
+        if new:
+            approval = backbone.approval(approval_id)
+            assert approval is not None
+            # A high or critical approval goes at once; the others wait out the quiet hours.
+            severity = "critical" if approval.priority in ("high", "critical") else "warning"
+            when = send_after(severity, store.now_ms(), telegram.quiet_hours, telegram.timezone)
+            store.enqueue(Queued(f"approval:{approval_id}", approval_message(approval), severity, when))
+            track(store, approval_id)
+        else:
+            reconcile(backbone, store, only=approval_id)
+        assert telegram.bot_token is not None
+        assert telegram.chat_id is not None
+        done = send_now(store, telegram.bot_token.get_secret_value(), telegram.api_base, telegram.chat_id)
+        if done.held is not None:
+            console(stderr=True).print(f"Telegram message queued, not sent yet: {done.held}")
+    except Exception as exc:  # noqa: BLE001 - the approval stands; the daemon sends what is queued
+        console(stderr=True).print(f"Telegram message not sent now ({exc}); the daemon will send it")
+    finally:
+        store.close()
+
+
+def request_main(args: argparse.Namespace) -> int:
+    from daemon.site import open_backbone
+
+    with handled():
+        settings = load(args, log_level="error")
+        if args.cost is not None and not args.cost >= 0:
+            fail(f"--cost {args.cost}: give an amount in USD, not negative", EX_USAGE)
+        agent = args.agent or settings.site.defaults.agent_name or "agent"
+        timeout = _timeout_ms(settings, args.category)
+        now = int(time.time() * 1000)
+        backbone = open_backbone(settings)
+        try:
+            approval_id = backbone.create_approval(
+                agent_name=agent,
+                action_type=args.category,
+                priority=args.priority,
+                reviewers=[str(r) for r in settings.telegram.reviewers],
+                expires_at=now + max(timeout, 60_000),
+                timeout_ms=timeout,
+                cost_usd=args.cost,
+                tests_passed=True if args.tests_passed else None,
+                summary=args.summary,
+                source_id=args.episode,
+            )
+            approval = backbone.approval(approval_id)
+            if approval is not None and approval.status == "pending":
+                _announce(settings, backbone, approval_id, new=True)
+        finally:
+            backbone.close()
+    if args.as_json:
+        sys.stdout.write(json.dumps(_view(approval) if approval else {"approvalId": approval_id}) + "\n")
+    else:
+        sys.stdout.write(f"{approval_id}\n")
+        if approval is not None and approval.status != "pending":
+            console(stderr=True).print(f"{approval.status} by {approval.resolved_by} (policy)")
+    return 0
+
+
+def wait_main(args: argparse.Namespace) -> int:
+    from daemon.site import open_backbone
+    from sync.approvals import effective_expiry
+
+    with handled():
+        settings = load(args, log_level="error")
+        deadline = None if args.timeout is None else time.monotonic() + max(args.timeout, 0)
+        interval = 0.5 if settings.backbone.kind == "local" else 2.0  # Convex: each look is a function call
+        backbone = open_backbone(settings, create=False)
+        try:
+            while True:
+                approval = backbone.approval(args.approval_id)
+                if approval is None:
+                    fail(f"no approval {args.approval_id!r} (memsync approvals lists them)", EXIT_EXPIRED)
+                if approval.status == "approved":
+                    say(f"approved by {approval.resolved_by}")
+                    return EXIT_APPROVED
+                if approval.status == "rejected":
+                    say(f"rejected by {approval.resolved_by}")
+                    return EXIT_REJECTED
+                timeout = _timeout_ms(settings, approval.action_type)
+                expiry = effective_expiry(approval.created_at, approval.expires_at, timeout, approval.defer_count)
+                if approval.status == "expired" or time.time() * 1000 >= expiry:
+                    say("expired unanswered")
+                    return EXIT_EXPIRED
+                if deadline is not None and time.monotonic() >= deadline:
+                    say(f"still pending after {args.timeout:g} s")
+                    return EXIT_EXPIRED
+                time.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
+        finally:
+            backbone.close()
+
+
+def list_main(args: argparse.Namespace) -> int:
+    from daemon.site import open_backbone
+
+    with handled():
+        settings = load(args, log_level="error")
+        backbone = open_backbone(settings, create=False)
+        try:
+            found = backbone.approvals(args.status, all_sites=not args.site_only)
+        finally:
+            backbone.close()
+    if args.as_json:
+        sys.stdout.write(json.dumps([_view(a) for a in found], indent=2) + "\n")
+        return 0
+    if not found:
+        say("no approvals" + (f" {args.status}" if args.status else ""))
+        return 0
+    from rich.table import Table
+
+    from daemon.alerts.messages import hhmm
+
+    table = Table("id", "site", "agent", "category", "status", "expires", "summary")
+    for a in found:
+        state = a.status + (f" by {a.resolved_by}" if a.resolved_by else "")
+        table.add_row(a.approval_id, a.site, a.agent_name, a.action_type, state, hhmm(a.expires_at), a.summary or "")
+    console().print(table)
+    return 0
+
+
+def decide_main(args: argparse.Namespace) -> int:
+    from daemon.site import open_backbone
+
+    by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
+    with handled():
+        settings = load(args, log_level="error")
+        backbone = open_backbone(settings, create=False)
+        try:
+            if args.verb == "defer":
+                approval = backbone.defer_approval(
+                    args.approval_id, by, _timeout_ms(settings, _category(backbone, args.approval_id))
+                )
+                from daemon.alerts.messages import hhmm
+
+                outcome = f"deferred until {hhmm(approval.expires_at)}"
+            else:
+                status = backbone.resolve_approval(
+                    args.approval_id, "approved" if args.verb == "approve" else "rejected", by
+                )
+                outcome = f"{status} by {by}"
+            _announce(settings, backbone, args.approval_id, new=False)
+        finally:
+            backbone.close()
+    say(f"approval {args.approval_id} {outcome}")
+    return 0
+
+
+def _category(backbone: Backbone, approval_id: str) -> str:
+    from sync.errors import BackboneNotFound
+
+    found = backbone.approval(approval_id)
+    if found is None:
+        raise BackboneNotFound(f"no approval {approval_id!r} (memsync approvals lists them)")
+    return found.action_type

@@ -1,0 +1,104 @@
+"""Button presses on the embedded hub, and approval messages kept true to their approvals.
+
+Presses arrive through getUpdates, polled by one daemon (``daemon/alerts/worker.py``). Each
+approval press is applied once: the backbone's resolve is a compare-and-set (a double tap or a
+redelivered update finds it decided and is answered so), and the update's offset is stored after
+it is handled. Approval messages are edited from the approval as the backbone has it
+(``reconcile``), whoever changed it: a button, ``memsync approvals`` on any site, the expiry job.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from daemon.alerts.machine import mute, snooze
+from daemon.alerts.messages import approval_outcome, hhmm
+from daemon.alerts.store import AlertStore, Queued
+from daemon.telegram.callbacks import HOLD_MS, Action, Press, refusal
+from sync.backbone.base import Coordination
+from sync.errors import BackboneConflict, BackboneNotFound
+
+log = structlog.get_logger("memsync.telegram")
+
+
+def apply(
+    press: Press,
+    coordination: Coordination,
+    store: AlertStore,
+    *,
+    chat_id: str | None = None,
+    defer_timeout_ms: int | None = None,
+) -> str:
+    """Do what the press asks, if the presser may; the answer to show them. ``chat_id``: the chat
+    memsync speaks in (presses from any other are refused)."""
+    if press.action in (Action.SNOOZE, Action.MUTE):
+        return _hold(press, store, chat_id)
+    approval = coordination.approval(press.target)
+    if approval is None:
+        return "No such approval."
+    refused = refusal(press, approval.reviewers, chat_id)
+    if refused is not None:
+        log.warning("button press refused", approval=press.target, from_id=press.from_id, reason=refused)
+        return refused
+    try:
+        if press.action is Action.DEFER:
+            deferred = coordination.defer_approval(press.target, press.from_name, defer_timeout_ms)
+            answer = f"Deferred until {hhmm(deferred.expires_at)}."
+        else:
+            status = "approved" if press.action is Action.APPROVE else "rejected"
+            coordination.resolve_approval(press.target, status, press.from_name)
+            answer = f"{status.capitalize()}."
+    except (BackboneConflict, BackboneNotFound) as exc:
+        return f"{str(exc)[0].upper()}{str(exc)[1:]}."
+    log.info(
+        "approval decided from Telegram", approval=press.target, action=press.action.name.lower(), by=press.from_name
+    )
+    reconcile(coordination, store, only=press.target)
+    return answer
+
+
+def _hold(press: Press, store: AlertStore, chat_id: str | None) -> str:
+    """Snooze (1 h) or mute (1 day) the alert the press is about: anyone in the chat may."""
+    elsewhere = refusal(press, (), chat_id)
+    if elsewhere is not None:
+        return elsewhere
+    until = store.now_ms() + HOLD_MS[press.action]
+    hold = snooze if press.action is Action.SNOOZE else mute
+    key = store.hold(press.target, lambda state: hold(state, until))
+    if key is None:
+        return "This alert is no longer known."
+    log.info("alert held", key=key, by=press.from_name, action=press.action.name.lower(), until=hhmm(until))
+    return f"{'Snoozed' if press.action is Action.SNOOZE else 'Muted'} until {hhmm(until)}."
+
+
+def track(store: AlertStore, approval_id: str) -> None:
+    """Follow an approval whose message was queued, to edit it as it changes."""
+    store.track(approval_id, "pending", 0)
+
+
+def reconcile(coordination: Coordination, store: AlertStore, *, only: str | None = None) -> int:
+    """Queue an edit of every followed approval's message that no longer says what the approval
+    is (decided, expired, deferred); how many."""
+    edits = 0
+    for approval_id, (shown, defers) in store.tracked().items():
+        if only is not None and approval_id != only:
+            continue
+        approval = coordination.approval(approval_id)
+        if approval is None:
+            store.untrack(approval_id)
+            continue
+        if (approval.status, approval.defer_count) == (shown, defers):
+            continue
+        store.enqueue(
+            Queued(
+                f"approval:{approval_id}:{approval.status}:{approval.defer_count}",
+                approval_outcome(approval),
+                edits=f"approval:{approval_id}",
+            )
+        )
+        edits += 1
+        if approval.status == "pending":
+            store.track(approval_id, approval.status, approval.defer_count)
+        else:
+            store.untrack(approval_id)
+    return edits

@@ -1,0 +1,279 @@
+"""The alerts' pure core from tables: the machine (the case table Convex's copy also runs), quiet
+hours, what is observed of the fleet, what messages say, and what a button press may do."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.alerts.machine import REMINDERS_MS, AlertState, Notice, Observation, SignalSpec, mute, snooze, step
+from daemon.alerts.messages import alert_id, approval_outcome, digest_message, notice_message
+from daemon.alerts.quiet import parse_quiet_hours, send_after
+from daemon.alerts.signals import Subject, duration, observe_approvals, observe_sites, severity_of
+from daemon.telegram.callbacks import Action, parse, refusal
+from sync.backbone.base import Approval, SiteState
+
+CASES = json.loads((Path(__file__).parent / "data" / "alert_cases.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_the_machine_gives_the_shared_answers(case: dict[str, Any]) -> None:
+    raw = case["spec"]
+    spec = SignalSpec(
+        "x",
+        raw["severity"],
+        raw["graceMs"],
+        raw["badCount"],
+        tuple(raw.get("remindersMs", REMINDERS_MS)),
+        raw.get("recovery", True),
+    )
+    state: AlertState | None = None
+    for index, s in enumerate(case["steps"]):
+        if "snooze" in s or "mute" in s:
+            base = state if state is not None else AlertState(since=s["at"])
+            state = snooze(base, s["snooze"]) if "snooze" in s else mute(base, s["mute"])
+            continue
+        state, notices = step(spec, state, Observation(s["bad"], s["at"], "", s.get("value")))
+        got = [
+            {"kind": n.kind, "downForMs": n.down_for_ms, **({"caughtUp": n.caught_up} if n.kind == "recovered" else {})}
+            for n in notices
+        ]
+        assert got == s["expect"], f"step {index}: {s}"
+        assert all(n.severity == raw["severity"] for n in notices)
+
+
+def _utc(text: str) -> int:
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
+
+
+@pytest.mark.parametrize(
+    ("severity", "at", "window", "zone", "expected"),
+    [
+        ("warning", "2026-11-23 23:30", "22:00-07:00", "UTC", "2026-11-24 07:00"),  # across midnight
+        ("warning", "2026-11-24 03:10", "22:00-07:00", "UTC", "2026-11-24 07:00"),
+        ("warning", "2026-11-24 07:00", "22:00-07:00", "UTC", "2026-11-24 07:00"),  # the end is not inside
+        ("warning", "2026-11-24 21:59", "22:00-07:00", "UTC", "2026-11-24 21:59"),
+        ("critical", "2026-11-23 23:30", "22:00-07:00", "UTC", "2026-11-23 23:30"),  # critical goes through
+        ("warning", "2026-11-24 12:30", "13:00-14:00", "Europe/Paris", "2026-11-24 13:00"),  # 13:30 in Paris
+        ("warning", "2026-11-24 11:30", "13:00-14:00", "Europe/Paris", "2026-11-24 11:30"),
+        ("warning", "2026-11-24 12:30", "12:00-13:00", "UTC", "2026-11-24 13:00"),
+    ],
+)
+def test_quiet_hours_hold_warnings_until_they_end(
+    severity: str, at: str, window: str, zone: str, expected: str
+) -> None:
+    assert send_after(severity, _utc(at), window, zone) == _utc(expected)
+
+
+@pytest.mark.parametrize("text", ["22-07", "25:00-07:00", "07:00-07:00", "7:5-8:00", ""])
+def test_malformed_quiet_hours_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=r"quiet hours|HH:MM|time of day"):
+        parse_quiet_hours(text)
+
+
+@pytest.mark.parametrize(
+    ("ms", "said"),
+    [
+        (0, "0 s"),
+        (59_999, "59 s"),
+        (60_000, "1 min"),
+        (3_600_000, "1 h"),
+        (7_500_000, "2 h 5 min"),
+        (90_000_000, "1 d 1 h"),
+    ],
+)
+def test_durations_read_as_people_say_them(ms: int, said: str) -> None:
+    assert duration(ms) == said
+
+
+def _site(name: str, **changes: Any) -> SiteState:
+    base: dict[str, Any] = {
+        "site": name,
+        "last_heartbeat": 1_000,
+        "online": True,
+        "version": "0.1.0",
+        "host": "h",
+        "pid": 1,
+        "lag_s": 0.0,
+        "backlog": 0,
+        "index_state": "ok",
+        "cursor": 10,
+        "last_sync_at": 1_000,
+        "quarantined": 0,
+        "conflicts": 0,
+        "health": "up",
+        "total_synced": 10,
+    }
+    return SiteState(**{**base, **changes})
+
+
+def test_the_fleet_is_observed_from_the_registry() -> None:
+    now = 3_601_000
+    seen = observe_sites(
+        [
+            _site("vm", online=False, health="down", quarantined=3, index_state="paused"),
+            _site("fresh", last_heartbeat=None, health=None),  # never heartbeated, never judged
+            _site("laptop"),
+            _site("idle", health="down"),  # no sync for an hour, but online with nothing to sync
+            _site("stuck", health="down", backlog=40),  # online, 40 episodes waiting, none synced
+        ],
+        now,
+    )
+    bad = sorted(s.key for s, o in seen.items() if o.bad)
+    assert bad == ["offline:vm", "paused:vm", "quarantine:vm", "silent:stuck", "silent:vm"]
+    assert sorted(s.key for s in seen if s.subject == "fresh") == []
+    assert seen[Subject("silent", "vm")].detail == "has not synced for 1 h"
+    assert seen[Subject("silent", "vm")].value == 10.0  # what the recovery counts episodes from
+    assert not seen[Subject("offline", "laptop")].bad
+
+
+def _approval(approval_id: str, expires_at: int, **changes: Any) -> Approval:
+    base: dict[str, Any] = {
+        "approval_id": approval_id,
+        "agent_name": "coder",
+        "action_type": "send_message",
+        "status": "pending",
+        "priority": "normal",
+        "reviewers": ("42",),
+        "expires_at": expires_at,
+        "site": "laptop",
+        "summary": "email the team",
+        "created_at": 0,
+    }
+    return Approval(**{**base, **changes})
+
+
+def test_an_unanswered_approval_is_said_before_it_expires() -> None:
+    now = 1_000_000
+    pending = [
+        _approval("1", now + 5 * 60_000),
+        _approval("2", now + 60 * 60_000),
+        _approval("3", now, priority="critical"),
+    ]
+    seen = observe_approvals(pending, now, lead_ms=10 * 60_000)
+    assert {s.subject: o.bad for s, o in seen.items()} == {"1": True, "2": False, "3": True}
+    by_id = {a.approval_id: a for a in pending}
+    assert severity_of(Subject("expiring", "1"), by_id) == "warning"
+    assert severity_of(Subject("expiring", "3"), by_id) == "critical"
+    assert "expires in 5 min, unanswered" in seen[Subject("expiring", "1")].detail
+
+
+def test_messages_say_what_happened_with_their_buttons() -> None:
+    subject = Subject("offline", "vm")
+    down = notice_message(subject, Notice("down", "critical", 0, "daemon silent for 3 min"))
+    assert down.text == "🔴 vm daemon silent for 3 min"
+    ident = alert_id("offline:vm")
+    assert [b.data for b in down.buttons[0]] == [f"s:{ident}", f"m:{ident}"]
+    assert all(len(b.data.encode()) <= 64 for b in down.buttons[0])
+    back = notice_message(subject, Notice("recovered", "critical", 7_500_000, "daemon is back", 42.0))
+    assert back.text == "✅ vm recovered after 2 h 5 min, 42 episodes caught up"
+    assert back.buttons == ()
+    warning = notice_message(Subject("silent", "vm"), Notice("down", "warning", 0, "has not synced for 1 h"))
+    assert warning.text.startswith("🟠 vm has not synced")
+    reminder = notice_message(subject, Notice("reminder", "critical", 3_600_000, "daemon silent for 1 h"))
+    assert reminder.text == "⏰ still: vm daemon silent for 1 h (down 1 h)"
+
+
+def test_an_approvals_message_follows_its_outcome() -> None:
+    asked = _approval("7", _utc("2026-11-24 15:00"), cost_usd=1.5, source_id="12")
+    approved = approval_outcome(
+        replace(asked, status="approved", resolved_by="Ann", resolved_at=_utc("2026-11-24 14:32"))
+    )
+    assert approved.text.splitlines()[0] == "✅ Approved by Ann at 14:32 UTC"
+    assert "cost $1.50 · episode laptop:12 · expires 15:00 UTC" in approved.text
+    assert approved.buttons == ()
+    deferred = approval_outcome(asked)
+    assert deferred.text.startswith("⏸ Deferred until 15:00 UTC")
+    assert [b.data for b in deferred.buttons[0]] == ["a:7", "r:7", "d:7"]
+
+
+def test_the_digest_reads_as_one_message() -> None:
+    digest = {
+        "day": "2026-11-22",
+        "episodes": 12,
+        "sites": [
+            {
+                "site": "laptop",
+                "episodes": 12,
+                "successRate": 0.75,
+                "meanReward": 0.5,
+                "health": "up",
+                "quarantined": 2,
+                "conflicts": 0,
+                "topTasks": ["fix the build", "write docs"],
+                "agents": [{"agent": "claude", "episodes": 12, "successRate": 0.75}],
+            },
+            {"site": "vm", "episodes": 0, "successRate": None, "meanReward": None, "health": "down", "agents": []},
+        ],
+        "approvals": {"pending": 1, "expired": 2},
+    }
+    text = digest_message(digest).text
+    assert text.splitlines()[:2] == [
+        "☀️ memsync digest for 2026-11-22",
+        "12 episodes from 1 of 2 sites · approvals: 1 pending, 2 expired",
+    ]
+    assert "▪ laptop: 12 episodes, success 75%, reward 0.50; syncing; 2 quarantined" in text
+    assert "   claude: 12 episodes, success 75%" in text
+    assert "▪ vm: 0 episodes, success n/a, reward n/a; SILENT" in text
+
+
+def _press(data: str, from_id: int = 42) -> dict[str, Any]:
+    return {
+        "update_id": 1,
+        "callback_query": {
+            "id": "cb1",
+            "from": {"id": from_id, "first_name": "Ann", "last_name": "Lee"},
+            "data": data,
+            "message": {"message_id": 9},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("data", "action", "target"),
+    [
+        ("a:17", Action.APPROVE, "17"),
+        ("r:k57x", Action.REJECT, "k57x"),
+        ("d:1", Action.DEFER, "1"),
+        ("s:ab", Action.SNOOZE, "ab"),
+    ],
+)
+def test_presses_are_read(data: str, action: Action, target: str) -> None:
+    press = parse(_press(data))
+    assert press is not None
+    assert (press.action, press.target, press.from_id, press.from_name, press.message_id) == (
+        action,
+        target,
+        "42",
+        "Ann Lee",
+        9,
+    )
+
+
+@pytest.mark.parametrize("update", [{"update_id": 1, "message": {"text": "hi"}}, _press("x:1"), _press("nocolon")])
+def test_what_is_not_a_press_is_ignored(update: dict[str, Any]) -> None:
+    assert parse(update) is None
+
+
+def test_only_an_approvals_reviewers_may_decide_it_and_anyone_may_snooze() -> None:
+    approve, snoozing = parse(_press("a:1", from_id=7)), parse(_press("s:ab", from_id=7))
+    assert approve is not None
+    assert snoozing is not None
+    assert refusal(approve, ("42",)) == "You are not a reviewer of this approval."
+    assert refusal(approve, ("7", "42")) is None
+    assert refusal(snoozing, ()) is None
+
+
+def test_presses_from_another_chat_are_refused() -> None:
+    update = _press("s:ab")
+    update["callback_query"]["message"]["chat"] = {"id": -555}
+    press = parse(update)
+    assert press is not None
+    assert press.chat_id == "-555"
+    assert refusal(press, (), "-1001") == "This chat does not decide memsync's approvals."
+    assert refusal(press, (), "-555") is None
