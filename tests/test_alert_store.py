@@ -77,6 +77,12 @@ def test_an_alert_is_decided_once_and_queued_with_its_state(tmp_path: Path, sett
     assert store.waiting() == 1
     assert other.observe({vm: Observation(False, now + 60_000, "daemon is back")})[0][1].kind == "recovered"
     assert store.waiting() == 2
+    alerts.observe(
+        {Subject("expiring", "7"): Observation(False, now, ""), Subject("expiring", "8"): Observation(False, now, "")}
+    )
+    assert store.drop_machines("expiring", {"8"}) == 1
+    assert (store.machine("expiring:7"), store.machine("expiring:8") is not None) == (None, True)
+    assert store.machine("offline:vm") is not None
 
 
 def test_quiet_hours_hold_a_warning_and_let_a_critical_through(
@@ -106,16 +112,21 @@ def test_429_and_an_outage_delay_messages_and_each_goes_once(tmp_path: Path, tg:
     for n in range(3):
         store.enqueue(Queued(f"m{n}", Message(f"message {n}")))
     pauses: list[float] = []
+
+    def pause(seconds: float) -> bool:
+        pauses.append(seconds)
+        return True
+
     with BotApi(TOKEN, tg.api_base) as bot:
         tg.fail_next(1, status=429, retry_after=7)
-        held = deliver(store, bot, CHAT, pause=lambda s: pauses.append(s) or True)
+        held = deliver(store, bot, CHAT, pause=pause)
         assert held.sent == 0
         assert held.held is not None
         assert "retry" in held.held.lower()
         clock.at += 6
         assert deliver(store, bot, CHAT, pause=never_stop).sent == 0  # Telegram asked the chat to wait 7 s
         clock.at += 1
-        assert deliver(store, bot, CHAT, pause=lambda s: pauses.append(s) or True).sent == 3
+        assert deliver(store, bot, CHAT, pause=pause).sent == 3
         store.enqueue(Queued("m3", Message("message 3")))
         tg.down()
         assert deliver(store, bot, CHAT, pause=never_stop).held is not None

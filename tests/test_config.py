@@ -44,7 +44,9 @@ def test_relative_paths_are_relative_to_the_file_and_defaults_follow_the_data_di
             id="typo",
         ),
         pytest.param(
-            MINIMAL + "[sink]\nx = 1\n", "unknown key 'sink' (allowed here: agentdb, alerts, backbone", id="unknown section"
+            MINIMAL + "[sink]\nx = 1\n",
+            "unknown key 'sink' (allowed here: agentdb, alerts, backbone",
+            id="unknown section",
         ),
         pytest.param('[agentdb]\npath = "a.db"\n', "missing key 'site'", id="no site"),
         pytest.param(MINIMAL + "[agentdb\n", "is not valid TOML", id="bad toml"),

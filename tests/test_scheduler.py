@@ -23,7 +23,14 @@ from sync.backbone.hub import HubBackbone
 from sync.leases import Claim
 
 Daemons = Callable[..., subprocess.Popen[bytes]]
-GLOBAL = ("mark-stale-agents", "expire-pending-approvals", "sync-health", "daily-digest", "cleanup-old-episodes", "alerts")
+GLOBAL = (
+    "mark-stale-agents",
+    "expire-pending-approvals",
+    "sync-health",
+    "daily-digest",
+    "cleanup-old-episodes",
+    "alerts",
+)
 
 
 def compressed(every: float, lease: float = 5.0) -> str:

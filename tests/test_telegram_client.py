@@ -19,7 +19,8 @@ import rich.traceback
 from fake_providers import closed_url
 from fake_telegram import FakeTelegram
 
-from daemon.telegram.client import BotApi, Button, redact
+from daemon.alerts.messages import Button
+from daemon.telegram.client import BotApi, redact
 from sync.errors import (
     ConfigError,
     MemsyncError,

@@ -18,11 +18,27 @@ from daemon.alerts.machine import Notice
 from daemon.alerts.signals import Subject, duration
 from sync.backbone.base import Approval
 
+MAX_CALLBACK_DATA = 64  # bytes: Telegram's limit for an inline button's callback_data
+
+
+def check_callback_data(text: str, data: str) -> None:
+    size = len(data.encode())
+    if not 1 <= size <= MAX_CALLBACK_DATA:
+        raise ValueError(
+            f"button {text!r}: callback data must be 1 to {MAX_CALLBACK_DATA} bytes of UTF-8, "
+            f"not {size}: shorten it (e.g. send an id and look the rest up)"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Button:
+    """An inline keyboard button: pressing it sends ``data`` back as a callback_query."""
+
     text: str
     data: str  # callback_data
+
+    def __post_init__(self) -> None:
+        check_callback_data(self.text, self.data)
 
 
 Keyboard = tuple[tuple[Button, ...], ...]

@@ -168,6 +168,15 @@ class AlertStore:
         rows = self._read("SELECT state FROM machines WHERE key = ?", (key,))
         return _state(rows[0][0]) if rows else None
 
+    def drop_machines(self, signal: str, keep: set[str]) -> int:
+        """Forget ``signal``'s machines whose subject is not in ``keep`` (an approval no longer
+        pending has nothing more to expire); how many."""
+        with self._tx() as tx:
+            rows = tx.execute("SELECT key FROM machines WHERE key LIKE ?", (f"{signal}:%",)).fetchall()
+            gone = [(key,) for (key,) in rows if key.split(":", 1)[1] not in keep]
+            tx.executemany("DELETE FROM machines WHERE key = ?", gone)
+            return len(gone)
+
     def hold(self, ident: str, change: Callable[[AlertState], AlertState]) -> str | None:
         """Snooze or mute the alert whose id is ``ident``; its key, or None if unknown."""
         with self._tx() as tx:

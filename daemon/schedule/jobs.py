@@ -103,6 +103,7 @@ def alerts(ctx: JobContext) -> str:
     by_id = {a.approval_id: a for a in pending}
     severity = {s: severity_of(s, by_id) for s in observed if s.signal == "expiring"}
     said = ctx.alerts.observe(observed, severity)
+    ctx.alerts.store.drop_machines("expiring", set(by_id))
     if not said:
         return f"{len(observed)} signals observed, nothing to say"
     return "; ".join(f"{n.kind} {s.key}" for s, n in said)

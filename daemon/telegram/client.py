@@ -17,13 +17,13 @@ import math
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self
 from urllib.parse import quote
 
 import httpx
 
+from daemon.alerts.messages import check_callback_data
 from sync import http as http_policy
 from sync.errors import (
     ConfigError,
@@ -35,13 +35,12 @@ from sync.errors import (
 
 DEFAULT_API_BASE = "https://api.telegram.org"
 TOKEN_ENV = "MEMSYNC_TELEGRAM__BOT_TOKEN"  # noqa: S105 (the variable's name, not a token)
-MAX_CALLBACK_DATA = 64  # bytes, Telegram's limit for an inline button's callback_data
 _TOKEN = re.compile(r"[0-9]+:[A-Za-z0-9_-]+")
 _NOT_MODIFIED = "message is not modified"
 
 
 class ButtonLike(Protocol):
-    """Any button with a label and callback data (``Button``, or the alert messages' own)."""
+    """Any button with a label and callback data (``daemon.alerts.messages.Button``, or another)."""
 
     @property
     def text(self) -> str: ...
@@ -49,27 +48,11 @@ class ButtonLike(Protocol):
     def data(self) -> str: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Button:
-    """An inline keyboard button: pressing it sends ``data`` back as a callback_query."""
-
-    text: str
-    data: str
-
-    def __post_init__(self) -> None:
-        _check(self)
-
-
 Keyboard = Sequence[Sequence[ButtonLike]]
 
 
 def _check(button: ButtonLike) -> None:
-    size = len(button.data.encode())
-    if not 1 <= size <= MAX_CALLBACK_DATA:
-        raise ValueError(
-            f"button {button.text!r}: callback data must be 1 to {MAX_CALLBACK_DATA} bytes of UTF-8, "
-            f"not {size}: shorten it (e.g. send an id and look the rest up)"
-        )
+    check_callback_data(button.text, button.data)
 
 
 def redact(text: str, token: str) -> str:
