@@ -1,43 +1,26 @@
 /** The alerts cron on Convex: the fleet's signals, each alert said once, through the fake Bot API. */
-import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
 import { machineId } from "./lib/alertStore";
-import { configureTelegram, FakeBotApi, unconfigureTelegram } from "./test.botApi";
+import { useTelegramBackend } from "./test.botApi";
 import { item } from "./test.fixtures";
-import { backend, registerSite, type Backend } from "./test.setup";
 
 const NOW = Date.parse("2026-01-15T12:00:00Z");
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-let t: Backend;
-let bot: FakeBotApi;
-let laptop: { site: string; secret: string };
+const tg = useTelegramBackend(NOW, ["laptop"]);
+const { settle } = tg;
 
-beforeEach(async () => {
-  bot = await new FakeBotApi().start();
-  configureTelegram(bot);
-  vi.useFakeTimers();
-  vi.setSystemTime(NOW);
-  t = backend();
-  laptop = await registerSite(t, "laptop");
-});
-afterEach(async () => {
-  vi.useRealTimers();
-  unconfigureTelegram();
-  await bot.stop();
-});
-
-const settle = () => t.finishAllScheduledFunctions(() => vi.advanceTimersByTime(0));
 /** The cron, `ms` after NOW, with what it queued delivered. */
 async function cronAt(ms: number) {
   vi.setSystemTime(NOW + ms);
-  await t.action(internal.scheduled.alerts, {});
+  await tg.t.action(internal.scheduled.alerts, {});
   await settle();
 }
-const sent = () => bot.of("sendMessage").map((b) => b.text);
+const sent = () => tg.bot.of("sendMessage").map((b) => b.text);
 const beat = (indexState: string, backlog: number | null = null) =>
-  t.mutation(api.agents.heartbeatSite, {
-    ...laptop,
+  tg.t.mutation(api.agents.heartbeatSite, {
+    ...tg.laptop,
     version: "0.1.0",
     host: "laptop.lan",
     pid: 1,
@@ -50,14 +33,14 @@ const beat = (indexState: string, backlog: number | null = null) =>
 
 describe("alerts", () => {
   test("a silent site: one alert with Snooze and Mute, once; one recovery with the duration and episodes caught up", async () => {
-    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 1, episodes: [item("1")] });
+    await tg.t.mutation(api.episodes.bulkSyncEpisodes, { ...tg.laptop, cursor: 1, episodes: [item("1")] });
     vi.setSystemTime(NOW + 2 * HOUR);
-    await t.mutation(internal.health.syncHealthAlert, {});
+    await tg.t.mutation(internal.health.syncHealthAlert, {});
     await cronAt(2 * HOUR);
     await cronAt(2 * HOUR + MINUTE);
     expect(sent()).toEqual(["🟠 laptop has not synced for 2 h"]);
     const id = await machineId("silent:laptop");
-    expect(bot.of("sendMessage")[0].reply_markup).toEqual({
+    expect(tg.bot.of("sendMessage")[0].reply_markup).toEqual({
       inline_keyboard: [
         [
           { text: "Snooze 1 h", callback_data: `s:${id}` },
@@ -67,18 +50,18 @@ describe("alerts", () => {
     });
 
     vi.setSystemTime(NOW + 3 * HOUR + 30 * MINUTE);
-    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 4, episodes: [item("2"), item("3"), item("4")] });
-    await t.mutation(internal.health.syncHealthAlert, {});
+    await tg.t.mutation(api.episodes.bulkSyncEpisodes, { ...tg.laptop, cursor: 4, episodes: [item("2"), item("3"), item("4")] });
+    await tg.t.mutation(internal.health.syncHealthAlert, {});
     await cronAt(3 * HOUR + 30 * MINUTE);
     await cronAt(3 * HOUR + 31 * MINUTE);
     expect(sent()).toEqual(["🟠 laptop has not synced for 2 h", "✅ laptop recovered after 1 h 30 min, 3 episodes caught up"]);
-    expect(bot.of("sendMessage")[1].reply_markup).toBeUndefined();
+    expect(tg.bot.of("sendMessage")[1].reply_markup).toBeUndefined();
   });
 
   test("an idle site (online, no backlog) judged down is quiet, not silent; with a backlog it is silent", async () => {
-    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 1, episodes: [item("1")] });
+    await tg.t.mutation(api.episodes.bulkSyncEpisodes, { ...tg.laptop, cursor: 1, episodes: [item("1")] });
     vi.setSystemTime(NOW + 2 * HOUR);
-    await t.mutation(internal.health.syncHealthAlert, {});
+    await tg.t.mutation(internal.health.syncHealthAlert, {});
     await beat("ready", 0);
     await cronAt(2 * HOUR);
     expect(sent()).toEqual([]);
@@ -90,13 +73,13 @@ describe("alerts", () => {
   test("a daemon gone offline is critical; reminders after 1 h, not while snoozed", async () => {
     await beat("ready");
     vi.setSystemTime(NOW + 4 * MINUTE);
-    await t.mutation(internal.agents.markStale, {});
+    await tg.t.mutation(internal.agents.markStale, {});
     await cronAt(4 * MINUTE);
     expect(sent()).toEqual(["🔴 laptop daemon silent for 4 min"]);
     await cronAt(HOUR + 4 * MINUTE);
     expect(sent()[1]).toBe("⏰ still: laptop daemon silent for 1 h 4 min (down 1 h)");
     const id = await machineId("offline:laptop");
-    await t.run(async (ctx) => {
+    await tg.t.run(async (ctx) => {
       const machine = await ctx.db.query("alertMachines").withIndex("by_short_id", (q) => q.eq("id", id)).unique();
       await ctx.db.patch(machine!._id, { snoozedUntil: NOW + 10 * HOUR });
     });
@@ -123,8 +106,8 @@ describe("alerts", () => {
   });
 
   test("an approval about to expire unanswered is said once, with Defer; its machine goes with it", async () => {
-    const { approvalId } = await t.mutation(api.approvals.create, {
-      ...laptop,
+    const { approvalId } = await tg.t.mutation(api.approvals.create, {
+      ...tg.laptop,
       agentName: "claude",
       actionType: "destructive", // 30 minutes
       priority: "high",
@@ -138,9 +121,9 @@ describe("alerts", () => {
     await cronAt(21 * MINUTE);
     expect(sent()[1]).toBe(`⏳ approval ${approvalId} (destructive by claude on laptop) expires in 10 min, unanswered`);
     expect(sent()).toHaveLength(2);
-    expect(bot.of("sendMessage")[1].reply_markup).toEqual({ inline_keyboard: [[{ text: "Defer", callback_data: `d:${approvalId}` }]] });
-    await t.mutation(api.approvals.resolve, { ...laptop, approvalId, status: "approved", by: "ada" });
+    expect(tg.bot.of("sendMessage")[1].reply_markup).toEqual({ inline_keyboard: [[{ text: "Defer", callback_data: `d:${approvalId}` }]] });
+    await tg.t.mutation(api.approvals.resolve, { ...tg.laptop, approvalId, status: "approved", by: "ada" });
     await cronAt(22 * MINUTE);
-    expect(await t.run((ctx) => ctx.db.query("alertMachines").collect())).toEqual([]);
+    expect(await tg.t.run((ctx) => ctx.db.query("alertMachines").collect())).toEqual([]);
   });
 });

@@ -3,46 +3,26 @@
  * once, in order; 429s, 5xx and refusals handled; quiet hours; nothing at all when Telegram is not
  * configured; the token nowhere but in the request URL.
  */
-import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
 import type { Doc } from "./_generated/dataModel";
 import { backoffMs, MAX_ATTEMPTS } from "./telegram";
-import { CHAT, configureTelegram, FakeBotApi, TOKEN, unconfigureTelegram } from "./test.botApi";
-import { backend, registerSite, type Backend } from "./test.setup";
+import { CHAT, configureTelegram, TOKEN, useTelegramBackend } from "./test.botApi";
 
 const NOW = Date.parse("2026-01-15T12:00:00Z");
-let t: Backend;
-let bot: FakeBotApi;
-let laptop: { site: string; secret: string };
+const tg = useTelegramBackend(NOW, ["laptop"]);
+const { settle } = tg;
 
-beforeEach(async () => {
-  bot = await new FakeBotApi().start();
-  configureTelegram(bot);
-  // Fake timers for the clock and the scheduler; advanced by 0 while a request is on the wire, so
-  // that the fetch's own timers (connect timeout) never fire early.
-  vi.useFakeTimers();
-  vi.setSystemTime(NOW);
-  t = backend();
-  laptop = await registerSite(t, "laptop");
-});
-afterEach(async () => {
-  vi.useRealTimers();
-  unconfigureTelegram();
-  await bot.stop();
-});
-
-/** Runs every scheduled function that is due now, and what they schedule for now. */
-const settle = () => t.finishAllScheduledFunctions(() => vi.advanceTimersByTime(0));
 /** Lets `ms` pass, running what falls due. */
 async function wait(ms: number) {
   vi.advanceTimersByTime(ms);
   await settle();
 }
-const outbox = () => t.run((ctx) => ctx.db.query("telegramOutbox").collect());
+const outbox = () => tg.t.run((ctx) => ctx.db.query("telegramOutbox").collect());
 
 const approval = (extra: Record<string, unknown> = {}) =>
-  t.mutation(api.approvals.create, {
-    ...laptop,
+  tg.t.mutation(api.approvals.create, {
+    ...tg.laptop,
     agentName: "claude",
     actionType: "deploy",
     priority: "normal",
@@ -53,7 +33,7 @@ const approval = (extra: Record<string, unknown> = {}) =>
 
 /** A row straight into the outbox (no deliver scheduled): for delivery's own rules. */
 const queueRaw = (key: string, extra: Partial<Doc<"telegramOutbox">> = {}) =>
-  t.run((ctx) =>
+  tg.t.run((ctx) =>
     ctx.db.insert("telegramOutbox", {
       key,
       kind: "send",
@@ -71,8 +51,8 @@ describe("delivery", () => {
     const { approvalId } = await approval({ summary: "ship 1.2 to prod", costUsd: 1.5 });
     await settle();
     await settle(); // nothing more: a message is sent once
-    expect(bot.requests.map((r) => [r.token, r.method])).toEqual([[TOKEN, "sendMessage"]]);
-    expect(bot.of("sendMessage")[0]).toEqual({
+    expect(tg.bot.requests.map((r) => [r.token, r.method])).toEqual([[TOKEN, "sendMessage"]]);
+    expect(tg.bot.of("sendMessage")[0]).toEqual({
       chat_id: CHAT,
       text: "🟡 Approval needed: deploy by claude on laptop\nship 1.2 to prod\ncost $1.50\nexpires 13:00 UTC",
       reply_markup: {
@@ -86,84 +66,84 @@ describe("delivery", () => {
       },
     });
     expect(await outbox()).toMatchObject([{ key: `approval:${approvalId}`, sentAt: NOW, messageId: 1, attempts: 0 }]);
-    expect(await t.query(api.approvals.get, { ...laptop, approvalId })).toMatchObject({ messageKey: `approval:${approvalId}` });
+    expect(await tg.t.query(api.approvals.get, { ...tg.laptop, approvalId })).toMatchObject({ messageKey: `approval:${approvalId}` });
   });
 
   test("a 429 waits for retry_after, then delivers once", async () => {
-    bot.failNext("sendMessage", 429, { description: "Too Many Requests: retry after 3", parameters: { retry_after: 3 } });
+    tg.bot.failNext("sendMessage", 429, { description: "Too Many Requests: retry after 3", parameters: { retry_after: 3 } });
     await approval();
     await settle();
-    expect(bot.of("sendMessage")).toHaveLength(1);
+    expect(tg.bot.of("sendMessage")).toHaveLength(1);
     expect(await outbox()).toMatchObject([{ notBefore: NOW + 3000, attempts: 0 }]);
     expect((await outbox())[0].sentAt).toBeUndefined();
     await wait(2999);
-    expect(bot.of("sendMessage")).toHaveLength(1);
+    expect(tg.bot.of("sendMessage")).toHaveLength(1);
     await wait(1);
-    expect(bot.of("sendMessage")).toHaveLength(2);
+    expect(tg.bot.of("sendMessage")).toHaveLength(2);
     await wait(60_000);
-    expect(bot.of("sendMessage")).toHaveLength(2);
+    expect(tg.bot.of("sendMessage")).toHaveLength(2);
     expect(await outbox()).toMatchObject([{ sentAt: NOW + 3000, messageId: 1 }]);
   });
 
   test("a 5xx or no answer retries with a doubling backoff; another 4xx gives up at once", async () => {
     expect([1, 2, 3, 8, 9, 20].map(backoffMs)).toEqual([2000, 4000, 8000, 256_000, 300_000, 300_000]);
-    bot.failNext("sendMessage", 502);
-    bot.failNext("sendMessage", 500);
+    tg.bot.failNext("sendMessage", 502);
+    tg.bot.failNext("sendMessage", 500);
     await approval();
     await settle();
     expect(await outbox()).toMatchObject([{ attempts: 1, notBefore: NOW + 2000, lastError: "telegram sendMessage: HTTP 502" }]);
     await wait(2000);
     expect(await outbox()).toMatchObject([{ attempts: 2, notBefore: NOW + 2000 + 4000 }]);
     await wait(4000);
-    expect(bot.of("sendMessage")).toHaveLength(3);
+    expect(tg.bot.of("sendMessage")).toHaveLength(3);
     expect(await outbox()).toMatchObject([{ attempts: 2, messageId: 1, sentAt: NOW + 6000 }]);
 
-    bot.failNext("sendMessage", 400, { description: "Bad Request: chat not found" });
+    tg.bot.failNext("sendMessage", 400, { description: "Bad Request: chat not found" });
     await approval();
     await wait(60 * 60_000);
     const refused = (await outbox())[1];
     expect(refused).toMatchObject({ lastError: "telegram sendMessage: HTTP 400 (Bad Request: chat not found)", attempts: 0 });
     expect(refused.sentAt).toBeDefined();
     expect(refused.messageId).toBeUndefined();
-    expect(bot.of("sendMessage")).toHaveLength(4); // never again
+    expect(tg.bot.of("sendMessage")).toHaveLength(4); // never again
   });
 
   test("a message Telegram keeps failing is given up after MAX_ATTEMPTS", async () => {
     await queueRaw("doomed", { attempts: MAX_ATTEMPTS - 1 });
-    bot.failNext("sendMessage", 503);
-    await t.action(internal.telegram.deliver, {});
+    tg.bot.failNext("sendMessage", 503);
+    await tg.t.action(internal.telegram.deliver, {});
     expect(await outbox()).toMatchObject([{ key: "doomed", sentAt: NOW, lastError: `telegram sendMessage: HTTP 503; gave up after ${MAX_ATTEMPTS} tries` }]);
   });
 
   test("no answer at all (nothing listening) is retried, and says nothing of the URL", async () => {
-    await bot.stop();
+    await tg.bot.stop();
     await queueRaw("offline");
-    await t.action(internal.telegram.deliver, {});
+    await tg.t.action(internal.telegram.deliver, {});
     expect(await outbox()).toMatchObject([{ attempts: 1, lastError: "telegram sendMessage: no answer" }]);
   });
 
   test("two delivers at once send each row once (a row is claimed where it is handed out)", async () => {
     for (const key of ["one", "two", "three"]) await queueRaw(key);
-    await Promise.all([t.action(internal.telegram.deliver, {}), t.action(internal.telegram.deliver, {})]);
-    expect(bot.of("sendMessage").map((b) => b.text)).toEqual(["one", "two", "three"]);
+    await Promise.all([tg.t.action(internal.telegram.deliver, {}), tg.t.action(internal.telegram.deliver, {})]);
+    expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual(["one", "two", "three"]);
     expect((await outbox()).map((r) => r.messageId)).toEqual([1, 2, 3]);
   });
 
   test("a row claimed by a deliver that died is sent once its claim lapses", async () => {
     await queueRaw("stuck", { claimedUntil: NOW + 60_000 });
-    expect(await t.action(internal.telegram.deliver, {})).toEqual({ sent: 0, failed: 0 });
+    expect(await tg.t.action(internal.telegram.deliver, {})).toEqual({ sent: 0, failed: 0 });
     vi.setSystemTime(NOW + 60_000);
-    expect(await t.mutation(internal.telegram.housekeep, {})).toMatchObject({ kicked: true });
+    expect(await tg.t.mutation(internal.telegram.housekeep, {})).toMatchObject({ kicked: true });
     await settle();
-    expect(bot.of("sendMessage").map((b) => b.text)).toEqual(["stuck"]);
+    expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual(["stuck"]);
   });
 
   test("an edit that changes nothing ('message is not modified') is done", async () => {
     await queueRaw("base", { sentAt: NOW, messageId: 9 });
     await queueRaw("edit", { kind: "edit", refKey: "base" });
-    bot.failNext("editMessageText", 400, { description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same" });
-    await t.action(internal.telegram.deliver, {});
-    expect(bot.of("editMessageText")).toMatchObject([{ chat_id: CHAT, message_id: 9, text: "edit", reply_markup: { inline_keyboard: [] } }]);
+    tg.bot.failNext("editMessageText", 400, { description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same" });
+    await tg.t.action(internal.telegram.deliver, {});
+    expect(tg.bot.of("editMessageText")).toMatchObject([{ chat_id: CHAT, message_id: 9, text: "edit", reply_markup: { inline_keyboard: [] } }]);
     expect((await outbox())[1]).toMatchObject({ sentAt: NOW, messageId: 9 });
     expect((await outbox())[1].lastError).toBeUndefined();
   });
@@ -171,8 +151,8 @@ describe("delivery", () => {
   test("an edit of a message that was never sent is given up", async () => {
     await queueRaw("lost", { sentAt: NOW, lastError: "telegram sendMessage: HTTP 403" });
     await queueRaw("edit", { kind: "edit", refKey: "lost" });
-    await t.action(internal.telegram.deliver, {});
-    expect(bot.requests).toEqual([]);
+    await tg.t.action(internal.telegram.deliver, {});
+    expect(tg.bot.requests).toEqual([]);
     expect((await outbox())[1]).toMatchObject({ sentAt: NOW, lastError: "the message to edit was never sent" });
   });
 });
@@ -183,34 +163,34 @@ describe("quiet hours", () => {
   const MORNING = Date.parse("2026-01-16T06:00:00Z");
 
   test("hold a warning until they end, let a critical through at once", async () => {
-    configureTelegram(bot, { TELEGRAM_QUIET_HOURS: "22:00-07:00", TELEGRAM_TIMEZONE: "Europe/Berlin" });
+    configureTelegram(tg.bot, { TELEGRAM_QUIET_HOURS: "22:00-07:00", TELEGRAM_TIMEZONE: "Europe/Berlin" });
     vi.setSystemTime(NIGHT);
     const normal = await approval({ expiresAt: NIGHT + 24 * 3_600_000 });
     const urgent = await approval({ priority: "critical", expiresAt: NIGHT + 24 * 3_600_000 });
     await settle();
-    expect(bot.of("sendMessage").map((b) => b.text)).toEqual([expect.stringContaining("expires 23:30 UTC")]);
+    expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual([expect.stringContaining("expires 23:30 UTC")]);
     const rows = await outbox();
     expect(rows.find((r) => r.key === `approval:${urgent.approvalId}`)).toMatchObject({ notBefore: NIGHT, messageId: 1 });
     expect(rows.find((r) => r.key === `approval:${normal.approvalId}`)).toMatchObject({ notBefore: MORNING });
 
     // Deferred while it waits: the waiting message is rewritten, not edited after it goes out.
-    await t.mutation(api.approvals.defer, { ...laptop, approvalId: normal.approvalId, by: "ada" });
+    await tg.t.mutation(api.approvals.defer, { ...tg.laptop, approvalId: normal.approvalId, by: "ada" });
     await wait(MORNING - NIGHT - 1);
-    expect(bot.of("sendMessage")).toHaveLength(1);
+    expect(tg.bot.of("sendMessage")).toHaveLength(1);
     await wait(1);
-    expect(bot.of("sendMessage").map((b) => b.text)).toEqual([
+    expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual([
       expect.any(String),
       expect.stringMatching(/^⏸ Deferred by ada until 00:30 UTC\n🟡 Approval needed/),
     ]);
-    expect(bot.of("editMessageText")).toEqual([]);
+    expect(tg.bot.of("editMessageText")).toEqual([]);
   });
 
   test("a malformed window or zone holds nothing back", async () => {
-    configureTelegram(bot, { TELEGRAM_QUIET_HOURS: "all night", TELEGRAM_TIMEZONE: "Mars/Olympus" });
+    configureTelegram(tg.bot, { TELEGRAM_QUIET_HOURS: "all night", TELEGRAM_TIMEZONE: "Mars/Olympus" });
     vi.setSystemTime(NIGHT);
     await approval({ expiresAt: NIGHT + 3_600_000 });
     await settle();
-    expect(bot.of("sendMessage")).toHaveLength(1);
+    expect(tg.bot.of("sendMessage")).toHaveLength(1);
   });
 });
 
@@ -219,30 +199,30 @@ describe("not configured", () => {
     delete process.env[name];
     const { status } = await approval();
     expect(status).toBe("pending");
-    await t.mutation(internal.digest.build, { day: "2026-01-14" });
-    expect(await t.mutation(internal.digest.announce, { day: "2026-01-14" })).toEqual({ queued: false });
-    expect(await t.mutation(api.digest.send, laptop)).toEqual({ day: "2026-01-14", queued: false });
-    await t.run((ctx) => ctx.db.insert("healthStates", { site: "laptop", state: "down", since: NOW }));
-    expect((await t.mutation(internal.alerts.sweep, {})).notices).toHaveLength(1);
-    await t.action(internal.telegram.deliver, {});
+    await tg.t.mutation(internal.digest.build, { day: "2026-01-14" });
+    expect(await tg.t.mutation(internal.digest.announce, { day: "2026-01-14" })).toEqual({ queued: false });
+    expect(await tg.t.mutation(api.digest.send, tg.laptop)).toEqual({ day: "2026-01-14", queued: false });
+    await tg.t.run((ctx) => ctx.db.insert("healthStates", { site: "laptop", state: "down", since: NOW }));
+    expect((await tg.t.mutation(internal.alerts.sweep, {})).notices).toHaveLength(1);
+    await tg.t.action(internal.telegram.deliver, {});
     await settle();
     expect(await outbox()).toEqual([]);
-    expect(bot.requests).toEqual([]);
+    expect(tg.bot.requests).toEqual([]);
   });
 });
 
 test("the token is in no stored row and no error, even when Telegram echoes it", async () => {
-  bot.failNext("sendMessage", 400, { description: `Bad Request: bot${TOKEN} is confused` });
-  bot.failNext("sendMessage", 502, { description: `upstream bot${TOKEN}` });
+  tg.bot.failNext("sendMessage", 400, { description: `Bad Request: bot${TOKEN} is confused` });
+  tg.bot.failNext("sendMessage", 502, { description: `upstream bot${TOKEN}` });
   await approval();
   await approval();
   await settle();
   await wait(2000);
-  await t.action(internal.scheduled.alerts, {});
-  await t.run((ctx) => ctx.db.insert("telegramOutbox", { key: "x", kind: "send", text: "x", severity: "critical", notBefore: NOW, createdAt: NOW, attempts: 0 }));
-  await bot.stop();
-  await t.action(internal.telegram.deliver, {});
-  const everything = await t.run(async (ctx) => {
+  await tg.t.action(internal.scheduled.alerts, {});
+  await tg.t.run((ctx) => ctx.db.insert("telegramOutbox", { key: "x", kind: "send", text: "x", severity: "critical", notBefore: NOW, createdAt: NOW, attempts: 0 }));
+  await tg.bot.stop();
+  await tg.t.action(internal.telegram.deliver, {});
+  const everything = await tg.t.run(async (ctx) => {
     const tables = ["telegramOutbox", "telegramUpdates", "approvals", "jobRuns", "alertMachines", "digests"] as const;
     const rows = await Promise.all(tables.map((table) => ctx.db.query(table).collect()));
     return JSON.stringify(rows);

@@ -5,6 +5,8 @@
  */
 import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterEach, beforeEach, vi } from "vitest";
+import { backend, registerSite, type Backend } from "./test.setup";
 
 export type BotRequest = { token: string; method: string; body: Record<string, unknown> };
 type Scripted = { method: string; status: number; body: Record<string, unknown> };
@@ -79,4 +81,39 @@ export function configureTelegram(api: FakeBotApi, extra: Record<string, string>
 
 export function unconfigureTelegram(): void {
   for (const name of NAMES) delete process.env[name];
+}
+
+type Site = { site: string; secret: string };
+export type TelegramBackend<S extends string> = {
+  t: Backend;
+  bot: FakeBotApi;
+  /** Runs every scheduled function that is due now, and what they schedule for now. */
+  settle: () => Promise<void>;
+} & Record<S, Site>;
+
+/**
+ * Registers the hooks of a test file that talks to Telegram: before each test a fake Bot API,
+ * Telegram configured to use it, fake timers at `now`, a fresh backend and the `sites` registered;
+ * after it, all undone. The returned object's fields are filled anew for each test.
+ */
+export function useTelegramBackend<S extends string>(now: number, sites: readonly S[]): TelegramBackend<S> {
+  const harness = {
+    settle: () => harness.t.finishAllScheduledFunctions(() => vi.advanceTimersByTime(0)),
+  } as TelegramBackend<S>;
+  beforeEach(async () => {
+    harness.bot = await new FakeBotApi().start();
+    configureTelegram(harness.bot);
+    // Fake timers for the clock and the scheduler; advanced by 0 while a request is on the wire, so
+    // that the fetch's own timers (connect timeout) never fire early.
+    vi.useFakeTimers();
+    vi.setSystemTime(now);
+    harness.t = backend();
+    for (const name of sites) (harness as Record<S, Site>)[name] = await registerSite(harness.t, name);
+  });
+  afterEach(async () => {
+    vi.useRealTimers();
+    unconfigureTelegram();
+    await harness.bot.stop();
+  });
+  return harness;
 }

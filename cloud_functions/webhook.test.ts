@@ -2,42 +2,24 @@
  * POST /telegram (http.ts) and what a button press does: approvals answered from the chat, by
  * reviewers only, once; defers; expiry; the digest. Through the fake Bot API on 127.0.0.1.
  */
-import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
 import type { Id } from "./_generated/dataModel";
 import { machineId } from "./lib/alertStore";
-import { CHAT, configureTelegram, FakeBotApi, unconfigureTelegram, WEBHOOK_SECRET } from "./test.botApi";
+import { CHAT, useTelegramBackend, WEBHOOK_SECRET } from "./test.botApi";
 import { item } from "./test.fixtures";
-import { backend, errorCode, registerSite, type Backend } from "./test.setup";
+import { errorCode } from "./test.setup";
 
 const NOW = Date.parse("2026-01-15T12:00:00Z");
 const MINUTE = 60_000;
 const REVIEWER = 111;
-let t: Backend;
-let bot: FakeBotApi;
-let laptop: { site: string; secret: string };
-let vm: { site: string; secret: string };
+const tg = useTelegramBackend(NOW, ["laptop", "vm"]);
+const { settle } = tg;
 let updateId = 1000;
 
-beforeEach(async () => {
-  bot = await new FakeBotApi().start();
-  configureTelegram(bot);
-  vi.useFakeTimers();
-  vi.setSystemTime(NOW);
-  t = backend();
-  laptop = await registerSite(t, "laptop");
-  vm = await registerSite(t, "vm");
-});
-afterEach(async () => {
-  vi.useRealTimers();
-  unconfigureTelegram();
-  await bot.stop();
-});
-
-const settle = () => t.finishAllScheduledFunctions(() => vi.advanceTimersByTime(0));
-const outbox = () => t.run((ctx) => ctx.db.query("telegramOutbox").collect());
+const outbox = () => tg.t.run((ctx) => ctx.db.query("telegramOutbox").collect());
 const episode = () =>
-  t.run((ctx) =>
+  tg.t.run((ctx) =>
     ctx.db
       .query("episodes")
       .withIndex("by_site_source", (q) => q.eq("sourceSite", "laptop").eq("sourceId", "7"))
@@ -46,9 +28,9 @@ const episode = () =>
 
 /** A pending approval about episode 7 of laptop, its message sent (message id 1). */
 async function pending(): Promise<Id<"approvals">> {
-  await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 7, episodes: [item("7")] });
-  const { approvalId } = await t.mutation(api.approvals.create, {
-    ...laptop,
+  await tg.t.mutation(api.episodes.bulkSyncEpisodes, { ...tg.laptop, cursor: 7, episodes: [item("7")] });
+  const { approvalId } = await tg.t.mutation(api.approvals.create, {
+    ...tg.laptop,
     agentName: "claude",
     actionType: "deploy", // 60 minutes
     priority: "normal",
@@ -62,7 +44,7 @@ async function pending(): Promise<Id<"approvals">> {
 }
 
 function post(body: unknown, secret: string | null = WEBHOOK_SECRET) {
-  return t.fetch("/telegram", {
+  return tg.t.fetch("/telegram", {
     method: "POST",
     headers: { "Content-Type": "application/json", ...(secret === null ? {} : { "X-Telegram-Bot-Api-Secret-Token": secret }) },
     body: typeof body === "string" ? body : JSON.stringify(body),
@@ -71,7 +53,7 @@ function post(body: unknown, secret: string | null = WEBHOOK_SECRET) {
 
 /** A button press as Telegram posts it; returns the HTTP status and the answer shown to the presser. */
 async function press(data: string, from: number = REVIEWER, id = (updateId += 1)) {
-  const before = bot.of("answerCallbackQuery").length;
+  const before = tg.bot.of("answerCallbackQuery").length;
   const response = await post({
     update_id: id,
     callback_query: {
@@ -82,7 +64,7 @@ async function press(data: string, from: number = REVIEWER, id = (updateId += 1)
     },
   });
   await settle();
-  const answers = bot.of("answerCallbackQuery");
+  const answers = tg.bot.of("answerCallbackQuery");
   return { status: response.status, answer: answers.length > before ? answers[answers.length - 1].text : undefined };
 }
 
@@ -100,8 +82,8 @@ describe("the webhook's door", () => {
   test("malformed JSON is a 400; an update that is not a button press is a 200 and nothing", async () => {
     expect((await post("{nope")).status).toBe(400);
     expect((await post({ update_id: 5, message: { text: "/start" } })).status).toBe(200);
-    expect(bot.requests).toEqual([]);
-    expect(await t.run((ctx) => ctx.db.query("telegramUpdates").collect())).toEqual([]);
+    expect(tg.bot.requests).toEqual([]);
+    expect(await tg.t.run((ctx) => ctx.db.query("telegramUpdates").collect())).toEqual([]);
   });
 });
 
@@ -110,14 +92,14 @@ describe("approval buttons", () => {
     const approvalId = await pending();
     expect((await episode())?.approvalStatus).toBe("pending");
     expect(await press(`a:${approvalId}`)).toEqual({ status: 200, answer: "approved" });
-    expect(await t.query(api.approvals.get, { ...vm, approvalId })).toMatchObject({
+    expect(await tg.t.query(api.approvals.get, { ...tg.vm, approvalId })).toMatchObject({
       status: "approved",
       resolvedBy: "Ada Lovelace",
       resolvedAt: NOW,
     });
     expect((await episode())?.approvalStatus).toBe("approved");
     expect((await outbox()).map((r) => r.key)).toEqual([`approval:${approvalId}`, `approval:${approvalId}:resolved`]);
-    expect(bot.of("editMessageText")).toEqual([
+    expect(tg.bot.of("editMessageText")).toEqual([
       {
         chat_id: CHAT,
         message_id: 1,
@@ -125,16 +107,16 @@ describe("approval buttons", () => {
         reply_markup: { inline_keyboard: [] },
       },
     ]);
-    expect(bot.of("answerCallbackQuery")).toEqual([{ callback_query_id: `cb${updateId}`, text: "approved" }]);
+    expect(tg.bot.of("answerCallbackQuery")).toEqual([{ callback_query_id: `cb${updateId}`, text: "approved" }]);
   });
 
   test("Reject, and a resolve from another site edits the message too", async () => {
     const first = await pending();
     expect(await press(`r:${first}`)).toMatchObject({ answer: "rejected" });
-    expect(bot.of("editMessageText")[0].text).toMatch(/^❌ Rejected by Ada Lovelace at 12:00 UTC\n/);
+    expect(tg.bot.of("editMessageText")[0].text).toMatch(/^❌ Rejected by Ada Lovelace at 12:00 UTC\n/);
     expect((await episode())?.approvalStatus).toBe("rejected");
-    const { approvalId: second } = await t.mutation(api.approvals.create, {
-      ...laptop,
+    const { approvalId: second } = await tg.t.mutation(api.approvals.create, {
+      ...tg.laptop,
       agentName: "claude",
       actionType: "deploy",
       priority: "normal",
@@ -142,9 +124,9 @@ describe("approval buttons", () => {
       expiresAt: NOW + 60 * MINUTE,
     });
     await settle();
-    await t.mutation(api.approvals.resolve, { ...vm, approvalId: second, status: "approved", by: "bob" });
+    await tg.t.mutation(api.approvals.resolve, { ...tg.vm, approvalId: second, status: "approved", by: "bob" });
     await settle();
-    expect(bot.of("editMessageText")[1]).toMatchObject({ message_id: 2, text: expect.stringMatching(/^✅ Approved by bob at 12:00 UTC\n/) });
+    expect(tg.bot.of("editMessageText")[1]).toMatchObject({ message_id: 2, text: expect.stringMatching(/^✅ Approved by bob at 12:00 UTC\n/) });
   });
 
   test("a presser who is not a reviewer may not approve, reject or defer, and nothing changes", async () => {
@@ -153,11 +135,11 @@ describe("approval buttons", () => {
     expect(await press(`a:${approvalId}`, 222)).toEqual({ status: 200, answer: refused });
     expect(await press(`r:${approvalId}`, 222)).toMatchObject({ answer: refused });
     expect(await press(`d:${approvalId}`, 222)).toMatchObject({ answer: refused });
-    const after = await t.query(api.approvals.get, { ...laptop, approvalId });
+    const after = await tg.t.query(api.approvals.get, { ...tg.laptop, approvalId });
     expect(after).toMatchObject({ status: "pending", expiresAt: NOW + 24 * 60 * MINUTE });
     expect(after?.deferCount).toBeUndefined();
     expect((await episode())?.approvalStatus).toBe("pending");
-    expect(bot.of("editMessageText")).toEqual([]);
+    expect(tg.bot.of("editMessageText")).toEqual([]);
   });
 
   test("a double press and a repeated update resolve once", async () => {
@@ -167,48 +149,48 @@ describe("approval buttons", () => {
     // Telegram retrying the same update: the same answer, nothing done again.
     expect(await press(`r:${approvalId}`, REVIEWER, 1)).toMatchObject({ status: 200, answer: "approved" });
     expect(await press(`r:${approvalId}`, REVIEWER, 2)).toMatchObject({ answer: "already approved by Ada Lovelace" });
-    expect(await t.query(api.approvals.get, { ...laptop, approvalId })).toMatchObject({ status: "approved", resolvedAt: NOW });
-    expect(bot.of("editMessageText")).toHaveLength(1);
-    expect(await t.run((ctx) => ctx.db.query("telegramUpdates").collect())).toHaveLength(2);
+    expect(await tg.t.query(api.approvals.get, { ...tg.laptop, approvalId })).toMatchObject({ status: "approved", resolvedAt: NOW });
+    expect(tg.bot.of("editMessageText")).toHaveLength(1);
+    expect(await tg.t.run((ctx) => ctx.db.query("telegramUpdates").collect())).toHaveLength(2);
   });
 
   test("Defer pushes the deadline by the category's timeout, three times at most", async () => {
     const approvalId = await pending();
     expect(await press(`d:${approvalId}`)).toMatchObject({ answer: "deferred until 14:00 UTC" });
-    expect(await t.query(api.approvals.get, { ...laptop, approvalId })).toMatchObject({
+    expect(await tg.t.query(api.approvals.get, { ...tg.laptop, approvalId })).toMatchObject({
       status: "pending",
       expiresAt: NOW + 120 * MINUTE,
       deferCount: 1,
     });
-    expect(bot.of("editMessageText")[0]).toMatchObject({
+    expect(tg.bot.of("editMessageText")[0]).toMatchObject({
       message_id: 1,
       text: "⏸ Deferred by Ada Lovelace until 14:00 UTC\n🟡 Approval needed: deploy by claude on laptop\nship it\nexpires 14:00 UTC",
       reply_markup: { inline_keyboard: [[expect.objectContaining({ text: "Approve" }), expect.anything(), expect.anything()]] },
     });
-    expect(await t.mutation(api.approvals.defer, { ...vm, approvalId, by: "bob" })).toEqual({ expiresAt: NOW + 180 * MINUTE, deferCount: 2 });
-    expect(await t.mutation(api.approvals.defer, { ...vm, approvalId, by: "bob" })).toEqual({ expiresAt: NOW + 240 * MINUTE, deferCount: 3 });
-    expect(await errorCode(t.mutation(api.approvals.defer, { ...vm, approvalId, by: "bob" }))).toBe("CONFLICT");
+    expect(await tg.t.mutation(api.approvals.defer, { ...tg.vm, approvalId, by: "bob" })).toEqual({ expiresAt: NOW + 180 * MINUTE, deferCount: 2 });
+    expect(await tg.t.mutation(api.approvals.defer, { ...tg.vm, approvalId, by: "bob" })).toEqual({ expiresAt: NOW + 240 * MINUTE, deferCount: 3 });
+    expect(await errorCode(tg.t.mutation(api.approvals.defer, { ...tg.vm, approvalId, by: "bob" }))).toBe("CONFLICT");
     expect(await press(`d:${approvalId}`)).toMatchObject({ answer: "already deferred 3 times: approve or reject" });
     // Deferred past its category's timeout: only the deferred deadline counts now.
-    expect((await t.mutation(internal.approvals.expirePending, { now: NOW + 239 * MINUTE })).expired).toEqual([]);
-    expect((await t.mutation(internal.approvals.expirePending, { now: NOW + 240 * MINUTE })).expired).toHaveLength(1);
+    expect((await tg.t.mutation(internal.approvals.expirePending, { now: NOW + 239 * MINUTE })).expired).toEqual([]);
+    expect((await tg.t.mutation(internal.approvals.expirePending, { now: NOW + 240 * MINUTE })).expired).toHaveLength(1);
   });
 
   test("expiry marks the episode and edits the message", async () => {
     const approvalId = await pending();
     vi.setSystemTime(NOW + 60 * MINUTE);
-    expect(await errorCode(t.mutation(api.approvals.resolve, { ...laptop, approvalId, status: "approved", by: "ada" }))).toBe("CONFLICT");
+    expect(await errorCode(tg.t.mutation(api.approvals.resolve, { ...tg.laptop, approvalId, status: "approved", by: "ada" }))).toBe("CONFLICT");
     expect(await press(`a:${approvalId}`)).toMatchObject({ answer: "already expired" });
-    await t.action(internal.scheduled.expirePendingApprovals, {});
+    await tg.t.action(internal.scheduled.expirePendingApprovals, {});
     await settle();
     expect((await episode())?.approvalStatus).toBe("expired");
-    expect(bot.of("editMessageText")).toMatchObject([{ message_id: 1, text: expect.stringMatching(/^⌛ Expired unanswered at 13:00 UTC\n🟡/) }]);
+    expect(tg.bot.of("editMessageText")).toMatchObject([{ message_id: 1, text: expect.stringMatching(/^⌛ Expired unanswered at 13:00 UTC\n🟡/) }]);
   });
 
   test("an approval the policy approves sends nothing and marks its episode", async () => {
-    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 7, episodes: [item("7")] });
-    const created = await t.mutation(api.approvals.create, {
-      ...laptop,
+    await tg.t.mutation(api.episodes.bulkSyncEpisodes, { ...tg.laptop, cursor: 7, episodes: [item("7")] });
+    const created = await tg.t.mutation(api.approvals.create, {
+      ...tg.laptop,
       agentName: "claude",
       actionType: "research",
       priority: "normal",
@@ -220,7 +202,7 @@ describe("approval buttons", () => {
     expect(created.status).toBe("approved");
     expect((await episode())?.approvalStatus).toBe("approved");
     expect(await outbox()).toEqual([]);
-    expect(bot.requests).toEqual([]);
+    expect(tg.bot.requests).toEqual([]);
   });
 
   test("unknown buttons and approvals, and a press from another chat", async () => {
@@ -233,34 +215,34 @@ describe("approval buttons", () => {
       callback_query: { id: "cbx", from: { id: REVIEWER, first_name: "Ada" }, message: { chat: { id: 5 } }, data: `a:${approvalId}` },
     });
     expect(response.status).toBe(200);
-    expect(await t.query(api.approvals.get, { ...laptop, approvalId })).toMatchObject({ status: "pending" });
+    expect(await tg.t.query(api.approvals.get, { ...tg.laptop, approvalId })).toMatchObject({ status: "pending" });
   });
 });
 
 describe("alert buttons", () => {
   test("Snooze holds reminders for 1 h, Mute for a day; anyone in the chat may", async () => {
-    await t.run((ctx) => ctx.db.insert("healthStates", { site: "laptop", state: "down", since: NOW }));
-    await t.mutation(internal.alerts.sweep, {});
+    await tg.t.run((ctx) => ctx.db.insert("healthStates", { site: "laptop", state: "down", since: NOW }));
+    await tg.t.mutation(internal.alerts.sweep, {});
     const id = await machineId("silent:laptop");
     expect(await press(`s:${id}`, 999)).toMatchObject({ answer: "snoozed for 1 h" });
     expect(await press(`m:${id}`, 999)).toMatchObject({ answer: "muted for 1 day" });
-    const [machine] = await t.run((ctx) => ctx.db.query("alertMachines").collect());
+    const [machine] = await tg.t.run((ctx) => ctx.db.query("alertMachines").collect());
     expect(machine).toMatchObject({ key: "silent:laptop", snoozedUntil: NOW + 60 * MINUTE, mutedUntil: NOW + 24 * 60 * MINUTE });
   });
 });
 
 describe("the digest", () => {
   test("queued once a day by the cron; digest:send queues the latest now", async () => {
-    expect(await errorCode(t.mutation(api.digest.send, laptop))).toBe("NOT_FOUND");
-    await t.action(internal.scheduled.dailyDigest, {});
-    await t.action(internal.scheduled.dailyDigest, {});
+    expect(await errorCode(tg.t.mutation(api.digest.send, tg.laptop))).toBe("NOT_FOUND");
+    await tg.t.action(internal.scheduled.dailyDigest, {});
+    await tg.t.action(internal.scheduled.dailyDigest, {});
     await settle();
-    expect(bot.of("sendMessage").map((b) => b.text)).toEqual([expect.stringMatching(/^📊 memsync digest for 2026-01-14: 0 episodes\n/)]);
+    expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual([expect.stringMatching(/^📊 memsync digest for 2026-01-14: 0 episodes\n/)]);
     expect((await outbox()).map((r) => r.key)).toEqual(["digest:2026-01-14"]);
     vi.setSystemTime(NOW + MINUTE);
-    expect(await t.mutation(api.digest.send, vm)).toEqual({ day: "2026-01-14", queued: true });
+    expect(await tg.t.mutation(api.digest.send, tg.vm)).toEqual({ day: "2026-01-14", queued: true });
     await settle();
     expect((await outbox()).map((r) => r.key)).toEqual(["digest:2026-01-14", `digest:2026-01-14:sent:${NOW + MINUTE}`]);
-    expect(bot.of("sendMessage")).toHaveLength(2);
+    expect(tg.bot.of("sendMessage")).toHaveLength(2);
   });
 });

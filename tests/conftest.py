@@ -30,6 +30,16 @@ V3ALPHA = ROOT / "tests" / "agentdb_variants" / "v3alpha"
 FIXED_TS = 1735689600
 
 
+class FakeClock:
+    """A clock a test moves by hand (``clock.now += 60``): the lowest seam for time."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def require_node_modules(folder: Path) -> None:
     if not (folder / "node_modules").is_dir():
         pytest.fail(f"{folder}/node_modules is missing: run `make node` (make test does it)")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import write_config
+from conftest import FakeClock, write_config
 from fake_telegram import FakeTelegram
 
 from daemon.alerts.machine import Observation
@@ -25,14 +25,6 @@ from sync.backbone.hub import HubBackbone
 
 TOKEN = "123456:TEST-token_abc"
 CHAT = "-1001"
-
-
-class Clock:
-    def __init__(self, at: float = 1_800_000_000.0) -> None:
-        self.at = at
-
-    def __call__(self) -> float:
-        return self.at
 
 
 @pytest.fixture
@@ -63,7 +55,7 @@ def never_stop(_seconds: float) -> bool:
 
 
 def test_an_alert_is_decided_once_and_queued_with_its_state(tmp_path: Path, settings: Callable[..., Settings]) -> None:
-    clock = Clock()
+    clock = FakeClock()
     store = AlertStore(tmp_path / "alerts.db", clock=clock)
     alerts = Alerts(settings(), store)
     vm = Subject("offline", "vm")
@@ -88,7 +80,7 @@ def test_an_alert_is_decided_once_and_queued_with_its_state(tmp_path: Path, sett
 def test_quiet_hours_hold_a_warning_and_let_a_critical_through(
     tmp_path: Path, settings: Callable[..., Settings], tg: FakeTelegram
 ) -> None:
-    clock = Clock(1_800_000_000.0)  # 2027-01-15 08:00 UTC
+    clock = FakeClock(1_800_000_000.0)  # 2027-01-15 08:00 UTC
     store = AlertStore(tmp_path / "alerts.db", clock=clock)
     alerts = Alerts(settings('quiet_hours = "07:00-09:00"'), store)
     now = store.now_ms()
@@ -101,13 +93,13 @@ def test_quiet_hours_hold_a_warning_and_let_a_critical_through(
     with BotApi(TOKEN, tg.api_base) as bot:
         assert deliver(store, bot, CHAT, pause=never_stop).sent == 1
         assert [m["text"] for m in tg.messages()] == ["🔴 vm daemon silent for 3 min"]
-        clock.at += 3600  # 09:00: the quiet hours are over
+        clock.now += 3600  # 09:00: the quiet hours are over
         assert deliver(store, bot, CHAT, pause=never_stop).sent == 1
     assert [m["text"] for m in tg.messages()][1] == "🟠 vm has not synced for 1 h"
 
 
 def test_429_and_an_outage_delay_messages_and_each_goes_once(tmp_path: Path, tg: FakeTelegram) -> None:
-    clock = Clock()
+    clock = FakeClock()
     store = AlertStore(tmp_path / "alerts.db", clock=clock)
     for n in range(3):
         store.enqueue(Queued(f"m{n}", Message(f"message {n}")))
@@ -123,15 +115,15 @@ def test_429_and_an_outage_delay_messages_and_each_goes_once(tmp_path: Path, tg:
         assert held.sent == 0
         assert held.held is not None
         assert "retry" in held.held.lower()
-        clock.at += 6
+        clock.now += 6
         assert deliver(store, bot, CHAT, pause=never_stop).sent == 0  # Telegram asked the chat to wait 7 s
-        clock.at += 1
+        clock.now += 1
         assert deliver(store, bot, CHAT, pause=pause).sent == 3
         store.enqueue(Queued("m3", Message("message 3")))
         tg.down()
         assert deliver(store, bot, CHAT, pause=never_stop).held is not None
         tg.up()
-        clock.at += 300  # past the backoff
+        clock.now += 300  # past the backoff
         assert deliver(store, bot, CHAT, pause=never_stop).sent == 1
         assert deliver(store, bot, CHAT, pause=never_stop).sent == 0
     assert sorted(m["text"] for m in tg.messages()) == ["message 0", "message 1", "message 2", "message 3"]
@@ -217,7 +209,7 @@ def test_presses_decide_an_approval_once_and_only_for_its_reviewers(
 
 
 def test_snooze_and_mute_hold_an_alert_by_its_id(tmp_path: Path, settings: Callable[..., Settings]) -> None:
-    clock = Clock()
+    clock = FakeClock()
     store = AlertStore(tmp_path / "alerts.db", clock=clock)
     alerts = Alerts(settings(), store)
     vm = Subject("offline", "vm")
@@ -230,7 +222,7 @@ def test_snooze_and_mute_hold_an_alert_by_its_id(tmp_path: Path, settings: Calla
         state = store.machine(vm.key)
         assert state is not None
         assert state.snoozed_until == store.now_ms() + 3_600_000
-        clock.at += 3600  # the first reminder is due, but the snooze holds it until it ends
+        clock.now += 3600  # the first reminder is due, but the snooze holds it until it ends
         assert alerts.observe({vm: Observation(True, store.now_ms() - 1, "daemon silent")}) == []
         assert [n.kind for _, n in alerts.observe({vm: Observation(True, store.now_ms(), "daemon silent")})] == [
             "reminder"

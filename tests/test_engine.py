@@ -17,6 +17,7 @@ from conftest import (
     V3ALPHA,
     V139,
     AgentProcess,
+    FakeClock,
     SiteFiles,
     assert_exactly_once,
     episode,
@@ -35,14 +36,6 @@ from sync.retry import RetryPolicy
 
 Agents = Callable[[Path], AgentProcess]
 Files = Callable[..., SiteFiles]
-
-
-class FakeClock:
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -73,6 +73,19 @@ def online(hub: Path, name: str) -> bool:
         backbone.close()
 
 
+def laptop_and_vm(
+    tmp_path: Path, make_agentdb: Callable[..., Path], daemons: Daemons, extra: str
+) -> tuple[SiteFiles, SiteFiles, dict[str, subprocess.Popen[bytes]]]:
+    """Two sites on one hub, their daemons started, vm synced and online."""
+    laptop = site(tmp_path, "laptop", make_agentdb(2, name="laptop.db"), extra)
+    vm = site(tmp_path, "vm", make_agentdb(2, seed=3, name="vm.db"), extra)
+    procs = {s.name: daemons(s.config, tmp_path / f"{s.name}.log") for s in (laptop, vm)}
+    for s in (laptop, vm):
+        wait_started(s, procs[s.name], tmp_path / f"{s.name}.log")
+    wait_for(lambda: online(laptop.hub, "vm"), what="vm online")
+    return laptop, vm, procs
+
+
 def no_token_in(*paths: Path) -> None:
     for path in paths:
         assert TOKEN not in path.read_text(encoding="utf-8", errors="replace"), path
@@ -162,14 +175,9 @@ def test_quiet_hours_hold_a_warning_a_critical_goes_and_a_snooze_holds_its_remin
 ) -> None:
     now = datetime.now(UTC)
     window = f"{(now - timedelta(hours=1)):%H:%M}-{(now + timedelta(hours=2)):%H:%M}"
-    # Reminders after 8 s and 16 s down: the first is pressed away with Snooze.
-    extra = fast(tg, alerts="reminders = [0.0022, 0.0045]", telegram=f'quiet_hours = "{window}"')
-    laptop = site(tmp_path, "laptop", make_agentdb(2, name="laptop.db"), extra)
-    vm = site(tmp_path, "vm", make_agentdb(2, seed=3, name="vm.db"), extra)
-    procs = {s.name: daemons(s.config, tmp_path / f"{s.name}.log") for s in (laptop, vm)}
-    for s in (laptop, vm):
-        wait_started(s, procs[s.name], tmp_path / f"{s.name}.log")
-    wait_for(lambda: online(laptop.hub, "vm"), what="vm online")
+    # Reminders after 20 s and 30 s down: the alert is snoozed well before (on a loaded machine too).
+    extra = fast(tg, alerts="reminders = [0.0056, 0.0084]", telegram=f'quiet_hours = "{window}"')
+    laptop, _vm, procs = laptop_and_vm(tmp_path, make_agentdb, daemons, extra)
     procs["vm"].send_signal(signal.SIGTERM)
     assert procs["vm"].wait(30) == 0
     wait_for(lambda: texts(tg, "vm") != [], timeout=30, what="vm's critical alert")
@@ -180,7 +188,8 @@ def test_quiet_hours_hold_a_warning_a_critical_goes_and_a_snooze_holds_its_remin
     # The warning waits for the quiet hours to end; the snoozed alert's reminders wait for the snooze.
     store = AlertStore(laptop.hub.with_name("hub.alerts.db"))
     wait_for(lambda: store.waiting() >= 1, what="the warning queued for later")
-    time.sleep(20)  # past both reminders
+    down_at = (store.machine("offline:vm") or pytest.fail("no machine")).down_at / 1000
+    time.sleep(max(0.0, down_at + 33 - time.time()))  # past both reminders
     assert texts(tg, "vm") == [critical["text"]]
     store.close()
     with closing(sqlite3.connect(laptop.hub.with_name("hub.alerts.db"))) as conn:
@@ -193,12 +202,7 @@ def test_a_flap_inside_the_grace_says_nothing(
     tmp_path: Path, make_agentdb: Callable[..., Path], daemons: Daemons, tg: FakeTelegram
 ) -> None:
     extra = fast(tg, alerts="grace = { offline = 3, silent = 3 }")  # minutes: longer than any flap here
-    laptop = site(tmp_path, "laptop", make_agentdb(2, name="laptop.db"), extra)
-    vm = site(tmp_path, "vm", make_agentdb(2, seed=3, name="vm.db"), extra)
-    procs = {s.name: daemons(s.config, tmp_path / f"{s.name}.log") for s in (laptop, vm)}
-    for s in (laptop, vm):
-        wait_started(s, procs[s.name], tmp_path / f"{s.name}.log")
-    wait_for(lambda: online(laptop.hub, "vm"), what="vm online")
+    laptop, vm, procs = laptop_and_vm(tmp_path, make_agentdb, daemons, extra)
     store = AlertStore(laptop.hub.with_name("hub.alerts.db"))
 
     def offline_state() -> str | None:

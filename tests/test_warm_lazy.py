@@ -6,18 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from conftest import FakeClock
 
 from sync.errors import ModelFileError
 from sync.warm.embedders import Embedder, LocalEmbedder
 from sync.warm.lazy import LazyEmbedder
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Loads:
@@ -49,7 +42,7 @@ def loaded(lazy: LazyEmbedder) -> bool:
 
 
 def test_loads_on_first_use_lets_go_and_loads_again() -> None:
-    loads, clock = Loads(), Clock()
+    loads, clock = Loads(), FakeClock(1000.0)
     lazy = LazyEmbedder(loads, clock)
     assert not loaded(lazy)
     assert loads.count == 0
@@ -70,7 +63,7 @@ def test_loads_on_first_use_lets_go_and_loads_again() -> None:
 
 
 def test_idle_time_counts_from_the_last_embedding() -> None:
-    clock = Clock()
+    clock = FakeClock(1000.0)
     lazy = LazyEmbedder(Loads(), clock)
     clock.now += 30
     assert lazy.idle_for() == 30

@@ -58,18 +58,8 @@ function readRaw(req) {
   });
 }
 
-function readBody(req) {
-  return new Promise((resolve, reject) => {
-    const chunks = [];
-    let size = 0;
-    req.on("data", (chunk) => {
-      size += chunk.length;
-      if (size > MAX_BODY) reject(new Error("body too large"));
-      else chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
+async function readBody(req) {
+  return (await readRaw(req)).toString("utf8");
 }
 
 function send(res, status, body) {
