@@ -23,6 +23,7 @@ from conftest import AgentProcess, SiteFiles, episode, memsync, wait_for, wait_s
 from fake_telegram import FakeTelegram
 
 from daemon.alerts.store import AlertStore
+from daemon.schedule.plan import DEFAULT_JOBS, slot_start
 from sync.backbone.hub import HubBackbone
 
 Daemons = Callable[..., subprocess.Popen[bytes]]
@@ -325,3 +326,33 @@ def test_a_refused_token_is_one_sentence_without_the_token(
     assert "memsync_test_bot" in done.stderr
     assert TOKEN not in done.stdout + done.stderr
     assert texts(tg) == ["memsync on laptop can reach this chat"]
+
+
+def test_the_digest_goes_once_a_day_across_sites_and_on_demand(
+    tmp_path: Path, make_agentdb: Callable[..., Path], tg: FakeTelegram
+) -> None:
+    # Whenever the test runs, the latest 06:00 slot is within the job's grace.
+    extra = fast(tg).replace("[jobs.daily-digest]\nenabled = false\n", "[jobs.daily-digest]\ngrace = 90000\n")
+    laptop = site(tmp_path, "laptop", make_agentdb(3, name="laptop.db"), extra)
+    vm = site(tmp_path, "vm", make_agentdb(2, seed=3, name="vm.db"), extra)
+    for s in (laptop, vm):
+        assert memsync("sync", "--config", str(s.config)).returncode == 0
+    # The 06:00 slot, run from both sites: one builds the digest and queues it once.
+    for s in (laptop, vm, laptop):
+        done = memsync("jobs", "run", "daily-digest", "--config", str(s.config))
+        assert done.returncode == 0, done.stderr
+    assert memsync("telegram", "check", "--config", str(laptop.config)).returncode == 0
+    done = memsync("digest", "--send", "--config", str(vm.config))  # sends the latest stored: yesterday's
+    assert done.returncode == 0, done.stderr
+    spec = next(j for j in DEFAULT_JOBS if j.name == "daily-digest")
+    day = (slot_start(spec, datetime.now(UTC)) - timedelta(days=1)).strftime("%Y-%m-%d")
+    assert f"digest for {day} sent to Telegram" in done.stderr
+    # The queued 06:00 digest goes with the next send (a daemon's round; here, the command's).
+    digests = [t for t in texts(tg) if t.startswith("☀️ memsync digest")]
+    assert len(digests) == 2
+    assert all(t.splitlines()[0] == f"☀️ memsync digest for {day}" for t in digests)
+    assert "▪ laptop:" in digests[0]
+    assert "▪ vm:" in digests[0]
+    done = memsync("digest", "--send", "--date", "1999-01-01", "--config", str(vm.config))
+    assert done.returncode == 1
+    assert "no digest for 1999-01-01" in done.stderr

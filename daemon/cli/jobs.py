@@ -122,11 +122,27 @@ def run_main(args: argparse.Namespace) -> int:
         kind, store = settings.backbone.kind, settings.warm.store
         if plan.where(spec, backbone=kind, store=store) is plan.Where.CONVEX:
             fail(f"{spec.name} runs in Convex's crons, not on a site: see its runs in `memsync jobs`", 1)
+        from daemon.alerts.store import AlertStore
+        from daemon.alerts.watch import Alerts
+
         backbone = open_backbone(settings)
+        outbox = AlertStore(settings.alerts_path) if settings.alerts.enabled or settings.telegram.enabled else None
         try:
-            done = run_job(spec, settings, backbone, sweeps_of(backbone), now=time.time(), index_catch_up=None)
+            # With the alerts' store, as the daemon runs it: the digest and the alerts job queue
+            # their messages, which the daemons' alert threads send.
+            done = run_job(
+                spec,
+                settings,
+                backbone,
+                sweeps_of(backbone),
+                now=time.time(),
+                index_catch_up=None,
+                alerts=None if outbox is None else Alerts(settings, outbox),
+            )
         finally:
             backbone.close()
+            if outbox is not None:
+                outbox.close()
         if not done.ran:
             say(f"{spec.name}, slot {done.slot}: {done.summary}")
             return 0
