@@ -153,15 +153,18 @@ class AlertStore:
         with self._tx() as tx:
             for key in keys:
                 row = tx.execute("SELECT state FROM machines WHERE key = ?", (key,)).fetchone()
-                new, queued, said = step(key, None if row is None else _state(row[0]))
+                old = None if row is None else _state(row[0])
+                new, queued, said = step(key, old)
+                for item in queued:
+                    self._insert(tx, item)
+                results.append(said)
+                if new == old:
+                    continue  # nothing changed: an idle daemon writes nothing
                 tx.execute(
                     "INSERT INTO machines (key, id, state, updated_at) VALUES (?, ?, ?, ?)"
                     " ON CONFLICT (key) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
                     (key, alert_id(key), json.dumps(asdict(new)), self.now_ms()),
                 )
-                for item in queued:
-                    self._insert(tx, item)
-                results.append(said)
         return results
 
     def machine(self, key: str) -> AlertState | None:

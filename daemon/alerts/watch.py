@@ -6,6 +6,7 @@ crash can neither lose nor repeat a message). The fleet's observations come from
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -39,6 +40,7 @@ class Alerts:
         self.settings = settings
         self.store = store
         self.specs = specs(settings)
+        self.queued = threading.Event()  # set when a message was queued: the sender wakes
 
     def observe(
         self, observations: Mapping[Subject, Observation], severity: Mapping[Subject, str] | None = None
@@ -70,6 +72,8 @@ class Alerts:
             return new, queued, notices
 
         said = self.store.advance(sorted(by_key), decide)
+        if telegram.enabled and any(said):
+            self.queued.set()
         out = [(by_key[key], n) for key, notices in zip(sorted(by_key), said, strict=True) for n in notices]
         for subject, notice in out:
             (log.info if notice.kind == "recovered" else log.warning)(
@@ -85,14 +89,15 @@ class Alerts:
 
     def queue_digest(self, digest: Mapping[str, Any], key: str) -> bool:
         """The digest as one message under ``key`` (one per day: ``digest:<day>``)."""
-        if not self.settings.telegram.enabled:
-            return False
-        return self.store.enqueue(Queued(key, digest_message(digest)))
+        return self.queue(key, digest_message(digest))
 
     def queue(self, key: str, message: Message, *, edits: str | None = None) -> bool:
         if not self.settings.telegram.enabled:
             return False
-        return self.store.enqueue(Queued(key, message, edits=edits))
+        queued = self.store.enqueue(Queued(key, message, edits=edits))
+        if queued:
+            self.queued.set()
+        return queued
 
 
 def local_observations(site: str, problems: Mapping[str, str], now_ms: int) -> dict[Subject, Observation]:

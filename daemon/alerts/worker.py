@@ -33,7 +33,8 @@ from sync.errors import TelegramAuthError, TelegramConflict, TelegramUnavailable
 from sync.problems import ProblemLog
 
 log = structlog.get_logger("memsync.alerts")
-TICK: Final = 2.0  # seconds between rounds when there is nothing to poll
+TICK: Final = 2.0  # seconds between rounds while the site has a problem (a grace or reminder may fall due)
+IDLE_TICK: Final = 30.0  # and while it has none: an idle daemon wakes twice a minute, not thirty times
 POLL_S: Final = 5  # getUpdates long-poll: short, so that a stop never waits long for it
 POLLER_LEASE_MS: Final = 30_000
 
@@ -46,12 +47,14 @@ class AlertWorker:
         *,
         problems: Callable[[], Mapping[str, str]],
         coordination: Coordination | None,
+        alerts: Alerts | None = None,
         bot: BotApi | None = None,
         on_stop: Callable[[], None] = lambda: None,
     ) -> None:
         self.settings = settings
         self.store = store
-        self.alerts = Alerts(settings, store)
+        # Shared with the scheduler's alert job: what it queues wakes this thread to send it.
+        self.alerts = alerts if alerts is not None else Alerts(settings, store)
         self.problems = problems  # the run loop's current problems, by kind
         self.coordination = coordination  # on the hub: resolves presses, reads approvals to edit
         self.on_stop = on_stop  # closes the worker's own backbone client
@@ -75,6 +78,7 @@ class AlertWorker:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.alerts.queued.set()
         if self._thread is not None:
             self._thread.join(timeout=POLL_S + 15)
         if self._receives:
@@ -92,7 +96,16 @@ class AlertWorker:
             except Exception as exc:  # noqa: BLE001 - alerts must never take the daemon down; said once
                 self.issues.problem("alerts", f"{type(exc).__name__}: {exc}")
             if not polled:
-                self.stopping.wait(TICK)
+                self.alerts.queued.wait(self._pause())
+                self.alerts.queued.clear()
+
+    def _pause(self) -> float:
+        """Until the next round: soon while a problem's grace or reminders run, or a message is due."""
+        pause = TICK if self.problems() else IDLE_TICK
+        due = self.store.next_due() if self.bot is not None else None
+        if due is not None:
+            pause = min(pause, max(0.05, (due - self.store.now_ms()) / 1000))
+        return pause
 
     def round(self) -> None:
         """Watch the site's own signals, then send what is due."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from daemon.loop.changes import ChangeWaker
 from daemon.loop.lock import SiteLock
@@ -127,8 +128,9 @@ class Daemon:
                 warm = self._start_warm(backbone)
                 waker = ChangeWaker(self._watched(warm)).start()
                 store = self._open_alerts()
-                scheduler = self._start_scheduler(warm is not None, store)
-                alerting = self._start_alerts(site, store)
+                alerts = None if store is None else Alerts(self.settings, store)
+                scheduler = self._start_scheduler(warm is not None, alerts)
+                alerting = self._start_alerts(site, alerts)
                 self.notify.ready(f"syncing {self.settings.agentdb.path} to {backbone.description}")
                 try:
                     self._loop(site)
@@ -143,8 +145,8 @@ class Daemon:
                         warm.close()  # before the scheduler: an index job waiting on the worker ends now
                     if scheduler is not None:
                         scheduler.stop()
-                    if store is not None:
-                        store.close()
+                    if alerts is not None:
+                        alerts.store.close()
                     site.sidecar.set_many({"daemon_stopped_at": time.time()})
                 log.info("stopped", site=self.settings.site.name)
         return 0
@@ -162,23 +164,24 @@ class Daemon:
             self.problems.problem("alerts", str(exc))
             return None
 
-    def _start_alerts(self, site: Site, store: AlertStore | None) -> AlertWorker | None:
+    def _start_alerts(self, site: Site, alerts: Alerts | None) -> AlertWorker | None:
         """The alert thread: the site's own signals, the Telegram outbox, button presses on the hub.
         It has a backbone client of its own, like the scheduler."""
-        if store is None:
+        if alerts is None:
             return None
         from daemon.alerts.worker import AlertWorker
 
         coordination = self._open_backbone() if self.settings.telegram.enabled else None
         return AlertWorker(
             self.settings,
-            store,
+            alerts.store,
+            alerts=alerts,
             problems=lambda: {**self.problems.current, **site.engine.problems.current},
             coordination=coordination,
             on_stop=(lambda: None) if coordination is None else coordination.close,
         ).start()
 
-    def _start_scheduler(self, indexing: bool, store: AlertStore | None = None) -> Scheduler | None:
+    def _start_scheduler(self, indexing: bool, alerts: Alerts | None = None) -> Scheduler | None:
         """The periodic jobs and the registry heartbeat (``daemon/schedule``), on a backbone client of
         their own. Imported here: APScheduler is only the daemon's."""
         if not self.settings.jobs.enabled:
@@ -190,8 +193,6 @@ class Daemon:
         if backbone is None:
             return None
         catch_up = (lambda: index_catch_up(self.settings, backbone)) if indexing else None
-        from daemon.alerts.watch import Alerts
-
         scheduler = Scheduler(
             self.settings,
             backbone,
@@ -199,7 +200,7 @@ class Daemon:
             heartbeat=lambda: heartbeat(self.settings, backbone),
             index_catch_up=catch_up,
             on_stop=backbone.close,
-            alerts=None if store is None else Alerts(self.settings, store),
+            alerts=alerts,
         ).start()
         return scheduler
 
