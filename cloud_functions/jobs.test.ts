@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
-import { decide, type Claim, type Lease } from "./jobs";
+import { decide, RUNS_KEPT_MS, type Claim, type Lease } from "./jobs";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 
 const NOW = 1_770_000_000_000;
@@ -126,6 +126,23 @@ describe("runs", () => {
     expect((await runs("qdrant-episode-sync")).map((r) => r.summary)).toEqual(["caught up"]);
     expect(await t.query(api.jobs.runs, { ...vm, limit: 1 })).toHaveLength(1);
     expect(await errorCode(t.query(api.jobs.runs, { ...vm, limit: 501 }))).toBe("INVALID");
+  });
+
+  test("runs older than two weeks are forgotten as crons finish, running ones never", async () => {
+    const old = NOW - RUNS_KEPT_MS - 1;
+    await t.mutation(api.jobs.recordRun, {
+      ...vm,
+      job: "qdrant-episode-sync",
+      slot: "old",
+      outcome: "ok",
+      summary: "long ago",
+      startedAt: old,
+      endedAt: old,
+    });
+    await t.mutation(internal.jobs.startRun, { job: "alerts", slot: "stuck", startedAt: old });
+    const cron = await t.mutation(internal.jobs.startRun, { job: "sync-health", slot: "new", startedAt: NOW });
+    await t.mutation(internal.jobs.endRun, { runId: cron, outcome: "ok", summary: "fine" });
+    expect((await runs()).map((r) => r.slot).sort()).toEqual(["new", "stuck"]);
   });
 
   test("a cron run left running (its action died) is abandoned by the next", async () => {

@@ -206,7 +206,24 @@ export const endRun = internalMutation({
   args: { runId: v.id("jobRuns"), outcome: endedOutcome, summary: v.string() },
   returns: v.null(),
   handler: async (ctx: MutationCtx, args): Promise<null> => {
-    await ctx.db.patch(args.runId, { outcome: args.outcome, summary: args.summary, endedAt: Date.now() });
+    const now = Date.now();
+    await ctx.db.patch(args.runId, { outcome: args.outcome, summary: args.summary, endedAt: now });
+    await pruneRuns(ctx, now);
     return null;
   },
 });
+
+/** How long runs are kept: the alerts cron alone runs 1,440 times a day. */
+export const RUNS_KEPT_MS = 14 * 24 * 60 * 60 * 1000;
+
+/**
+ * Forget finished runs older than RUNS_KEPT_MS, a bounded batch per call (every cron run calls it,
+ * so the table stays about two weeks long), as the embedded hub does (sync/backbone/hub/jobs.py).
+ */
+async function pruneRuns(ctx: MutationCtx, now: number): Promise<void> {
+  const old = await ctx.db
+    .query("jobRuns")
+    .withIndex("by_started", (q) => q.lt("startedAt", now - RUNS_KEPT_MS))
+    .take(50);
+  for (const run of old) if (run.outcome !== "running") await ctx.db.delete(run._id);
+}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -417,3 +418,19 @@ def test_a_version_2_hub_without_registry_tables_migrates_to_the_current_version
         assert _schema_version(path) == "7"
     finally:
         hub.close()
+
+
+def test_runs_and_done_leases_older_than_two_weeks_are_forgotten(hub: HubBackbone) -> None:
+    """The alerts job alone runs 1,440 times a day: finishing a slot prunes what is two weeks old."""
+    from sync.backbone.hub.jobs import RUNS_KEPT_MS
+
+    old = current_ms() - RUNS_KEPT_MS - 1
+    hub.record_run("qdrant-episode-sync", "old", "ok", "long ago", old, old)
+    with closing(sqlite3.connect(hub.path)) as conn, conn:
+        conn.execute("INSERT INTO job_leases VALUES ('alerts', 'old', 'laptop', ?, 1)", (old,))
+        conn.execute("INSERT INTO job_leases VALUES ('alerts', 'held', 'laptop', ?, 0)", (old,))
+    assert hub.claim_job("alerts", "new", 60_000) is Claim.TAKE
+    hub.finish_job("alerts", "new", "ok", "fine")
+    assert [r.slot for r in hub.job_runs()] == ["new"]
+    with closing(sqlite3.connect(hub.path)) as conn:
+        assert sorted(r[0] for r in conn.execute("SELECT slot FROM job_leases")) == ["held", "new"]

@@ -15,6 +15,17 @@ from sync.leases import Claim, Lease, decide
 _ENDED = ("ok", "failed")
 
 
+RUNS_KEPT_MS = 14 * 86_400_000  # how long runs and finished leases are kept: the alerts job runs 1,440 times a day
+
+
+def _prune(conn: sqlite3.Connection, now: int) -> None:
+    """Forget finished runs and done leases older than RUNS_KEPT_MS (no job's grace reaches back
+    that far, so a forgotten slot is never run again), as Convex's jobs.ts does."""
+    cutoff = now - RUNS_KEPT_MS
+    conn.execute("DELETE FROM job_runs WHERE started_at < ? AND outcome != 'running'", (cutoff,))
+    conn.execute("DELETE FROM job_leases WHERE done = 1 AND expires_at < ?", (cutoff,))
+
+
 def _check_outcome(outcome: str) -> None:
     if outcome not in _ENDED:
         raise BackboneRejected(f"a run ends ok or failed, not {outcome!r}")
@@ -90,6 +101,7 @@ class HubJobs(HubConnection):
                     "UPDATE job_runs SET ended_at = ?, outcome = ?, summary = ? WHERE id = ?",
                     (now, outcome, summary, run[0]),
                 )
+            _prune(conn, now)
 
         self._run(finish)
 
