@@ -147,7 +147,13 @@ class AlertWorker:
         for update in updates:
             press = parse(update)
             if press is not None:
-                answer = apply(press, self.coordination, self.store, defer_timeout_ms=self._defer_timeout(press.target))
+                answer = apply(
+                    press,
+                    self.coordination,
+                    self.store,
+                    chat_id=self.settings.telegram.chat_id,
+                    defer_timeout_ms=self._defer_timeout(press.target),
+                )
                 try:
                     self.bot.answer_callback_query(press.callback_id, answer)
                 except Exception as exc:  # noqa: BLE001 - the answer is a courtesy; the press is applied
