@@ -20,6 +20,8 @@ import cProfile
 import io
 import pstats
 import sqlite3
+import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,9 @@ TARGET_SLOWDOWN = 4.0  # ... or within this factor of the plain copy
 COPY_COMMIT_ROWS = 500
 
 
-def memsync_passes(source: Path, root: Path, profiler: cProfile.Profile | None = None) -> tuple[float, float, float]:
+def memsync_passes(
+    source: Path, root: Path, profiler: cProfile.Profile | None = None, *, redact: bool = True
+) -> tuple[float, float, float]:
     """Seconds for the backfill pass of a fresh site over ``source`` (profiled when asked); then,
     for the full re-check of the same, now synced, rows as the daemon makes it (a restarted daemon
     owes one), the longest single pass (the most a new episode can wait behind it) and the whole
@@ -51,7 +55,7 @@ def memsync_passes(source: Path, root: Path, profiler: cProfile.Profile | None =
     from daemon.site import Site, open_backbone, retry_policy
 
     logs.configure("warning", "json")
-    site_files = make_site(root, agentdb=source)
+    site_files = make_site(root, agentdb=source, redact=redact)
     settings = site_files.settings()
     with Site(settings, open_backbone(settings), retry=retry_policy(settings)) as site:
         backfill_s, _ = timed_pass(site, profiler)
@@ -97,16 +101,21 @@ def plain_copy(source: Path, dest: Path) -> tuple[float, int]:
 
 def one_run(source: Path, episodes: int, copy_first: bool) -> dict[str, Any]:
     timings: dict[str, float] = {}
-    for which in ("copy", "memsync") if copy_first else ("memsync", "copy"):
+    order = ("copy", "memsync", "unredacted") if copy_first else ("memsync", "unredacted", "copy")
+    for which in order:
         with workdir("backfill") as root:
             if which == "copy":
                 timings["copy"], copied = plain_copy(source, root / "copy.db")
                 if copied != episodes:
                     raise RuntimeError(f"the copy moved {copied} rows, not {episodes}")
-            else:
+            elif which == "memsync":
                 timings["memsync"], timings["slice"], timings["recheck"] = memsync_passes(source, root)
+            else:  # the same with privacy.redact = false: what redaction costs a backfill
+                timings["unredacted"], _, _ = memsync_passes(source, root, redact=False)
     memsync_rate, copy_rate = episodes / timings["memsync"], episodes / timings["copy"]
     return {
+        "unredacted_eps": episodes / timings["unredacted"],
+        "redaction_cost": timings["memsync"] / timings["unredacted"],
         "memsync_s": timings["memsync"],
         "copy_s": timings["copy"],
         "memsync_eps": memsync_rate,
@@ -117,6 +126,31 @@ def one_run(source: Path, episodes: int, copy_first: bool) -> dict[str, Any]:
         "recheck_slice_s": timings["slice"],
         "copy_first": copy_first,
     }
+
+
+def redaction_throughput(source: Path, rows: int = 20_000, repeats: int = 3) -> float:
+    """MB/s of text the redactor scans (``sync/redaction.py``, the default rules): the text fields
+    of the fixture's first ``rows`` episodes, the median of ``repeats``."""
+    from collections import Counter
+
+    from sync.redaction import Redactor
+
+    with closing(sqlite3.connect(source)) as conn:
+        texts = [
+            str(value)
+            for row in conn.execute(
+                "SELECT task, input, output, critique, tags, metadata FROM episodes LIMIT ?", (rows,)
+            )
+            for value in row
+            if value is not None
+        ]
+    size, redactor, rates = sum(len(t) for t in texts), Redactor(), []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for text in texts:
+            redactor.text(text, Counter())
+        rates.append(size / (time.perf_counter() - started) / 1e6)
+    return median(rates)
 
 
 def profile(source: Path, top: int = 15) -> str:
@@ -133,7 +167,8 @@ def profile(source: Path, top: int = 15) -> str:
 
 def describe_run(r: dict[str, Any]) -> str:
     return (
-        f"memsync {r['memsync_eps']:,.0f}/s vs copy {r['copy_eps']:,.0f}/s ({r['slowdown']:.1f}x), "
+        f"memsync {r['memsync_eps']:,.0f}/s (without redaction {r['unredacted_eps']:,.0f}/s) "
+        f"vs copy {r['copy_eps']:,.0f}/s ({r['slowdown']:.1f}x), "
         f"full re-check {r['recheck_s']:.1f} s in passes of at most {r['recheck_slice_s']:.2f} s"
     )
 
@@ -153,6 +188,11 @@ def run(runs: int = 3, episodes: int = 100_000) -> dict[str, Any]:
     figures = [
         Figure("backfill rate, memsync", rate, "episodes/s", f">= {TARGET_RATE:,} episodes/s or <= 4x slower", met),
         Figure("backfill rate, plain sqlite3 copy", median([r["copy_eps"] for r in records]), "episodes/s"),
+        Figure(
+            "backfill rate, memsync without redaction", median([r["unredacted_eps"] for r in records]), "episodes/s"
+        ),
+        Figure("backfill time with / without redaction", median([r["redaction_cost"] for r in records]), "x"),
+        Figure("redaction throughput (episodes' text fields)", redaction_throughput(source), "MB/s"),
         Figure("memsync / copy rate", median([r["ratio"] for r in records]), "x"),
         Figure("slowdown (copy rate / memsync rate)", slowdown, "x", f"<= {TARGET_SLOWDOWN:g} x", met),
         Figure("full re-check of every synced row, all slices", median([r["recheck_s"] for r in records]), "s"),

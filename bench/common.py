@@ -172,7 +172,7 @@ class SiteFiles:
 
 
 def make_site(
-    root: Path, agentdb: Path | None = None, *, convex_url: str | None = None, warm: bool = True
+    root: Path, agentdb: Path | None = None, *, convex_url: str | None = None, warm: bool = True, redact: bool = True
 ) -> SiteFiles:
     """Config for one site on the embedded hub, every setting at the product default (the warm layer
     on), its data directory inside ``root``.
@@ -180,7 +180,8 @@ def make_site(
     The AgentDB file is ``agent/agentdb.db`` under ``root`` unless ``agentdb`` names another. With
     ``convex_url`` the backbone is that Convex deployment instead (the product reads the site's
     secret from the environment, MEMSYNC_BACKBONE__SITE_SECRET, never from the file). With
-    ``warm=False`` the config adds ``[warm] enabled = false``: syncing alone, no search index.
+    ``warm=False`` the config adds ``[warm] enabled = false``: syncing alone, no search index; with
+    ``redact=False``, ``[privacy] redact = false``: episodes leave unredacted.
     """
     agentdb, state_dir = agentdb or root / "agent" / "agentdb.db", root / "memsync"
     agentdb.parent.mkdir(parents=True, exist_ok=True)
@@ -192,7 +193,9 @@ def make_site(
     site.config.write_text(
         f'data_dir = "{state_dir}"\n\n[site]\nname = "{SITE}"\n\n[agentdb]\npath = "{site.agentdb}"\n\n'
         f'[backbone]\n{backbone}\n[state]\npath = "{site.state}"\n\n'
-        '[log]\nformat = "json"\nlevel = "info"\n' + ("" if warm else "\n[warm]\nenabled = false\n"),
+        '[log]\nformat = "json"\nlevel = "info"\n'
+        + ("" if warm else "\n[warm]\nenabled = false\n")
+        + ("" if redact else "\n[privacy]\nredact = false\n"),
         encoding="utf-8",
     )
     return site

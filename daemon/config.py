@@ -23,6 +23,7 @@ from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, with_override
 from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.episode import Attribution
 from sync.errors import ConfigError
+from sync.redaction import Redactor
 
 ENV_PREFIX = "MEMSYNC_"
 # Read by the CLI and the demo, not settings. MEMSYNC_ENV_FILE names the .env file to read instead
@@ -303,6 +304,30 @@ class AlertsSection(_Section):
         return value
 
 
+class PrivacySection(_Section):
+    """What never leaves the site (``sync/redaction.py``): secrets in episodes are replaced by a
+    marker naming their kind before they are hashed and pushed."""
+
+    redact: bool = True
+    patterns: dict[str, str] = Field(default_factory=dict, description="kind -> regex: the site's own secrets")
+    allow: list[str] = Field(default_factory=list, description="exact strings never redacted")
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, value: dict[str, str]) -> dict[str, str]:
+        for kind, pattern in value.items():
+            if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,40}", kind):
+                raise ValueError(f"pattern name {kind!r}: use lower-case letters, digits and '-'")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"patterns.{kind} is not a regular expression: {exc}") from None
+        return value
+
+    def redactor(self) -> Redactor | None:
+        return Redactor.configured(self.patterns, self.allow) if self.redact else None
+
+
 class LogSection(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
@@ -328,6 +353,7 @@ class Settings(BaseSettings):
     jobs: JobsSection = JobsSection()
     telegram: TelegramSection = TelegramSection()
     alerts: AlertsSection = AlertsSection()
+    privacy: PrivacySection = PrivacySection()
     log: LogSection = LogSection()
     data_dir: Path | None = None
     config_file: Path | None = None

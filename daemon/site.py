@@ -134,6 +134,7 @@ class Site:
             full_interval=settings.sync.full_check_interval,
             retry=retry,
             clock=clock,
+            redactor=settings.privacy.redactor(),
         )
 
     def close(self) -> None:

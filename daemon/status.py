@@ -59,6 +59,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
                 "source_error",
                 "caught_up_at",
                 "daemon_started_at",
+                "redacted_episodes",
             )
             meta = {k: sidecar.get(k) for k in keys}
             cursor, synced = sidecar.cursor(), sidecar.synced_count()
@@ -117,6 +118,9 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         "lagSeconds": None if lag is None else round(lag, 3),
         "quarantined": quarantined,
         "conflicts": conflicts,
+        # Episodes synced with secrets replaced by markers (never the secrets themselves).
+        "redacted": int(_float(meta.get("redacted_episodes")) or 0),
+        "redaction": settings.privacy.redact,
         "lastError": meta.get("last_error"),
         "agentdb": agentdb,
         "backbone": backbone,
@@ -248,6 +252,12 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("lag", "?" if report["lagSeconds"] is None else f"{report['lagSeconds']:.1f}s")
     table.add_row("quarantined", str(report["quarantined"]))
     table.add_row("conflicts", f"{report['conflicts']} (reused ids; both episodes kept)")
+    table.add_row(
+        "redacted",
+        f"{report['redacted']} episodes had secrets replaced before they left"
+        if report["redaction"]
+        else "[yellow]off[/] (privacy.redact = false: secrets in episodes leave the site)",
+    )
     warm = report["warm"]
     if not warm["enabled"]:
         table.add_row("search index", "off (warm.enabled = false)")

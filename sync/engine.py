@@ -33,6 +33,7 @@ from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
 from sync.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
 from sync.problems import ProblemLog
+from sync.redaction import Redactor
 from sync.retry import RetryPolicy
 from sync.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
 
@@ -62,6 +63,7 @@ class PassReport:
     full_scan: bool = False  # a slice of the full re-check ran
     full_done: bool = False  # ...and it completed the full re-check
     interrupted: bool = False
+    redacted: int = 0  # episodes delivered with secrets redacted out of them
 
     @property
     def delivered(self) -> int:
@@ -102,11 +104,13 @@ class SyncEngine:
         window_interval: float = WINDOW_INTERVAL,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        redactor: Redactor | None = None,
     ) -> None:
         self.reader = reader
         self.sidecar = sidecar
         self.backbone = backbone
         self.defaults = defaults or Attribution()
+        self.redactor = redactor  # None: episodes leave as they are (privacy.redact = false)
         self.batch_rows = max(1, min(batch_rows, backbone.max_batch_rows))
         self.window = window
         self.full_interval = full_interval
@@ -202,6 +206,11 @@ class SyncEngine:
                 "backlog": report.backlog,
                 "passes": self.passes,
                 **({"agents_seen": self.agents.dump()} if self.agents.take_changed() else {}),
+                **(
+                    {"redacted_episodes": int(self.sidecar.get_float("redacted_episodes") or 0) + report.redacted}
+                    if report.redacted
+                    else {}
+                ),
                 **caught_up,
             }
         )
@@ -349,7 +358,7 @@ class SyncEngine:
             local_id: int = row["id"]
             entry = quarantined.get(local_id)
             retry = local_id in forced
-            episode = convert(row, self.defaults)
+            episode = convert(row, self.defaults, self.redactor)
             if isinstance(episode, Rejected):
                 if entry is None or entry.content_hash != episode.content_hash or retry:
                     delivery.quarantined.append(
@@ -444,6 +453,8 @@ class SyncEngine:
             report.updated += 1
         else:
             report.unchanged += 1
+        if episode.redacted and result.outcome in (Outcome.INSERTED, Outcome.UPDATED):
+            report.redacted += 1
         return None
 
     def _push_isolating(self, batch: Sequence[_Work], cursor: int, stop: threading.Event) -> list[PushResult]:

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from sync.redaction import Redactor, redact_fields
+
 # Columns every AgentDB episodes table has (agentdb 1.3.9, 1.6.1, 3.0.0-alpha).
 BASE_COLUMNS = (
     "id",
@@ -114,6 +116,7 @@ class Episode:
     content_hash: str
     body: bytes  # the fields as canonical JSON: what content_hash covers, and what the hub stores
     issues: tuple[str, ...] = ()
+    redacted: int = 0  # secrets replaced by markers before hashing (sync/redaction.py)
 
     @property
     def size(self) -> int:
@@ -296,13 +299,15 @@ def _attribution(
     return getattr(defaults, column)  # type: ignore[no-any-return]
 
 
-def convert(row: Mapping[str, object], defaults: Attribution) -> Episode | Rejected:
-    """Turn one raw AgentDB row (TEXT columns may arrive as bytes) into an Episode or a Rejected."""
+def convert(row: Mapping[str, object], defaults: Attribution, redactor: Redactor | None = None) -> Episode | Rejected:
+    """Turn one raw AgentDB row (TEXT columns may arrive as bytes) into an Episode or a Rejected;
+    with ``redactor``, its secrets are replaced by markers before it is hashed (the redacted episode
+    is what is stored, hashed and compared, so it is not pushed again on every pass)."""
     local_id = row.get("id")
     if not isinstance(local_id, int):
         raise TypeError(f"row has no integer id: {local_id!r}")
     try:
-        return _convert(local_id, row, defaults)
+        return _convert(local_id, row, defaults, redactor)
     except _Reject as problem:
         return Rejected(local_id, str(problem), raw_row_hash(row), json_safe(row))
     except Exception as exc:  # noqa: BLE001 - a row no rule foresaw must not stop the rows after it
@@ -310,7 +315,7 @@ def convert(row: Mapping[str, object], defaults: Attribution) -> Episode | Rejec
         return Rejected(local_id, reason, raw_row_hash(row), json_safe(row))
 
 
-def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution) -> Episode:
+def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution, redactor: Redactor | None) -> Episode:
     issues: list[str] = []
     kept: dict[str, str] = {}
     texts = {column: _text(row, column) for column in TEXT_COLUMNS}
@@ -347,6 +352,12 @@ def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution) ->
         if kept:
             note["raw"] = kept
         fields["metadata"] = {**metadata, "_memsync": note}
+    found = 0
+    if redactor is not None:
+        fields, counts = redact_fields(redactor, fields)
+        found = sum(counts.values())
     body = canonical_json(fields)
+    # The identity stays the raw row's (a one-way hash): turning redaction on updates an episode in
+    # place instead of forking it into a conflict.
     identity = canonical_json([session_id, task, created_at, texts["input"]])
-    return Episode(local_id, fields, sha256_hex(identity), sha256_hex(body), body, tuple(issues))
+    return Episode(local_id, fields, sha256_hex(identity), sha256_hex(body), body, tuple(issues), found)
