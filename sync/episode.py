@@ -315,6 +315,13 @@ def convert(row: Mapping[str, object], defaults: Attribution, redactor: Redactor
         return Rejected(local_id, reason, raw_row_hash(row), json_safe(row))
 
 
+def _probe(fields: Mapping[str, Any]) -> str:
+    """The text redaction looks at, in one string: the text fields, tags and metadata (keys too)."""
+    parts = [fields.get(name) for name in ("task", "input", "output", "critique")]
+    tags_and_metadata = orjson.dumps([fields.get("tags"), fields.get("metadata")], default=str).decode()
+    return "\n".join([*(p for p in parts if isinstance(p, str)), tags_and_metadata])
+
+
 def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution, redactor: Redactor | None) -> Episode:
     issues: list[str] = []
     kept: dict[str, str] = {}
@@ -353,7 +360,8 @@ def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution, re
             note["raw"] = kept
         fields["metadata"] = {**metadata, "_memsync": note}
     found = 0
-    if redactor is not None:
+    # One look at all of the episode's text says whether any field could hold a secret; most hold none.
+    if redactor is not None and redactor.may_hold_secrets(_probe(fields)):
         fields, counts = redact_fields(redactor, fields)
         found = sum(counts.values())
     body = canonical_json(fields)

@@ -82,11 +82,20 @@ RULES: Final[tuple[Rule, ...]] = (
         "password",
         r"(?i)\b(?:password|passwd|pwd|passphrase|secret|client_secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
         r"\b[\"']?\s*[:=]\s*[\"']?(?!\[redacted:)([^\s\"',;]{6,})",
-        "pass",
+        "password",
+        "passwd",
         "pwd",
+        "passphrase",
         "secret",
-        "key",
-        "token",
+        "api_key",
+        "api-key",
+        "apikey",
+        "access_token",
+        "access-token",
+        "accesstoken",
+        "auth_token",
+        "auth-token",
+        "authtoken",
         group=1,
         fold=True,
     ),
@@ -99,6 +108,20 @@ _MARKED = re.compile(r"^\[redacted:[a-z0-9-]+\]$")
 class Redactor:
     rules: Sequence[Rule] = RULES
     allow: frozenset[str] = field(default_factory=frozenset)
+    # Every rule's keywords, lower-cased: substring tests (C speed) say which rules could match a
+    # text; most texts hold none, and then no pattern runs at all.
+    _words: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _always: tuple[Rule, ...] = field(init=False, repr=False, compare=False)  # rules without keywords
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_words", tuple(sorted({k.lower() for r in self.rules for k in r.keywords})))
+        object.__setattr__(self, "_always", tuple(r for r in self.rules if not r.keywords))
+
+    def may_hold_secrets(self, text: str) -> bool:
+        """Whether any rule could match somewhere in ``text`` (all of an episode's text at once:
+        when not, none of its fields needs a look)."""
+        lowered = text.lower()
+        return bool(self._always) or any(w in lowered for w in self._words)
 
     @classmethod
     def configured(cls, patterns: Mapping[str, str], allow: Iterable[str]) -> Redactor:
@@ -116,6 +139,8 @@ class Redactor:
     def text(self, value: str, counts: Counter[str]) -> str:
         """``value`` with every secret replaced by its kind's marker; ``counts`` counts them by kind."""
         folded = value.lower()
+        if not self._always and not any(w in folded for w in self._words):
+            return value
         for rule in self.rules:
             if rule.may_match(value, folded):
                 value = rule.pattern.sub(lambda m, r=rule: self._replace(m, r, counts), value)  # type: ignore[misc]

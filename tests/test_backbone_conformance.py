@@ -693,6 +693,7 @@ def _beat(**changes: Any) -> SiteBeat:
         "index_state": "ready",
         "quarantined": 2,
         "conflicts": 1,
+        "redacted": 4,
     }
     return SiteBeat(**{**values, **changes})
 
@@ -721,6 +722,7 @@ def test_site_heartbeats_the_fleet_view_and_staleness(open_site: OpenSite) -> No
         "ready",
     )
     assert (mine.quarantined, mine.conflicts, mine.cursor, mine.last_sync_at, mine.health) == (2, 1, None, None, None)
+    assert mine.redacted == 4
     cursor = vm.backbone.site_cursor()
     assert cursor is not None
     synced = fleet[vm.site]  # a site that synced but never beat: known, not online
@@ -883,7 +885,7 @@ def test_the_digest_figures_on_a_known_set_of_episodes(open_site: OpenSite) -> N
         cursor=6,
     )
     vm.backbone.push([item(1, at=at(5), task="plan", tags=("ops",), success=False, reward=0.5, agent="planner")], 1)
-    laptop.backbone.heartbeat_site(_beat(quarantined=3, conflicts=2))
+    laptop.backbone.heartbeat_site(_beat(quarantined=3, conflicts=2, redacted=5))
     laptop.sweeps.sync_health(_now_ms(), 3_600_000)  # both judged "up"
     for category in ("digest-waits", "digest-quick"):
         laptop.backbone.create_approval(
@@ -934,6 +936,7 @@ def test_the_digest_figures_on_a_known_set_of_episodes(open_site: OpenSite) -> N
             "lastSyncAt": laptop_cursor.last_synced_at,
             "quarantined": 3,
             "conflicts": 2,
+            "redacted": 5,
             "approvals": {"pending": 1, "expired": 1},
         },
         vm.site: {
@@ -957,6 +960,7 @@ def test_the_digest_figures_on_a_known_set_of_episodes(open_site: OpenSite) -> N
             "lastSyncAt": vm_cursor.last_synced_at,
             "quarantined": 0,
             "conflicts": 0,
+            "redacted": 0,
             "approvals": {"pending": 0, "expired": 0},
         },
     }

@@ -13,6 +13,7 @@ import pytest
 from sync.backbone.base import Outcome, PushItem, SiteBeat, SourceRecord
 from sync.backbone.hub import HubBackbone
 from sync.backbone.hub.connection import classify, current_ms
+from sync.backbone.hub.schema import SCHEMA_VERSION
 from sync.episode import EXPORT_FIELDS, canonical_json
 from sync.errors import BackboneBroken, BackboneUnavailable, MemsyncError, PathProblem
 from sync.leases import Claim
@@ -233,7 +234,7 @@ def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:
         assert hub.source_of() is None  # and on through version 3 to 4, and 5
     finally:
         hub.close()
-    assert _schema_version(path) == "7"
+    assert _schema_version(path) == SCHEMA_VERSION
 
 
 def _schema_version(path: Path) -> str:
@@ -258,7 +259,7 @@ def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "7"
+        assert _schema_version(path) == SCHEMA_VERSION
         assert hub.source_of() is None
         assert hub.set_source(SourceRecord("i-1", "m-1", "laptop.lan", "/a.db"), expected=None) is True
         assert [e["sourceId"] for e in hub.episodes()] == ["1"]
@@ -273,7 +274,7 @@ def test_a_version_3_hub_gets_site_sources_in_place(tmp_path: Path) -> None:
         assert found.instance == "i-1"
     finally:
         hub.close()
-    assert _schema_version(path) == "7"
+    assert _schema_version(path) == SCHEMA_VERSION
 
 
 # Version 5 was today's schema without what an approval's request says of itself.
@@ -300,7 +301,7 @@ def test_a_version_5_hub_gets_approvals_cost_and_tests_in_place(tmp_path: Path) 
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "7"
+        assert _schema_version(path) == SCHEMA_VERSION
         (before,) = hub.approvals()
         assert (before.approval_id, before.status, before.cost_usd, before.tests_passed) == (old, "pending", None, None)
         cheap = hub.create_approval(
@@ -330,7 +331,7 @@ def test_a_version_5_hub_gets_approvals_cost_and_tests_in_place(tmp_path: Path) 
         assert [a.cost_usd for a in hub.approvals()] == [None, 0.05, None]
     finally:
         hub.close()
-    assert _schema_version(path) == "7"
+    assert _schema_version(path) == SCHEMA_VERSION
 
 
 # Version 4 was today's schema without the fleet: no registry of sites, leases (job_claims instead),
@@ -366,7 +367,7 @@ def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
     conn.close()
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == "7"
+        assert _schema_version(path) == SCHEMA_VERSION
         (coder,) = hub.agents()
         assert (coder.agent_name, coder.site, coder.interface, coder.last_episode_at) == ("coder", "laptop", None, None)
         hub.heartbeat("coder", "claude-code", "cli", 1500)
@@ -392,7 +393,7 @@ def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
         assert hub.job_runs("daily-digest")[0].outcome == "running"
     finally:
         hub.close()
-    assert _schema_version(path) == "7"
+    assert _schema_version(path) == SCHEMA_VERSION
 
 
 def test_a_version_2_hub_without_registry_tables_migrates_to_the_current_version(tmp_path: Path) -> None:
@@ -415,7 +416,7 @@ def test_a_version_2_hub_without_registry_tables_migrates_to_the_current_version
     try:
         hub.heartbeat("coder", "claude-code", "ide", 5)
         assert hub.agents()[0].interface == "ide"
-        assert _schema_version(path) == "7"
+        assert _schema_version(path) == SCHEMA_VERSION
     finally:
         hub.close()
 

@@ -150,6 +150,8 @@ def digest_message(digest: Mapping[str, Any]) -> Message:
             problems.append(f"{site['quarantined']} quarantined")
         if site.get("conflicts"):
             problems.append(f"{site['conflicts']} conflicts")
+        if site.get("redacted"):
+            problems.append(f"{site['redacted']} redacted")
         lines.append("")
         lines.append(
             f"▪ {site.get('site')}: {site.get('episodes', 0)} episodes, success {_percent(site.get('successRate'))},"

@@ -32,12 +32,13 @@ def site_beat(settings: Settings, now: float) -> tuple[SiteBeat, dict[str, Any]]
         backlog_text, caught_up = sidecar.get("backlog"), _float(sidecar.get("caught_up_at"))
         seen = json.loads(sidecar.get("agents_seen") or "{}")
         quarantined, conflicts = sidecar.quarantine_count(), sidecar.conflict_count()
+        redacted = int(sidecar.get_float("redacted_episodes") or 0)
     backlog = None if backlog_text is None else int(float(backlog_text))
     lag = None if backlog is None else (0.0 if backlog == 0 else max(0.0, now - (caught_up or now)))
     index = None
     if settings.warm.enabled:
         index = str((read_status(settings) or {}).get("state") or "never run")
-    beat = SiteBeat(version(), socket.gethostname(), os.getpid(), lag, backlog, index, quarantined, conflicts)
+    beat = SiteBeat(version(), socket.gethostname(), os.getpid(), lag, backlog, index, quarantined, conflicts, redacted)
     return beat, seen if isinstance(seen, dict) else {}
 
 

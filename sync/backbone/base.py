@@ -88,6 +88,7 @@ class SiteBeat:
     index_state: str | None
     quarantined: int
     conflicts: int
+    redacted: int = 0  # episodes synced with secrets replaced (sync/redaction.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,7 @@ class SiteState:
     conflicts: int
     health: str | None  # "up" | "down"
     total_synced: int | None = None  # episodes the site has synced, from its cursor row
+    redacted: int = 0  # from its last heartbeat
 
 
 JOB_OUTCOMES: Final = ("running", "ok", "failed", "abandoned")

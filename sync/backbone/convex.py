@@ -203,6 +203,7 @@ class ConvexBackbone:
                 "indexState": beat.index_state,
                 "quarantined": beat.quarantined,
                 "conflicts": beat.conflicts,
+                "redacted": beat.redacted,
             },
         )
 
@@ -224,6 +225,7 @@ class ConvexBackbone:
                 int(r["conflicts"]),
                 r.get("health"),
                 _int(r.get("totalSynced")),
+                int(r.get("redacted") or 0),
             )
             for r in self.call("query", "agents:sites")
         ]

@@ -89,6 +89,7 @@ class SiteFacts:
     last_sync_at: int | None = None
     quarantined: int = 0
     conflicts: int = 0
+    redacted: int = 0
     pending: int = 0
     expired: int = 0
 
@@ -116,6 +117,7 @@ def build(
                 "lastSyncAt": fact.last_sync_at,
                 "quarantined": fact.quarantined,
                 "conflicts": fact.conflicts,
+                "redacted": fact.redacted,
                 "approvals": {"pending": fact.pending, "expired": fact.expired},
             }
         )
@@ -176,7 +178,7 @@ class HubDigest(HubConnection):
     def _facts(conn: sqlite3.Connection, since: int, until: int) -> dict[str, SiteFacts]:
         """Every site the hub knows (heartbeats, cursors, approvals of the day) and what it reports."""
         rows = conn.execute(
-            """SELECT names.site, h.state, c.last_synced_at, s.quarantined, s.conflicts,
+            """SELECT names.site, h.state, c.last_synced_at, s.quarantined, s.conflicts, s.redacted,
                       (SELECT count(*) FROM approvals a WHERE a.site = names.site AND a.status = 'pending'
                          AND a.created_at < ?),
                       (SELECT count(*) FROM approvals a WHERE a.site = names.site AND a.status = 'expired'
@@ -191,8 +193,8 @@ class HubDigest(HubConnection):
             (until, since, until, until, since, until),
         ).fetchall()
         return {
-            site: SiteFacts(health, last_sync, quarantined or 0, conflicts or 0, pending, expired)
-            for site, health, last_sync, quarantined, conflicts, pending, expired in rows
+            site: SiteFacts(health, last_sync, quarantined or 0, conflicts or 0, redacted or 0, pending, expired)
+            for site, health, last_sync, quarantined, conflicts, redacted, pending, expired in rows
         }
 
     def digest(self, day: str) -> dict[str, Any] | None:

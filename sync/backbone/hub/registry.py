@@ -33,7 +33,7 @@ class HubRegistry(HubConnection):
         self._run(
             lambda conn: conn.execute(
                 "INSERT OR REPLACE INTO site_states (site, status, last_heartbeat, version, host, pid, lag_s, backlog,"
-                " index_state, quarantined, conflicts) VALUES (?, 'online', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " index_state, quarantined, conflicts, redacted) VALUES (?, 'online', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.site,
                     current_ms(),
@@ -45,6 +45,7 @@ class HubRegistry(HubConnection):
                     beat.index_state,
                     beat.quarantined,
                     beat.conflicts,
+                    beat.redacted,
                 ),
             )
         )
@@ -61,7 +62,7 @@ class HubRegistry(HubConnection):
         rows = self._read(
             """SELECT names.site, s.last_heartbeat, s.status, s.version, s.host, s.pid, s.lag_s, s.backlog,
                       s.index_state, c.last_synced_id, c.last_synced_at, s.quarantined, s.conflicts, h.state,
-                      c.total_synced
+                      c.total_synced, s.redacted
                FROM (SELECT site FROM site_states UNION SELECT site FROM sync_cursors) AS names
                LEFT JOIN site_states AS s ON s.site = names.site
                LEFT JOIN sync_cursors AS c ON c.site = names.site
@@ -86,6 +87,7 @@ class HubRegistry(HubConnection):
                 conflicts or 0,
                 health,
                 total_synced,
+                redacted or 0,
             )
             for (
                 site,
@@ -103,6 +105,7 @@ class HubRegistry(HubConnection):
                 conflicts,
                 health,
                 total_synced,
+                redacted,
             ) in rows
         ]
 

@@ -5,7 +5,7 @@ agents' interface and last episode, and episodes' ``archived`` flag. Version 6 a
 approval's request says of itself (its cost, whether its tests passed), which the policy
 (``sync.approvals``) approves on. Version 7 added what people deciding an approval from Telegram
 need (its summary, the episode it is about, how often it was deferred) and the decision on that
-episode (``approval_status``).
+episode (``approval_status``). Version 8 added each site's count of redacted episodes.
 
 Also the change feed's counter, which the writers of episodes and of tombstones both advance
 inside their own transactions.
@@ -40,7 +40,8 @@ _FLEET = (
   backlog INTEGER,
   index_state TEXT,
   quarantined INTEGER NOT NULL,
-  conflicts INTEGER NOT NULL
+  conflicts INTEGER NOT NULL,
+  redacted INTEGER NOT NULL DEFAULT 0   -- episodes it synced with secrets replaced
 )""",
     """CREATE TABLE IF NOT EXISTS job_leases (
   job TEXT NOT NULL,
@@ -148,7 +149,7 @@ SCHEMA = (
     _SITE_SOURCES,
     *_FLEET,
 )
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -188,6 +189,10 @@ _COLUMNS_7 = (
     ("approvals", "defer_count", "INTEGER NOT NULL DEFAULT 0"),
     ("episodes", "approval_status", "TEXT"),
 )
+# Version 7 to 8: how many episodes a site synced with secrets redacted, from its heartbeats.
+_COLUMNS_8 = (("site_states", "redacted", "INTEGER NOT NULL DEFAULT 0"),)
+# The steps that only add columns, by the version they start from.
+_COLUMN_STEPS = {"5": _COLUMNS_6, "6": _COLUMNS_7, "7": _COLUMNS_8}
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -200,7 +205,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     """Bring an older hub to the current version in place, step by step, in one transaction:
     version 2 (before the change feed) to 3, version 3 (before site sources) to 4, version 4
     (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
-    approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7."""
+    approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7, version 7
+    (before redaction counts) to 8."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return
@@ -228,14 +234,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for statement in _FLEET:
                 tx.execute(statement)
             version = "5"
-        if version == "5":
-            for table, column, declaration in _COLUMNS_6:
+        while version in _COLUMN_STEPS:  # 5 -> 6 -> 7 -> 8: new columns only
+            for table, column, declaration in _COLUMN_STEPS[version]:
                 _add_column(tx, table, column, declaration)
-            version = "6"
-        if version == "6":
-            for table, column, declaration in _COLUMNS_7:
-                _add_column(tx, table, column, declaration)
-            version = "7"
+            version = str(int(version) + 1)
         if row is not None and version != row[0]:
             tx.execute("UPDATE schema_info SET value = ? WHERE key = 'version'", (version,))
 
