@@ -64,6 +64,7 @@ const beat = {
   indexState: "ready",
   quarantined: 2,
   conflicts: 1,
+  redacted: 4,
 };
 
 test("an agent's interface and last episode: kept when a beat leaves them out, never going back", async () => {
@@ -116,6 +117,7 @@ test("sites: every registered site, with its beat, cursor and health; offline wh
     totalSynced: null,
     quarantined: 2,
     conflicts: 1,
+    redacted: 4,
     health: null,
   });
   expect(v).toMatchObject({ site: "vm", lastHeartbeat: null, online: false, cursor: 7, lastSyncAt: 1_770_000_000_000, totalSynced: 0, health: "down" });
@@ -135,4 +137,8 @@ test("sites: every registered site, with its beat, cursor and health; offline wh
 
 test("a site's beat with a negative count is INVALID", async () => {
   expect(await errorCode(t.mutation(api.agents.heartbeatSite, { ...laptop, ...beat, conflicts: -1 }))).toBe("INVALID");
+  expect(await errorCode(t.mutation(api.agents.heartbeatSite, { ...laptop, ...beat, redacted: 1.5 }))).toBe("INVALID");
+  const { redacted: _, ...older } = beat; // a daemon from before redaction says nothing of it
+  await t.mutation(api.agents.heartbeatSite, { ...laptop, ...older });
+  expect((await t.query(api.agents.sites, laptop))[0].redacted).toBe(0);
 });

@@ -68,12 +68,17 @@ export const heartbeatSite = mutation({
     indexState: nullable(v.string()),
     quarantined: v.number(),
     conflicts: v.number(),
+    // Episodes the site synced with secrets redacted (sync/redaction.py); older daemons leave it out.
+    redacted: v.optional(v.number()),
   },
   returns: v.null(),
   handler: async (ctx, args) => {
     const site = await authenticate(ctx, args);
     for (const name of ["pid", "quarantined", "conflicts"] as const) {
       if (!isCount(args[name])) fail("INVALID", `${name} must be a whole number, not ${args[name]}`);
+    }
+    if (args.redacted !== undefined && !isCount(args.redacted)) {
+      fail("INVALID", `redacted must be a whole number, not ${args.redacted}`);
     }
     const found = await ctx.db
       .query("siteStates")

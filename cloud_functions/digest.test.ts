@@ -55,6 +55,7 @@ async function seed() {
     indexState: null,
     quarantined: 3,
     conflicts: 2,
+    redacted: 5,
   });
   const approval = (actionType: string) =>
     t.mutation(api.approvals.create, {
@@ -96,6 +97,7 @@ test("per site and per agent: episodes, success rate, mean reward, top tasks and
         lastSyncAt: START + 60_000,
         quarantined: 3,
         conflicts: 2,
+        redacted: 5,
         approvals: { pending: 1, expired: 1 },
       },
       {
@@ -110,6 +112,7 @@ test("per site and per agent: episodes, success rate, mean reward, top tasks and
         lastSyncAt: START + 60_000,
         quarantined: 0,
         conflicts: 0,
+        redacted: 0,
         approvals: { pending: 0, expired: 0 },
       },
     ],

@@ -38,9 +38,20 @@ export type SiteFacts = {
   lastSyncAt: number | null;
   quarantined: number;
   conflicts: number;
+  redacted: number;
   pending: number;
   expired: number;
 };
+
+const noFacts = (): SiteFacts => ({
+  health: null,
+  lastSyncAt: null,
+  quarantined: 0,
+  conflicts: 0,
+  redacted: 0,
+  pending: 0,
+  expired: 0,
+});
 
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -108,7 +119,7 @@ export function buildDigest(
   }
   const names = [...new Set([...sites.keys(), ...facts.keys()])].sort(byText);
   const entries = names.map((site) => {
-    const fact = facts.get(site) ?? { health: null, lastSyncAt: null, quarantined: 0, conflicts: 0, pending: 0, expired: 0 };
+    const fact = facts.get(site) ?? noFacts();
     return {
       site,
       ...(sites.get(site) ?? new Tally()).figures(),
@@ -119,6 +130,7 @@ export function buildDigest(
       lastSyncAt: fact.lastSyncAt,
       quarantined: fact.quarantined,
       conflicts: fact.conflicts,
+      redacted: fact.redacted,
       approvals: { pending: fact.pending, expired: fact.expired },
     };
   });
@@ -155,12 +167,16 @@ async function siteFacts(db: QueryCtx["db"], since: number, until: number): Prom
   const facts = new Map<string, SiteFacts>();
   const of = (site: string): SiteFacts => {
     if (!facts.has(site)) {
-      facts.set(site, { health: null, lastSyncAt: null, quarantined: 0, conflicts: 0, pending: 0, expired: 0 });
+      facts.set(site, noFacts());
     }
     return facts.get(site)!;
   };
   for (const state of await db.query("siteStates").collect()) {
-    Object.assign(of(state.site), { quarantined: state.quarantined, conflicts: state.conflicts });
+    Object.assign(of(state.site), {
+      quarantined: state.quarantined,
+      conflicts: state.conflicts,
+      redacted: state.redacted ?? 0,
+    });
   }
   for (const cursor of await db.query("syncCursors").collect()) of(cursor.site).lastSyncAt = cursor.lastSyncedAt;
   for (const health of await db.query("healthStates").collect()) {

@@ -77,6 +77,7 @@ export default defineSchema({
     indexState: nullable(v.string()),
     quarantined: v.number(),
     conflicts: v.number(),
+    redacted: v.optional(v.number()), // absent: 0 (a daemon from before redaction)
   })
     .index("by_site", ["site"])
     .index("by_status", ["status", "lastHeartbeat"]),

@@ -205,6 +205,7 @@ def test_the_digest_reads_as_one_message() -> None:
                 "health": "up",
                 "quarantined": 2,
                 "conflicts": 0,
+                "redacted": 5,
                 "topTasks": ["fix the build", "write docs"],
                 "agents": [{"agent": "claude", "episodes": 12, "successRate": 0.75}],
             },
@@ -217,7 +218,7 @@ def test_the_digest_reads_as_one_message() -> None:
         "☀️ memsync digest for 2026-11-22",
         "12 episodes from 1 of 2 sites · approvals: 1 pending, 2 expired",
     ]
-    assert "▪ laptop: 12 episodes, success 75%, reward 0.50; syncing; 2 quarantined" in text
+    assert "▪ laptop: 12 episodes, success 75%, reward 0.50; syncing; 2 quarantined, 5 redacted" in text
     assert "   claude: 12 episodes, success 75%" in text
     assert "▪ vm: 0 episodes, success n/a, reward n/a; SILENT" in text
 

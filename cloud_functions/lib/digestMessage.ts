@@ -11,6 +11,7 @@ export type DigestDocument = {
     health: "up" | "down" | null;
     quarantined: number;
     conflicts: number;
+    redacted?: number;
   })[];
   approvals: { pending: number; expired: number };
 };
@@ -32,7 +33,11 @@ export function digestMessage(digest: DigestDocument, approvals: DayApprovals): 
   if (digest.truncated) lines.push("(a busy day: only the first episodes were counted)");
   for (const site of digest.sites) {
     const sync = site.health === null ? "sync not yet judged" : `sync ${site.health}`;
-    lines.push("", `${site.site}: ${figures(site)}; ${sync}, ${site.quarantined} quarantined, ${count(site.conflicts, "conflict")}`);
+    const redacted = site.redacted ? `, ${site.redacted} redacted` : "";
+    lines.push(
+      "",
+      `${site.site}: ${figures(site)}; ${sync}, ${site.quarantined} quarantined, ${count(site.conflicts, "conflict")}${redacted}`,
+    );
     for (const agent of site.agents) {
       const rate = agent.successRate === null ? "" : `, ${Math.round(agent.successRate * 100)}% success`;
       lines.push(`  ${agent.agent}: ${count(agent.episodes, "episode")}${rate}`);

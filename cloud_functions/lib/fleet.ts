@@ -23,6 +23,7 @@ export const siteRow = v.object({
   totalSynced: nullable(v.number()),
   quarantined: v.number(),
   conflicts: v.number(),
+  redacted: v.number(),
   health: nullable(healthState),
 });
 
@@ -56,6 +57,7 @@ export async function fleet(db: QueryCtx["db"]): Promise<SiteRow[]> {
       totalSynced: cursor?.totalSynced ?? null,
       quarantined: state?.quarantined ?? 0,
       conflicts: state?.conflicts ?? 0,
+      redacted: state?.redacted ?? 0,
       health: health?.state ?? null,
     });
   }
