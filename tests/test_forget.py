@@ -1,0 +1,86 @@
+"""``memsync forget``: by key and by a text that must go, on the embedded hub, checked in the hub
+file's bytes and in the search index's files (read around memsync); a re-push of a forgotten key
+is refused; a site forgets another site's episode on the hub."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+
+from conftest import AgentProcess, episode, hub_episodes, memsync, write_config
+
+SECRET_TEXT = "the-launch-codes-are-0000"
+
+
+def _raw(paths: list[Path]) -> bytes:
+    return b"".join(p.read_bytes() for p in paths if p.is_file())
+
+
+def test_forget_by_key_and_by_text_from_the_hub_and_the_index(
+    tmp_path: Path, agents: Callable[[Path], AgentProcess]
+) -> None:
+    hub = tmp_path / "hub.db"
+    laptop_db, vm_db = tmp_path / "laptop.db", tmp_path / "vm.db"
+    for db, n in ((laptop_db, 4), (vm_db, 2)):
+        agent = agents(db)
+        for i in range(n):
+            agent.store(episode(i, output=f"{SECRET_TEXT} {i}" if (db, i) in ((laptop_db, 1), (vm_db, 0)) else "fine"))
+        agent.close()
+    laptop = write_config(tmp_path / "laptop", "laptop", laptop_db, hub, warm="enabled = true")
+    vm = write_config(tmp_path / "vm", "vm", vm_db, hub, warm="enabled = false")
+    for site in (laptop, vm):
+        assert memsync("sync", "--config", str(site.config)).returncode == 0
+    held = {(e["sourceSite"], e["sourceId"]) for e in hub_episodes(hub)}
+    assert len(held) == 6
+
+    before = memsync("search", SECRET_TEXT, "--mode", "bm25", "--json", "--config", str(laptop.config))
+    assert SECRET_TEXT in json.dumps(json.loads(before.stdout)["results"])  # what forgetting must take away
+
+    # Piped stdin: --matching refuses to guess, and forgets nothing.
+    asked = memsync("forget", "--matching", SECRET_TEXT, "--config", str(laptop.config))
+    assert asked.returncode == 2
+    assert "--yes" in asked.stderr
+    assert len(hub_episodes(hub)) == 6
+
+    done = memsync("forget", "--matching", SECRET_TEXT, "--yes", "--json", "--config", str(laptop.config))
+    assert done.returncode == 0, done.stderr
+    forgotten = json.loads(done.stdout)["forgotten"]
+    assert sorted(forgotten) == ["laptop:2", "vm:1"]  # agentdb ids start at 1; the vm's is another site's
+    by_key = memsync("forget", "laptop:3", "nosuch:1", "--config", str(laptop.config))
+    assert by_key.returncode == 0, by_key.stderr
+    assert "nosuch:1: no such episode" in by_key.stderr
+    left = {(e["sourceSite"], e["sourceId"]) for e in hub_episodes(hub)}
+    assert left == held - {("laptop", "2"), ("vm", "1"), ("laptop", "3")}
+
+    with closing(sqlite3.connect(hub)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert SECRET_TEXT.encode() not in _raw(list(tmp_path.glob("hub.db*")))
+    # The index drops them at its next catch-up (here `sync`, with no daemon running): no search
+    # finds them. Its files keep the bytes (Qdrant's WAL and segments) until `reindex` rebuilds it.
+    assert memsync("sync", "--config", str(laptop.config)).returncode == 0
+    found = memsync("search", SECRET_TEXT, "--mode", "bm25", "--json", "--config", str(laptop.config))
+    assert found.returncode == 0, found.stderr
+    assert SECRET_TEXT not in json.dumps(json.loads(found.stdout)["results"])
+    assert "reindex" in done.stderr  # forget says how to purge the index's files
+    assert memsync("reindex", "--config", str(laptop.config)).returncode == 0
+    index_files = [p for p in (tmp_path / "laptop" / "data" / "warm").rglob("*") if p.is_file()]
+    assert SECRET_TEXT.encode() not in _raw(index_files)
+    assert b"fine" in _raw(index_files)  # the index's files hold payload text in the clear
+
+    # The agent edits a forgotten row: the backbone refuses the key; nothing comes back.
+    agent = agents(laptop_db)
+    agent.update(2, output=f"{SECRET_TEXT} again")
+    agent.close()
+    assert memsync("sync", "--config", str(laptop.config)).returncode in (0, 1)
+    assert ("laptop", "2") not in {(e["sourceSite"], e["sourceId"]) for e in hub_episodes(hub)}
+
+
+def test_forget_needs_keys_or_a_text(tmp_path: Path) -> None:
+    site = write_config(tmp_path / "s", "laptop", tmp_path / "a.db", tmp_path / "hub.db")
+    for argv, said in (([], "SITE:ID"), (["laptop"], "is not SITE:ID"), (["--matching", "ab"], "4 characters")):
+        done = memsync("forget", *argv, "--config", str(site.config))
+        assert done.returncode == 2
+        assert said in done.stderr
