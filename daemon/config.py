@@ -211,6 +211,10 @@ class JobsSection(_Section):
             raise ValueError(f"no job named {', '.join(unknown)} (jobs: {', '.join(JOB_NAMES)})")
         return value
 
+    def approval_timeout_ms(self, category: str) -> int:
+        """How long a pending approval of ``category`` waits under this config's policy, in ms."""
+        return int(self.approval_timeouts.get(category, self.default_approval_timeout) * 60_000)
+
     def specs(self) -> tuple[JobSpec, ...]:
         """Every job with this config's overrides; a bad cron expression is a ConfigError."""
         found = []

@@ -167,6 +167,4 @@ class AlertWorker:
         found = self.coordination.approval(approval_id) if approval_id.isdigit() else None
         if found is None:
             return None
-        jobs = self.settings.jobs
-        minutes = jobs.approval_timeouts.get(found.action_type, jobs.default_approval_timeout)
-        return int(minutes * 60_000)
+        return self.settings.jobs.approval_timeout_ms(found.action_type)

@@ -92,11 +92,6 @@ def register(commands: Commands) -> None:
         verb.set_defaults(run=decide_main, verb=name)
 
 
-def _timeout_ms(settings: Settings, category: str) -> int:
-    jobs = settings.jobs
-    return int(jobs.approval_timeouts.get(category, jobs.default_approval_timeout) * 60_000)
-
-
 def _view(a: Approval) -> dict[str, Any]:
     return {
         "approvalId": a.approval_id,
@@ -156,7 +151,7 @@ def request_main(args: argparse.Namespace) -> int:
         if args.cost is not None and not args.cost >= 0:
             fail(f"--cost {args.cost}: give an amount in USD, not negative", EX_USAGE)
         agent = args.agent or settings.site.defaults.agent_name or "agent"
-        timeout = _timeout_ms(settings, args.category)
+        timeout = settings.jobs.approval_timeout_ms(args.category)
         now = int(time.time() * 1000)
         backbone = open_backbone(settings)
         try:
@@ -206,7 +201,7 @@ def wait_main(args: argparse.Namespace) -> int:
                 if approval.status == "rejected":
                     say(f"rejected by {approval.resolved_by}")
                     return EXIT_REJECTED
-                timeout = _timeout_ms(settings, approval.action_type)
+                timeout = settings.jobs.approval_timeout_ms(approval.action_type)
                 expiry = effective_expiry(approval.created_at, approval.expires_at, timeout, approval.defer_count)
                 if approval.status == "expired" or time.time() * 1000 >= expiry:
                     say("expired unanswered")
@@ -257,7 +252,7 @@ def decide_main(args: argparse.Namespace) -> int:
         try:
             if args.verb == "defer":
                 approval = backbone.defer_approval(
-                    args.approval_id, by, _timeout_ms(settings, _category(backbone, args.approval_id))
+                    args.approval_id, by, settings.jobs.approval_timeout_ms(_category(backbone, args.approval_id))
                 )
                 from daemon.alerts.messages import hhmm
 
