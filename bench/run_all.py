@@ -4,7 +4,7 @@ The section between the figures markers is regenerated from bench/results/*.json
 run on its own (``--only idle``) updates its rows and leaves the others' last figures, each with
 its own date.
 
-    python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks] [--render-only]
+    python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks archive] [--render-only]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import backfill, convex_backfill, hooks, idle, latency, warm, writing
+from bench import archive, backfill, convex_backfill, hooks, idle, latency, warm, writing
 from bench.common import RESULTS, ROOT, decimals, emit, progress
 
 Record = dict[str, Any]
@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "warm": (warm.run, warm.describe_run),
     "writing": (writing.run, writing.describe_run),
     "hooks": (hooks.run, hooks.describe_run),
+    "archive": (archive.run, archive.describe_run),
 }
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"

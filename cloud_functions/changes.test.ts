@@ -22,7 +22,7 @@ afterEach(() => vi.useRealTimers());
 
 const push = (episodes: ReturnType<typeof item>[], auth = laptop, backbone = t) =>
   backbone.mutation(api.episodes.bulkSyncEpisodes, { ...auth, cursor: 1, episodes });
-const forget = (sourceId: string, auth = laptop) => t.mutation(api.episodes.forget, { ...auth, sourceId });
+const forget = (sourceId: string, auth = laptop) => t.action(api.episodes.forget, { ...auth, sourceId });
 const changes = (after = 0, limit = 500, auth = laptop, backbone = t) =>
   backbone.query(api.episodes.changes, { ...auth, after, limit });
 const keys = (feed: { sourceSite: string; sourceId: string }[]) => feed.map((c) => `${c.sourceSite}/${c.sourceId}`);
@@ -65,7 +65,14 @@ describe("episodes:changes", () => {
     await push([item("1", { fields: { metadata: { tool: "bash", n: 1 } } })]);
     const [entry] = await changes();
     const { episodes } = await t.query(api.episodes.listEpisodes, { ...laptop, after: null, limit: 10 });
-    expect(entry).toEqual({ seq: 1, sourceSite: "laptop", sourceId: "1", episode: episodes[0], qdrantPointId: null });
+    expect(entry).toEqual({
+      seq: 1,
+      sourceSite: "laptop",
+      sourceId: "1",
+      episode: episodes[0],
+      qdrantPointId: null,
+      archived: false,
+    });
     expect(entry.episode).toMatchObject({ contentHash: "content-1", metadata: { tool: "bash", n: 1 } });
   });
 

@@ -125,7 +125,7 @@ test("per site and per agent: episodes, success rate, mean reward, top tasks and
 test("stored one per day: building again replaces it; archived episodes still count", async () => {
   await seed();
   await t.mutation(internal.digest.build, { day: DAY, now: NOW });
-  await t.mutation(internal.episodes.archiveOld, { cutoff: START + DAY_MS, limit: 100 });
+  await t.action(internal.episodes.archiveOld, { cutoff: START + DAY_MS, limit: 100 });
   const again = await t.mutation(internal.digest.build, { day: DAY, now: NOW + 1 });
   expect(again).toMatchObject({ builtAt: NOW + 1, episodes: 5 });
   expect(await t.run((ctx) => ctx.db.query("digests").collect())).toHaveLength(1);

@@ -27,7 +27,7 @@ type DayEpisode = {
   sourceId: string;
   createdAt: number;
   agent: string;
-  task: string;
+  task: string | null; // null: archived, its text is in the archive file
   tags: string[];
   success: boolean;
   reward: number | null;
@@ -70,7 +70,7 @@ class Tally {
       this.rewardSum += episode.reward;
       this.rewarded += 1;
     }
-    this.tasks.set(episode.task, (this.tasks.get(episode.task) ?? 0) + 1);
+    if (episode.task !== null) this.tasks.set(episode.task, (this.tasks.get(episode.task) ?? 0) + 1);
     for (const tag of new Set(episode.tags)) this.tags.set(tag, (this.tags.get(tag) ?? 0) + 1); // once an episode
   }
 
@@ -155,8 +155,8 @@ function dayEpisode(doc: Doc<"episodes">): DayEpisode {
     sourceId: doc.sourceId,
     createdAt: doc.createdAt,
     agent: doc.agentName || UNKNOWN_AGENT,
-    task: doc.task,
-    tags: doc.tags,
+    task: doc.task ?? null,
+    tags: doc.tags ?? [],
     success: doc.success,
     reward: doc.reward,
   };

@@ -132,7 +132,7 @@ describe("bulkSyncEpisodes: the hub's per-row outcomes", () => {
 
   test("a forgotten key is rejected, not re-inserted", async () => {
     await push([item("1")]);
-    await t.mutation(api.episodes.forget, { ...laptop, sourceId: "1" });
+    await t.action(api.episodes.forget, { ...laptop, sourceId: "1" });
     const { results } = await push([item("1")]);
     expect(results[0]).toEqual({ sourceId: "1", outcome: "rejected", remoteId: null, syncedAt: null, reason: "forgotten" });
   });
@@ -213,8 +213,8 @@ describe("listEpisodes", () => {
 describe("forget", () => {
   test("deletes the episode and leaves a tombstone; a second forget deletes nothing", async () => {
     await push([item("1"), item("2")]);
-    expect(await t.mutation(api.episodes.forget, { ...laptop, sourceId: "1" })).toEqual({ deleted: true });
-    expect(await t.mutation(api.episodes.forget, { ...laptop, sourceId: "1" })).toEqual({ deleted: false });
+    expect(await t.action(api.episodes.forget, { ...laptop, sourceId: "1" })).toEqual({ deleted: true, archiveWeek: null });
+    expect(await t.action(api.episodes.forget, { ...laptop, sourceId: "1" })).toEqual({ deleted: false, archiveWeek: null });
     const rows = await t.run(async (ctx) => ({
       episodes: (await ctx.db.query("episodes").collect()).map((e) => e.sourceId),
       tombstones: (await ctx.db.query("tombstones").collect()).map((e) => e.sourceId),
@@ -225,7 +225,7 @@ describe("forget", () => {
   test("a site cannot forget another site's episode", async () => {
     const vm = await registerSite(t, "vm");
     await push([item("1")]);
-    expect(await t.mutation(api.episodes.forget, { ...vm, sourceId: "1" })).toEqual({ deleted: false });
+    expect(await t.action(api.episodes.forget, { ...vm, sourceId: "1" })).toEqual({ deleted: false, archiveWeek: null });
     expect(await t.run((ctx) => ctx.db.query("episodes").collect())).toHaveLength(1);
   });
 });

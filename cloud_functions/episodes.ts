@@ -1,10 +1,21 @@
 import { v } from "convex/values";
 import { internal } from "./_generated/api";
-import { internalMutation, internalQuery, mutation, query } from "./_generated/server";
+import {
+  action,
+  type ActionCtx,
+  internalAction,
+  internalMutation,
+  internalQuery,
+  type MutationCtx,
+  mutation,
+  query,
+} from "./_generated/server";
+import { isoWeek } from "./lib/archiveFormat";
+import { archiveRun, ORPHAN_GRACE_MS, rewriteWeek, type RunResult } from "./lib/archiveWrite";
 import { authenticate, siteArgs } from "./lib/auth";
 import { backfillChangeSeqs, CHANGE_COUNTER, ChangeSequence, readChanges, recordPoint } from "./lib/changes";
 import { advanceCursor, cursorOf, readCursor } from "./lib/cursor";
-import { exportEpisode } from "./lib/episodeView";
+import { exportEpisode, isHot } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
 import { setAlertState } from "./lib/alerts";
@@ -68,7 +79,11 @@ export const getCursor = query({
   },
 });
 
-/** The site's own episodes in order of first receipt, a page at a time (`memsync export`). */
+/**
+ * The site's own hot episodes in order of first receipt, a page at a time (`memsync export`).
+ * Archived ones are not here (their bodies are in the archive: archive:episodes). A page may hold
+ * fewer than `limit` episodes; only `next: null` ends the listing.
+ */
 export const listEpisodes = query({
   args: { ...siteArgs, after: v.union(v.string(), v.null()), limit: v.number() },
   returns: v.object({ episodes: v.array(exportedEpisode), next: v.union(v.string(), v.null()) }),
@@ -80,45 +95,113 @@ export const listEpisodes = query({
       .query("episodes")
       .withIndex("by_site_synced", (q) => q.eq("sourceSite", site))
       .paginate({ cursor: args.after, numItems: args.limit });
-    return { episodes: page.page.map(exportEpisode), next: page.isDone ? null : page.continueCursor };
+    return { episodes: page.page.filter(isHot).map(exportEpisode), next: page.isDone ? null : page.continueCursor };
   },
 });
 
 /**
  * Hard delete, and a tombstone so that a later push of the same key is refused ("forgotten"). A new
- * tombstone is a change (the feed lists the key with no episode); forgetting it again is not.
+ * tombstone is a change (the feed lists the key with no episode); forgetting it again is not. When
+ * the week of the episode's ts has an archive file, the tombstone is marked with that week until
+ * the file is rewritten without it (forgetIn's caller does it; should it die, the next run does).
  */
-export const forget = mutation({
-  args: { ...siteArgs, sourceId: v.string() },
-  returns: v.object({ deleted: v.boolean() }),
-  handler: async (ctx, args) => {
-    const site = await authenticate(ctx, args);
-    const found = await findEpisode(ctx.db, site, args.sourceId);
-    if (found !== null) await ctx.db.delete(found._id);
-    const tombstone = await ctx.db
-      .query("tombstones")
-      .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", args.sourceId))
+async function forgetIn(ctx: MutationCtx, site: string, sourceId: string): Promise<{ deleted: boolean; week: string | null }> {
+  const found = await findEpisode(ctx.db, site, sourceId);
+  let week: string | null = null;
+  if (found !== null) {
+    const candidate = isoWeek(found.ts);
+    const file = await ctx.db
+      .query("archiveFiles")
+      .withIndex("by_site_week", (q) => q.eq("site", site).eq("week", candidate))
       .unique();
-    if (tombstone === null) {
-      const sequence = new ChangeSequence(ctx.db);
-      const changeSeq = await sequence.next();
-      await ctx.db.insert("tombstones", { sourceSite: site, sourceId: args.sourceId, deletedAt: Date.now(), changeSeq });
-      await sequence.save();
-    }
-    return { deleted: found !== null };
-  },
+    if (file !== null || found.archived) week = candidate;
+    await ctx.db.delete(found._id);
+  }
+  const tombstone = await ctx.db
+    .query("tombstones")
+    .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", sourceId))
+    .unique();
+  if (tombstone === null) {
+    const sequence = new ChangeSequence(ctx.db);
+    const changeSeq = await sequence.next();
+    await ctx.db.insert("tombstones", {
+      sourceSite: site,
+      sourceId,
+      deletedAt: Date.now(),
+      changeSeq,
+      ...(week === null ? {} : { archiveWeek: week }),
+    });
+    await sequence.save();
+  } else if (week !== null) {
+    await ctx.db.patch(tombstone._id, { archiveWeek: week });
+  }
+  return { deleted: found !== null, week };
+}
+
+const forgotten = v.object({ deleted: v.boolean(), week: v.union(v.string(), v.null()) });
+const forgetResult = v.object({ deleted: v.boolean(), archiveWeek: v.union(v.string(), v.null()) });
+
+/** The site's forget, in the table (the action forget then rewrites the archive file). */
+export const forgetOwn = internalMutation({
+  args: { ...siteArgs, sourceId: v.string() },
+  returns: forgotten,
+  handler: async (ctx, args) => await forgetIn(ctx, await authenticate(ctx, args), args.sourceId),
+});
+
+/** Any site's forget, in the table (admin: forgetAny). */
+export const forgetKey = internalMutation({
+  args: { sourceSite: v.string(), sourceId: v.string() },
+  returns: forgotten,
+  handler: async (ctx, args) => await forgetIn(ctx, args.sourceSite, args.sourceId),
+});
+
+type ForgetResult = { deleted: boolean; archiveWeek: string | null };
+
+async function forgetArchived(
+  ctx: ActionCtx,
+  site: string,
+  sourceId: string,
+  done: { deleted: boolean; week: string | null },
+): Promise<ForgetResult> {
+  if (done.week === null) return { deleted: done.deleted, archiveWeek: null };
+  const rewritten = await rewriteWeek(ctx, site, done.week, []);
+  return { deleted: done.deleted, archiveWeek: rewritten.removed.includes(sourceId) ? done.week : null };
+}
+
+/**
+ * Forgets one of the site's episodes for good, hot or archived: deleted, tombstoned, and left out
+ * of its week's archive file (rewritten, verified, the old blob deleted; the file's row deleted
+ * when it is left empty). `archiveWeek`: the file it was taken out of.
+ */
+export const forget = action({
+  args: { ...siteArgs, sourceId: v.string() },
+  returns: forgetResult,
+  handler: async (ctx, args): Promise<ForgetResult> =>
+    await forgetArchived(ctx, args.site, args.sourceId, await ctx.runMutation(internal.episodes.forgetOwn, args)),
+});
+
+/**
+ * The operator's forget of any site's episode (a site's secret reaches only its own): internal,
+ * so only the deployment's admin key may call it (`npx convex run episodes:forgetAny ...`).
+ */
+export const forgetAny = internalAction({
+  args: { sourceSite: v.string(), sourceId: v.string() },
+  returns: forgetResult,
+  handler: async (ctx, args): Promise<ForgetResult> =>
+    await forgetArchived(ctx, args.sourceSite, args.sourceId, await ctx.runMutation(internal.episodes.forgetKey, args)),
 });
 
 const change = v.object({
   seq: v.number(),
   sourceSite: v.string(),
   sourceId: v.string(),
-  episode: nullable(exportedEpisode), // null: the key was forgotten
+  episode: nullable(exportedEpisode), // null: the key was forgotten, or archived
   qdrantPointId: nullable(v.string()),
+  archived: v.boolean(), // the body went to the cold archive: the key stays, marked archived
 });
 
 /**
- * The change feed, for every site's warm layer: each insert, edit and forget of every site, after
+ * The change feed, for every site's warm layer: each insert, edit, archiving, restore and forget of every site, after
  * seq `after`, in seq order (commit order: see lib/changes.ts). An episode edited since appears
  * once, at its latest seq, as it now is. A page may hold fewer than `limit` changes when the
  * episodes are large; only an empty page means the caller has caught up.
@@ -214,7 +297,7 @@ export const needingVectors = internalQuery({
   handler: async (ctx, args) => {
     requireCount("limit", args.limit, MAX_PAGE);
     const docs = await waitingForVectors(ctx.db).take(args.limit);
-    return docs.map((doc) => ({ id: doc._id, ...exportEpisode(doc) }));
+    return docs.filter(isHot).map((doc) => ({ id: doc._id, ...exportEpisode(doc) }));
   },
 });
 
@@ -254,26 +337,28 @@ export const vectorBacklog = internalMutation({
 });
 
 /**
- * Sweep cleanup-old-episodes: marks at most `limit` episodes with ts before `cutoff` (or older than
- * `olderThanMs` now) archived, oldest first, as the embedded hub's archive_older_than does. Archived
- * episodes stay in the export and the change feed (marked `archived: true`); archiving is not a
- * change. `more` says a full batch was archived: the cron calls it again until it is false.
+ * Sweep cleanup-old-episodes, by hand: moves at most `limit` hot episodes with ts before `cutoff`
+ * (or older than `olderThanMs` now) to the cold archive, oldest first (lib/archiveWrite.ts:
+ * archiveRun), as the embedded hub's archive_older_than does. `more`: the limit was reached.
+ * `orphanGraceMs` (default an hour): uncommitted blobs older than this are deleted first.
  */
-export const archiveOld = internalMutation({
-  args: { olderThanMs: v.optional(v.number()), cutoff: v.optional(v.number()), limit: v.number() },
-  returns: v.object({ archived: v.number(), more: v.boolean() }),
-  handler: async (ctx, args) => {
+export const archiveOld = internalAction({
+  args: {
+    olderThanMs: v.optional(v.number()),
+    cutoff: v.optional(v.number()),
+    limit: v.number(),
+    orphanGraceMs: v.optional(v.number()),
+  },
+  returns: v.object({ archived: v.number(), files: v.number(), more: v.boolean(), failures: v.array(v.string()) }),
+  handler: async (ctx, args): Promise<RunResult> => {
     if ((args.olderThanMs === undefined) === (args.cutoff === undefined)) {
       fail("INVALID", "give exactly one of olderThanMs and cutoff");
     }
     if (args.olderThanMs !== undefined) requireCount("olderThanMs", args.olderThanMs);
-    requireCount("limit", args.limit, 4000);
+    requireCount("limit", args.limit, MAX_ARCHIVE_LIMIT);
     const cutoff = args.cutoff ?? Date.now() - args.olderThanMs!;
-    const old = await ctx.db
-      .query("episodes")
-      .withIndex("by_archived_ts", (q) => q.eq("archived", false).lt("ts", cutoff))
-      .take(args.limit);
-    for (const doc of old) await ctx.db.patch(doc._id, { archived: true });
-    return { archived: old.length, more: args.limit > 0 && old.length === args.limit };
+    return await archiveRun(ctx, cutoff, args.limit, args.orphanGraceMs ?? ORPHAN_GRACE_MS);
   },
 });
+
+export const MAX_ARCHIVE_LIMIT = 200_000;

@@ -58,8 +58,8 @@ describe("vectors", () => {
   });
 });
 
-describe("archiveOld (the cleanup-old-episodes sweep)", () => {
-  test("archives episodes with ts before the cutoff, oldest first, a batch at a time", async () => {
+describe("archiveOld (the cleanup-old-episodes sweep, by hand)", () => {
+  test("moves episodes with ts before the cutoff to the archive, oldest first, at most limit a call", async () => {
     const old = NOW - ARCHIVE_AFTER_MS - 1;
     await push([
       item("old1", { fields: { ts: old } }),
@@ -67,27 +67,33 @@ describe("archiveOld (the cleanup-old-episodes sweep)", () => {
       item("old3", { fields: { ts: old - 9 } }),
       item("new", { fields: { ts: NOW - 1000 } }),
     ]);
-    const first = await t.mutation(internal.episodes.archiveOld, { olderThanMs: ARCHIVE_AFTER_MS, limit: 2 });
-    expect(first).toEqual({ archived: 2, more: true });
+    const first = await t.action(internal.episodes.archiveOld, { olderThanMs: ARCHIVE_AFTER_MS, limit: 2 });
+    expect(first).toEqual({ archived: 2, files: 1, more: true, failures: [] });
     const archived = async () =>
       t.run(async (ctx) => (await ctx.db.query("episodes").collect()).filter((e) => e.archived).map((e) => e.sourceId).sort());
     expect(await archived()).toEqual(["old2", "old3"]);
-    expect(await t.mutation(internal.episodes.archiveOld, { cutoff: old + 1, limit: 2 })).toEqual({ archived: 1, more: false });
+    expect(await t.action(internal.episodes.archiveOld, { cutoff: old + 1, limit: 2 })).toEqual({
+      archived: 1,
+      files: 1,
+      more: false,
+      failures: [],
+    });
     expect(await archived()).toEqual(["old1", "old2", "old3"]);
-    // Archived episodes no longer wait for a vector, and are still exported, marked.
+    // Archived episodes no longer wait for a vector, and leave the hot export (archive:episodes has them).
     expect((await t.query(internal.episodes.needingVectors, { limit: 10 })).map((e) => e.sourceId)).toEqual(["new"]);
     const { episodes } = await t.query(api.episodes.listEpisodes, { ...laptop, after: null, limit: 10 });
-    expect(episodes.map((e) => [e.sourceId, e.archived])).toEqual([
-      ["old1", true],
-      ["old2", true],
+    expect(episodes.map((e) => e.sourceId)).toEqual(["new"]);
+    const cold = await t.action(api.archive.episodes, { ...laptop, cursor: null, limit: 10 });
+    expect(cold.episodes.map((e) => [e.sourceId, e.archived])).toEqual([
       ["old3", true],
-      ["new", undefined],
+      ["old2", true],
+      ["old1", true],
     ]);
   });
 
-  test("exactly one of olderThanMs and cutoff; a limit over 4000 is INVALID", async () => {
-    expect(await errorCode(t.mutation(internal.episodes.archiveOld, { olderThanMs: 1, limit: 4001 }))).toBe("INVALID");
-    expect(await errorCode(t.mutation(internal.episodes.archiveOld, { limit: 1 }))).toBe("INVALID");
-    expect(await errorCode(t.mutation(internal.episodes.archiveOld, { olderThanMs: 1, cutoff: 1, limit: 1 }))).toBe("INVALID");
+  test("exactly one of olderThanMs and cutoff; a limit over 200,000 is INVALID", async () => {
+    expect(await errorCode(t.action(internal.episodes.archiveOld, { olderThanMs: 1, limit: 200_001 }))).toBe("INVALID");
+    expect(await errorCode(t.action(internal.episodes.archiveOld, { limit: 1 }))).toBe("INVALID");
+    expect(await errorCode(t.action(internal.episodes.archiveOld, { olderThanMs: 1, cutoff: 1, limit: 1 }))).toBe("INVALID");
   });
 });

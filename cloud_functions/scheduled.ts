@@ -8,6 +8,7 @@
 import { v } from "convex/values";
 import { internal } from "./_generated/api";
 import { internalAction } from "./_generated/server";
+import { archiveRun, ORPHAN_GRACE_MS } from "./lib/archiveWrite";
 import { cronRun, type Schedule } from "./lib/cronRun";
 
 export const ARCHIVE_AFTER_MS = 90 * 24 * 60 * 60 * 1000;
@@ -87,15 +88,13 @@ export const cleanupOldEpisodes = internalAction({
   returns: summary,
   handler: (ctx): Promise<string> =>
     cronRun(ctx, "cleanup-old-episodes", SCHEDULES["cleanup-old-episodes"], async (now) => {
-      // One cutoff for every batch, each its own transaction (the hub's sweep does the same).
+      // One cutoff for the whole run; each week's file is written, verified and committed in turn
+      // (lib/archiveWrite.ts), and the run recorded for archive:lastRun.
       const cutoff = now - ARCHIVE_AFTER_MS;
-      let total = 0;
-      for (let batch = 0; batch < ARCHIVE_MAX_BATCHES; batch += 1) {
-        const { archived, more } = await ctx.runMutation(internal.episodes.archiveOld, { cutoff, limit: ARCHIVE_BATCH });
-        total += archived;
-        if (!more) break;
-      }
-      return `${total} episodes older than 90 days archived`;
+      const run = await archiveRun(ctx, cutoff, ARCHIVE_BATCH * ARCHIVE_MAX_BATCHES, ORPHAN_GRACE_MS);
+      const failed = run.failures.length === 0 ? "" : `; ${run.failures.length} weeks failed: ${run.failures.join("; ")}`;
+      if (run.failures.length > 0 && run.archived === 0 && run.files === 0) throw new Error(`archiving failed${failed}`);
+      return `${run.archived} episodes older than 90 days archived, ${run.files} files written${failed}`;
     }),
 });
 

@@ -4,7 +4,7 @@ import {
   agentStatus,
   approvalPriority,
   approvalStatus,
-  episodeContent,
+  episodeStored,
   healthState,
   jobOutcome,
   nullable,
@@ -18,8 +18,10 @@ export default defineSchema({
     sourceId: v.string(), // the AgentDB id as text, "22~1" for a reused id
     identityHash: v.string(),
     contentHash: v.string(),
-    ...episodeContent,
-    metadataJson: v.string(), // text, not an object: see lib/metadata.ts
+    // The body's text fields (sessionId, task, input, output, critique, tags, metadataJson) are
+    // optional: an archived episode's body is in its week's archive file (archiveFiles), and only
+    // its key, hashes, times and attribution stay here (lib/episodeView.ts, archive.ts).
+    ...episodeStored,
     syncedAt: v.number(), // first receipt; never changed after
     updatedAt: v.number(),
     archived: v.boolean(),
@@ -38,6 +40,8 @@ export default defineSchema({
     // Archival (episodes:archiveOld, by ts as on the hub): leading with `archived` keeps archived
     // rows out of every later scan.
     .index("by_archived_ts", ["archived", "ts"])
+    // A site's archived keys of a week (archive:verify, archive:episodes, archive:restore).
+    .index("by_site_archived_ts", ["sourceSite", "archived", "ts"])
     // Episodes still waiting for a vector: archived=false, qdrantPointId missing.
     .index("by_qdrant", ["archived", "qdrantPointId"])
     // The change feed (episodes:changes), merged with the tombstones' range of the same index.
@@ -207,9 +211,38 @@ export default defineSchema({
     sourceId: v.string(),
     deletedAt: v.number(),
     changeSeq: v.optional(v.number()), // the forget's place in the change feed (see episodes)
+    // Set while the archive file of this ISO week may still hold the forgotten episode: the forget
+    // (or, should it die first, the next archive run) rewrites the file without it, then clears it.
+    archiveWeek: v.optional(v.string()),
   })
     .index("by_site_source", ["sourceSite", "sourceId"])
-    .index("by_changeSeq", ["changeSeq"]),
+    .index("by_changeSeq", ["changeSeq"])
+    .index("by_archive_week", ["archiveWeek", "sourceSite"]),
+
+  // The cold archive: one gzip JSON Lines file per (site, ISO week of ts, UTC) in file storage,
+  // and its manifest. A stored blob counts only once a row here names it (archive.ts).
+  archiveFiles: defineTable({
+    site: v.string(),
+    week: v.string(), // "2026-W08"
+    storageId: v.id("_storage"),
+    count: v.number(),
+    sha256: v.string(), // hex, of the compressed bytes
+    bytes: v.number(),
+    firstId: v.string(),
+    lastId: v.string(),
+    fromTs: v.number(),
+    toTs: v.number(),
+    writtenAt: v.number(),
+  })
+    .index("by_site_week", ["site", "week"])
+    .index("by_storage", ["storageId"]),
+
+  // One row per archive run (the cleanup-old-episodes cron, or episodes:archiveOld by hand).
+  archiveRuns: defineTable({
+    at: v.number(),
+    archived: v.number(), // episodes whose bodies left the hot table
+    files: v.number(), // files written or rewritten
+  }).index("by_at", ["at"]),
 
   // Named counters; "changeSeq" is the change feed's last seq (lib/changes.ts).
   counters: defineTable({

@@ -21,7 +21,7 @@ from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
-from sync.backbone.base import ChangeFeed
+from sync.backbone.base import ChangeFeed, ColdArchive
 from sync.errors import MemsyncError, PathProblem
 from sync.source import describe
 from sync.warm.cursor import CursorFile
@@ -162,12 +162,25 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
                 }
             source = bb.source_of()
             backbone["source"] = None if source is None else describe(source)
+            backbone["archive"] = _archive(bb)
             behind = _index_behind(settings, bb)
         finally:
             bb.close()
     except MemsyncError as exc:
         backbone["error"] = str(exc)
     return backbone, behind
+
+
+def _archive(archive: ColdArchive) -> dict[str, Any]:
+    """The cold archive: its files' episodes and size, and the cleanup job's last run."""
+    files = archive.archive_files()
+    run = archive.last_archive_run()
+    return {
+        "files": len(files),
+        "episodes": sum(f.count for f in files),
+        "bytes": sum(f.bytes for f in files),
+        "lastRun": None if run is None else {"at": _iso(run.at / 1000), "archived": run.archived, "files": run.files},
+    }
 
 
 def _index_behind(settings: Settings, feed: ChangeFeed) -> tuple[int, bool] | None:
@@ -211,6 +224,20 @@ def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | N
         "behindExact": None if behind is None else behind[1],
         "embedded": totals.get("embedded"),
         "lastIndexedAt": _iso(found.get("lastPassAt")),
+        # After a forget: the index's files rebuilt without the forgotten episodes (owed, purging,
+        # purged, failed), and when.
+        "purge": _purge(found.get("purge")),
+    }
+
+
+def _purge(found: Any) -> dict[str, Any] | None:
+    if not isinstance(found, dict):
+        return None
+    at = found.get("at")
+    return {
+        "state": found.get("state"),
+        "at": _iso(at) if isinstance(at, int | float) else None,
+        "detail": found.get("detail"),
     }
 
 
@@ -258,6 +285,13 @@ def render(report: dict[str, Any], console: Console) -> None:
         if report["redaction"]
         else "[yellow]off[/] (privacy.redact = false: secrets in episodes leave the site)",
     )
+    archive = bb.get("archive")
+    if archive is not None:
+        run = archive["lastRun"]
+        last = "never run" if run is None else f"last run {run['at']}: {run['archived']} episodes archived"
+        table.add_row(
+            "archive", f"{archive['episodes']} episodes in {archive['files']} files, {archive['bytes']:,} bytes; {last}"
+        )
     warm = report["warm"]
     if not warm["enabled"]:
         table.add_row("search index", "off (warm.enabled = false)")
@@ -266,6 +300,10 @@ def render(report: dict[str, Any], console: Console) -> None:
         shown = warm["problem"] or f"{warm['state']}, {_behind_text(warm)}"
         if warm["modelLoaded"] is False:
             shown += " (model let go while idle)"
+        purge = warm.get("purge")
+        if purge is not None:
+            when = f" {purge['at']}" if purge["at"] else ""
+            shown += f"; forgotten episodes' purge: {purge['state']}{when}"
         table.add_row("search index", f"{where}: {shown}")
     telegram = report["telegram"]
     if not telegram["enabled"]:

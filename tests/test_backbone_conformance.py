@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +26,7 @@ from sync.backbone.base import (
     Backbone,
     Change,
     ChangeFeed,
+    Forgotten,
     HealthTransition,
     Outcome,
     PointRecord,
@@ -79,9 +80,9 @@ class ConvexSweeps:
         return digest
 
     def archive_older_than(self, cutoff_ms: int, limit: int) -> int:
-        return int(
-            self.convex.admin("mutation", "episodes:archiveOld", {"cutoff": cutoff_ms, "limit": limit})["archived"]
-        )
+        # Orphans of a crashed writer may go at once here: no other writer runs in these tests.
+        args = {"cutoff": cutoff_ms, "limit": limit, "orphanGraceMs": 0}
+        return int(self.convex.admin("action", "episodes:archiveOld", args)["archived"])
 
 
 @dataclass
@@ -422,11 +423,11 @@ def test_approvals_are_decided_from_any_site_deferred_and_followed_by_their_epis
 def test_forget_deletes_for_good(open_site: OpenSite) -> None:
     s = open_site("laptop")
     s.backbone.push([item(1), item(2)], cursor=2)
-    assert s.backbone.forget("1") is True
+    assert s.backbone.forget("1") == Forgotten(True, None)
     assert [e["sourceId"] for e in s.backbone.episodes(s.site)] == ["2"]
     (again,) = s.backbone.push([item(1)], cursor=2)
     assert (again.outcome, again.reason) == (Outcome.REJECTED, "forgotten")
-    assert s.backbone.forget("1") is False
+    assert s.backbone.forget("1") == Forgotten(False, None)
     assert [e["sourceId"] for e in s.backbone.episodes(s.site)] == ["2"]
 
 
@@ -973,26 +974,97 @@ def test_the_digest_figures_on_a_known_set_of_episodes(open_site: OpenSite) -> N
         laptop.backbone.digest("yesterday")
 
 
-def test_archiving_marks_old_episodes_which_stay_exported_and_in_the_feed(open_site: OpenSite) -> None:
-    laptop = open_site("laptop")
+WEEK_S = 7 * 86400
+
+
+def _split(
+    sites: Sequence[Opened], keys: set[tuple[str, str]]
+) -> tuple[set[tuple[str, str]], dict[tuple[str, str], dict[str, Any]]]:
+    """(the hot keys, the archived episodes by key) among ``keys``, each site read by its own
+    client (on Convex a site's secret reads only its own); asserts archive + hot = all, each once."""
+    hot: list[tuple[str, str]] = []
+    archived: list[dict[str, Any]] = []
+    for opened in sites:
+        hot += [(str(e["sourceSite"]), str(e["sourceId"])) for e in opened.backbone.episodes(opened.site)]
+        archived += list(opened.backbone.archived_episodes(opened.site))
+    hot_keys = {k for k in hot if k in keys}
+    cold = {(str(e["sourceSite"]), str(e["sourceId"])): e for e in archived if (e["sourceSite"], e["sourceId"]) in keys}
+    assert len(hot_keys) == sum(k in keys for k in hot), "a hot episode listed twice"
+    assert len(cold) == sum((e["sourceSite"], e["sourceId"]) in keys for e in archived), "archived twice"
+    assert not hot_keys & set(cold), "hot and archived at once"
+    assert hot_keys | set(cold) == keys, "an episode is neither hot nor archived"
+    return hot_keys, cold
+
+
+def test_the_cold_archive_holds_what_left_the_hot_table_and_archive_plus_hot_is_everything(
+    open_site: OpenSite,
+) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
     start = _feed_end(laptop.backbone)
-    # ts in 1970: older than anything another test pushes into a shared Convex.
-    laptop.backbone.push([item(i, at=1_000 + i) for i in (1, 2, 3)] + [item(4)], cursor=4)
-    cutoff = (1_000 + 3) * 1000  # episodes 1 and 2 are older
-    assert laptop.sweeps.archive_older_than(cutoff, 1) == 1
-    assert laptop.sweeps.archive_older_than(cutoff, 10) == 1
-    assert laptop.sweeps.archive_older_than(cutoff, 10) == 0
-    exported = {e["sourceId"]: e for e in laptop.backbone.episodes(laptop.site)}
-    assert set(exported) == {"1", "2", "3", "4"}
-    for key in ("1", "2"):
-        assert tuple(exported[key]) == (*EXPORT_FIELDS, "archived")
-        assert exported[key]["archived"] is True
-    for key in ("3", "4"):
-        assert tuple(exported[key]) == EXPORT_FIELDS
-    feed = {c.source_id: c.episode for c in _feed(laptop.backbone, start) if c.site == laptop.site}
-    assert {k: (e or {}).get("archived", False) for k, e in feed.items()} == {
-        "1": True,
-        "2": True,
-        "3": False,
-        "4": False,
-    }
+    # ts in 1970 (older than anything another test pushes into a shared Convex): two episodes in
+    # each of the ISO weeks 1970-W01, W02 and W03, and one of today.
+    at = {i: 1_000 + ((i - 1) // 2) * WEEK_S for i in range(1, 7)}
+    laptop.backbone.push([item(i, at=at[i], output=f"secret-free text {i}") for i in at] + [item(7)], cursor=7)
+    vm.backbone.push([item(1, at=1_000), item(2, at=1_001)], cursor=2)
+    everything = {(laptop.site, str(i)) for i in range(1, 8)} | {(vm.site, "1"), (vm.site, "2")}
+    _split([laptop, vm], everything)
+
+    cutoff = (1_000 + 2 * WEEK_S) * 1000  # weeks W01 and W02
+    assert laptop.sweeps.archive_older_than(cutoff, 1000) >= 6
+    hot, cold = _split([laptop, vm], everything)
+    assert hot == {(laptop.site, k) for k in ("5", "6", "7")}  # vm's two are archived too
+    assert cold[(laptop.site, "3")]["output"] == "secret-free text 3"  # the whole episode, from the file
+    assert all(e["archived"] is True for e in cold.values())
+    assert tuple(cold[(laptop.site, "1")]) == (*EXPORT_FIELDS, "archived")
+    files = {f.week: f for f in laptop.backbone.archive_files(laptop.site)}
+    assert sorted(files) == ["1970-W01", "1970-W02"]
+    assert (files["1970-W01"].count, files["1970-W01"].first_id, files["1970-W01"].last_id) == (2, "1", "2")
+    assert [f.week for f in vm.backbone.archive_files(vm.site)] == ["1970-W01"]
+    later = laptop.backbone.archive_files(laptop.site, since_ms=(1_000 + WEEK_S) * 1000)
+    assert [f.week for f in later] == ["1970-W02"]
+    assert all(c.problem is None for c in laptop.backbone.verify_archive(laptop.site))
+    run = laptop.backbone.last_archive_run()
+    assert run is not None
+    assert run.archived >= 6
+
+    # The keys stay: the same episodes pushed again are unchanged (not pushed again every pass) ...
+    again = laptop.backbone.push([item(i, at=at[i], output=f"secret-free text {i}") for i in (1, 2, 3, 4)], cursor=7)
+    assert {r.outcome for r in again} == {Outcome.UNCHANGED}
+    # ... and an edited one is hot again with its new text.
+    (edited,) = laptop.backbone.push([item(1, at=at[1], output="edited")], cursor=7)
+    assert edited.outcome is Outcome.UPDATED
+    hot, cold = _split([laptop, vm], everything)
+    assert (laptop.site, "1") in hot
+
+    # Archiving is a change: every index marks the point archived (and keeps it).
+    feed = {c.source_id: c for c in _feed(laptop.backbone, start) if c.site == laptop.site}
+    assert feed["3"].archived is True
+    assert feed["3"].episode is None
+    assert feed["1"].archived is False
+    assert feed["1"].episode is not None
+
+    # The edited episode is archived again into its week's file, which is rewritten.
+    laptop.sweeps.archive_older_than(cutoff, 1000)
+    hot, cold = _split([laptop, vm], everything)
+    assert cold[(laptop.site, "1")]["output"] == "edited"
+    assert {f.week: f.count for f in laptop.backbone.archive_files(laptop.site)} == {"1970-W01": 2, "1970-W02": 2}
+
+    # Forgetting an archived episode rewrites its file without it; the key stays refused.
+    assert laptop.backbone.forget("2") == Forgotten(True, "1970-W01")
+    everything.discard((laptop.site, "2"))
+    hot, cold = _split([laptop, vm], everything)
+    assert {f.week: f.count for f in laptop.backbone.archive_files(laptop.site)} == {"1970-W01": 1, "1970-W02": 2}
+    (refused,) = laptop.backbone.push([item(2, at=at[2])], cursor=7)
+    assert (refused.outcome, refused.reason) == (Outcome.REJECTED, "forgotten")
+    assert all(c.problem is None for c in laptop.backbone.verify_archive(laptop.site))
+
+    # Restore brings them back, once; the files stay.
+    assert laptop.backbone.restore_archive(laptop.site) == 3
+    assert laptop.backbone.restore_archive(laptop.site) == 0
+    hot, cold = _split([laptop, vm], everything)
+    assert not {k for k in cold if k[0] == laptop.site}
+    restored = {e["sourceId"]: e for e in laptop.backbone.episodes(laptop.site)}
+    assert restored["1"]["output"] == "edited"
+    assert restored["3"]["output"] == "secret-free text 3"
+    assert tuple(restored["3"]) == EXPORT_FIELDS
+    assert [f.week for f in laptop.backbone.archive_files(laptop.site)] == ["1970-W01", "1970-W02"]

@@ -14,9 +14,9 @@ import pytest
 from conftest import memsync, write_config
 from convex_fixtures import LocalConvex
 
-from sync.backbone.base import PointRecord, PushItem, SiteBeat
-from sync.backbone.convex import MAX_PAGE, ConvexBackbone, classify
-from sync.episode import Attribution, Episode, convert
+from sync.backbone.base import Change, Forgotten, PointRecord, PushItem, SiteBeat
+from sync.backbone.convex import MAX_PAGE, ConvexBackbone, ConvexOperator, classify
+from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
 from sync.errors import (
     BackboneAuthError,
     BackboneConflict,
@@ -257,3 +257,103 @@ def test_the_coordination_calls_travel_as_the_functions_expect(local_convex: Loc
         assert [t for t in client.health_transitions(0) if t.site == "wire-a"] == []
     finally:
         client.close()
+
+
+def _old_item(local_id: int, ts_s: int, output: str) -> PushItem:
+    """An episode of 1970 (older than anything other tests push into the shared local Convex)."""
+    row = {
+        "id": local_id,
+        "ts": ts_s,
+        "created_at": ts_s,
+        "session_id": b"s",
+        "task": b"t",
+        "input": b"in",
+        "output": output.encode(),
+        "critique": None,
+        "reward": 0.5,
+        "success": 1,
+        "latency_ms": 10,
+        "tokens_used": 20,
+        "tags": b'["a"]',
+        "metadata": b'{"k": 1}',
+    }
+    ep = convert(row, Attribution())
+    assert isinstance(ep, Episode)
+    return PushItem(str(local_id), local_id, ep.identity_hash, ep.content_hash, ep.fields, ep.body)
+
+
+def test_the_cold_archive_travels_as_the_functions_expect(local_convex: LocalConvex) -> None:
+    """Archive, list, verify, read back, forget (the site's and the operator's), restore: the wiring;
+    the conformance suite checks the behaviour."""
+    site = f"cold-{id(local_convex) % 10_000}"
+    client = ConvexBackbone(local_convex.url, site, local_convex.register_site(site))
+    other = ConvexBackbone(local_convex.url, f"{site}-b", local_convex.register_site(f"{site}-b"))
+    operator = ConvexOperator(local_convex.url, local_convex.admin_key)
+    try:
+        client.push([_old_item(i, 1_000 + i, f"cold text {i}") for i in (1, 2, 3)] + [_item(4)], cursor=4)
+        other.push([_old_item(1, 1_000, "the other site's text")], cursor=1)
+        start = 0
+        local_convex.admin("action", "episodes:archiveOld", {"cutoff": 86_400_000, "limit": 1000, "orphanGraceMs": 0})
+        (file,) = client.archive_files(site)
+        assert (file.site, file.week, file.count, file.first_id, file.last_id) == (site, "1970-W01", 3, "1", "3")
+        assert (file.from_ts, file.to_ts) == (1_001_000, 1_003_000)
+        assert file.location
+        assert [f.week for f in client.archive_files(site, since_ms=1_003_000)] == ["1970-W01"]
+        assert client.archive_files(site, until_ms=1_001_000) == []
+        assert [c.problem for c in client.verify_archive(site)] == [None]
+        run = client.last_archive_run()
+        assert run is not None
+        assert run.archived >= 4
+        cold = {e["sourceId"]: e for e in client.archived_episodes()}
+        assert sorted(cold) == ["1", "2", "3"]
+        assert cold["2"]["output"] == "cold text 2"
+        assert tuple(cold["2"]) == (*EXPORT_FIELDS, "archived")
+        assert [e["sourceId"] for e in client.episodes()] == ["4"]
+        assert list(client.archived_episodes(f"{site}-b")) == []  # a site reads only its own
+        feed = {c.source_id: c for c in _all_changes(client, start) if c.site == site}
+        assert (feed["1"].archived, feed["1"].episode) == (True, None)
+        assert feed["4"].archived is False
+
+        assert client.forget("1") == Forgotten(True, "1970-W01")
+        assert client.forget("1") == Forgotten(False, None)
+        assert client.forget("4") == Forgotten(True, None)
+        # Another site's episode: only the operator's deploy key reaches it.
+        assert client.forget("1") == Forgotten(False, None)
+        assert operator.forget(f"{site}-b", "1") == Forgotten(True, "1970-W01")
+        assert other.archive_files(f"{site}-b") == []
+
+        assert client.restore_archive(site) == 2
+        assert client.restore_archive(site) == 0
+        assert sorted(e["sourceId"] for e in client.episodes()) == ["2", "3"]
+        assert list(client.archived_episodes()) == []
+    finally:
+        client.close()
+        other.close()
+        operator.close()
+
+
+def _all_changes(client: ConvexBackbone, after: int) -> list[Change]:
+    out: list[Change] = []
+    while page := client.changes(after, MAX_PAGE):
+        out.extend(page)
+        after = page[-1].seq
+    return out
+
+
+def test_the_operator_key_stays_out_of_errors_and_repr(local_convex: LocalConvex) -> None:
+    key = "deploy-key-" + "x" * 24
+    operator = ConvexOperator(local_convex.url, key)
+    try:
+        assert key not in repr(operator)
+        with pytest.raises(MemsyncError) as raised:
+            operator.forget("nobody", "1")
+        assert key not in str(raised.value)
+        assert "HTTP 401" in str(raised.value)
+    finally:
+        operator.close()
+    site = ConvexBackbone(local_convex.url, "op-a", local_convex.register_site("op-a"))
+    try:
+        with pytest.raises(BackboneRejected):  # an internal function: not for a site's secret
+            site.call("action", "episodes:forgetAny", {"sourceSite": "op-a", "sourceId": "1"})
+    finally:
+        site.close()

@@ -19,6 +19,11 @@ def _raw(paths: list[Path]) -> bytes:
     return b"".join(p.read_bytes() for p in paths if p.is_file())
 
 
+def _files(folder: Path) -> list[Path]:
+    """Every file of the search index: the engine's WAL, segments and indexes, and memsync's own."""
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
 def test_forget_by_key_and_by_text_from_the_hub_and_the_index(
     tmp_path: Path, agents: Callable[[Path], AgentProcess]
 ) -> None:
@@ -48,7 +53,10 @@ def test_forget_by_key_and_by_text_from_the_hub_and_the_index(
     done = memsync("forget", "--matching", SECRET_TEXT, "--yes", "--json", "--config", str(laptop.config))
     assert done.returncode == 0, done.stderr
     forgotten = json.loads(done.stdout)["forgotten"]
-    assert sorted(forgotten) == ["laptop:2", "vm:1"]  # agentdb ids start at 1; the vm's is another site's
+    assert sorted(e["key"] for e in forgotten) == [
+        "laptop:2",
+        "vm:1",
+    ]  # agentdb ids start at 1; the vm's is another site's
     by_key = memsync("forget", "laptop:3", "nosuch:1", "--config", str(laptop.config))
     assert by_key.returncode == 0, by_key.stderr
     assert "nosuch:1: no such episode" in by_key.stderr
@@ -59,16 +67,21 @@ def test_forget_by_key_and_by_text_from_the_hub_and_the_index(
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert SECRET_TEXT.encode() not in _raw(list(tmp_path.glob("hub.db*")))
     # The index drops them at its next catch-up (here `sync`, with no daemon running): no search
-    # finds them. Its files keep the bytes (Qdrant's WAL and segments) until `reindex` rebuilds it.
+    # finds them. Deleting a point leaves its bytes in Qdrant's WAL and segments, so the same
+    # catch-up rebuilds the collection without them and drops the old one: no `reindex` needed.
+    warm_dir = tmp_path / "laptop" / "data" / "warm"
+    assert SECRET_TEXT.encode() in _raw(_files(warm_dir))  # what the purge must take away
     assert memsync("sync", "--config", str(laptop.config)).returncode == 0
     found = memsync("search", SECRET_TEXT, "--mode", "bm25", "--json", "--config", str(laptop.config))
     assert found.returncode == 0, found.stderr
     assert SECRET_TEXT not in json.dumps(json.loads(found.stdout)["results"])
-    assert "reindex" in done.stderr  # forget says how to purge the index's files
-    assert memsync("reindex", "--config", str(laptop.config)).returncode == 0
-    index_files = [p for p in (tmp_path / "laptop" / "data" / "warm").rglob("*") if p.is_file()]
-    assert SECRET_TEXT.encode() not in _raw(index_files)
-    assert b"fine" in _raw(index_files)  # the index's files hold payload text in the clear
+    assert "reindex" not in done.stderr  # purging is the index's job, not the person's
+    assert SECRET_TEXT.encode() not in _raw(_files(warm_dir))
+    assert b"fine" in _raw(_files(warm_dir))  # the index's files hold payload text in the clear
+    purge = json.loads((warm_dir / "laptop" / "indexer.json").read_text())
+    assert purge.get("purgeOwed") == []  # nothing more owed
+    kept = memsync("search", "task number 0", "--mode", "bm25", "--json", "--config", str(laptop.config))
+    assert len(json.loads(kept.stdout)["results"]) == 3  # the episodes not forgotten are still found
 
     # The agent edits a forgotten row: the backbone refuses the key; nothing comes back.
     agent = agents(laptop_db)

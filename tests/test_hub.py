@@ -377,8 +377,9 @@ def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
         assert hub.claim_job("daily-digest", "2026-11-21T06:00", 60_000) is Claim.TAKE
         hub.heartbeat_site(SiteBeat("0.1.0", "laptop.lan", 1, None, None, None, 0, 0))
         assert [s.site for s in hub.sites()] == ["laptop"]
-        assert hub.archive_older_than(1001, 10) == 2  # item()'s ts is 1000
-        assert [(c.seq, c.source_id) for c in hub.changes(0, 10)] == [(1, "1"), (2, "2")]  # not a change
+        assert hub.archive_older_than(1_001_000, 10) == 2  # item()'s ts is 1000 s
+        # Archiving is a change (every index marks the points archived)
+        assert [(c.seq, c.source_id, c.archived) for c in hub.changes(0, 10)] == [(3, "1", True), (4, "2", True)]
     finally:
         hub.close()
     conn = sqlite3.connect(path)
@@ -388,12 +389,38 @@ def test_a_version_4_hub_gets_the_fleet_in_place(tmp_path: Path) -> None:
         conn.close()
     hub = HubBackbone(path, "laptop")  # reopening keeps everything and the version
     try:
-        assert [e.get("archived") for e in hub.episodes()] == [True, True]
+        assert list(hub.episodes()) == []
+        assert [e.get("archived") for e in hub.archived_episodes()] == [True, True]
         assert hub.agents()[0].interface == "cli"
         assert hub.job_runs("daily-digest")[0].outcome == "running"
     finally:
         hub.close()
     assert _schema_version(path) == SCHEMA_VERSION
+
+
+def test_a_version_8_hubs_archive_marks_become_hot_again_for_the_cold_archive(tmp_path: Path) -> None:
+    """Version 8's ``archived`` only marked rows (their bodies stayed in the hot table): version 9
+    makes them hot again, and the next cleanup run moves them to the archive for real."""
+    path = tmp_path / "hub.db"
+    hub = HubBackbone(path, "laptop")
+    hub.push([item("1"), item("2")], cursor=2)
+    hub.close()
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(
+            "DROP TABLE archive_files; DROP TABLE archive_forgets; DROP TABLE archive_runs;"
+            "ALTER TABLE episodes DROP COLUMN archive_week;"
+            "UPDATE episodes SET archived = 1 WHERE source_id = '1';"
+            "UPDATE schema_info SET value = '8' WHERE key = 'version';"
+        )
+    hub = HubBackbone(path, "laptop")
+    try:
+        assert _schema_version(path) == SCHEMA_VERSION
+        assert [e["sourceId"] for e in hub.episodes()] == ["1", "2"]  # both hot, bodies intact
+        assert hub.archive_files() == []
+        assert hub.archive_older_than(1_001_000, 10) == 2
+        assert [e["sourceId"] for e in hub.archived_episodes()] == ["1", "2"]
+    finally:
+        hub.close()
 
 
 def test_a_version_2_hub_without_registry_tables_migrates_to_the_current_version(tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ synced to the hub and the search index, both read around memsync for the secrets
 
 from __future__ import annotations
 
+import gzip
 import json
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import closing
@@ -113,7 +115,15 @@ def test_secrets_are_in_neither_the_hub_file_nor_the_search_index(
             }
         )
     agent.close()
-    site = write_config(tmp_path / "site", "laptop", agentdb, tmp_path / "hub.db", warm="enabled = true")
+    # A retention of a second, so that the cleanup job archives them a moment later.
+    site = write_config(
+        tmp_path / "site",
+        "laptop",
+        agentdb,
+        tmp_path / "hub.db",
+        warm="enabled = true",
+        extra="[jobs]\narchive_after_days = 0.00001\n",
+    )
     done = memsync("sync", "--config", str(site.config))
     assert done.returncode == 0, done.stderr
     secrets = [s for e in CORPUS for s in e["secrets"]]
@@ -129,3 +139,13 @@ def test_secrets_are_in_neither_the_hub_file_nor_the_search_index(
     code, report = status_json(site.config)
     assert report["redacted"] == len(CORPUS)
     assert code in (0, 1)
+
+    # The cold archive, read around memsync: every file decompressed.
+    time.sleep(1.2)
+    archived = memsync("jobs", "run", "cleanup-old-episodes", "--config", str(site.config))
+    assert archived.returncode == 0, archived.stderr
+    files = list((tmp_path / "hub.archive").rglob("*.jsonl.gz"))
+    assert files
+    cold = b"".join(gzip.decompress(p.read_bytes()) for p in files)
+    assert [s for s in secrets if s.encode() in cold] == []
+    assert [s for s in survivors if s.encode() not in cold] == []

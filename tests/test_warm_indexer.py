@@ -1,9 +1,10 @@
 """The indexer: its pure decisions from tables, then the real thing end to end (the embedded hub's
-change feed, the real MiniLM embedder, both vector stores)."""
+change feed, the real MiniLM embedder, both vector stores): archived episodes kept searchable, and
+a rebuild that copies from the collection it replaces instead of embedding again."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +14,24 @@ from qdrant_client import QdrantClient
 from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
+from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.warm.cursor import CursorFile
 from sync.warm.embedders import LocalEmbedder
 from sync.warm.indexer import (
+    ARCHIVED_KEY,
     DUPLICATE_KEY,
     Indexer,
+    Previous,
     ToEmbed,
     canonical_of,
     link_within_page,
     payload_for,
+    plan_copy,
     plan_page,
 )
 from sync.warm.request import SearchRequest
 from sync.warm.search import search
-from sync.warm.store import EdgeStore, SearchFilter, ServerStore, VectorStore, point_id
+from sync.warm.store import EdgeStore, SearchFilter, ServerStore, StoredPoint, VectorStore, point_id
 from sync.warm.text import episode_text, text_hash
 
 NOW_MS = 1_790_000_000_000
@@ -86,6 +91,102 @@ def test_plan_page(
     assert plan.delete == delete, name
     assert [r.point_id for r in plan.record] == record, name
     assert plan.unchanged == unchanged, name
+
+
+def archived(seq: int, site: str = "laptop", sid: str = "1") -> Change:
+    """The cleanup job moved the episode's body to the cold archive: the key stays, the body goes."""
+    return Change(seq, site, sid, None, None, archived=True)
+
+
+MARKED = STORED | {ARCHIVED_KEY: True}
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "stored", "archive", "carry", "rewrite", "delete", "unchanged"),
+    [
+        ("archived, indexed: kept and marked", [archived(4)], {PID: STORED}, [PID], [], [], [], 0),
+        ("archived, already marked", [archived(4)], {PID: MARKED}, [], [], [], [], 1),
+        ("archived, not in this store: carried from the previous one", [archived(4)], {}, [], [PID], [], [], 0),
+        ("restored: the mark goes", [change(5, EP, point=PID)], {PID: MARKED}, [], [], [PID], [], 0),
+        ("archived then forgotten in one page", [archived(4), change(6, None)], {PID: MARKED}, [], [], [], [PID], 0),
+        ("replayed page: the later archive wins", [change(3, None), archived(4)], {PID: STORED}, [PID], [], [], [], 0),
+    ],
+)
+def test_plan_page_archived(
+    name: str,
+    changes: list[Change],
+    stored: dict[str, dict[str, Any]],
+    archive: list[str],
+    carry: list[str],
+    rewrite: list[str],
+    delete: list[str],
+    unchanged: int,
+) -> None:
+    plan = plan_page(changes, stored)
+    assert [pid for pid, _ in plan.archive] == archive, name
+    assert plan.carry == carry, name
+    assert [pid for pid, _ in plan.rewrite] == rewrite, name
+    assert plan.delete == delete, name
+    assert plan.unchanged == unchanged, name
+    assert plan.embed == [], name  # an archived episode is never embedded from the feed: it has no body
+    assert all(payload[ARCHIVED_KEY] is True for _, payload in plan.archive), name
+    assert all(ARCHIVED_KEY not in payload for _, payload in plan.rewrite), name
+
+
+def test_marking_archived_keeps_the_payload_and_its_link() -> None:
+    ((_, payload),) = plan_page([archived(4)], {PID: STORED | {DUPLICATE_KEY: "head"}}).archive
+    assert payload == STORED | {DUPLICATE_KEY: "head", ARCHIVED_KEY: True}
+
+
+# plan_copy: what a rebuild takes from the collection it replaces.
+DENSE = (0.6, 0.8)
+OLD_SPARSE = SparseVector((7,), (9.0,))
+OTHER_BM25 = Bm25Config(k=1.5)
+TO_EMBED = ToEmbed(PID, STORED["text"], STORED)
+HELD = StoredPoint(PID, STORED | {DUPLICATE_KEY: "head"}, DENSE, OLD_SPARSE)
+EDITED = StoredPoint(PID, STORED | {"textHash": "older text"}, DENSE, OLD_SPARSE)
+HELD_ARCHIVED = StoredPoint(PID, MARKED | {DUPLICATE_KEY: "head"}, DENSE, OLD_SPARSE)
+
+
+@pytest.mark.parametrize(
+    ("name", "embed", "carry", "previous", "same_model", "bm25_config", "copy", "to_embed", "missing"),
+    [
+        ("same text, same spec: copied", [TO_EMBED], [], {PID: HELD}, True, DEFAULT_BM25, [PID], [], []),
+        ("same text, other BM25 recipe: copied", [TO_EMBED], [], {PID: HELD}, True, OTHER_BM25, [PID], [], []),
+        ("same text, other model: embedded", [TO_EMBED], [], {PID: HELD}, False, DEFAULT_BM25, [], [PID], []),
+        ("edited since: embedded", [TO_EMBED], [], {PID: EDITED}, True, DEFAULT_BM25, [], [PID], []),
+        ("not in the previous one: embedded", [TO_EMBED], [], {}, True, DEFAULT_BM25, [], [PID], []),
+        ("archived, same model: copied", [], [PID], {PID: HELD_ARCHIVED}, True, DEFAULT_BM25, [PID], [], []),
+        ("archived, other model: its old text", [], [PID], {PID: HELD_ARCHIVED}, False, DEFAULT_BM25, [], [PID], []),
+        ("archived, in neither: missing", [], [PID], {}, True, DEFAULT_BM25, [], [], [PID]),
+    ],
+)
+def test_plan_copy(
+    name: str,
+    embed: list[ToEmbed],
+    carry: list[str],
+    previous: dict[str, StoredPoint],
+    same_model: bool,
+    bm25_config: Bm25Config,
+    copy: list[str],
+    to_embed: list[str],
+    missing: list[str],
+) -> None:
+    same_bm25 = bm25_config == DEFAULT_BM25
+    plan = plan_copy(embed, carry, previous, same_model=same_model, same_bm25=same_bm25, bm25_config=bm25_config)
+    assert [p.id for p in plan.copy] == copy, name
+    assert [e.point_id for e in plan.embed] == to_embed, name
+    assert plan.missing == missing, name
+    for point in plan.copy:
+        assert tuple(point.dense) == DENSE, name
+        assert (point.sparse == OLD_SPARSE) is same_bm25, name  # another recipe: computed again
+        assert point.payload[DUPLICATE_KEY] == "head", name  # found with these very vectors
+    for item in plan.embed:
+        assert DUPLICATE_KEY not in item.payload, name  # new vectors find their own link
+        assert item.text == STORED["text"], name
+    if carry:
+        assert all(p.payload[ARCHIVED_KEY] is True for p in [*plan.copy]), name
+        assert all(e.payload[ARCHIVED_KEY] is True for e in plan.embed), name
 
 
 def test_a_rewrite_keeps_the_near_duplicate_link_and_records_the_new_content_hash() -> None:
@@ -348,3 +449,133 @@ def test_search_filters_and_decay(rig: Rig) -> None:
     )
     assert "1" not in {r.source_id for r in recent}
     assert episode_text({"task": "x"}) == "x"
+
+
+# --- archived episodes and rebuilds, end to end ------------------------------------------------
+
+OLD_MS = NOW_MS - 400 * DAY_MS
+
+
+@pytest.fixture(params=["edge", "server"])
+def handles(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], VectorStore]]:
+    """Opens handles on one engine's storage: a rebuild writes the fresh collection through its own
+    handle while the old one still serves (as the warm layer does)."""
+    client = QdrantClient(":memory:") if request.param == "server" else None
+    opened: list[VectorStore] = []
+
+    def open_handle() -> VectorStore:
+        handle: VectorStore = EdgeStore(tmp_path / "qdrant") if client is None else ServerStore(client=client)
+        opened.append(handle)
+        return handle
+
+    yield open_handle
+    for handle in opened:
+        handle.close()
+    if client is not None:
+        client.close()
+
+
+@pytest.fixture
+def shared_rig(tmp_path: Path, handles: Callable[[], VectorStore], local: LocalEmbedder) -> Iterator[Rig]:
+    """A rig whose store is a handle on the engine's shared storage."""
+    made = Rig(tmp_path, handles(), CountingEmbedder(local))
+    yield made
+    made.close()
+
+
+def rebuild(rig: Rig, fresh: VectorStore, embedder: CountingEmbedder, collection: str) -> Indexer:
+    """What the warm layer's rebuild does: the feed from 0 into a fresh collection, the live one as
+    ``previous``."""
+    assert rig.indexer.spec is not None
+    builder = Indexer(
+        backbone=rig.hub,
+        store=fresh,
+        embedder=embedder,
+        collection=collection,
+        cursor_file=rig.cursors,
+        page_size=4,
+        previous=Previous(rig.store, rig.indexer.spec),
+    )
+    builder.open()
+    return builder
+
+
+def test_an_archived_episode_keeps_its_point_marked_and_a_restore_unmarks_it(rig: Rig) -> None:
+    push(rig, "laptop", "1", TASKS[0], ts=OLD_MS)
+    push(rig, "laptop", "2", TASKS[1])
+    rig.indexer.run()
+    embedded = len(rig.embedder.documents)
+    assert rig.hub.archive_older_than(NOW_MS - DAY_MS, 100) == 1
+    report = rig.indexer.run()
+    assert (report.archived, report.deleted, report.embedded) == (1, 0, 0)
+    payload = rig.payload("laptop", "1")
+    assert payload is not None
+    assert payload[ARCHIVED_KEY] is True
+    assert payload["text"] == f"{TASKS[0]}\ndone"  # the body left the backbone, not the index
+    hits = search(rig.store, rig.embedder, SearchRequest("ERR_CONN_4471 retry loop", limit=1), now_ms=NOW_MS)
+    assert [(h.source_id, h.archived) for h in hits] == [("1", True)]
+    assert not rig.cursors.purge_owed("agent_memory_hybrid")  # nothing was deleted: nothing to purge
+
+    assert rig.hub.restore_archive() == 1
+    restored = rig.indexer.run()
+    assert (restored.rewritten, restored.embedded) == (1, 0)
+    payload = rig.payload("laptop", "1")
+    assert payload is not None
+    assert ARCHIVED_KEY not in payload
+    assert len(rig.embedder.documents) == embedded  # marking and unmarking rewrite payloads only
+
+
+def test_a_rebuild_with_the_same_spec_embeds_nothing_and_carries_archived_points(
+    shared_rig: Rig, handles: Callable[[], VectorStore]
+) -> None:
+    rig = shared_rig
+    for i, task in enumerate(TASKS, 1):
+        push(rig, "laptop" if i % 2 else "vm", str(i), task, ts=OLD_MS if i <= 2 else NOW_MS)
+    rig.indexer.run()
+    rig.hub.archive_older_than(NOW_MS - DAY_MS, 100)  # laptop:1 and vm:2
+    rig.hub.forget("3")
+    report = rig.indexer.run()
+    assert (report.archived, report.deleted) == (2, 1)
+    assert rig.cursors.purge_owed("agent_memory_hybrid")  # the forgotten text is in the store's files
+    before = len(rig.embedder.documents)
+
+    builder = rebuild(rig, handles(), rig.embedder, "agent_memory_hybrid-2")
+    built = builder.run()
+    assert len(rig.embedder.documents) == before  # the embedder was never called
+    assert (built.embedded, built.copied, built.archived, built.archived_missing) == (0, 5, 2, 0)
+    fresh = builder.store
+    assert fresh.count() == 5
+    assert fresh.get([point_id("laptop", "3")]) == []  # forgotten: not carried over
+    assert not rig.cursors.purge_owed("agent_memory_hybrid-2")  # built without it
+    kept = {p.id: p for p in fresh.get([point_id("laptop", "1"), point_id("vm", "4")], with_vectors=True)}
+    old = {p.id: p for p in rig.store.get(list(kept), with_vectors=True)}
+    assert kept.keys() == old.keys()
+    for pid, point in kept.items():
+        assert (point.dense, point.sparse, point.payload) == (old[pid].dense, old[pid].sparse, old[pid].payload)
+    hits = search(fresh, rig.embedder, SearchRequest("ERR_CONN_4471 retry loop", limit=1), now_ms=NOW_MS)
+    assert [(h.source_id, h.archived) for h in hits] == [("1", True)]
+
+
+def test_a_rebuild_for_another_model_embeds_again_archived_points_from_their_kept_text(
+    shared_rig: Rig, handles: Callable[[], VectorStore], local: LocalEmbedder
+) -> None:
+    rig = shared_rig
+    push(rig, "laptop", "1", TASKS[0], ts=OLD_MS)
+    push(rig, "laptop", "2", TASKS[1])
+    rig.indexer.run()
+    rig.hub.archive_older_than(NOW_MS - DAY_MS, 100)
+    rig.indexer.run()
+
+    other = CountingEmbedder(local)
+    other.name = "another-model"  # another spec: its vectors must not be mixed with the old ones
+    built = rebuild(rig, handles(), other, "agent_memory_hybrid-2").run()
+    assert (built.embedded, built.copied, built.archived, built.archived_missing) == (2, 0, 1, 0)
+    assert sorted(other.documents) == sorted([f"{TASKS[0]}\ndone", f"{TASKS[1]}\ndone"])
+
+
+def test_an_archived_episode_nobody_indexed_is_counted_missing(rig: Rig) -> None:
+    push(rig, "laptop", "1", TASKS[0], ts=OLD_MS)
+    rig.hub.archive_older_than(NOW_MS - DAY_MS, 100)  # archived before this site indexed it
+    report = rig.indexer.run()
+    assert (report.archived_missing, report.embedded) == (1, 0)
+    assert rig.store.count() == 0

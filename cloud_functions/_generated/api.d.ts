@@ -16,6 +16,8 @@ import type {
 import type * as agents from "../agents.js";
 import type * as alerts from "../alerts.js";
 import type * as approvals from "../approvals.js";
+import type * as archive from "../archive.js";
+import type * as archiveNode from "../archiveNode.js";
 import type * as crons from "../crons.js";
 import type * as digest from "../digest.js";
 import type * as episodes from "../episodes.js";
@@ -30,6 +32,8 @@ import type * as lib_alerts from "../lib/alerts.js";
 import type * as lib_approvalFlow from "../lib/approvalFlow.js";
 import type * as lib_approvalMessage from "../lib/approvalMessage.js";
 import type * as lib_approvalPolicy from "../lib/approvalPolicy.js";
+import type * as lib_archiveFormat from "../lib/archiveFormat.js";
+import type * as lib_archiveWrite from "../lib/archiveWrite.js";
 import type * as lib_auth from "../lib/auth.js";
 import type * as lib_changes from "../lib/changes.js";
 import type * as lib_cronRun from "../lib/cronRun.js";
@@ -63,6 +67,8 @@ declare const fullApi: ApiFromModules<{
   agents: typeof agents;
   alerts: typeof alerts;
   approvals: typeof approvals;
+  archive: typeof archive;
+  archiveNode: typeof archiveNode;
   crons: typeof crons;
   digest: typeof digest;
   episodes: typeof episodes;
@@ -77,6 +83,8 @@ declare const fullApi: ApiFromModules<{
   "lib/approvalFlow": typeof lib_approvalFlow;
   "lib/approvalMessage": typeof lib_approvalMessage;
   "lib/approvalPolicy": typeof lib_approvalPolicy;
+  "lib/archiveFormat": typeof lib_archiveFormat;
+  "lib/archiveWrite": typeof lib_archiveWrite;
   "lib/auth": typeof lib_auth;
   "lib/changes": typeof lib_changes;
   "lib/cronRun": typeof lib_cronRun;

@@ -1,6 +1,6 @@
 import type { Doc } from "../_generated/dataModel";
 import type { MutationCtx, QueryCtx } from "../_generated/server";
-import { exportEpisode } from "./episodeView";
+import { type ExportedEpisode, exportEpisode, isHot } from "./episodeView";
 
 /**
  * The change feed's sequence: one counter document, read at a mutation's first change and written
@@ -54,8 +54,9 @@ export type ChangeEntry = {
   seq: number;
   sourceSite: string;
   sourceId: string;
-  episode: ReturnType<typeof exportEpisode> | null;
+  episode: ExportedEpisode | null; // null: forgotten, or archived
   qdrantPointId: string | null;
+  archived: boolean; // the body moved to the cold archive: indexes mark the key archived, not gone
 };
 
 type Head<T> = { seq: number; doc: T } | null;
@@ -93,17 +94,26 @@ export async function readChanges(db: QueryCtx["db"], after: number, limit: numb
     let entry: ChangeEntry;
     if (episode !== null && (tombstone === null || episode.seq < tombstone.seq)) {
       const { seq, doc } = episode;
+      const hot = isHot(doc);
       entry = {
         seq,
         sourceSite: doc.sourceSite,
         sourceId: doc.sourceId,
-        episode: exportEpisode(doc),
+        episode: hot ? exportEpisode(doc) : null,
         qdrantPointId: doc.qdrantPointId ?? null,
+        archived: !hot,
       };
       episode = await advance(episodes);
     } else if (tombstone !== null) {
       const { seq, doc } = tombstone;
-      entry = { seq, sourceSite: doc.sourceSite, sourceId: doc.sourceId, episode: null, qdrantPointId: null };
+      entry = {
+        seq,
+        sourceSite: doc.sourceSite,
+        sourceId: doc.sourceId,
+        episode: null,
+        qdrantPointId: null,
+        archived: false,
+      };
       tombstone = await advance(tombstones);
     } else {
       break;

@@ -1,8 +1,37 @@
 import type { Doc } from "../_generated/dataModel";
 import { metadataOut } from "./metadata";
 
-/** An episode as clients read it: the export fields of sync/episode.py, in that order (and `archived`). */
-export function exportEpisode(doc: Doc<"episodes">) {
+/** An episode with its body in the table (not archived): every text field present. */
+export type HotEpisode = Doc<"episodes"> & {
+  sessionId: string;
+  task: string;
+  input: string | null;
+  output: string | null;
+  critique: string | null;
+  tags: string[];
+  metadataJson: string;
+};
+
+/** Whether the document holds its body (an archived episode's body is in its week's archive file). */
+export function isHot(doc: Doc<"episodes">): doc is HotEpisode {
+  return (
+    !doc.archived &&
+    doc.sessionId !== undefined &&
+    doc.task !== undefined &&
+    doc.input !== undefined &&
+    doc.output !== undefined &&
+    doc.critique !== undefined &&
+    doc.tags !== undefined &&
+    doc.metadataJson !== undefined
+  );
+}
+
+/**
+ * An episode as clients read it: the export fields of sync/episode.py, in that order. A hot
+ * episode is never `archived` (archived ones are read from the archive: archive:episodes, which
+ * adds `archived: true` after these fields); this is also one line of an archive file.
+ */
+export function exportEpisode(doc: HotEpisode) {
   return {
     sourceSite: doc.sourceSite,
     sourceId: doc.sourceId,
@@ -27,7 +56,7 @@ export function exportEpisode(doc: Doc<"episodes">) {
     llmModel: doc.llmModel,
     contentHash: doc.contentHash,
     syncedAt: doc.syncedAt,
-    // After the documented fields and only when true, as the hub's export has it.
-    ...(doc.archived ? { archived: true as const } : {}),
   };
 }
+
+export type ExportedEpisode = ReturnType<typeof exportEpisode>;

@@ -100,7 +100,15 @@ async function pushOne(
   }
   // New content needs a new vector: dropping the point id puts the episode back in needingVectors.
   // The new seq moves the episode to the feed's end, so the feed lists it once, as it now is.
-  await ctx.db.patch(found._id, { ...row, updatedAt: now, qdrantPointId: undefined, changeSeq: await sequence.next() });
+  // An archived key edited since is hot again, with its new body (the file's old copy stays until
+  // the next run rewrites the week; the hot copy is the one read).
+  await ctx.db.patch(found._id, {
+    ...row,
+    archived: false,
+    updatedAt: now,
+    qdrantPointId: undefined,
+    changeSeq: await sequence.next(),
+  });
   return { sourceId, outcome: "updated", remoteId: found._id, syncedAt: found.syncedAt, reason: null };
 }
 

@@ -28,6 +28,24 @@ export const episodeContent = {
   llmModel: nullable(v.string()),
 };
 
+/**
+ * The episodes table's own fields: the content, with the body's text optional (absent once the
+ * episode is archived: its body is then in the archive file of its week).
+ */
+export const episodeStored = {
+  ...episodeContent,
+  sessionId: v.optional(v.string()),
+  task: v.optional(v.string()),
+  input: v.optional(nullable(v.string())),
+  output: v.optional(nullable(v.string())),
+  critique: v.optional(nullable(v.string())),
+  tags: v.optional(v.array(v.string())),
+  metadataJson: v.optional(v.string()), // text, not an object: see lib/metadata.ts
+};
+
+/** The body fields an archived episode leaves in its archive file (codec.py's TEXT_FIELDS). */
+export const BODY_FIELDS = ["sessionId", "task", "input", "output", "critique", "tags", "metadataJson"] as const;
+
 /** What a site pushes for one episode: metadata as an object, or as JSON text (lossless, any keys). */
 export const pushedFields = v.object({
   ...episodeContent,

@@ -15,6 +15,7 @@ import sys
 from daemon import version
 from daemon.cli import (
     approval,
+    archive,
     demo,
     export,
     fleet,
@@ -49,6 +50,7 @@ def parser() -> argparse.ArgumentParser:
         search,
         export,
         forget,
+        archive,
         quarantine,
         jobs,
         fleet,

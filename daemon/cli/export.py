@@ -1,10 +1,12 @@
-"""``memsync export``: the backbone's episodes as JSON lines."""
+"""``memsync export``: the backbone's episodes as JSON lines; ``--archived`` adds those the cleanup
+job moved to the cold archive."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from itertools import chain
 
 from daemon.cli.common import Commands, add_config, fail, handled, load
 
@@ -18,6 +20,11 @@ def register(commands: Commands) -> None:
     )
     add_config(parser)
     parser.add_argument("--site", metavar="SITE", help="only this site's episodes (default: every site)")
+    parser.add_argument(
+        "--archived",
+        action="store_true",
+        help="also the archived episodes, read from the cold archive, with archived: true (after the hot ones)",
+    )
     parser.set_defaults(run=main)
 
 
@@ -36,7 +43,8 @@ def main(args: argparse.Namespace) -> int:
         written = 0
         try:
             write = sys.stdout.write
-            for episode in backbone.episodes(args.site):
+            episodes = backbone.episodes(args.site)
+            for episode in chain(episodes, backbone.archived_episodes(args.site)) if args.archived else episodes:
                 write(json.dumps(episode, ensure_ascii=False) + "\n")
                 written += 1
         except BrokenPipeError:  # `memsync export | head` is fine

@@ -1,13 +1,17 @@
 """``memsync forget``: take episodes back for good, by key (``SITE:ID``, several at once) or by a
-text that must go (``--matching TEXT``: what it finds is listed, and confirmed unless ``--yes``).
+text that must go (``--matching TEXT``: what it finds, hot or archived, is listed, and confirmed
+unless ``--yes``).
 
 The backbone deletes the episode and keeps a content-free tombstone, so a later push of the key is
-refused (and an agent's copy in its AgentDB file is never synced again). Every site's search index
-drops the episode from the change feed: at once where a daemon runs, when it starts where none
-does; the store's own files (Qdrant's WAL and segments) keep the bytes until ``memsync reindex``
-rebuilds the collection, which is what purges them. A site forgets its own episodes; on the
-embedded hub a site may forget another's. On Convex a site's secret reaches only its own: another
-site's needs that site (or the deployment's admin).
+refused (and an agent's copy in its AgentDB file is never synced again); an archived episode's
+week file is rewritten without it. Every site's search index drops the episode from the change feed
+and purges its files of it: at once where a daemon runs, when it starts where none does. The report
+says where it was removed and which sites' indexes have yet to catch up.
+
+A site forgets its own episodes; on the embedded hub a site may forget another's. On Convex a
+site's secret reaches only its own: another site's needs the operator's credential, the
+deployment's deploy key in ``CONVEX_DEPLOY_KEY`` (in the shell that runs ``forget``, never in a
+daemon's environment: it is full access to the deployment).
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, ha
 if TYPE_CHECKING:
     from daemon.config import Settings
     from sync.backbone.base import Backbone
+    from sync.backbone.convex import ConvexOperator
+
+# The operator's credential for forgetting another site's episode on Convex.
+OPERATOR_KEY_ENV = "CONVEX_DEPLOY_KEY"
 
 # Fields --matching looks in (the text people and agents write; not hashes or ids).
 SEARCHED = ("task", "input", "output", "critique", "tags", "metadata", "sessionId")
@@ -79,17 +87,20 @@ def main(args: argparse.Namespace) -> int:
             if args.matching is not None:
                 keys += _matching(backbone, args.matching, ask=not args.yes)
             outcome = _forget(settings, backbone, keys)
+            indexes = _indexes(settings, backbone) if outcome["forgotten"] else []
         finally:
             backbone.close()
-    return _report(args, settings.backbone.kind, outcome)
+    return _report(args, settings.backbone.kind, outcome, indexes)
 
 
 def _matching(backbone: Backbone, text: str, *, ask: bool) -> list[tuple[str, str]]:
     """Every episode the backbone shows this site whose text holds ``text``, listed on stderr and
     confirmed (unless ``ask`` is False)."""
+    from itertools import chain
+
     found = [
         (str(e["sourceSite"]), str(e["sourceId"]), str(e.get("task") or ""))
-        for e in backbone.episodes(None)
+        for e in chain(backbone.episodes(None), backbone.archived_episodes(None))
         if _holds(e, text)
     ]
     if not found:
@@ -102,25 +113,71 @@ def _matching(backbone: Backbone, text: str, *, ask: bool) -> list[tuple[str, st
     return [(site, source_id) for site, source_id, _ in found]
 
 
-def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]]) -> dict[str, list[str]]:
+Outcome = dict[str, list[dict[str, Any]]]
+
+
+def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]]) -> Outcome:
+    """Each key forgotten where this site may: its own; another's on the hub; another's on Convex
+    with the operator's credential."""
+    import os
+
     from sync.backbone.hub import HubBackbone
 
-    outcome: dict[str, list[str]] = {"forgotten": [], "unknown": [], "refused": []}
+    outcome: Outcome = {"forgotten": [], "unknown": [], "refused": []}
+    operator_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
     for site, source_id in dict.fromkeys(keys):
         key = f"{site}:{source_id}"
         if site == settings.site.name:
-            deleted = backbone.forget(source_id)
+            done = backbone.forget(source_id)
         elif settings.backbone.kind == "local":  # the hub is one file every site writes
             other = HubBackbone(settings.hub_path, site, create=False)
             try:
-                deleted = other.forget(source_id)
+                done = other.forget(source_id)
             finally:
                 other.close()
+        elif operator_key:
+            done = _operator(settings, operator_key).forget(site, source_id)
         else:
-            outcome["refused"].append(key)
+            outcome["refused"].append({"key": key})
             continue
-        outcome["forgotten" if deleted else "unknown"].append(key)
+        entry = {"key": key, "archiveWeek": done.archive_week}
+        outcome["forgotten" if done.deleted else "unknown"].append(entry)
     return outcome
+
+
+def _operator(settings: Settings, deploy_key: str) -> ConvexOperator:
+    from daemon import logs
+    from sync.backbone.convex import ConvexOperator
+
+    logs.register_secrets([deploy_key])
+    assert settings.backbone.url is not None
+    return ConvexOperator(settings.backbone.url, deploy_key, timeout=settings.backbone.timeout)
+
+
+def _indexes(settings: Settings, backbone: Backbone) -> list[dict[str, Any]]:
+    """Every site's search index, and whether its daemon runs to drop (and purge) what was
+    forgotten now: this site's by its lock; another's by a heartbeat within two intervals (the
+    registry says offline only after the stale sweep). A site whose daemon is down does it when it
+    starts."""
+    import time
+
+    from daemon.loop.lock import holder_pid
+
+    if not settings.warm.enabled:
+        return []
+    recent = time.time() * 1000 - 2 * settings.jobs.heartbeat_interval * 1000
+    indexes = []
+    for state in backbone.sites():
+        if state.index_state in (None, "off") and state.site != settings.site.name:
+            continue
+        if state.site == settings.site.name:
+            running = holder_pid(settings.lock_path) is not None
+        else:
+            running = state.online and (state.last_heartbeat or 0) >= recent
+        indexes.append({"site": state.site, "running": running})
+    if settings.site.name not in {i["site"] for i in indexes}:
+        indexes.append({"site": settings.site.name, "running": holder_pid(settings.lock_path) is not None})
+    return indexes
 
 
 def _confirm(question: str) -> bool:
@@ -131,25 +188,30 @@ def _confirm(question: str) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
-def _report(args: argparse.Namespace, kind: str, outcome: dict[str, list[str]]) -> int:
+def _report(args: argparse.Namespace, kind: str, outcome: Outcome, indexes: list[dict[str, Any]]) -> int:
     import json
 
     if args.as_json:
-        sys.stdout.write(json.dumps(outcome) + "\n")
-    for key in outcome["forgotten"]:
-        say(f"forgotten: {key} (the backbone keeps a tombstone; every site's index drops it as it catches up)")
-    for key in outcome["unknown"]:
-        say(f"{key}: no such episode in the backbone")
-    for key in outcome["refused"]:
+        sys.stdout.write(json.dumps(outcome | {"indexes": indexes}) + "\n")
+    where = "the hub file" if kind == "local" else "the Convex deployment"
+    for entry in outcome["forgotten"]:
+        week = entry["archiveWeek"]
+        archive = f" and its archive file of {week} (rewritten without it)" if week else ""
+        say(f"forgotten: {entry['key']}: removed from {where}{archive}; a tombstone keeps the key refused")
+    for entry in outcome["unknown"]:
+        say(f"{entry['key']}: no such episode in the backbone (a tombstone keeps the key refused)")
+    for entry in outcome["refused"]:
         say(
-            f"{key}: another site's episode; on Convex a site forgets only its own: run `memsync forget` "
-            "on that site (or `npx convex run` with the deployment's admin key)"
+            f"{entry['key']}: another site's episode; on Convex a site's secret reaches only its own. Run "
+            f"`memsync forget` on that site, or set {OPERATOR_KEY_ENV} to the deployment's deploy key (Convex "
+            "dashboard, Settings, Deploy keys) in this shell only, never in a daemon's environment, and run it again"
         )
-    if outcome["forgotten"]:
-        where = "the hub file" if kind == "local" else "the Convex deployment"
-        say(
-            f"removed from {where}; search indexes drop them at their next catch-up (seconds where a daemon "
-            "runs; at start, or `memsync sync`, where none does). An index's files keep the old bytes until "
-            "it is rebuilt: run `memsync reindex` on each site to purge them"
-        )
+    for index in indexes:
+        if index["running"]:
+            say(f"search index on {index['site']}: drops and purges them within seconds (its daemon is running)")
+        else:
+            say(
+                f"search index on {index['site']}: not reached yet (no daemon running there): it drops and "
+                "purges them when its daemon starts, or at its next `memsync sync`"
+            )
     return 1 if outcome["refused"] else 0

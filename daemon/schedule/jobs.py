@@ -17,7 +17,9 @@ from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from sync.backbone.base import Coordination, Sweeps
 
-ARCHIVE_BATCH = 1000
+# Episodes one archiving call takes (a week at a time, each week's file written once per call): a
+# week of a busy site fits, and a call never holds more than this in memory.
+ARCHIVE_BATCH = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,7 @@ def daily_digest(ctx: JobContext) -> str:
 def cleanup_old_episodes(ctx: JobContext) -> str:
     cutoff = ctx.now_ms - int(ctx.settings.jobs.archive_after_days * 86400 * 1000)
     total = 0
-    while True:  # in batches, so that one run never holds the hub's write lock for long
+    while True:  # in batches, so that a stopping daemon stops between them
         done = _sweeps(ctx).archive_older_than(cutoff, ARCHIVE_BATCH)
         total += done
         if done < ARCHIVE_BATCH or ctx.stopping():

@@ -4,7 +4,8 @@
 Work is: a search or reindex request (it waits in the socket's backlog, the worker takes it), new
 episodes this site just pushed (the run loop pokes), another site's episodes on the embedded hub
 (the hub file's change pokes), or an index behind the backbone's change feed, looked for every
-``catch_up_interval`` while no worker runs (this is how another site's episodes arrive on Convex).
+``catch_up_interval`` while no worker runs (this is how another site's episodes arrive on Convex),
+or a purge the index still owes (the cursor file says so; ``daemon.warm.layer``).
 While the worker runs it does all of that itself; pokes are passed on to it.
 
 A worker that fails is started again with the project's one backoff; while it is backing off, a
@@ -168,14 +169,20 @@ class WarmHost:
             self._reap()
 
     def _behind(self) -> bool:
-        """Is there anything in the backbone's change feed that the index has not taken in?"""
+        """Is there anything in the backbone's change feed that the index has not taken in, or
+        anything the index still owes (a purge of forgotten episodes' bytes, a collection an
+        interrupted rebuild left)? The latter needs no change in the feed: a daemon that stopped
+        mid-purge purges when it starts."""
+        active = Collections(self.settings).active()
+        cursors = CursorFile(self.settings.warm_dir / "indexer.json")
+        if cursors.owes_work(active):
+            return True
         try:
             end = self.backbone.feed_end()
         except MemsyncError as exc:
             log.debug("cannot look at the change feed now", error=str(exc))
             return False
-        active = Collections(self.settings).active()
-        return end > CursorFile(self.settings.warm_dir / "indexer.json").read(active)
+        return end > cursors.read(active)
 
     # -- the worker ----------------------------------------------------------------------------------
     def _default_argv(self, listen_fd: int) -> list[str]:

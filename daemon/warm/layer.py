@@ -10,6 +10,16 @@ keep 160 MB for a search that may not come.
 Failures never stop syncing. A transient one (store busy, provider down) backs off and retries; an
 exhausted quota pauses indexing until the provider says to come back, and ``status`` shows it; a
 collection built with another model pauses indexing until ``memsync reindex`` rebuilds it.
+
+Rebuilding is one path (``_rebuild``) for two reasons. ``memsync reindex`` asks for it. And a purge:
+a pass that deleted a forgotten episode's point leaves its bytes in the engine's files (qdrant-edge
+keeps a deleted point's payload in its WAL, and its segments until a vacuum; measured), so once the
+feed is drained the layer rebuilds the collection without it and drops the old one, whose files go
+with it. A rebuild reads the feed from 0 into a fresh collection and copies every point whose text
+is unchanged from the collection it replaces (its vectors too, while the model is the same): a
+purge embeds nothing. Searches are served by the old collection until the switch; the promises a
+crash must not lose (a purge owed, a collection to drop) are in the cursor file
+(``sync.warm.cursor``), and a restarted layer keeps them.
 """
 
 from __future__ import annotations
@@ -29,12 +39,12 @@ from daemon.loop.control import Handler
 from daemon.loop.control_client import Progress
 from daemon.warm.files import Collections, status_path, write_status
 from sync.backbone.base import ChangeFeed
-from sync.errors import CollectionMismatch, ConfigError, QuotaExhausted, TransientError
+from sync.errors import CollectionMismatch, ConfigError, MemsyncError, QuotaExhausted, TransientError
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
 from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
-from sync.warm.indexer import Indexer, PassReport
+from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lazy import LazyEmbedder
 from sync.warm.locked import LockedStore
 from sync.warm.request import SearchRequest, SearchResult
@@ -119,6 +129,8 @@ class WarmLayer:
         self._thread: threading.Thread | None = None
         self._state: dict[str, Any] = {"state": "starting", "detail": None}
         self._totals = PassReport()
+        # The last purge, for status: {"state": "purging" | "purged" | "failed", "at", "copied", ...}.
+        self._purge: dict[str, Any] = {}
         self._backoff = Backoff(RetryPolicy(initial=2 * settings.catch_up_interval, maximum=MAX_BACKOFF, jitter=0.0))
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -183,6 +195,7 @@ class WarmLayer:
     def _open_collection_once(self) -> LockedStore:
         if self._store is None:
             self._store = LockedStore(open_store(self.settings))
+            self._drop_leftovers(self._store)
         if self._spec is None:
             embedder = self.embedder
             # CollectionMismatch when it was built with another model: searches and indexing wait
@@ -199,7 +212,24 @@ class WarmLayer:
             self._indexer.spec = self._spec
         return self._indexer
 
-    def _make_indexer(self, store: VectorStore, collection: str) -> Indexer:
+    def _drop_leftovers(self, store: VectorStore) -> None:
+        """Collections an interrupted rebuild left: a half-built one, or the one it replaced (whose
+        files still hold what a purge was removing). Whichever is not active goes."""
+        active = self.collections.active()
+        for name in self.cursor_file.to_drop():
+            if name == active:
+                self.cursor_file.settled(name, dropped=False)
+                continue
+            try:
+                store.drop(name)
+            except (MemsyncError, OSError):
+                # Still listed: the next start tries again; meanwhile it only takes disk space.
+                log.exception("could not drop a collection an interrupted rebuild left", collection=name)
+                continue
+            self.cursor_file.settled(name, dropped=True)
+            log.info("dropped a collection an interrupted rebuild left", collection=name)
+
+    def _make_indexer(self, store: VectorStore, collection: str, previous: Previous | None = None) -> Indexer:
         warm = self.settings.warm
         if self.backbone is None:
             raise ValueError("indexing needs the backbone")  # offline search opens without one
@@ -212,6 +242,7 @@ class WarmLayer:
             page_size=warm.batch_size,
             duplicate_threshold=warm.duplicate_threshold,
             on_failed=lambda pid, why: log.warning("episode not embedded", point=pid, reason=why),
+            previous=previous,
         )
 
     # -- the indexing loop ---------------------------------------------------------------------------
@@ -236,6 +267,8 @@ class WarmLayer:
         try:
             with self._work:
                 report = self._open().run(stop=self.stop.is_set)
+                if report.drained:
+                    self._purge_if_owed()
         except QuotaExhausted as exc:  # a pause until the provider's reset, not a failure to back off from
             wait = exc.retry_after or MAX_BACKOFF
             self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
@@ -271,13 +304,18 @@ class WarmLayer:
         self._write_status()
 
     def _write_status(self) -> None:
+        active = self.collections.active()
+        purge = dict(self._purge)
+        if self.cursor_file.purge_owed(active) and purge.get("state") not in ("purging", "failed"):
+            purge["state"] = "owed"  # a forget was applied; its bytes are still in the store's files
         data = {
             **self._state,
-            "collection": self.collections.active(),
+            "purge": purge or None,
+            "collection": active,
             "model": None if self._spec is None else self._spec.model_name,
             "store": self.settings.warm.store,
             "modelLoaded": self.model_loaded,
-            "cursor": self.cursor_file.read(self.collections.active()),
+            "cursor": self.cursor_file.read(active),
             "totals": asdict(self._totals),
             "updatedAt": self.clock(),
         }
@@ -309,13 +347,18 @@ class WarmLayer:
         try:
             store.drop(physical)
         except Exception:
-            log.exception("could not drop a retired collection; it only takes disk space", collection=physical)
+            # Still listed to drop (``CursorFile.drop_unless_active``): the next start tries again.
+            log.exception("could not drop a retired collection; dropping it at the next start", collection=physical)
+            return
+        self.cursor_file.settled(physical, dropped=True)
 
     def catch_up(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
         """Index everything the feed holds now, in this thread: ``sync`` without a daemon, and a
         search that finds the index a little behind."""
         with self._work:
             report = self._open().run(stop=self.stop.is_set, progress=progress)
+            if report.drained:
+                self._purge_if_owed()
         self._totals.add(report)
         return report
 
@@ -341,37 +384,96 @@ class WarmLayer:
     def reindex(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
         """Rebuild into a fresh collection with the configured model, then switch searches to it."""
         with self._work:
-            return self._reindex(progress)
-
-    def _reindex(self, progress: Callable[[PassReport], None] | None) -> PassReport:
-        old = self.collections.active()
-        new = self.collections.fresh()
-        fresh = LockedStore(open_store(self.settings))  # its own handle: the live one keeps serving
-        try:
-            builder = self._make_indexer(fresh, new)
-            builder.open()
-            report = builder.run(stop=self.stop.is_set, progress=progress)
-            _check_not_stopped(self.stop)
-        except BaseException:
-            fresh.close()
-            self._retire(new)
-            raise
-        # Switch: searches move to the complete new collection, then the old one goes.
-        previous, self._store = self._store, fresh
-        self._indexer, self._spec = builder, builder.spec
-        self.collections.switch(new)
-        if previous is not None:
-            previous.close()
-        self._retire(old)
+            report = self._rebuild(progress, "reindex")
         self._totals.add(report)
         self._set("ok", None, last_pass=report)
         self.poked.set()
         return report
 
+    def _purge_if_owed(self) -> None:
+        """Rebuild the active collection if it deleted forgotten episodes' points (their bytes are
+        still in its files). Called under ``_work`` once a pass has drained the feed, so a burst
+        of forgets costs one rebuild."""
+        active = self.collections.active()
+        if self.stop.is_set() or not self.cursor_file.purge_owed(active):
+            return
+        log.info("purging forgotten episodes from the search index's files", collection=active)
+        self._purge = {"state": "purging", "startedAt": self.clock()}
+        self._write_status()
+        try:
+            report = self._rebuild(None, "purge")
+        except BaseException as exc:
+            # Still owed (the mark goes only with the collection): the next pass tries again.
+            self._purge = {"state": "failed", "at": self.clock(), "detail": str(exc)}
+            self._write_status()
+            raise
+        self._purge = {
+            "state": "purged",
+            "at": self.clock(),
+            "copied": report.copied,
+            "embedded": report.embedded,
+            "archivedMissing": report.archived_missing,
+        }
+        log.info("search index purged", copied=report.copied, embedded=report.embedded)
+        self._write_status()
 
-def _check_not_stopped(stop: threading.Event) -> None:
+    def _previous(self, old: str) -> tuple[Previous | None, VectorStore | None]:
+        """The collection being replaced, to copy from, and the handle to close afterwards if it
+        had to be opened apart (the live one is not open on it: another model built it, or nothing
+        opened it yet in this process). None when it cannot be read: everything is embedded."""
+        if self._store is not None and self._spec is not None:
+            return Previous(self._store, self._spec), None
+        handle = LockedStore(open_store(self.settings))
+        try:
+            spec = handle.open_as_built(old)
+        except MemsyncError as exc:
+            log.warning("cannot read the collection being replaced; embedding everything", error=str(exc))
+            spec = None
+        if spec is None:
+            handle.close()
+            return None, None
+        return Previous(handle, spec), handle
+
+    def _rebuild(self, progress: Callable[[PassReport], None] | None, why: str) -> PassReport:
+        """Fill a fresh collection from the feed (copying from the active one what need not be
+        embedded again), switch searches to it, drop the old one. Call under ``_work``."""
+        old = self.collections.active()
+        new = self.collections.fresh()
+        fresh = LockedStore(open_store(self.settings))  # its own handle: the live one keeps serving
+        self._drop_leftovers(fresh)
+        # Listed before it exists: a crash mid-build leaves it for the next start to drop.
+        self.cursor_file.drop_unless_active(new)
+        previous, apart = self._previous(old)
+        try:
+            builder = self._make_indexer(fresh, new, previous)
+            builder.open()
+            report = builder.run(stop=self.stop.is_set, progress=progress)
+            _check_not_stopped(self.stop, why)
+        except BaseException:
+            fresh.close()
+            if apart is not None:
+                apart.close()
+            self._retire(new)
+            raise
+        # Switch: searches move to the complete new collection, then the old one goes. Listed first:
+        # a crash between the switch and the drop leaves it (forgotten bytes and all) to the next start.
+        self.cursor_file.drop_unless_active(old)
+        builder.previous = None  # from now on it keeps the new collection in step, as any indexer
+        live, self._store = self._store, fresh
+        self._indexer, self._spec = builder, builder.spec
+        self.collections.switch(new)
+        self.cursor_file.settled(new, dropped=False)
+        if live is not None:
+            live.close()
+        if apart is not None:
+            apart.close()
+        self._retire(old)
+        return report
+
+
+def _check_not_stopped(stop: threading.Event, why: str) -> None:
     if stop.is_set():
-        raise TransientError("reindex interrupted; the previous collection still serves searches")
+        raise TransientError(f"{why} interrupted; the previous collection still serves searches")
 
 
 def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:

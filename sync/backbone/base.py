@@ -167,8 +167,21 @@ class Change:
     seq: int
     site: str
     source_id: str
-    episode: Mapping[str, Any] | None  # the exported fields (EXPORT_FIELDS); None once forgotten
+    episode: Mapping[str, Any] | None  # the exported fields (EXPORT_FIELDS); None once forgotten or archived
     point_id: str | None = None  # the qdrantPointId recorded for the current content, if any
+    # The cleanup job moved the episode's body to the cold archive: ``episode`` is None, and the
+    # index keeps its point (marked archived) rather than deleting it. A restore is a change again,
+    # with the episode.
+    archived: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """Where ``forget`` removed an episode from: the hot table, and the archive file of the week it
+    was archived in (rewritten without it), if it had been archived."""
+
+    deleted: bool  # a hot or archived row held the key (False: unknown, or forgotten before)
+    archive_week: str | None = None  # the archive file rewritten without it
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,9 +391,10 @@ class Coordination(Protocol):
         """This site's approvals (or every site's), oldest first."""
         ...
 
-    def forget(self, source_id: str) -> bool:
-        """Delete one of the site's episodes for good: a later push of the key is REJECTED as
-        forgotten (and the feed lists the key as forgotten)."""
+    def forget(self, source_id: str) -> Forgotten:
+        """Delete one of the site's episodes for good, from the hot table and the cold archive (its
+        week's file rewritten without it): a later push of the key is REJECTED as forgotten (and
+        the feed lists the key as forgotten, so that every index drops it)."""
         ...
 
     def close(self) -> None: ...
@@ -411,11 +425,77 @@ class Sweeps(Protocol):
         ...
 
     def archive_older_than(self, cutoff_ms: int, limit: int) -> int:
-        """Mark at most ``limit`` episodes with ts < ``cutoff_ms`` archived (still exported, with
-        ``archived: true``); how many."""
+        """Move at most ``limit`` episodes with ts < ``cutoff_ms`` to the cold archive (one file
+        per site and ISO week, written and verified before the bodies leave the hot table; the
+        keys stay); how many."""
         ...
 
 
-class Backbone(EpisodeSink, ChangeFeed, Coordination, Protocol):
-    """What opening a backbone for a site gives: all three roles over one connection. Consumers
+@dataclass(frozen=True, slots=True)
+class ArchiveFile:
+    """One site's archived episodes of one ISO week: a gzip-compressed JSON Lines file and its
+    manifest (``sync.archive.codec``)."""
+
+    site: str
+    week: str  # "2026-W08": the ISO week of the episodes' ts, UTC
+    count: int  # episodes (lines) in the file
+    sha256: str  # of the compressed file's bytes
+    bytes: int  # the compressed file's size
+    first_id: str  # the key range: the first and last sourceId in the file's order (ts, sourceId)
+    last_id: str
+    from_ts: int  # the oldest and newest episode's ts, ms
+    to_ts: int
+    written_at: int  # ms
+    location: str  # where it is: a path beside the hub, a Convex storage id
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveCheck:
+    """``archive verify``'s finding for one file: None when it reads back as its manifest says."""
+
+    file: ArchiveFile
+    problem: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRun:
+    """What the last cleanup run did, for ``status``."""
+
+    at: int  # ms
+    archived: int  # episodes moved this run
+    files: int  # files written or rewritten
+
+
+class ColdArchive(Protocol):
+    """The cold archive, as ``memsync archive``, ``export --archived`` and ``status`` see it. Every
+    call takes the range it covers: ``site`` None is every site; ``since_ms``/``until_ms`` bound
+    the weeks by their episodes' ts (a file is in range when its [from_ts, to_ts] overlaps)."""
+
+    def archive_files(
+        self, site: str | None = None, since_ms: int | None = None, until_ms: int | None = None
+    ) -> list[ArchiveFile]: ...
+
+    def verify_archive(
+        self, site: str | None = None, since_ms: int | None = None, until_ms: int | None = None
+    ) -> list[ArchiveCheck]:
+        """Read every file back: its sha256 and size as the manifest says, every line an episode,
+        the count and key range, and every archived key of its week present in it."""
+        ...
+
+    def restore_archive(self, site: str | None = None, since_ms: int | None = None, until_ms: int | None = None) -> int:
+        """Bring the archived episodes of these files back to the hot tables (a change each, so
+        every index unmarks them); how many came back. Idempotent: a restored episode is hot, and
+        restoring again brings nothing. The files stay (the next cleanup run merges into them)."""
+        ...
+
+    def archived_episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every archived episode (keys archived in the hot table), as ``export`` prints them with
+        ``archived: true``."""
+        ...
+
+    def last_archive_run(self) -> ArchiveRun | None: ...
+
+
+class Backbone(EpisodeSink, ChangeFeed, Coordination, ColdArchive, Protocol):
+    """What opening a backbone for a site gives: all four roles over one connection. Consumers
     take only the role they use."""

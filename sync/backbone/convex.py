@@ -23,7 +23,11 @@ from sync import http as http_policy
 from sync.backbone.base import (
     AgentState,
     Approval,
+    ArchiveCheck,
+    ArchiveFile,
+    ArchiveRun,
     Change,
+    Forgotten,
     HealthTransition,
     JobRun,
     Outcome,
@@ -107,37 +111,7 @@ class ConvexBackbone:
     # -- the HTTP API ---------------------------------------------------------------------------
     def call(self, kind: Kind, path: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run one public function as this site; its value, or a classified exception."""
-        body = {"path": path, "args": {"site": self.site, "secret": self._secret, **(args or {})}, "format": "json"}
-        try:
-            response = self._client.post(f"/api/{kind}", json=body)
-        except httpx.TimeoutException:
-            raise BackboneUnavailable(f"convex {path}: no answer within the timeout") from None
-        except httpx.HTTPError as exc:
-            raise BackboneUnavailable(f"convex {path}: {type(exc).__name__}: {exc}") from None
-        # Convex answers 200 for both outcomes; its own client also takes 560 as "function failed".
-        if response.status_code in (200, 560):
-            try:
-                payload = response.json()
-            except ValueError:
-                raise BackboneUnavailable(f"convex {path}: the answer is not JSON") from None
-            if payload.get("status") == "success":
-                return payload.get("value")
-            data = payload.get("errorData")
-            code = data.get("code") if isinstance(data, dict) else None
-            message = (data.get("message") if isinstance(data, dict) else None) or payload.get("errorMessage") or ""
-            raise classify(code if isinstance(code, str) else None, f"{path}: {message}")
-        # Every other status means what sync.http says it means, for every service memsync calls.
-        verdict = http_policy.classify(response.status_code)
-        if verdict is http_policy.Verdict.TRANSIENT:
-            wait = http_policy.retry_after(response.headers.get("retry-after"), time.time())
-            raise BackboneUnavailable(f"convex {path}: HTTP {response.status_code}", wait)
-        if verdict is http_policy.Verdict.AUTH:
-            raise BackboneAuthError(f"convex {path}: HTTP {response.status_code}")
-        # Not a row's fault (that would be a function error): the URL or the deployment is wrong.
-        raise ConfigError(
-            f"convex {path}: HTTP {response.status_code} from {self.url}: is this the deployment "
-            "URL, with cloud_functions deployed?"
-        )
+        return _post(self._client, self.url, kind, path, {"site": self.site, "secret": self._secret, **(args or {})})
 
     # -- the backbone contract ------------------------------------------------------------------
     def push(self, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
@@ -362,8 +336,46 @@ class ConvexBackbone:
         """Have the deployment send its latest stored digest to Telegram now; the day it covers."""
         return str(self.call("mutation", "digest:send", {})["day"])
 
-    def forget(self, source_id: str) -> bool:
-        return bool(self.call("mutation", "episodes:forget", {"sourceId": source_id})["deleted"])
+    def forget(self, source_id: str) -> Forgotten:
+        """Hot or archived: the deployment deletes it, tombstones it, and rewrites its week's
+        archive file without it (an action: file storage is written by actions only)."""
+        return _forgotten(self.call("action", "episodes:forget", {"sourceId": source_id}))
+
+    # -- the cold archive (the deployment's cleanup-old-episodes cron writes it) ---------------------
+    def archive_files(
+        self, site: str | None = None, since_ms: int | None = None, until_ms: int | None = None
+    ) -> list[ArchiveFile]:
+        """Every site's manifests (they hold no episode text), or ``site``'s."""
+        return [_archive_file(r) for r in self.call("query", "archive:files", _range(site, since_ms, until_ms))]
+
+    def verify_archive(
+        self, site: str | None = None, since_ms: int | None = None, until_ms: int | None = None
+    ) -> list[ArchiveCheck]:
+        rows = self.call("action", "archive:verify", _range(site, since_ms, until_ms))
+        return [ArchiveCheck(_archive_file(r["file"]), r.get("problem")) for r in rows]
+
+    def restore_archive(self, site: str | None = None, since_ms: int | None = None, until_ms: int | None = None) -> int:
+        """This site's archived episodes come back (a site's secret restores only its own)."""
+        if site not in (None, self.site):
+            return 0
+        return int(self.call("action", "archive:restore", _range(None, since_ms, until_ms))["restored"])
+
+    def archived_episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        """This site's archived episodes (a site reads only its own), with ``archived: true``."""
+        if site not in (None, self.site):
+            return
+        cursor: str | None = None
+        while True:
+            page = self.call("action", "archive:episodes", {"cursor": cursor, "limit": MAX_PAGE})
+            for episode in page["episodes"]:
+                yield _exported(episode)
+            cursor = page.get("next")
+            if cursor is None:
+                return
+
+    def last_archive_run(self) -> ArchiveRun | None:
+        value = self.call("query", "archive:lastRun")
+        return None if value is None else ArchiveRun(int(value["at"]), int(value["archived"]), int(value["files"]))
 
     # -- one source per site --------------------------------------------------------------------
     def source_of(self) -> SourceRecord | None:
@@ -396,6 +408,7 @@ class ConvexBackbone:
                 r["sourceId"],
                 None if r["episode"] is None else _exported(r["episode"]),
                 r.get("qdrantPointId"),
+                bool(r.get("archived", False)),
             )
             for r in rows
         ]
@@ -409,6 +422,108 @@ class ConvexBackbone:
             items = [_wire_point(r) for r in records[start : start + MAX_PAGE]]
             recorded += int(self.call("mutation", "episodes:recordPoints", {"items": items})["recorded"])
         return recorded
+
+
+class ConvexOperator:
+    """The operator's hand on the deployment, with its deploy key (``Authorization: Convex <key>``,
+    admin: it may call internal functions): forgetting any site's episode, which a site's own secret
+    cannot. The key is never in a message, a log line or this object's repr."""
+
+    def __init__(
+        self, url: str, deploy_key: str, *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        if not url.startswith(("https://", "http://")):
+            raise ConfigError(f"the deployment's URL must be https://..., not {url!r}")
+        self.url = url.rstrip("/")
+        self._client = httpx.Client(
+            base_url=self.url,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            transport=transport,
+            headers={"Convex-Client": "memsync-0.1.0", "Authorization": f"Convex {deploy_key}"},
+        )
+
+    def __repr__(self) -> str:
+        return f"ConvexOperator({self.url!r})"
+
+    def call(self, kind: Kind, path: str, args: Mapping[str, Any]) -> Any:
+        """Run any function (internal ones too) as the admin; its value, or a classified exception."""
+        return _post(self._client, self.url, kind, path, dict(args))
+
+    def forget(self, site: str, source_id: str) -> Forgotten:
+        """Forget ``site``'s episode ``source_id``, hot or archived, as the site's own forget does."""
+        return _forgotten(self.call("action", "episodes:forgetAny", {"sourceSite": site, "sourceId": source_id}))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _post(client: httpx.Client, url: str, kind: Kind, path: str, args: dict[str, Any]) -> Any:
+    """One call of Convex's HTTP API: its value, or a classified exception (messages name the
+    function and the URL, never a credential)."""
+    body = {"path": path, "args": args, "format": "json"}
+    try:
+        response = client.post(f"/api/{kind}", json=body)
+    except httpx.TimeoutException:
+        raise BackboneUnavailable(f"convex {path}: no answer within the timeout") from None
+    except httpx.HTTPError as exc:
+        raise BackboneUnavailable(f"convex {path}: {type(exc).__name__}: {exc}") from None
+    # Convex answers 200 for both outcomes; its own client also takes 560 as "function failed".
+    if response.status_code in (200, 560):
+        try:
+            payload = response.json()
+        except ValueError:
+            raise BackboneUnavailable(f"convex {path}: the answer is not JSON") from None
+        if payload.get("status") == "success":
+            return payload.get("value")
+        data = payload.get("errorData")
+        code = data.get("code") if isinstance(data, dict) else None
+        message = (data.get("message") if isinstance(data, dict) else None) or payload.get("errorMessage") or ""
+        raise classify(code if isinstance(code, str) else None, f"{path}: {message}")
+    # Every other status means what sync.http says it means, for every service memsync calls.
+    verdict = http_policy.classify(response.status_code)
+    if verdict is http_policy.Verdict.TRANSIENT:
+        wait = http_policy.retry_after(response.headers.get("retry-after"), time.time())
+        raise BackboneUnavailable(f"convex {path}: HTTP {response.status_code}", wait)
+    if verdict is http_policy.Verdict.AUTH:
+        raise BackboneAuthError(f"convex {path}: HTTP {response.status_code}")
+    # Not a row's fault (that would be a function error): the URL or the deployment is wrong.
+    raise ConfigError(
+        f"convex {path}: HTTP {response.status_code} from {url}: is this the deployment "
+        "URL, with cloud_functions deployed?"
+    )
+
+
+def _forgotten(value: Mapping[str, Any]) -> Forgotten:
+    week = value.get("archiveWeek")
+    return Forgotten(bool(value["deleted"]), None if week is None else str(week))
+
+
+def _range(site: str | None, since_ms: int | None, until_ms: int | None) -> dict[str, Any]:
+    """The archive functions' range arguments: an absent one is left out (Convex refuses null)."""
+    args: dict[str, Any] = {}
+    if site is not None:
+        args["ofSite"] = site
+    if since_ms is not None:
+        args["sinceMs"] = since_ms
+    if until_ms is not None:
+        args["untilMs"] = until_ms
+    return args
+
+
+def _archive_file(r: Mapping[str, Any]) -> ArchiveFile:
+    return ArchiveFile(
+        site=r["site"],
+        week=r["week"],
+        count=int(r["count"]),
+        sha256=r["sha256"],
+        bytes=int(r["bytes"]),
+        first_id=r["firstId"],
+        last_id=r["lastId"],
+        from_ts=int(r["fromTs"]),
+        to_ts=int(r["toTs"]),
+        written_at=int(r["writtenAt"]),
+        location=str(r["storageId"]),
+    )
 
 
 def _approval(r: Mapping[str, Any]) -> Approval:

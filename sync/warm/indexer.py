@@ -12,8 +12,19 @@ again (a re-graded reward only rewrites the payload), and a crash between upsert
 replays a page that then costs a lookup. Order within a page: upsert, then record ``qdrantPointId``
 in the backbone, then advance the cursor, so nothing is recorded before it is searchable.
 
-The decisions (what to embed, what to rewrite, what to delete, which point a near-duplicate links
-to) are pure functions, tested from tables; ``Indexer`` does the I/O around them.
+An archived episode (the cleanup job moved its body to the cold archive; the key stays) keeps its
+point, marked ``archived`` in the payload, so that it stays searchable; a restore is a normal change
+again and the rewrite drops the mark. A forget deletes the point, and marks the collection as owing
+a purge (``CursorFile.owe_purge``): the engine's files keep a deleted point's bytes, so the warm
+layer rebuilds the collection without it.
+
+A rebuild (``memsync reindex``, a purge) fills a fresh collection from the feed with the collection
+it replaces as ``previous``: a point whose text is unchanged is copied from it (its vectors, when
+the spec is the same), not embedded again; an archived episode, whose body the feed no longer
+has, can only be copied (or, under another model, embedded from the text its old payload kept).
+
+The decisions (what to embed, copy, rewrite, mark, delete, which point a near-duplicate links to)
+are pure functions, tested from tables; ``Indexer`` does the I/O around them.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from sync.warm.text import episode_text, text_hash
 
 DEFAULT_DUPLICATE_THRESHOLD: Final = 0.95
 DUPLICATE_KEY: Final = "duplicateOf"
+ARCHIVED_KEY: Final = "archived"
 # Payload fields the indexer itself maintains, compared apart from the episode's own.
 _LINKS: Final = frozenset({DUPLICATE_KEY})
 
@@ -77,6 +89,8 @@ class IndexPlan:
     delete: list[str] = field(default_factory=list)  # forgotten
     record: list[PointRecord] = field(default_factory=list)  # qdrantPointId to record once upserted
     unchanged: int = 0
+    archive: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # archived: payload marked
+    carry: list[str] = field(default_factory=list)  # archived, not in this store: from ``previous``
 
 
 def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]) -> IndexPlan:
@@ -90,6 +104,15 @@ def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]
     plan = IndexPlan()
     unchanged = 0
     for pid, change in latest.items():
+        if change.episode is None and change.archived:
+            held = stored.get(pid)
+            if held is None:
+                plan.carry.append(pid)  # its body is gone from the feed: only a copy can bring it
+            elif held.get(ARCHIVED_KEY) is True:
+                unchanged += 1
+            else:
+                plan.archive.append((pid, dict(held) | {ARCHIVED_KEY: True}))
+            continue
         if change.episode is None:
             if pid in stored:
                 plan.delete.append(pid)
@@ -104,7 +127,72 @@ def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]
             unchanged += 1
         if change.point_id != pid:
             plan.record.append(PointRecord(change.site, change.source_id, pid, str(change.episode.get("contentHash"))))
-    return IndexPlan(plan.embed, plan.rewrite, plan.delete, plan.record, unchanged)
+    # A restored episode is a normal change again: its payload (no ``archived``) differs from the
+    # marked one held, so it is rewritten above without the mark.
+    return IndexPlan(plan.embed, plan.rewrite, plan.delete, plan.record, unchanged, plan.archive, plan.carry)
+
+
+@dataclass(frozen=True, slots=True)
+class CopyPlan:
+    """What a rebuild takes from the collection it replaces, rather than from the embedder."""
+
+    copy: list[WarmPoint] = field(default_factory=list)  # upserted as they are
+    embed: list[ToEmbed] = field(default_factory=list)  # still to embed
+    missing: list[str] = field(default_factory=list)  # archived, and in neither collection
+
+
+def plan_copy(
+    embed: Sequence[ToEmbed],
+    carry: Sequence[str],
+    previous: Mapping[str, StoredPoint],
+    *,
+    same_model: bool,
+    same_bm25: bool,
+    bm25_config: bm25.Bm25Config,
+) -> CopyPlan:
+    """Which of a page's points come from ``previous`` (the replaced collection's points, by id).
+
+    A point to embed whose text is unchanged there is copied with its dense vector when the model
+    (and dimensions) are the same; its BM25 vector is copied when the BM25 recipe is the same and
+    computed again otherwise (cheap: no model). Its near-duplicate link comes along: it was found
+    with those very vectors. An archived point (``carry``) keeps its old payload, marked archived;
+    under another model it is embedded from the text that payload kept, since the feed no longer
+    has its body."""
+    plan = CopyPlan()
+    for item in embed:
+        held = previous.get(item.point_id)
+        if not same_model or held is None or held.dense is None:
+            plan.embed.append(item)
+            continue
+        if held.payload.get("textHash") != item.payload.get("textHash"):
+            plan.embed.append(item)
+            continue
+        payload = item.payload | {k: held.payload[k] for k in _LINKS if k in held.payload}
+        plan.copy.append(_copied(item.point_id, held, payload, same_bm25, bm25_config))
+    for pid in carry:
+        held = previous.get(pid)
+        text = None if held is None else held.payload.get("text")
+        if held is None or not isinstance(text, str):
+            plan.missing.append(pid)  # without its body nothing can index it again
+            continue
+        payload = held.payload | {ARCHIVED_KEY: True}
+        if same_model and held.dense is not None:
+            plan.copy.append(_copied(pid, held, payload, same_bm25, bm25_config))
+        else:
+            # Its link was found among the other model's vectors: the new ones find their own.
+            unlinked = {k: v for k, v in payload.items() if k not in _LINKS}
+            plan.embed.append(ToEmbed(pid, text, unlinked))
+    return plan
+
+
+def _copied(
+    pid: str, held: StoredPoint, payload: dict[str, Any], same_bm25: bool, bm25_config: bm25.Bm25Config
+) -> WarmPoint:
+    assert held.dense is not None
+    sparse = held.sparse if same_bm25 and held.sparse is not None else None
+    if sparse is None:
+        sparse = bm25.embed_document(str(payload.get("text", "")), bm25_config)
+    return WarmPoint(pid, held.dense, sparse, payload)
 
 
 def canonical_of(own_id: str, match_id: str, match_payload: Mapping[str, Any]) -> str | None:
@@ -133,6 +221,20 @@ def link_within_page(
 # --- the I/O around it ---------------------------------------------------------------------------
 
 
+_COUNTS: Final = (
+    "changes",
+    "embedded",
+    "copied",
+    "rewritten",
+    "archived",
+    "archived_missing",
+    "deleted",
+    "unchanged",
+    "linked",
+    "failed",
+)
+
+
 @dataclass(slots=True)
 class PassReport:
     changes: int = 0
@@ -145,17 +247,29 @@ class PassReport:
     cursor: int = 0
     end: int = 0  # the feed's latest seq when the pass began (a progress bar's total)
     drained: bool = True  # the feed had nothing more when the pass ended
+    copied: int = 0  # taken from the collection a rebuild replaces, not embedded
+    archived: int = 0  # points marked archived
+    archived_missing: int = 0  # archived episodes with no point to keep (nor, in a rebuild, to copy)
 
     def add(self, other: PassReport) -> None:
-        for name in ("changes", "embedded", "rewritten", "deleted", "unchanged", "linked", "failed"):
+        for name in _COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.cursor, self.drained = other.cursor, other.drained
         self.end = max(self.end, other.cursor)
 
 
+@dataclass(frozen=True, slots=True)
+class Previous:
+    """The collection a rebuild replaces, open in its own store handle, and what built it."""
+
+    store: VectorStore
+    spec: CollectionSpec
+
+
 class Indexer:
     """Keeps one collection in step with the backbone. Not thread-safe by itself: one indexer per
-    store, and the store serialises its own calls (searches run beside it)."""
+    store, and the store serialises its own calls (searches run beside it). With ``previous`` it
+    builds a fresh collection, copying from the one it replaces what need not be embedded again."""
 
     def __init__(
         self,
@@ -169,6 +283,7 @@ class Indexer:
         duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
         bm25_config: bm25.Bm25Config = bm25.DEFAULT_BM25,
         on_failed: Callable[[str, str], None] | None = None,
+        previous: Previous | None = None,
     ) -> None:
         self.backbone = backbone
         self.store = store
@@ -179,6 +294,7 @@ class Indexer:
         self.duplicate_threshold = duplicate_threshold
         self.bm25 = bm25_config
         self.on_failed = on_failed
+        self.previous = previous
         self.spec: CollectionSpec | None = None
 
     def open(self) -> CollectionSpec:
@@ -204,15 +320,26 @@ class Indexer:
         ids = list(dict.fromkeys(point_id(c.site, c.source_id) for c in changes))
         stored = {p.id: p.payload for p in self.store.get(ids)}
         plan = plan_page(changes, stored)
-        report.embedded, report.linked, failed = self._embed(plan.embed)
+        copied = self._copy(plan)
+        if copied.copy:
+            self.store.upsert(copied.copy)
+        report.embedded, report.linked, failed = self._embed(copied.embed)
         report.failed = len(failed)
-        self._rewrite(plan.rewrite)
+        self._rewrite(plan.rewrite + plan.archive)
         if plan.delete:
+            # Owed before the delete: the deleted points' bytes stay in the store's files until the
+            # warm layer rebuilds the collection, and a crash right after this must not forget that.
+            self.cursors.owe_purge(self.collection)
             self.store.delete(plan.delete)
         records = [r for r in plan.record if r.point_id not in failed]
         if records:
             self.backbone.record_point_ids(records)
         report.rewritten, report.deleted, report.unchanged = len(plan.rewrite), len(plan.delete), plan.unchanged
+        report.copied, report.archived, report.archived_missing = (
+            len(copied.copy),
+            len(plan.archive) + len(plan.carry) - len(copied.missing),
+            len(copied.missing),
+        )
         report.cursor = changes[-1].seq
         self.cursors.write(self.collection, report.cursor)
         return report
@@ -230,6 +357,26 @@ class Indexer:
             if page.drained:
                 break
         return total
+
+    def _copy(self, plan: IndexPlan) -> CopyPlan:
+        """What ``previous`` gives this page (nothing outside a rebuild: then an archived episode
+        that is not in the store is missing for good)."""
+        previous = self.previous
+        if previous is None or not (plan.embed or plan.carry):
+            return CopyPlan([], list(plan.embed), list(plan.carry))
+        spec = self.spec or self.open()
+        same_model = (previous.spec.model_name, previous.spec.dims) == (spec.model_name, spec.dims)
+        wanted = [item.point_id for item in plan.embed] + plan.carry
+        # Vectors of another model are useless here: read only the payloads then.
+        held = {p.id: p for p in previous.store.get(wanted, with_vectors=same_model)}
+        return plan_copy(
+            plan.embed,
+            plan.carry,
+            held,
+            same_model=same_model,
+            same_bm25=previous.spec.bm25 == spec.bm25,
+            bm25_config=self.bm25,
+        )
 
     def _embed(self, items: Sequence[ToEmbed]) -> tuple[int, int, set[str]]:
         """Embed and upsert; returns (embedded, linked, ids the embedder refused). A refused item

@@ -35,6 +35,10 @@ class LockedStore:
         with self._lock:
             return self.inner.open_or_create(collection, model_name, dims, bm25)
 
+    def open_as_built(self, collection: str) -> CollectionSpec | None:
+        with self._lock:
+            return self.inner.open_as_built(collection)
+
     def upsert(self, points: Sequence[WarmPoint]) -> None:
         with self._lock:
             self.inner.upsert(points)

@@ -101,6 +101,7 @@ class SearchResult:
     success: bool | None
     text: str
     duplicates: int = 0  # near-duplicates collapsed into this result
+    archived: bool = False  # its body is in the cold archive (``memsync archive restore`` brings it back)
 
     def to_wire(self) -> dict[str, Any]:
         """The result in the backbone's field names (``export`` uses the same): the control
@@ -110,4 +111,6 @@ class SearchResult:
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> SearchResult:
         fields: dict[str, Any] = {name: data.get(WIRE_NAMES.get(name, name)) for name in cls.__dataclass_fields__}
+        fields["archived"] = fields.get("archived") is True  # absent from an older daemon's answer
+        fields["duplicates"] = fields.get("duplicates") or 0
         return cls(**fields)

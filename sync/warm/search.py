@@ -116,4 +116,5 @@ def _result(r: Ranked, duplicates: int) -> SearchResult:
         success=success if isinstance(success, bool) else None,
         text=str(p.get("text", "")),
         duplicates=max(0, duplicates),
+        archived=p.get("archived") is True,
     )

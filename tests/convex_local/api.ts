@@ -7,6 +7,7 @@
 import { makeFunctionReference } from "convex/server";
 import { convexToJson, jsonToConvex, type Value } from "convex/values";
 import { backend, modules } from "../../cloud_functions/test.modules";
+import schema from "../../cloud_functions/schema";
 
 export type Kind = "query" | "mutation" | "action";
 export type Reply = { httpStatus: number; body: Record<string, unknown> };
@@ -113,4 +114,32 @@ export async function fetchHttp(path: string, init: { method: string; headers: [
     ...(init.body === undefined || init.method === "GET" || init.method === "HEAD" ? {} : { body: init.body }),
   });
   return { status: response.status, headers: [...response.headers.entries()], body: new Uint8Array(await response.arrayBuffer()) };
+}
+
+/**
+ * Everything the deployment stores, read around the functions (what an operator with the
+ * dashboard's data browser and file storage sees): every table's documents as JSON, and every
+ * stored file's bytes (base64). For tests that check a text is gone from Convex's own data.
+ */
+export async function dump(): Promise<{ tables: Record<string, unknown[]>; files: Record<string, string> }> {
+  return await serially(() =>
+    t.run(async (ctx) => {
+      const tables: Record<string, unknown[]> = {};
+      for (const name of Object.keys(schema.tables)) {
+        tables[name] = await ctx.db.query(name as never).collect();
+      }
+      const files: Record<string, string> = {};
+      for (const file of await ctx.db.system.query("_storage").collect()) {
+        const blob = await ctx.storage.get(file._id);
+        if (blob !== null) files[file._id] = base64(new Uint8Array(await blob.arrayBuffer()));
+      }
+      return { tables, files };
+    }),
+  );
+}
+
+function base64(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(text);
 }

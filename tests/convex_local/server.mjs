@@ -89,6 +89,11 @@ async function serveHttpAction(api, req, res) {
 
 async function serve(api, req, res) {
   const { pathname } = new URL(req.url, "http://x");
+  if (pathname === "/_local/dump") {
+    // Not Convex's API: the whole store, for tests reading around the functions. Admin only.
+    if (!adminOf(req.headers.authorization).admin) return send(res, 401, { code: "Unauthorized", message: "admin key needed" });
+    return send(res, 200, await api.dump());
+  }
   if (!pathname.startsWith("/api/")) return serveHttpAction(api, req, res);
   const route = /^\/api\/(query|mutation|action)\/?$/.exec(pathname);
   if (route === null) return send(res, 404, { code: "NotFound", message: `no route ${req.method} ${req.url}` });

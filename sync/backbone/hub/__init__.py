@@ -13,15 +13,16 @@ digest in ``digest``), with the periodic sweeps (``Sweeps``) that Convex runs as
 
 from __future__ import annotations
 
+from sync.backbone.hub.archive import HubArchive
 from sync.backbone.hub.coordination import HubCoordination
 from sync.backbone.hub.episodes import HubEpisodes
 from sync.backbone.hub.feed import HubFeed
 
 
-class HubBackbone(HubEpisodes, HubFeed, HubCoordination):
+class HubBackbone(HubEpisodes, HubFeed, HubCoordination, HubArchive):
     """``HubBackbone(path, site, *, busy_timeout_ms=5000, create=True)``: the hub file at ``path``,
     acting for ``site``. ``create=False`` opens an existing hub without writing to it (status,
-    export). It is a ``Backbone`` and ``Sweeps``."""
+    export). It is a ``Backbone``, ``Sweeps`` and ``ColdArchive``."""
 
     kind = "local"
 

@@ -97,6 +97,9 @@ class HubConnection:
             raise BackboneUnavailable(f"embedded hub {path} does not exist yet (no site has synced into it)")
         try:
             self._conn = open_wal(path, synchronous="FULL", busy_timeout_ms=busy_timeout_ms)
+            # What is deleted (a forgotten episode) or replaced (an archived body) is overwritten
+            # with zeros, not left in a free page of the file for anyone reading its bytes.
+            self._conn.execute("PRAGMA secure_delete = ON")
         except (sqlite3.Error, OSError) as exc:
             raise self._opening(exc) from exc
         if create:

@@ -1,7 +1,7 @@
-"""The hub as ``Coordination``: approvals and forgetting here, the registry (``registry``), job
-leases and runs (``jobs``), sync health (``health``) and the digest (``digest``) beside it; with the
-periodic sweeps over every site that Convex runs as crons (``Sweeps``), which here whoever runs the
-periodic jobs calls, under a lease.
+"""The hub as ``Coordination``: approvals here (forgetting is the archive's: ``archive``), the
+registry (``registry``), job leases and runs (``jobs``), sync health (``health``) and the digest
+(``digest``) beside it; with the periodic sweeps over every site that Convex runs as crons
+(``Sweeps``), which here whoever runs the periodic jobs calls, under a lease.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from sync.backbone.hub.digest import HubDigest
 from sync.backbone.hub.health import HubHealth
 from sync.backbone.hub.jobs import HubJobs
 from sync.backbone.hub.registry import HubRegistry
-from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 
 _COLUMNS = (
@@ -236,22 +235,3 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
             return len(due)
 
         return self._run(expire)
-
-    # -- forgetting -----------------------------------------------------------------------------
-    def forget(self, source_id: str) -> bool:
-        def forget(conn: sqlite3.Connection) -> bool:
-            deleted = conn.execute(
-                "DELETE FROM episodes WHERE source_site = ? AND source_id = ?", (self.site, source_id)
-            ).rowcount
-            if not conn.execute(
-                "SELECT 1 FROM tombstones WHERE source_site = ? AND source_id = ?", (self.site, source_id)
-            ).fetchone():
-                seq = change_seq(conn) + 1
-                conn.execute(
-                    "INSERT INTO tombstones (source_site, source_id, deleted_at, change_seq) VALUES (?, ?, ?, ?)",
-                    (self.site, source_id, current_ms(), seq),
-                )
-                set_change_seq(conn, seq)
-            return bool(deleted)
-
-        return self._run(forget)

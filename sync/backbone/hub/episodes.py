@@ -15,7 +15,6 @@ from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor, Source
 from sync.backbone.hub.connection import HubConnection, current_ms
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.episode import EXPORT_FIELDS
-from sync.errors import BackboneRejected
 from sync.sqlite_db import primary_code
 
 # Far below SQLite's own 1 GB limit; chosen so one site cannot make a batch hog the write lock.
@@ -25,9 +24,11 @@ _INSERT = (
     "INSERT INTO episodes (id, source_site, source_id, identity_hash, content_hash, body, ts, created_at,"
     " synced_at, updated_at, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# An edit brings an archived episode back hot, with its new body (its week's file keeps the old
+# copy until the next cleanup run archives the new one over it).
 _UPDATE = (
     "UPDATE episodes SET content_hash = ?, body = ?, ts = ?, created_at = ?, updated_at = ?, change_seq = ?,"
-    " point_id = NULL WHERE id = ?"
+    " point_id = NULL, archived = 0, archive_week = NULL WHERE id = ?"
 )
 
 
@@ -40,8 +41,8 @@ def exported(
     source_site: str, source_id: str, body: str, content_hash: str, synced_at: int, archived: bool = False
 ) -> dict[str, Any]:
     """A hub row as ``export`` prints it: the documented fields, in order, and ``archived: true``
-    after them for an episode the cleanup job archived (only then, so that every other line keeps
-    exactly the documented keys)."""
+    after them for an archived episode (only then, so that every other line keeps exactly the
+    documented keys)."""
     fields = json.loads(body)
     record = {
         "sourceSite": source_site,
@@ -174,34 +175,20 @@ class HubEpisodes(HubConnection):
         return SiteCursor(self.site, *rows[0]) if rows else None
 
     def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
-        """Every episode in the hub (or one site's, any site's), oldest first, as ``export`` prints them."""
+        """Every hot episode in the hub (or one site's, any site's), oldest first, as ``export``
+        prints them; the archived ones are the archive's (``archived_episodes``)."""
         last = 0
         while True:
             rows = self._read(
-                "SELECT id, source_site, source_id, body, content_hash, synced_at, archived FROM episodes"
-                " WHERE id > ? AND (? IS NULL OR source_site = ?) ORDER BY id LIMIT 1000",
+                "SELECT id, source_site, source_id, body, content_hash, synced_at FROM episodes"
+                " WHERE id > ? AND (? IS NULL OR source_site = ?) AND archived = 0 ORDER BY id LIMIT 1000",
                 (last, site, site),
             )
             if not rows:
                 return
-            for row_id, source_site, source_id, body, content_hash, synced_at, archived in rows:
-                yield exported(source_site, source_id, body, content_hash, synced_at, bool(archived))
+            for row_id, source_site, source_id, body, content_hash, synced_at in rows:
+                yield exported(source_site, source_id, body, content_hash, synced_at)
                 last = row_id
-
-    def archive_older_than(self, cutoff_ms: int, limit: int) -> int:
-        """Every site's episodes with ts < ``cutoff_ms``, oldest first, at most ``limit`` (the
-        cleanup-old-episodes sweep calls it until fewer come back, so that no call holds the write
-        lock for long). Not a change: the content is the same, the feed's seq does not move."""
-        if limit < 0:
-            raise BackboneRejected(f"limit must not be negative, got {limit}")
-        cursor = self._run(
-            lambda conn: conn.execute(
-                "UPDATE episodes SET archived = 1 WHERE id IN (SELECT id FROM episodes WHERE archived = 0 AND ts < ?"
-                " ORDER BY ts LIMIT ?)",
-                (cutoff_ms, limit),
-            )
-        )
-        return int(cursor.rowcount)
 
     # -- one source per site --------------------------------------------------------------------
     def source_of(self) -> SourceRecord | None:

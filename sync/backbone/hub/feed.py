@@ -1,5 +1,5 @@
-"""The hub as a ``ChangeFeed``: every site's inserts, edits and forgets in seq order, for the warm
-layer, and the point ids it records back.
+"""The hub as a ``ChangeFeed``: every site's inserts, edits, archivings, restores and forgets in seq
+order, for the warm layer, and the point ids it records back.
 
 The seq is the ``change_seq`` column of episodes and tombstones, handed out from the counter in
 ``schema`` inside each writing transaction (the hub's one write lock makes commit order seq order).
@@ -31,12 +31,11 @@ class HubFeed(HubConnection):
         )
         changes: list[Change] = []
         for seq, source_site, source_id, body, content_hash, synced_at, point, archived in rows:
+            # A tombstone (no body) or an archived episode (its text is in the archive): no episode.
             episode = (
-                None
-                if body is None
-                else exported(source_site, source_id, body, content_hash, synced_at, bool(archived))
+                None if body is None or archived else exported(source_site, source_id, body, content_hash, synced_at)
             )
-            changes.append(Change(seq, source_site, source_id, episode, point))
+            changes.append(Change(seq, source_site, source_id, episode, point, archived=bool(archived)))
         return changes
 
     def feed_end(self) -> int:

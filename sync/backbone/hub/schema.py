@@ -5,7 +5,9 @@ agents' interface and last episode, and episodes' ``archived`` flag. Version 6 a
 approval's request says of itself (its cost, whether its tests passed), which the policy
 (``sync.approvals``) approves on. Version 7 added what people deciding an approval from Telegram
 need (its summary, the episode it is about, how often it was deferred) and the decision on that
-episode (``approval_status``). Version 8 added each site's count of redacted episodes.
+episode (``approval_status``). Version 8 added each site's count of redacted episodes. Version 9
+added the cold archive: its files' manifests, forgets still to reach a file, the runs, and the week
+an archived episode's body went to.
 
 Also the change feed's counter, which the writers of episodes and of tombstones both advance
 inside their own transactions.
@@ -83,6 +85,35 @@ _FLEET = (
   body TEXT NOT NULL                -- the digest as JSON
 )""",
 )
+# Version 9: the cold archive (``sync/backbone/hub/archive``).
+_ARCHIVE = (
+    """CREATE TABLE IF NOT EXISTS archive_files (
+  site TEXT NOT NULL,
+  week TEXT NOT NULL,               -- ISO week of the episodes' ts, UTC
+  location TEXT NOT NULL,           -- the file inside the archive folder beside the hub
+  count INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,             -- of the compressed bytes
+  bytes INTEGER NOT NULL,
+  first_id TEXT NOT NULL,
+  last_id TEXT NOT NULL,
+  from_ts INTEGER NOT NULL,
+  to_ts INTEGER NOT NULL,
+  written_at INTEGER NOT NULL,
+  PRIMARY KEY (site, week)
+)""",
+    """CREATE TABLE IF NOT EXISTS archive_forgets (
+  site TEXT NOT NULL,               -- forgotten while archived: its week's file still to be rewritten
+  week TEXT NOT NULL,
+  source_id TEXT NOT NULL,
+  PRIMARY KEY (site, week, source_id)
+)""",
+    """CREATE TABLE IF NOT EXISTS archive_runs (
+  id INTEGER PRIMARY KEY,
+  at INTEGER NOT NULL,
+  archived INTEGER NOT NULL,
+  files INTEGER NOT NULL
+)""",
+)
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS episodes (
   id INTEGER PRIMARY KEY,
@@ -97,7 +128,8 @@ SCHEMA = (
   updated_at INTEGER NOT NULL,
   change_seq INTEGER,               -- the change feed's position of the latest insert or edit
   point_id TEXT,                    -- qdrantPointId for the current content; cleared by an edit
-  archived INTEGER NOT NULL DEFAULT 0,  -- the cleanup job's mark: still exported and in the feed
+  archived INTEGER NOT NULL DEFAULT 0,  -- 1: the body is in the cold archive (body keeps no text)
+  archive_week TEXT,                -- the archive file's week ("2026-W08") while archived
   approval_status TEXT,             -- the decision on an approval about this episode, if any
   UNIQUE (source_site, source_id)
 )""",
@@ -148,8 +180,9 @@ SCHEMA = (
 )""",
     _SITE_SOURCES,
     *_FLEET,
+    *_ARCHIVE,
 )
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -191,8 +224,13 @@ _COLUMNS_7 = (
 )
 # Version 7 to 8: how many episodes a site synced with secrets redacted, from its heartbeats.
 _COLUMNS_8 = (("site_states", "redacted", "INTEGER NOT NULL DEFAULT 0"),)
-# The steps that only add columns, by the version they start from.
-_COLUMN_STEPS = {"5": _COLUMNS_6, "6": _COLUMNS_7, "7": _COLUMNS_8}
+# Version 8 to 9: the cold archive. Version 8's ``archived`` only marked rows (their bodies stayed):
+# they become hot again, and the next cleanup run archives them for real.
+_COLUMNS_9 = (("episodes", "archive_week", "TEXT"),)
+_AFTER_COLUMNS_9 = ("UPDATE episodes SET archived = 0 WHERE archive_week IS NULL",)
+# The steps that only add columns (and then run statements), by the version they start from.
+_COLUMN_STEPS = {"5": _COLUMNS_6, "6": _COLUMNS_7, "7": _COLUMNS_8, "8": _COLUMNS_9}
+_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9}
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -206,7 +244,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     version 2 (before the change feed) to 3, version 3 (before site sources) to 4, version 4
     (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
     approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7, version 7
-    (before redaction counts) to 8."""
+    (before redaction counts) to 8, version 8 (before the cold archive) to 9."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return
@@ -234,9 +272,11 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for statement in _FLEET:
                 tx.execute(statement)
             version = "5"
-        while version in _COLUMN_STEPS:  # 5 -> 6 -> 7 -> 8: new columns only
+        while version in _COLUMN_STEPS:  # 5 -> 6 -> 7 -> 8 -> 9: new columns (new tables: apply_schema)
             for table, column, declaration in _COLUMN_STEPS[version]:
                 _add_column(tx, table, column, declaration)
+            for statement in _AFTER_COLUMNS.get(version, ()):
+                tx.execute(statement)
             version = str(int(version) + 1)
         if row is not None and version != row[0]:
             tx.execute("UPDATE schema_info SET value = ? WHERE key = 'version'", (version,))

@@ -136,6 +136,13 @@ class VectorStore(Protocol):
         self, collection: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25
     ) -> CollectionSpec: ...
 
+    def open_as_built(self, collection: str) -> CollectionSpec | None:
+        """Open an existing collection with whatever spec it records, to read it (a rebuild copies
+        points out of the collection it replaces, whichever model built it); None when it does not
+        exist or records no spec. The open collection is then ``collection``, as after
+        ``open_or_create``."""
+        ...
+
     def upsert(self, points: Sequence[WarmPoint]) -> None: ...
 
     def prefetch(

@@ -114,6 +114,23 @@ class EdgeStore(StoreBase):
         self._shard, self._collection, self._spec = shard, collection, built
         return built
 
+    def open_as_built(self, collection: str) -> CollectionSpec | None:
+        import qdrant_edge as qe
+
+        self._validate_name(collection)
+        if self._shard is not None:
+            raise StoreRejected(f"this EdgeStore already has collection {self._collection} open")
+        folder = self._root / collection
+        shard_path = folder / "shard"
+        built = self._read_record(collection, folder / self.RECORD_FILE)
+        if built is None or not (shard_path / "segments").exists():
+            return None
+        self._path = shard_path
+        with self._edge_errors("open the collection"):
+            shard = qe.EdgeShard.load(str(shard_path))
+        self._shard, self._collection, self._spec = shard, collection, built
+        return built
+
     def _adopt(self, qe: Any, shard: Any, collection: str, wanted: CollectionSpec) -> CollectionSpec:
         """Finish a shard that has no record yet: payload indexes, then the record (written last)."""
         assert self._path is not None

@@ -150,6 +150,19 @@ class ServerStore(StoreBase):
         self._collection, self._spec = collection, built
         return built
 
+    def open_as_built(self, collection: str) -> CollectionSpec | None:
+        self._validate_name(collection)
+        with self._client_errors("open the collection"):
+            if not self._client.collection_exists(collection):
+                return None
+            config = self._client.get_collection(collection).config
+        record = (config.metadata or {}).get(RECORD_KEY)
+        if not isinstance(record, dict):
+            return None
+        built = CollectionSpec.from_record(collection, record)
+        self._collection, self._spec = collection, built
+        return built
+
     @staticmethod
     def _check_layout(collection: str, params: Any, spec: CollectionSpec) -> None:
         from qdrant_client import models as qm

@@ -1,0 +1,147 @@
+"""``memsync archive list|verify|restore``: the cold archive the weekly cleanup-old-episodes job
+writes (one compressed JSON Lines file per site and ISO week: beside the hub, or in Convex's file
+storage). ``--site``, ``--since`` and ``--until`` pick the files by their episodes' dates.
+
+``verify`` reads every file back against its manifest and exits 1 naming each damaged one;
+``restore`` brings archived episodes back to the backbone's hot tables (idempotent: what is hot
+already stays as it is). The files stay either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
+
+if TYPE_CHECKING:
+    from sync.backbone.base import ArchiveFile, Backbone
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "archive",
+        help="the cold archive of old episodes: list, verify, restore",
+        description="The cold archive: episodes older than jobs.archive_after_days, one compressed JSON Lines "
+        "file per site and week, written by the weekly cleanup-old-episodes job.",
+    )
+    actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
+    for name, run, help_text in (
+        ("list", list_main, "every archive file: site, week, episodes, size, key range"),
+        ("verify", verify_main, "read every file back against its manifest; exit 1 if one is damaged"),
+        ("restore", restore_main, "bring archived episodes back to the backbone's hot tables (idempotent)"),
+    ):
+        action = actions.add_parser(name, help=help_text, description=help_text)
+        add_config(action)
+        action.add_argument("--site", metavar="SITE", help="only this site's files (default: every site)")
+        action.add_argument("--since", metavar="YYYY-MM-DD", help="files with episodes on or after this UTC day")
+        action.add_argument("--until", metavar="YYYY-MM-DD", help="files with episodes before this UTC day")
+        add_json(action)
+        action.set_defaults(run=run)
+
+
+def _day_ms(value: str | None, option: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        day = datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        fail(f"{option} {value!r} is not a day: give YYYY-MM-DD, e.g. 2026-08-01", EX_USAGE)
+    return int(day.timestamp() * 1000)
+
+
+def _range(args: argparse.Namespace) -> tuple[str | None, int | None, int | None]:
+    return args.site, _day_ms(args.since, "--since"), _day_ms(args.until, "--until")
+
+
+def _open(args: argparse.Namespace) -> Backbone:
+    from daemon.site import open_backbone
+
+    settings = load(args, log_level="error")
+    if settings.backbone.kind == "local" and not settings.hub_path.exists():
+        fail(f"the hub {settings.hub_path} does not exist yet: nothing has been synced or archived", 1)
+    return open_backbone(settings, create=False)
+
+
+def _row(file: ArchiveFile) -> dict[str, Any]:
+    return {
+        "site": file.site,
+        "week": file.week,
+        "episodes": file.count,
+        "bytes": file.bytes,
+        "sha256": file.sha256,
+        "firstId": file.first_id,
+        "lastId": file.last_id,
+        "fromTs": file.from_ts,
+        "toTs": file.to_ts,
+        "writtenAt": file.written_at,
+        "location": file.location,
+    }
+
+
+def _day(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d")
+
+
+def list_main(args: argparse.Namespace) -> int:
+    with handled():
+        backbone = _open(args)
+        try:
+            files = backbone.archive_files(*_range(args))
+        finally:
+            backbone.close()
+    if args.as_json:
+        sys.stdout.write(json.dumps([_row(f) for f in files]) + "\n")
+        return 0
+    if not files:
+        say("no archive files in that range (the weekly cleanup-old-episodes job writes them)")
+        return 0
+    out = console()
+    for f in files:
+        out.print(
+            f"{f.site:<16} {f.week}  {f.count:>7} episodes  {f.bytes:>10,} bytes  "
+            f"{_day(f.from_ts)} .. {_day(f.to_ts)}  keys {f.first_id} .. {f.last_id}"
+        )
+    out.print(f"{len(files)} files, {sum(f.count for f in files)} episodes, {sum(f.bytes for f in files):,} bytes")
+    return 0
+
+
+def verify_main(args: argparse.Namespace) -> int:
+    with handled():
+        backbone = _open(args)
+        try:
+            checks = backbone.verify_archive(*_range(args))
+        finally:
+            backbone.close()
+    damaged = [c for c in checks if c.problem is not None]
+    if args.as_json:
+        sys.stdout.write(json.dumps([_row(c.file) | {"problem": c.problem} for c in checks]) + "\n")
+    else:
+        for check in damaged:
+            say(f"damaged: {check.file.site} {check.file.week} ({check.file.location}): {check.problem}")
+        say(
+            f"{len(checks) - len(damaged)} of {len(checks)} archive files verified"
+            + (": restore the damaged ones from a backup" if damaged else "")
+        )
+    return 1 if damaged else 0
+
+
+def restore_main(args: argparse.Namespace) -> int:
+    with handled():
+        backbone = _open(args)
+        try:
+            restored = backbone.restore_archive(*_range(args))
+        finally:
+            backbone.close()
+    if args.as_json:
+        sys.stdout.write(json.dumps({"restored": restored}) + "\n")
+    else:
+        say(
+            f"{restored} archived episodes are back in the backbone's hot tables"
+            + ("" if restored else " (none was archived in that range, or all were restored already)")
+            + "; the next cleanup run archives those still older than the retention again"
+        )
+    return 0

@@ -1,0 +1,323 @@
+"""The cold archive: the file format's decisions from tables, the hub's archive read around memsync
+(the hub file's bytes, the archive folder's files), ``kill -9`` in the middle of archiving, and the
+``archive`` / ``export --archived`` / ``status`` commands. Both backbones' shared behaviour is in
+test_backbone_conformance.py."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import AgentProcess, episode, memsync, status_json, write_config
+from test_backbone_conformance import item
+
+from sync.archive import codec
+from sync.archive.files import ArchiveFolder
+from sync.backbone.base import ArchiveFile
+from sync.backbone.hub import HubBackbone
+
+WEEK_S = 7 * 86400
+SITE = "laptop"
+
+
+def record(source_id: str, ts: int, site: str = SITE, **extra: Any) -> dict[str, Any]:
+    return {"sourceSite": site, "sourceId": source_id, "ts": ts, "task": f"task {source_id}", **extra}
+
+
+# --- the format, from tables -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ts_ms", "week"),
+    [
+        (0, "1970-W01"),  # a Thursday: ISO week 1 of 1970
+        (1_767_225_600_000, "2026-W01"),  # 2026-01-01, a Thursday
+        (1_767_052_800_000, "2026-W01"),  # 2025-12-30 belongs to 2026's first week
+        (1_798_675_200_000, "2026-W53"),  # 2026-12-31: 2026 (starting on a Thursday) has 53 weeks
+        (1_735_603_200_000, "2025-W01"),  # 2024-12-31 belongs to 2025's first week
+    ],
+)
+def test_an_episode_goes_to_the_iso_week_of_its_ts(ts_ms: int, week: str) -> None:
+    assert codec.iso_week(ts_ms) == week
+    assert codec.week_start_ms(week) <= ts_ms < codec.week_end_ms(week)
+
+
+def test_merging_a_week_replaces_older_copies_leaves_forgotten_ones_out_and_keeps_file_order() -> None:
+    existing = [record("2", 20), record("5", 10, output="old")]
+    new = [record("5", 10, output="new"), record("1", 30), record("10", 10)]
+    merged = codec.merge(existing, new, drop={"2"})
+    assert [(r["sourceId"], r.get("output")) for r in merged] == [("10", None), ("5", "new"), ("1", None)]
+    assert all("archived" not in r for r in codec.merge([record("1", 1, archived=True)], []))
+
+
+def test_the_encoding_is_deterministic_and_plain_gzip() -> None:
+    records = [record("1", 1), record("2", 2, tags=["ünï"])]
+    data = codec.encode(records)
+    assert codec.encode(records) == data  # the same records: the same sha256
+    assert gzip.decompress(data).decode().splitlines()[1] == json.dumps(
+        records[1], separators=(",", ":"), ensure_ascii=False
+    )
+    assert codec.decode(data) == records
+
+
+def _file(records: list[dict[str, Any]], data: bytes) -> ArchiveFile:
+    return codec.manifest(SITE, "1970-W01", records, data, 0, "laptop/1970-W01.x.jsonl.gz")
+
+
+RECORDS = [record("1", 1), record("2", 2), record("3", 3)]
+GOOD = codec.encode(RECORDS)
+
+
+@pytest.mark.parametrize(
+    ("data", "manifest_change", "archived_keys", "problem"),
+    [
+        (GOOD, {}, ["1", "3"], None),
+        (None, {}, [], "the file is missing"),
+        (GOOD[:-9], {}, [], "its bytes changed"),
+        (GOOD[:10] + bytes([GOOD[10] ^ 1]) + GOOD[11:], {}, [], "its bytes changed"),
+        (b"not gzip at all", {"bytes": 15, "sha256": codec.sha256_of(b"not gzip at all")}, [], "does not decompress"),
+        (
+            gzip.compress(b'{"sourceId":"1"}\nnot json\n', mtime=0),
+            {"bytes": -1},
+            [],
+            "line 2 is not JSON",
+        ),
+        (GOOD, {"count": 4}, [], "holds 3 episodes; the manifest says 4"),
+        (GOOD, {"last_id": "9"}, [], "key range"),
+        (GOOD, {"site": "vm"}, [], "3 episodes in it are not vm's"),
+        (GOOD, {}, ["1", "7"], "1 archived episodes of its week are not in it (e.g. laptop:7)"),
+    ],
+)
+def test_verify_names_what_is_wrong_with_a_file(
+    data: bytes | None, manifest_change: dict[str, Any], archived_keys: list[str], problem: str | None
+) -> None:
+    file = replace(_file(RECORDS, GOOD), **manifest_change)
+    if manifest_change.get("bytes") == -1 and data is not None:  # a bad line inside a well-formed file
+        file = replace(file, bytes=len(data), sha256=codec.sha256_of(data))
+    found = codec.check(file, data, archived_keys)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert problem in found
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "inside"),
+    [(None, None, True), (5, None, True), (11, None, False), (None, 5, True), (None, 2, False), (2, 4, True)],
+)
+def test_a_file_is_in_a_range_when_its_episodes_dates_overlap_it(
+    since: int | None, until: int | None, inside: bool
+) -> None:
+    file = replace(_file(RECORDS, GOOD), from_ts=2, to_ts=10)
+    assert codec.overlaps(file, since, until) is inside
+
+
+# --- the hub's archive, read around memsync ------------------------------------------------------------
+
+
+SECRET = "archived-text-that-must-leave-the-hot-table"
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Iterator[HubBackbone]:
+    backbone = HubBackbone(tmp_path / "hub.db", SITE)
+    yield backbone
+    backbone.close()
+
+
+def _hub_bytes(path: Path) -> bytes:
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+
+
+def _archive_text(folder: ArchiveFolder) -> bytes:
+    return b"".join(gzip.decompress(p.read_bytes()) for p in folder.root.glob("*/*.jsonl.gz"))
+
+
+def test_archived_text_leaves_the_hub_file_and_is_in_the_archive_beside_it(hub: HubBackbone, tmp_path: Path) -> None:
+    hub.push([item(i, at=1_000 + i, output=f"{SECRET} {i}") for i in range(1, 4)] + [item(4, output="hot")], cursor=4)
+    assert SECRET.encode() in _hub_bytes(hub.path)  # the control: before archiving it is there
+    assert hub.archive_older_than(2_000 * 1000, 100) == 3
+
+    assert SECRET.encode() not in _hub_bytes(hub.path)
+    folder = ArchiveFolder(tmp_path / "hub.archive")
+    (path,) = folder.root.glob("laptop/1970-W01.*.jsonl.gz")
+    lines = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]  # what zcat shows
+    assert [(r["sourceId"], r["output"]) for r in lines] == [(str(i), f"{SECRET} {i}") for i in (1, 2, 3)]
+    manifest = json.loads(path.with_name(path.name.removesuffix(".jsonl.gz") + ".manifest.json").read_text())
+    assert manifest["count"] == 3
+    assert manifest["sha256"] == codec.sha256_of(path.read_bytes())
+    with closing(sqlite3.connect(hub.path)) as conn:
+        kept = conn.execute("SELECT body FROM episodes WHERE archived = 1 ORDER BY source_id").fetchall()
+    assert all(set(json.loads(body)).isdisjoint(codec.TEXT_FIELDS) for (body,) in kept)
+    assert json.loads(kept[0][0])["agentName"] == "coder"  # what the digest and health read stays
+
+    # Forgetting an archived episode: its text is in no file of the archive folder any more.
+    hub.forget("2")
+    assert f"{SECRET} 2".encode() not in _archive_text(folder)
+    assert f"{SECRET} 3".encode() in _archive_text(folder)
+    assert len(list(folder.root.glob("laptop/*.jsonl.gz"))) == 1  # the old version removed
+
+
+def test_a_forget_interrupted_before_its_rewrite_is_finished_by_the_next_run(hub: HubBackbone, tmp_path: Path) -> None:
+    hub.push([item(i, at=1_000 + i, output=f"{SECRET} {i}") for i in (1, 2)], cursor=2)
+    hub.archive_older_than(2_000 * 1000, 100)
+    # What forget's transaction leaves when its process dies before the rewrite: the row gone,
+    # the debt recorded (written here around memsync, as the transaction does).
+    with closing(sqlite3.connect(hub.path)) as conn, conn:
+        conn.execute("DELETE FROM episodes WHERE source_id = '1'")
+        conn.execute("INSERT INTO archive_forgets VALUES ('laptop', '1970-W01', '1')")
+    folder = ArchiveFolder(tmp_path / "hub.archive")
+    assert f"{SECRET} 1".encode() in _archive_text(folder)
+    hub.archive_older_than(2_000 * 1000, 100)
+    assert f"{SECRET} 1".encode() not in _archive_text(folder)
+    assert [c.problem for c in hub.verify_archive()] == [None]
+
+
+def test_a_damaged_file_is_reported_and_not_archived_into(hub: HubBackbone, tmp_path: Path) -> None:
+    hub.push([item(i, at=1_000 + i) for i in (1, 2)], cursor=2)
+    hub.archive_older_than(2_000 * 1000, 100)
+    (file,) = hub.archive_files()
+    path = ArchiveFolder(tmp_path / "hub.archive").path(file.location)
+    path.write_bytes(path.read_bytes()[:-20])
+    (check,) = hub.verify_archive()
+    assert check.problem is not None
+    assert "bytes changed" in check.problem
+    hub.push([item(3, at=1_003)], cursor=3)
+    with pytest.raises(Exception, match=r"archive file of laptop 1970-W01 .* is damaged"):
+        hub.archive_older_than(2_000 * 1000, 100)
+    assert {e["sourceId"] for e in hub.episodes()} == {"3"}  # still hot: nothing lost
+
+
+# --- kill -9 in the middle ---------------------------------------------------------------------------
+
+_ARCHIVER = """
+import sys
+from sync.backbone.hub import HubBackbone
+hub = HubBackbone(__import__("pathlib").Path(sys.argv[1]), "laptop")
+print("ready", flush=True)
+while hub.archive_older_than(int(sys.argv[2]), 40):
+    pass
+print("done", flush=True)
+"""
+
+
+def _state(path: Path, keys: set[str]) -> tuple[set[str], set[str]]:
+    hub = HubBackbone(path, SITE, create=False)
+    try:
+        hot = [str(e["sourceId"]) for e in hub.episodes()]
+        cold = [str(e["sourceId"]) for e in hub.archived_episodes()]
+        assert len(set(hot)) == len(hot)
+        assert len(set(cold)) == len(cold), "an episode archived twice"
+        assert not set(hot) & set(cold)
+        assert set(hot) | set(cold) == keys, f"lost: {sorted(keys - set(hot) - set(cold))[:5]}"
+        assert [c.problem for c in hub.verify_archive() if c.problem is not None] == []
+        return set(hot), set(cold)
+    finally:
+        hub.close()
+
+
+def test_kill_9_during_archiving_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "hub.db"
+    with closing(HubBackbone(path, SITE)) as hub:
+        # 3,000 episodes over 60 weeks of 1970-71, 50 a week.
+        for start in range(0, 3000, 500):
+            hub.push(
+                [item(i, at=1_000 + (i // 50) * WEEK_S + i) for i in range(start + 1, start + 501)], cursor=start + 500
+            )
+    keys = {str(i) for i in range(1, 3001)}
+    cutoff = (1_000 + 70 * WEEK_S) * 1000
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    kills = 0
+    for delay in (0.05, 0.15, 0.3, 0.5, 0.8):
+        child = subprocess.Popen(
+            [sys.executable, "-c", _ARCHIVER, str(path), str(cutoff)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(delay)
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            kills += 1
+        child.wait()
+        child.stdout.close()
+        _state(path, keys)  # after every kill: archive + hot = every episode, once
+    assert kills >= 1
+    finished = subprocess.run(
+        [sys.executable, "-c", _ARCHIVER, str(path), str(cutoff)], capture_output=True, text=True, env=env, check=False
+    )
+    assert finished.returncode == 0, finished.stderr
+    hot, cold = _state(path, keys)
+    assert (hot, cold) == (set(), keys)
+
+
+# --- the commands, as a user runs them ---------------------------------------------------------------
+
+
+def test_the_weekly_job_archive_commands_export_and_status(
+    tmp_path: Path, agents: Callable[[Path], AgentProcess]
+) -> None:
+    db, hub_path = tmp_path / "laptop.db", tmp_path / "hub.db"
+    agent = agents(db)
+    for i in range(4):
+        agent.store(episode(i, output=f"{SECRET} {i}"))
+    agent.close()
+    # A retention of a second: what is synced now is old enough a moment later.
+    site = write_config(tmp_path / "laptop", "laptop", db, hub_path, extra="[jobs]\narchive_after_days = 0.00001\n")
+    config = str(site.config)
+    assert memsync("sync", "--config", config).returncode == 0
+    time.sleep(1.2)
+    ran = memsync("jobs", "run", "cleanup-old-episodes", "--config", config)
+    assert ran.returncode == 0, ran.stderr
+    assert "4 episodes older than" in ran.stderr
+
+    assert memsync("export", "--config", config).stdout == ""  # nothing hot
+    archived = [json.loads(line) for line in memsync("export", "--archived", "--config", config).stdout.splitlines()]
+    assert sorted(e["output"] for e in archived) == sorted(f"{SECRET} {i}" for i in range(4))
+    assert all(e["archived"] is True for e in archived)
+    (listed,) = json.loads(memsync("archive", "list", "--json", "--config", config).stdout)
+    assert (listed["site"], listed["episodes"]) == ("laptop", 4)
+    assert json.loads(memsync("archive", "list", "--since", "2999-01-01", "--json", "--config", config).stdout) == []
+    wrong = memsync("archive", "list", "--since", "last week", "--config", config)
+    assert wrong.returncode == 2
+    assert "is not a day" in wrong.stderr
+
+    _, report = status_json(site.config)
+    assert report["backbone"]["archive"]["episodes"] == 4
+    assert report["backbone"]["archive"]["lastRun"]["archived"] == 4
+    shown = memsync("status", "--config", config).stdout
+    assert "4 episodes in 1 files" in shown
+
+    # Syncing again pushes nothing: the keys stay in the hot table.
+    assert memsync("sync", "--config", config).returncode == 0
+    assert memsync("export", "--config", config).stdout == ""
+
+    verified = memsync("archive", "verify", "--config", config)
+    assert verified.returncode == 0, verified.stderr
+    assert "1 of 1 archive files verified" in verified.stderr
+
+    restored = memsync("archive", "restore", "--json", "--config", config)
+    assert json.loads(restored.stdout) == {"restored": 4}
+    assert json.loads(memsync("archive", "restore", "--json", "--config", config).stdout) == {"restored": 0}
+    assert len(memsync("export", "--config", config).stdout.splitlines()) == 4
+
+    path = ArchiveFolder.beside(hub_path).path(listed["location"])
+    path.write_bytes(b"garbage")
+    damaged = memsync("archive", "verify", "--config", config)
+    assert damaged.returncode == 1
+    assert "damaged: laptop" in damaged.stderr
+    assert "Traceback" not in damaged.stderr
