@@ -25,18 +25,8 @@ import { ChangeSequence } from "./lib/changes";
 import { exportEpisode, isHot } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode } from "./lib/push";
-import { exportedEpisode, isCount } from "./lib/validators";
+import { archiveManifest, exportedEpisode, isCount } from "./lib/validators";
 
-const manifestFields = {
-  count: v.number(),
-  sha256: v.string(),
-  bytes: v.number(),
-  firstId: v.string(),
-  lastId: v.string(),
-  fromTs: v.number(),
-  toTs: v.number(),
-  writtenAt: v.number(),
-};
 
 export type Manifest = Omit<Doc<"archiveFiles">, "_id" | "_creationTime">;
 type Check = { file: Manifest; problem: string | null };
@@ -46,7 +36,7 @@ export const archiveFile = v.object({
   site: v.string(),
   week: v.string(),
   storageId: v.id("_storage"),
-  ...manifestFields,
+  ...archiveManifest,
 });
 
 const fileRow = v.object({ _id: v.id("archiveFiles"), _creationTime: v.number(), ...archiveFile.fields });
@@ -172,7 +162,7 @@ export const commit = internalMutation({
     week: v.string(),
     expected: v.union(v.id("_storage"), v.null()),
     keep: v.boolean(),
-    file: v.union(v.object({ storageId: v.id("_storage"), ...manifestFields }), v.null()),
+    file: v.union(v.object({ storageId: v.id("_storage"), ...archiveManifest }), v.null()),
     strip: v.array(v.object({ id: v.id("episodes"), sourceId: v.string(), contentHash: v.string() })),
     purged: v.array(v.id("tombstones")),
   },

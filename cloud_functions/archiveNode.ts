@@ -20,7 +20,7 @@ import {
   merge,
   sha256Bytes,
 } from "./lib/archiveFormat";
-import { exportedEpisode } from "./lib/validators";
+import { archiveManifest, exportedEpisode } from "./lib/validators";
 
 // zlib's default level, as the hub's archive (sync/archive/codec.py) uses.
 const LEVEL = 6;
@@ -28,16 +28,6 @@ const LEVEL = 6;
 const MAX_PAGE_BYTES = 8 * 1024 * 1024;
 
 const stored = v.object({ storageId: v.id("_storage"), sha256: v.string(), bytes: v.number() });
-const manifestFields = {
-  count: v.number(),
-  sha256: v.string(),
-  bytes: v.number(),
-  firstId: v.string(),
-  lastId: v.string(),
-  fromTs: v.number(),
-  toTs: v.number(),
-  writtenAt: v.number(),
-};
 
 async function readBlob(ctx: Pick<ActionCtx, "storage">, storageId: Id<"_storage">): Promise<Uint8Array | null> {
   const blob = await ctx.storage.get(storageId);
@@ -83,7 +73,7 @@ export const writeWeek = internalAction({
   returns: v.object({
     changed: v.boolean(),
     removed: v.array(v.string()),
-    file: v.union(v.object({ storageId: v.id("_storage"), ...manifestFields }), v.null()),
+    file: v.union(v.object({ storageId: v.id("_storage"), ...archiveManifest }), v.null()),
   }),
   handler: async (ctx, args) => {
     const existing = args.existing === null ? [] : await readChecked(ctx, args.existing);
@@ -138,7 +128,7 @@ export const check = internalAction({
       site: v.string(),
       week: v.string(),
       storageId: v.id("_storage"),
-      ...manifestFields,
+      ...archiveManifest,
     }),
     archivedKeys: v.array(v.string()),
   },

@@ -12,6 +12,15 @@ import { archiveRun, ORPHAN_GRACE_MS } from "./lib/archiveWrite";
 import { cronRun, type Schedule } from "./lib/cronRun";
 
 export const ARCHIVE_AFTER_MS = 90 * 24 * 60 * 60 * 1000;
+
+/**
+ * The retention, in days: the deployment's MEMSYNC_ARCHIVE_AFTER_DAYS (`npx convex env set`), as
+ * the daemons' `jobs.archive_after_days`; 90 when unset or not a positive number.
+ */
+export function archiveAfterDays(value: string | undefined): number {
+  const days = Number(value);
+  return value !== undefined && value.trim() !== "" && Number.isFinite(days) && days > 0 ? days : ARCHIVE_AFTER_MS / 86_400_000;
+}
 const ARCHIVE_BATCH = 1000;
 // One run's cap, well inside an action's time limit; what is left waits for next week's run.
 const ARCHIVE_MAX_BATCHES = 200;
@@ -90,11 +99,12 @@ export const cleanupOldEpisodes = internalAction({
     cronRun(ctx, "cleanup-old-episodes", SCHEDULES["cleanup-old-episodes"], async (now) => {
       // One cutoff for the whole run; each week's file is written, verified and committed in turn
       // (lib/archiveWrite.ts), and the run recorded for archive:lastRun.
-      const cutoff = now - ARCHIVE_AFTER_MS;
+      const days = archiveAfterDays(process.env.MEMSYNC_ARCHIVE_AFTER_DAYS);
+      const cutoff = now - days * 86_400_000;
       const run = await archiveRun(ctx, cutoff, ARCHIVE_BATCH * ARCHIVE_MAX_BATCHES, ORPHAN_GRACE_MS);
       const failed = run.failures.length === 0 ? "" : `; ${run.failures.length} weeks failed: ${run.failures.join("; ")}`;
       if (run.failures.length > 0 && run.archived === 0 && run.files === 0) throw new Error(`archiving failed${failed}`);
-      return `${run.archived} episodes older than 90 days archived, ${run.files} files written${failed}`;
+      return `${run.archived} episodes older than ${days} days archived, ${run.files} files written${failed}`;
     }),
 });
 

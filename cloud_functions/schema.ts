@@ -2,6 +2,7 @@ import { defineSchema, defineTable } from "convex/server";
 import { v } from "convex/values";
 import {
   agentStatus,
+  archiveManifest,
   approvalPriority,
   approvalStatus,
   episodeStored,
@@ -225,14 +226,7 @@ export default defineSchema({
     site: v.string(),
     week: v.string(), // "2026-W08"
     storageId: v.id("_storage"),
-    count: v.number(),
-    sha256: v.string(), // hex, of the compressed bytes
-    bytes: v.number(),
-    firstId: v.string(),
-    lastId: v.string(),
-    fromTs: v.number(),
-    toTs: v.number(),
-    writtenAt: v.number(),
+    ...archiveManifest,
   })
     .index("by_site_week", ["site", "week"])
     .index("by_storage", ["storageId"]),

@@ -185,11 +185,12 @@ def test_the_site_secret_never_appears_in_logs_status_or_errors(
             assert wrong not in text
 
 
-def _item(local_id: int, output: str = "out") -> PushItem:
+def _item(local_id: int, output: str = "out", ts_s: int | None = None) -> PushItem:
+    ts = 1735689600 + local_id if ts_s is None else ts_s
     row = {
         "id": local_id,
-        "ts": 1735689600 + local_id,
-        "created_at": 1735689600 + local_id,
+        "ts": ts,
+        "created_at": ts,
         "session_id": b"s",
         "task": b"t",
         "input": f"in {local_id}".encode(),
@@ -261,25 +262,7 @@ def test_the_coordination_calls_travel_as_the_functions_expect(local_convex: Loc
 
 def _old_item(local_id: int, ts_s: int, output: str) -> PushItem:
     """An episode of 1970 (older than anything other tests push into the shared local Convex)."""
-    row = {
-        "id": local_id,
-        "ts": ts_s,
-        "created_at": ts_s,
-        "session_id": b"s",
-        "task": b"t",
-        "input": b"in",
-        "output": output.encode(),
-        "critique": None,
-        "reward": 0.5,
-        "success": 1,
-        "latency_ms": 10,
-        "tokens_used": 20,
-        "tags": b'["a"]',
-        "metadata": b'{"k": 1}',
-    }
-    ep = convert(row, Attribution())
-    assert isinstance(ep, Episode)
-    return PushItem(str(local_id), local_id, ep.identity_hash, ep.content_hash, ep.fields, ep.body)
+    return _item(local_id, output, ts_s)
 
 
 def test_the_cold_archive_travels_as_the_functions_expect(local_convex: LocalConvex) -> None:

@@ -14,10 +14,8 @@ from typing import Any
 import pytest
 from conftest import AgentProcess, memsync, write_config
 from convex_fixtures import LocalConvex, running_local_convex
+from test_redaction import CORPUS, as_stored
 
-CORPUS: list[dict[str, Any]] = json.loads((Path(__file__).parent / "data" / "secrets_corpus.json").read_text())[
-    "episodes"
-]
 FORGET_ME = "the-staging-password-is-hunter2-forever"
 DAY_MS = 86_400_000
 
@@ -43,21 +41,7 @@ class Site:
 
 
 def _store(agent: AgentProcess, planted: dict[str, Any]) -> None:
-    agent.store(
-        {
-            "sessionId": "s1",
-            "task": planted["task"],
-            "input": planted.get("input") or "",
-            "output": planted.get("output") or "",
-            "critique": planted.get("critique") or "",
-            "reward": 0.5,
-            "success": True,
-            "latencyMs": 10,
-            "tokensUsed": 20,
-            "tags": planted.get("tags") or [],
-            "metadata": planted.get("metadata") or {},
-        }
-    )
+    agent.store(as_stored(planted))
 
 
 def _archive_everything(convex: LocalConvex) -> None:
@@ -115,6 +99,10 @@ def test_secrets_never_reach_convex_nor_its_archive_and_forget_reaches_both(
     assert outcome["refused"] == []  # on Convex, --matching sees what this site's secret reads: its own
     assert "CONVEX_DEPLOY_KEY" not in done.stderr
 
+    wrong = laptop.run("forget", f"{vm.name}:1", env={"CONVEX_DEPLOY_KEY": "not-the-deploy-key"})
+    assert wrong.returncode == 78
+    assert "refused the deploy key in CONVEX_DEPLOY_KEY" in wrong.stderr
+    assert "not-the-deploy-key" not in wrong.stderr
     refused = laptop.run("forget", f"{vm.name}:1")
     assert refused.returncode == 1
     assert "CONVEX_DEPLOY_KEY" in refused.stderr

@@ -93,27 +93,30 @@ def test_the_redacted_episode_is_what_is_hashed_and_its_identity_stays_the_rows(
     assert again.content_hash == redacted.content_hash  # and it is not pushed again on every pass
 
 
+def as_stored(planted: dict[str, Any]) -> dict[str, Any]:
+    """A corpus episode as an agent stores it (ReflexionMemory.storeEpisode's fields)."""
+    return {
+        "sessionId": "s1",
+        "task": planted["task"],
+        "input": planted.get("input") or "",
+        "output": planted.get("output") or "",
+        "critique": planted.get("critique") or "",
+        "reward": 0.5,
+        "success": True,
+        "latencyMs": 10,
+        "tokensUsed": 20,
+        "tags": planted.get("tags") or [],
+        "metadata": planted.get("metadata") or {},
+    }
+
+
 def test_secrets_are_in_neither_the_hub_file_nor_the_search_index(
     tmp_path: Path, agents: Callable[[Path], AgentProcess]
 ) -> None:
     agentdb = tmp_path / "agent.db"
     agent = agents(agentdb)
     for planted in CORPUS:
-        agent.store(
-            {
-                "sessionId": "s1",
-                "task": planted["task"],
-                "input": planted.get("input") or "",
-                "output": planted.get("output") or "",
-                "critique": planted.get("critique") or "",
-                "reward": 0.5,
-                "success": True,
-                "latencyMs": 10,
-                "tokensUsed": 20,
-                "tags": planted.get("tags") or [],
-                "metadata": planted.get("metadata") or {},
-            }
-        )
+        agent.store(as_stored(planted))
     agent.close()
     # A retention of a second, so that the cleanup job archives them a moment later.
     site = write_config(

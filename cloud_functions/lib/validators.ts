@@ -104,3 +104,15 @@ export const endedOutcome = v.union(v.literal("ok"), v.literal("failed"));
 export function isCount(value: number): boolean {
   return Number.isSafeInteger(value) && value >= 0;
 }
+
+/** An archive file's manifest (archiveFiles rows, and what the archive functions pass around). */
+export const archiveManifest = {
+  count: v.number(),
+  sha256: v.string(), // hex, of the compressed bytes
+  bytes: v.number(),
+  firstId: v.string(),
+  lastId: v.string(),
+  fromTs: v.number(),
+  toTs: v.number(),
+  writtenAt: v.number(),
+};

@@ -22,11 +22,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
+from sync.errors import EX_CONFIG
 
 if TYPE_CHECKING:
     from daemon.config import Settings
-    from sync.backbone.base import Backbone
-    from sync.backbone.convex import ConvexOperator
+    from sync.backbone.base import Backbone, Forgotten
 
 # The operator's credential for forgetting another site's episode on Convex.
 OPERATOR_KEY_ENV = "CONVEX_DEPLOY_KEY"
@@ -136,7 +136,7 @@ def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]])
             finally:
                 other.close()
         elif operator_key:
-            done = _operator(settings, operator_key).forget(site, source_id)
+            done = _operator_forget(settings, operator_key, site, source_id)
         else:
             outcome["refused"].append({"key": key})
             continue
@@ -145,13 +145,25 @@ def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]])
     return outcome
 
 
-def _operator(settings: Settings, deploy_key: str) -> ConvexOperator:
+def _operator_forget(settings: Settings, deploy_key: str, site: str, source_id: str) -> Forgotten:
+    """Another site's episode on Convex, with the operator's deploy key."""
     from daemon import logs
     from sync.backbone.convex import ConvexOperator
+    from sync.errors import BackboneAuthError
 
     logs.register_secrets([deploy_key])
     assert settings.backbone.url is not None
-    return ConvexOperator(settings.backbone.url, deploy_key, timeout=settings.backbone.timeout)
+    operator = ConvexOperator(settings.backbone.url, deploy_key, timeout=settings.backbone.timeout)
+    try:
+        return operator.forget(site, source_id)
+    except BackboneAuthError:
+        fail(
+            f"the deployment {settings.backbone.url} refused the deploy key in {OPERATOR_KEY_ENV}: copy a current "
+            "one from the Convex dashboard (Settings, Deploy keys) for this deployment",
+            EX_CONFIG,
+        )
+    finally:
+        operator.close()
 
 
 def _indexes(settings: Settings, backbone: Backbone) -> list[dict[str, Any]]:
