@@ -172,6 +172,13 @@ def test_archived_text_leaves_the_hub_file_and_is_in_the_archive_beside_it(hub: 
     assert f"{SECRET} 3".encode() in _archive_text(folder)
     assert len(list(folder.root.glob("laptop/*.jsonl.gz"))) == 1  # the old version removed
 
+    # Restored (hot again), its file still holds a copy: forgetting it rewrites that file too.
+    assert hub.restore_archive() == 2
+    assert hub.forget("3").archive_week == "1970-W01"
+    assert f"{SECRET} 3".encode() not in _archive_text(folder)
+    assert f"{SECRET} 1".encode() in _archive_text(folder)
+    assert [c.problem for c in hub.verify_archive()] == [None]
+
 
 def test_a_forget_interrupted_before_its_rewrite_is_finished_by_the_next_run(hub: HubBackbone, tmp_path: Path) -> None:
     hub.push([item(i, at=1_000 + i, output=f"{SECRET} {i}") for i in (1, 2)], cursor=2)

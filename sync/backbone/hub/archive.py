@@ -144,6 +144,14 @@ class HubArchive(HubConnection):
                     "DELETE FROM archive_forgets WHERE site = ? AND week = ? AND source_id = ?",
                     [(site, week, key) for key in drop],
                 )
+            # An episode edited into another week since its last archiving: that week's file keeps
+            # an old copy, which it owes dropping (settled at the end of this run, as forgets are).
+            conn.executemany(
+                "INSERT OR IGNORE INTO archive_forgets SELECT source_site, archive_week, source_id FROM episodes"
+                " WHERE source_site = ? AND source_id = ? AND content_hash = ? AND archived = 0"
+                " AND archive_week IS NOT NULL AND archive_week != ?",
+                [(site, record["sourceId"], record["contentHash"], week) for record in add],
+            )
             # Each row its own feed position (a row skipped, edited meanwhile, leaves a gap: fine).
             seq = change_seq(conn)
             moved = conn.executemany(
@@ -170,8 +178,23 @@ class HubArchive(HubConnection):
         """Rewrite the weeks that still hold an episode forgotten while archived (a forget whose
         process died before its rewrite); how many files."""
         owed: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for site, week, source_id in self._read("SELECT site, week, source_id FROM archive_forgets", ()):
-            owed[(site, week)].append(source_id)
+        # A key archived into the owing week again since (its ts moved back) is that file's own
+        # copy now: the debt lapses (dropped with the rewrite of nothing else, below).
+        rows = self._read(
+            "SELECT f.site, f.week, f.source_id, e.archived = 1 AND e.archive_week = f.week FROM archive_forgets f"
+            " LEFT JOIN episodes e ON e.source_site = f.site AND e.source_id = f.source_id",
+            (),
+        )
+        lapsed = [(site, week, key) for site, week, key, current in rows if current]
+        if lapsed:
+            self._run(
+                lambda conn: conn.executemany(
+                    "DELETE FROM archive_forgets WHERE site = ? AND week = ? AND source_id = ?", lapsed
+                )
+            )
+        for site, week, source_id, current in rows:
+            if not current:
+                owed[(site, week)].append(source_id)
         for (site, week), keys in owed.items():
             self._rewrite(site, week, drop=keys)
         return len(owed)
@@ -184,8 +207,9 @@ class HubArchive(HubConnection):
     # -- forgetting --------------------------------------------------------------------------------
     def forget(self, source_id: str) -> Forgotten:
         """Delete the row and keep a tombstone (a new tombstone is a change: every index drops the
-        point); if it was archived, its week's file owes a rewrite without it, recorded in the same
-        transaction and done at once (or by the next sweep, if this process dies first)."""
+        point); if a week's file holds a copy of it (archived, or hot again after a restore or an
+        edit), that file owes a rewrite without it, recorded in the same transaction and done at
+        once (or by the next sweep, if this process dies first)."""
 
         def forget(conn: sqlite3.Connection) -> tuple[bool, str | None]:
             row = conn.execute(
@@ -253,7 +277,7 @@ class HubArchive(HubConnection):
                 for record in records:
                     body = json.dumps({k: v for k, v in record.items() if k not in _KEY_FIELDS})
                     back += conn.execute(
-                        "UPDATE episodes SET body = ?, archived = 0, archive_week = NULL, change_seq = ?"
+                        "UPDATE episodes SET body = ?, archived = 0, change_seq = ?"
                         " WHERE source_site = ? AND source_id = ? AND content_hash = ? AND archived = 1"
                         " AND archive_week = ?",
                         (body, seq + back + 1, file.site, record["sourceId"], record["contentHash"], file.week),

@@ -24,11 +24,11 @@ _INSERT = (
     "INSERT INTO episodes (id, source_site, source_id, identity_hash, content_hash, body, ts, created_at,"
     " synced_at, updated_at, change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# An edit brings an archived episode back hot, with its new body (its week's file keeps the old
-# copy until the next cleanup run archives the new one over it).
+# An edit brings an archived episode back hot, with its new body; archive_week still names the file
+# that holds its old copy (replaced when the next cleanup run archives it, dropped by a forget).
 _UPDATE = (
     "UPDATE episodes SET content_hash = ?, body = ?, ts = ?, created_at = ?, updated_at = ?, change_seq = ?,"
-    " point_id = NULL, archived = 0, archive_week = NULL WHERE id = ?"
+    " point_id = NULL, archived = 0 WHERE id = ?"
 )
 
 

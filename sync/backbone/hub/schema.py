@@ -102,7 +102,8 @@ _ARCHIVE = (
   PRIMARY KEY (site, week)
 )""",
     """CREATE TABLE IF NOT EXISTS archive_forgets (
-  site TEXT NOT NULL,               -- forgotten while archived: its week's file still to be rewritten
+  site TEXT NOT NULL,               -- a copy this week's file must drop (forgotten, or re-archived
+                                    -- into another week): rewritten by forget, else the next run
   week TEXT NOT NULL,
   source_id TEXT NOT NULL,
   PRIMARY KEY (site, week, source_id)
@@ -129,7 +130,8 @@ SCHEMA = (
   change_seq INTEGER,               -- the change feed's position of the latest insert or edit
   point_id TEXT,                    -- qdrantPointId for the current content; cleared by an edit
   archived INTEGER NOT NULL DEFAULT 0,  -- 1: the body is in the cold archive (body keeps no text)
-  archive_week TEXT,                -- the archive file's week ("2026-W08") while archived
+  archive_week TEXT,                -- the week ("2026-W08") whose archive file holds a copy of it:
+                                    -- the episode while archived; an older copy once hot again
   approval_status TEXT,             -- the decision on an approval about this episode, if any
   UNIQUE (source_site, source_id)
 )""",
