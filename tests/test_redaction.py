@@ -152,3 +152,12 @@ def test_secrets_are_in_neither_the_hub_file_nor_the_search_index(
     cold = b"".join(gzip.decompress(p.read_bytes()) for p in files)
     assert [s for s in secrets if s.encode() in cold] == []
     assert [s for s in survivors if s.encode() not in cold] == []
+    # Archived, and still searchable: the index keeps the points, marked.
+    found = memsync("search", CORPUS[0]["task"], "--mode", "bm25", "--json", "--config", str(site.config))
+    assert found.returncode == 0, found.stderr
+    results = json.loads(found.stdout)["results"]
+    assert results
+    assert results[0]["task"] == CORPUS[0]["task"]
+    assert all(r["archived"] is True for r in results)
+    shown = memsync("search", CORPUS[0]["task"], "--mode", "bm25", "--config", str(site.config))
+    assert "archived" in shown.stdout

@@ -182,6 +182,8 @@ def render_results(results: list[SearchResult], out: IO[str], *, color: bool = F
             extras.append(f"reward {r.reward:g}")
         if r.duplicates:
             extras.append(f"+{r.duplicates} near-duplicate{'s' if r.duplicates > 1 else ''}")
+        if r.archived:
+            extras.append("archived")
         out.write(f"{bold}{rank}.{reset} {r.site}#{r.source_id}  {dim}{' · '.join(extras)}{reset}\n")
         lines = [line for line in r.text.splitlines() if line.strip()]
         for line in lines[:3]:
