@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +48,7 @@ from sync.memory import release_free_memory, reuse_large_buffers
 from sync.pacing import Backoff, run_periodically
 from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
+from sync.sidecar import Sidecar
 from sync.source import describe, still_ours
 
 log = structlog.get_logger("memsync.daemon")
@@ -235,7 +237,18 @@ class Daemon:
         return backbone
 
     def _backbone_down(self, error: BaseException) -> None:
-        self.problems.problem("backbone", f"unavailable at start: {error}")
+        message = f"backbone unavailable at start: {error}"
+        # Recorded where `status` and a hook's `sync --wait` read a daemon's problem: before the
+        # site is open there is no pass to record it, and they would only know the daemon is late.
+        try:
+            sidecar = Sidecar(self.settings.state_path)
+            try:
+                sidecar.set_many({"last_error": message, "last_error_at": time.time()})
+            finally:
+                sidecar.close()
+        except (sqlite3.Error, OSError) as exc:
+            self.problems.problem("state", f"cannot record state in the sidecar: {exc}")
+        self.problems.problem("backbone", message)
 
     def _sleep(self, seconds: float) -> None:
         """A retry's wait: cut short by a stop, and the watchdog pinged meanwhile (waiting out a
