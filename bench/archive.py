@@ -21,6 +21,7 @@ import gzip
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def archive_all(hub_path: Path) -> tuple[float, int, int]:
     return seconds, total, ArchiveFolder.beside(hub_path).size()
 
 
-def weeks_of(hub_path: Path) -> list[list[dict[str, Any]]]:
+def weeks_of(hub_path: Path) -> list[list[Mapping[str, Any]]]:
     """Every episode as the archive files hold them, by site and week."""
     from sync.archive import codec
     from sync.backbone.hub import HubBackbone
@@ -75,7 +76,7 @@ def weeks_of(hub_path: Path) -> list[list[dict[str, Any]]]:
     return [codec.merge([], records) for records in weeks.values()]
 
 
-def compress_alone(weeks: list[list[dict[str, Any]]]) -> tuple[float, int]:
+def compress_alone(weeks: list[list[Mapping[str, Any]]]) -> tuple[float, int]:
     """Seconds to serialize and gzip the same lines (the baseline); compressed bytes."""
     from sync.archive.codec import LEVEL
 
@@ -87,7 +88,7 @@ def compress_alone(weeks: list[list[dict[str, Any]]]) -> tuple[float, int]:
     return time.perf_counter() - started, size
 
 
-def one_run(template: Path, weeks: list[list[dict[str, Any]]], episodes: int, codec_first: bool) -> dict[str, Any]:
+def one_run(template: Path, weeks: list[list[Mapping[str, Any]]], episodes: int, codec_first: bool) -> dict[str, Any]:
     timings: dict[str, float] = {}
     sizes: dict[str, int] = {}
     for which in ("codec", "memsync") if codec_first else ("memsync", "codec"):

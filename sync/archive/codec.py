@@ -66,14 +66,15 @@ def _order(record: Mapping[str, Any]) -> tuple[int, str]:
 
 def merge(
     existing: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]], drop: Collection[str] = ()
-) -> list[dict[str, Any]]:
+) -> list[Mapping[str, Any]]:
     """A week's records: the file's, then this run's (an episode archived again after an edit
     replaces its old copy), without the keys in ``drop`` (forgotten), in file order."""
-    by_key: dict[str, dict[str, Any]] = {}
+    by_key: dict[str, Mapping[str, Any]] = {}
     for record in (*existing, *new):
         key = str(record["sourceId"])
         if key not in drop:
-            by_key[key] = {k: v for k, v in record.items() if k != "archived"} if "archived" in record else dict(record)
+            # Records are only read from here on: a new one is kept as it is, not copied.
+            by_key[key] = {k: v for k, v in record.items() if k != "archived"} if "archived" in record else record
     return sorted(by_key.values(), key=_order)
 
 

@@ -6,10 +6,11 @@ Per-row outcomes are the same as the Convex functions'; see ``sync.backbone.base
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+import orjson
 
 from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor, SourceRecord
 from sync.backbone.hub.connection import HubConnection, current_ms
@@ -43,14 +44,9 @@ def exported(
     """A hub row as ``export`` prints it: the documented fields, in order, and ``archived: true``
     after them for an archived episode (only then, so that every other line keeps exactly the
     documented keys)."""
-    fields = json.loads(body)
-    record = {
-        "sourceSite": source_site,
-        "sourceId": source_id,
-        **fields,
-        "contentHash": content_hash,
-        "syncedAt": synced_at,
-    }
+    record = orjson.loads(body)  # the stored fields, then the columns of their own
+    record["sourceSite"], record["sourceId"] = source_site, source_id
+    record["contentHash"], record["syncedAt"] = content_hash, synced_at
     out = {name: record.get(name) for name in EXPORT_FIELDS}
     if archived:
         out["archived"] = True
