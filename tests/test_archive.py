@@ -27,6 +27,7 @@ from sync.archive import codec
 from sync.archive.files import ArchiveFolder
 from sync.backbone.base import ArchiveFile
 from sync.backbone.hub import HubBackbone
+from sync.errors import BackboneBroken
 
 WEEK_S = 7 * 86400
 SITE = "laptop"
@@ -205,8 +206,10 @@ def test_a_damaged_file_is_reported_and_not_archived_into(hub: HubBackbone, tmp_
     assert check.problem is not None
     assert "bytes changed" in check.problem
     hub.push([item(3, at=1_003)], cursor=3)
-    with pytest.raises(Exception, match=r"archive file of laptop 1970-W01 .* is damaged"):
+    with pytest.raises(BackboneBroken, match=r"archive file of laptop 1970-W01 .* is damaged"):
         hub.archive_older_than(2_000 * 1000, 100)
+    with pytest.raises(BackboneBroken, match=r"put it back from a backup"):
+        list(hub.archived_episodes())
     assert {e["sourceId"] for e in hub.episodes()} == {"3"}  # still hot: nothing lost
 
 
@@ -328,3 +331,6 @@ def test_the_weekly_job_archive_commands_export_and_status(
     assert damaged.returncode == 1
     assert "damaged: laptop" in damaged.stderr
     assert "Traceback" not in damaged.stderr
+    exported = memsync("export", "--archived", "--config", config)  # nothing archived is read from it
+    assert exported.returncode == 0, exported.stderr
+    assert len(exported.stdout.splitlines()) == 4

@@ -102,8 +102,8 @@ class HubArchive(HubConnection):
         if problem is not None or data is None:
             raise BackboneBroken(
                 f"the archive file of {file.site} {file.week} ({self.folder.path(file.location)}) is damaged: "
-                f"{problem}. Nothing was archived into it; restore it from a backup, or run "
-                f"`memsync archive verify --site {file.site}` to see which files are affected"
+                f"{problem}. Nothing was read from it or archived into it: put it back from a backup "
+                f"(`memsync archive verify --site {file.site}` lists every damaged file)"
             )
         return codec.decode(data)
 
@@ -292,6 +292,8 @@ class HubArchive(HubConnection):
                     (file.site, file.week),
                 )
             }
+            if not archived:  # every copy in it is hot again (restored or edited): nothing to read
+                continue
             for record in self._records(file):
                 if record["sourceId"] in archived:  # a restored (hot) or forgotten copy is not archived
                     yield {**record, "archived": True}
