@@ -162,7 +162,10 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
                 }
             source = bb.source_of()
             backbone["source"] = None if source is None else describe(source)
-            backbone["archive"] = _archive(bb)
+            try:
+                backbone["archive"] = _archive(bb)
+            except MemsyncError:  # a hub no daemon of this version has opened yet has no archive
+                backbone["archive"] = None
             behind = _index_behind(settings, bb)
         finally:
             bb.close()

@@ -82,7 +82,9 @@ def main(args: argparse.Namespace) -> int:
     keys = parse_keys(args.keys)
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
+        if settings.backbone.kind == "local" and not settings.hub_path.exists():
+            fail(f"the hub {settings.hub_path} does not exist yet: nothing has been synced, so nothing to forget", 1)
+        backbone = open_backbone(settings)  # a writer: it brings an older hub to the current schema
         try:
             if args.matching is not None:
                 keys += _matching(backbone, args.matching, ask=not args.yes)
@@ -130,7 +132,7 @@ def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]])
         if site == settings.site.name:
             done = backbone.forget(source_id)
         elif settings.backbone.kind == "local":  # the hub is one file every site writes
-            other = HubBackbone(settings.hub_path, site, create=False)
+            other = HubBackbone(settings.hub_path, site)
             try:
                 done = other.forget(source_id)
             finally:
