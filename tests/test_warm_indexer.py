@@ -23,6 +23,7 @@ from sync.warm.indexer import (
     Indexer,
     Previous,
     ToEmbed,
+    archived_to_embed,
     canonical_of,
     link_within_page,
     payload_for,
@@ -573,9 +574,38 @@ def test_a_rebuild_for_another_model_embeds_again_archived_points_from_their_kep
     assert sorted(other.documents) == sorted([f"{TASKS[0]}\ndone", f"{TASKS[1]}\ndone"])
 
 
-def test_an_archived_episode_nobody_indexed_is_counted_missing(rig: Rig) -> None:
+def test_an_archived_episode_nobody_indexed_is_embedded_from_the_archive(rig: Rig) -> None:
+    """Archived before this index saw it (a site that joins late, a new index): its record comes
+    from the archive's file, and it is searchable, marked archived."""
     push(rig, "laptop", "1", TASKS[0], ts=OLD_MS)
-    rig.hub.archive_older_than(NOW_MS - DAY_MS, 100)  # archived before this site indexed it
+    push(rig, "laptop", "2", TASKS[1], ts=OLD_MS)
+    rig.hub.archive_older_than(NOW_MS - DAY_MS, 100)
+    rig.hub.forget("2")  # gone from the archive too: nothing can bring it back
     report = rig.indexer.run()
-    assert (report.archived_missing, report.embedded) == (1, 0)
-    assert rig.store.count() == 0
+    assert (report.archived_missing, report.embedded, report.archived) == (0, 1, 1)
+    assert rig.store.count() == 1
+    (point,) = rig.store.get([point_id("laptop", "1")])
+    assert point.payload["archived"] is True
+    hits = search(rig.store, rig.embedder, SearchRequest("ERR_CONN_4471 retry loop", limit=1), now_ms=NOW_MS)
+    assert [(h.source_id, h.archived) for h in hits] == [("1", True)]
+
+
+@pytest.mark.parametrize(
+    ("in_archive", "embedded", "missing"),
+    [((), 0, ["b"]), (("b",), 1, []), (("a", "b"), 1, [])],
+)
+def test_archived_points_in_no_collection_come_from_the_archives_records(
+    in_archive: tuple[str, ...], embedded: int, missing: list[str]
+) -> None:
+    changes = [Change(1, "laptop", "a", {"task": "x"}), Change(2, "laptop", "b", None, archived=True)]
+    records = {
+        ("laptop", k): {"sourceSite": "laptop", "sourceId": k, "task": f"task {k}", "archived": True}
+        for k in in_archive
+    }
+    revived, still = archived_to_embed(changes, [point_id("laptop", "b")], records)
+    assert len(revived) == embedded
+    assert still == [point_id("laptop", k) for k in missing]
+    for item in revived:
+        assert item.payload["archived"] is True
+        assert item.payload["task"] == "task b"
+        assert item.text.startswith("task b")

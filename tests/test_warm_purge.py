@@ -130,6 +130,9 @@ class FlakyFeed:
     def record_point_ids(self, records: Sequence[PointRecord]) -> int:
         return self.hub.record_point_ids(records)
 
+    def archived_records(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        return self.hub.archived_records(keys)
+
     def close(self) -> None:
         self.hub.close()
 

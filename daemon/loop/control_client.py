@@ -8,6 +8,7 @@ is described in ``daemon.loop.control``, which serves it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from collections.abc import Callable, Mapping
@@ -30,7 +31,10 @@ def ask(path: Path, request: Mapping[str, Any], *, on_progress: Progress | None 
             sock.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise DaemonNotListening(f"no daemon is listening on {path}") from exc
-        sock.sendall(json.dumps(dict(request)).encode() + b"\n")
+        # The other side may answer without reading (a host refusing every request while its
+        # worker is down writes why and closes): its answer is still there to read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(json.dumps(dict(request)).encode() + b"\n")
         with sock.makefile("rb") as replies:
             for line in replies:
                 message = json.loads(line)

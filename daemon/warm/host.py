@@ -253,6 +253,10 @@ class WarmHost:
             conn, _ = self._listener.accept()
             with conn:
                 conn.settimeout(1.0)
+                # Read the request first: closing with it unread would reset the connection, and
+                # the client could lose the answer.
+                with contextlib.suppress(OSError):
+                    conn.recv(65536)
                 kind = "config" if self._config_error is not None else "transient"
                 detail = self._config_error or _detail(self.settings) or "the warm layer is restarting"
                 message = {"ok": False, "error": f"the search index is unavailable: {detail}", "kind": kind}

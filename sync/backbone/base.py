@@ -280,6 +280,12 @@ class ChangeFeed(Protocol):
         many."""
         ...
 
+    def archived_records(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """The full records (as ``export`` prints them, with ``archived: true``) of those of these
+        (site, sourceId) keys, any site's, that are archived now: what an index that never saw an
+        episode before it was archived embeds it from. Keys not archived are absent."""
+        ...
+
     def close(self) -> None: ...
 
 

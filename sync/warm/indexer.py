@@ -185,6 +185,26 @@ def plan_copy(
     return plan
 
 
+def archived_to_embed(
+    changes: Sequence[Change], missing: Sequence[str], records: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> tuple[list[ToEmbed], list[str]]:
+    """For archived points in no collection: what to embed from the archive's records (marked
+    archived), and the ids still missing (the archive did not have them either)."""
+    by_id = {point_id(c.site, c.source_id): c for c in changes}
+    revived: list[ToEmbed] = []
+    still: list[str] = []
+    for pid in missing:
+        change = by_id[pid]
+        record = records.get((change.site, change.source_id))
+        if record is None:
+            still.append(pid)
+            continue
+        episode = {k: v for k, v in record.items() if k != ARCHIVED_KEY}
+        payload = payload_for(Change(change.seq, change.site, change.source_id, episode)) | {ARCHIVED_KEY: True}
+        revived.append(ToEmbed(pid, payload["text"], payload))
+    return revived, still
+
+
 def _copied(
     pid: str, held: StoredPoint, payload: dict[str, Any], same_bm25: bool, bm25_config: bm25.Bm25Config
 ) -> WarmPoint:
@@ -321,6 +341,8 @@ class Indexer:
         stored = {p.id: p.payload for p in self.store.get(ids)}
         plan = plan_page(changes, stored)
         copied = self._copy(plan)
+        if copied.missing:
+            copied = self._from_archive(changes, copied)
         if copied.copy:
             self.store.upsert(copied.copy)
         report.embedded, report.linked, failed = self._embed(copied.embed)
@@ -377,6 +399,14 @@ class Indexer:
             same_bm25=previous.spec.bm25 == spec.bm25,
             bm25_config=self.bm25,
         )
+
+    def _from_archive(self, changes: Sequence[Change], copied: CopyPlan) -> CopyPlan:
+        """Archived episodes no collection holds (archived before this index saw them: a new site,
+        a new index, a rebuild under another model), embedded from their records in the archive."""
+        by_id = {point_id(c.site, c.source_id): (c.site, c.source_id) for c in changes}
+        records = self.backbone.archived_records([by_id[pid] for pid in copied.missing])
+        revived, missing = archived_to_embed(changes, copied.missing, records)
+        return CopyPlan(copied.copy, [*copied.embed, *revived], missing)
 
     def _embed(self, items: Sequence[ToEmbed]) -> tuple[int, int, set[str]]:
         """Embed and upsert; returns (embedded, linked, ids the embedder refused). A refused item

@@ -298,6 +298,28 @@ class HubArchive(HubConnection):
                 if record["sourceId"] in archived:  # a restored (hot) or forgotten copy is not archived
                     yield {**record, "archived": True}
 
+    def archived_records(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """Each archived key's record from its week's file, each file read once."""
+        weeks: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (site, week) -> {id: content hash}
+        for site, source_id in dict.fromkeys(keys):
+            rows = self._read(
+                "SELECT archive_week, content_hash FROM episodes"
+                " WHERE source_site = ? AND source_id = ? AND archived = 1",
+                (site, source_id),
+            )
+            if rows:
+                weeks[(site, rows[0][0])][source_id] = rows[0][1]
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for (site, week), wanted in weeks.items():
+            file = self._week_file(site, week)
+            if file is None:
+                continue
+            for record in self._records(file):
+                source_id = str(record["sourceId"])
+                if wanted.get(source_id) == record.get("contentHash"):
+                    found[(site, source_id)] = {**record, "archived": True}
+        return found
+
     def last_archive_run(self) -> ArchiveRun | None:
         rows = self._read("SELECT at, archived, files FROM archive_runs ORDER BY id DESC LIMIT 1", ())
         return ArchiveRun(*rows[0]) if rows else None
