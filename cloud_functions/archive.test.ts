@@ -299,6 +299,81 @@ describe("verify, restore, forget", () => {
   });
 });
 
+describe("archive:records", () => {
+  const records = (keys: { sourceSite: string; sourceId: string }[], auth = vm) => t.action(api.archive.records, { ...auth, keys });
+  const key = (sourceId: string, sourceSite = "laptop") => ({ sourceSite, sourceId });
+
+  test("any site reads any site's archived records by key, each as archive:episodes has it", async () => {
+    await push([ep("1", W1), ep("2", W1), ep("4", W2), ep("hot", NOW), ep("edited", W1), ep("changed", W2)]);
+    await push([ep("1", W1, "vm's own")], vm);
+    await archive();
+    await push([ep("edited", W1, "edited after archiving")]); // hot again, then archived with its new copy
+    await archive();
+    // Archived, but the row's contentHash is no longer the file copy's.
+    await t.run(async (ctx) => {
+      const doc = (await ctx.db.query("episodes").collect()).find((e) => e.sourceId === "changed")!;
+      await ctx.db.patch(doc._id, { contentHash: "not the file's" });
+    });
+
+    const cold = await coldEpisodes();
+    const answer = await records(
+      [key("1"), key("2"), key("4"), key("hot"), key("edited"), key("changed"), key("nope"), key("1", "nowhere"), key("1", "vm"), key("1")],
+      vm,
+    );
+    expect(answer.unread).toEqual([]);
+    const got = new Map(answer.records.map((r) => [`${r.sourceSite}:${r.sourceId}`, r]));
+    expect([...got.keys()].sort()).toEqual(["laptop:1", "laptop:2", "laptop:4", "laptop:edited", "vm:1"]);
+    for (const id of ["1", "2", "4", "edited"]) expect(got.get(`laptop:${id}`)).toEqual(cold.find((e) => e.sourceId === id));
+    expect(got.get("laptop:1")).toMatchObject({ output: "text of 1", archived: true, metadata: { tool: "bash" } });
+    expect(got.get("laptop:edited")!.output).toBe("edited after archiving");
+    expect(got.get("vm:1")).toMatchObject({ output: "vm's own", archived: true });
+    // The owner reads them too; no keys, no records.
+    expect((await records([key("2")], laptop)).records.map((r) => r.sourceId)).toEqual(["2"]);
+    expect(await records([], laptop)).toEqual({ records: [], unread: [] });
+  });
+
+  test("a restored key is absent; an edit after archiving (another contentHash, hot) is absent", async () => {
+    await push([ep("1", W1), ep("2", W1)]);
+    await archive();
+    await push([ep("2", W1, "edited")]);
+    expect((await records([key("1"), key("2")])).records.map((r) => r.sourceId)).toEqual(["1"]);
+    await t.action(api.archive.restore, laptop);
+    expect(await records([key("1"), key("2")])).toEqual({ records: [], unread: [] });
+  });
+
+  test("an answer stops at 8 MiB; the keys left are unread, and asked again they come", async () => {
+    const big = (i: number) => ep(String(i), W1 + i, `${i} `.padEnd(900_000, "x"), `content-${i}`);
+    for (let i = 0; i < 12; i += 3) await push([big(i), big(i + 1), big(i + 2)]);
+    expect(await archive()).toMatchObject({ archived: 12, failures: [] });
+    const keys = Array.from({ length: 12 }, (_, i) => key(String(i)));
+    const first = await records(keys);
+    expect(first.records.length).toBeGreaterThan(0);
+    expect(first.unread.length).toBeGreaterThan(0);
+    expect(first.records.length + first.unread.length).toBe(12);
+    const second = await records(first.unread);
+    expect(second.unread).toEqual([]);
+    const all = [...first.records, ...second.records];
+    expect(all.map((r) => r.sourceId).sort()).toEqual(keys.map((k) => k.sourceId).sort());
+    expect(all.every((r) => r.output!.length === 900_000 && r.archived === true)).toBe(true);
+  });
+
+  test("each file is read once a call; more than 500 keys is INVALID; a wrong secret is refused", async () => {
+    await push([ep("1", W1), ep("2", W1), ep("3", W2)]);
+    await archive();
+    const plan = await t.query(internal.archive.recordsPlan, { ...vm, keys: [key("1"), key("3"), key("2"), key("1")] });
+    expect(plan.map((p) => [p.site, p.keys.map((k) => k.sourceId)])).toEqual([
+      ["laptop", ["1", "2"]],
+      ["laptop", ["3"]],
+    ]);
+    const many = Array.from({ length: 501 }, (_, i) => key(String(i)));
+    expect(await errorCode(records(many))).toBe("INVALID");
+    expect((await records(many.slice(0, 500))).records.map((r) => r.sourceId).sort()).toEqual(["1", "2", "3"]);
+    expect(await errorCode(records([key("1")], { site: "vm", secret: "nope" }))).toBe("UNAUTHORIZED");
+    expect(await errorCode(t.action(api.archive.records, { site: "vm", keys: [key("1")] }))).toBe("UNAUTHORIZED");
+    expect(await errorCode(records(many, { site: "vm", secret: "nope" }))).toBe("UNAUTHORIZED");
+  });
+});
+
 describe("bounds", () => {
   test("archive:episodes pages inside a file and across files", async () => {
     await push([1, 2, 3, 4, 5].map((i) => ep(String(i), W1 + i)).concat([ep("6", W2), ep("7", W2)]));

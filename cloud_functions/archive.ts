@@ -4,7 +4,7 @@
  * archiveFiles; their keys stay (archived: true, hashes and times kept), so a push of the same
  * content is "unchanged" and the change feed lists the key as archived. The write path is
  * lib/archiveWrite.ts (actions); here are its reads and commits (queries and mutations) and the
- * site's public functions: files, verify, restore, episodes, lastRun.
+ * site's public functions: files, verify, restore, episodes, records, lastRun.
  */
 import { v } from "convex/values";
 import { api, internal } from "./_generated/api";
@@ -18,7 +18,7 @@ import {
   query,
   type QueryCtx,
 } from "./_generated/server";
-import { type ArchiveRecord, overlaps, weekRange } from "./lib/archiveFormat";
+import { type ArchiveRecord, isoWeek, overlaps, weekRange } from "./lib/archiveFormat";
 import { type Rewritten, rewriteWeek } from "./lib/archiveWrite";
 import { authenticate, siteArgs } from "./lib/auth";
 import { ChangeSequence } from "./lib/changes";
@@ -31,6 +31,7 @@ import { archiveManifest, exportedEpisode, isCount } from "./lib/validators";
 export type Manifest = Omit<Doc<"archiveFiles">, "_id" | "_creationTime">;
 type Check = { file: Manifest; problem: string | null };
 type Page = { episodes: (ArchiveRecord & { archived: true })[]; next: string | null };
+type Records = { records: (ArchiveRecord & { archived: true })[]; unread: { sourceSite: string; sourceId: string }[] };
 
 export const archiveFile = v.object({
   site: v.string(),
@@ -459,6 +460,72 @@ export const episodes = action({
       }
     }
     return { episodes: out, next: null };
+  },
+});
+
+const MAX_RECORD_KEYS = 500;
+const episodeKey = v.object({ sourceSite: v.string(), sourceId: v.string() });
+const wantedFile = v.object({
+  file: v.object({ storageId: v.id("_storage"), sha256: v.string(), bytes: v.number() }),
+  site: v.string(),
+  keys: v.array(v.object({ sourceId: v.string(), contentHash: v.string() })),
+});
+
+/**
+ * archive:records' plan: of `keys` (any site's), those archived now, with the row's contentHash,
+ * grouped by their week's committed file (site, ISO week of ts), each file once. Keys not found,
+ * hot, or of a week with no file are left out.
+ */
+export const recordsPlan = internalQuery({
+  args: { ...siteArgs, keys: v.array(episodeKey) },
+  returns: v.array(wantedFile),
+  handler: async (ctx, args) => {
+    await authenticate(ctx, args);
+    if (args.keys.length > MAX_RECORD_KEYS) fail("INVALID", `at most ${MAX_RECORD_KEYS} keys a call, not ${args.keys.length}`);
+    const groups = new Map<string, { site: string; week: string; keys: { sourceId: string; contentHash: string }[] }>();
+    const seen = new Set<string>();
+    for (const { sourceSite, sourceId } of args.keys) {
+      const id = JSON.stringify([sourceSite, sourceId]);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const doc = await findEpisode(ctx.db, sourceSite, sourceId);
+      if (doc === null || !doc.archived) continue;
+      const week = isoWeek(doc.ts);
+      const group = JSON.stringify([sourceSite, week]);
+      if (!groups.has(group)) groups.set(group, { site: sourceSite, week, keys: [] });
+      groups.get(group)!.keys.push({ sourceId, contentHash: doc.contentHash });
+    }
+    const out = [];
+    for (const { site, week, keys } of groups.values()) {
+      const row = await findFile(ctx.db, site, week);
+      if (row === null) continue;
+      out.push({ file: { storageId: row.storageId, sha256: row.sha256, bytes: row.bytes }, site, keys });
+    }
+    return out;
+  },
+});
+
+/**
+ * The archived episodes among `keys` (at most 500), ANY site's: the file copy of each key archived
+ * now whose contentHash is the row's, as the export prints it, with `archived: true` (as
+ * archive:episodes returns them). Keys hot, unknown, or not in their file are absent. Any
+ * authenticated site may read any site's records here: the change feed already gives every site
+ * every site's episodes for its search index, and an episode archived before a site indexed it
+ * reaches that site only as `archived: true, episode: null`. Each file is read once a call.
+ * `unread`: keys not read because the answer reached 8 MiB (at least one record always comes);
+ * ask for them again.
+ */
+export const records = action({
+  args: { ...siteArgs, keys: v.array(episodeKey) },
+  returns: v.object({ records: v.array(exportedEpisode), unread: v.array(episodeKey) }),
+  handler: async (ctx, args): Promise<Records> => {
+    const plan = await ctx.runQuery(internal.archive.recordsPlan, args);
+    if (plan.length === 0) return { records: [], unread: [] };
+    const read = await ctx.runAction(internal.archiveNode.pick, { files: plan });
+    return {
+      records: (read.records as ArchiveRecord[]).map((record) => ({ ...record, archived: true as const })),
+      unread: read.unread,
+    };
   },
 });
 

@@ -118,6 +118,52 @@ export const readPage = internalAction({
 });
 
 /**
+ * archive:records' reading: each file once, its records among `keys` whose contentHash is the one
+ * given (the table's), until the answer holds 8 MiB (at least one record); the keys of the files
+ * (or the rest of a file) not read then are `unread`. A key not in its file is left out.
+ */
+export const pick = internalAction({
+  args: {
+    files: v.array(
+      v.object({
+        file: stored,
+        site: v.string(),
+        keys: v.array(v.object({ sourceId: v.string(), contentHash: v.string() })),
+      }),
+    ),
+  },
+  returns: v.object({
+    records: v.array(exportedEpisode),
+    unread: v.array(v.object({ sourceSite: v.string(), sourceId: v.string() })),
+  }),
+  handler: async (ctx, { files }) => {
+    const out: ArchiveRecord[] = [];
+    const unread: { sourceSite: string; sourceId: string }[] = [];
+    let bytes = 0;
+    for (const { file, site, keys } of files) {
+      if (out.length > 0 && bytes >= MAX_PAGE_BYTES) {
+        unread.push(...keys.map((k) => ({ sourceSite: site, sourceId: k.sourceId })));
+        continue;
+      }
+      const wanted = new Map(keys.map((k) => [k.sourceId, k.contentHash]));
+      for (const record of await readChecked(ctx, file)) {
+        if (record.sourceSite !== site || wanted.get(record.sourceId) !== record.contentHash) continue;
+        wanted.delete(record.sourceId);
+        const size = JSON.stringify(record).length;
+        if (out.length > 0 && bytes + size > MAX_PAGE_BYTES) {
+          unread.push({ sourceSite: site, sourceId: record.sourceId });
+          bytes = MAX_PAGE_BYTES; // full: the rest of this file and the files after it are unread
+          continue;
+        }
+        bytes += size;
+        out.push(record);
+      }
+    }
+    return { records: out, unread };
+  },
+});
+
+/**
  * archive:verify's reading of one file: its bytes and sha256 as the manifest says, every line an
  * episode of the file's site and week, the count and key range, and every key in `archivedKeys`
  * (the site's archived keys of the week) in it. The problem, or null.

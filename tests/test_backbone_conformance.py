@@ -1023,6 +1023,10 @@ def test_the_cold_archive_holds_what_left_the_hot_table_and_archive_plus_hot_is_
     later = laptop.backbone.archive_files(laptop.site, since_ms=(1_000 + WEEK_S) * 1000)
     assert [f.week for f in later] == ["1970-W02"]
     assert all(c.problem is None for c in laptop.backbone.verify_archive(laptop.site))
+    # Any site's index may fetch any site's archived records (it embeds those it never saw).
+    fetched = vm.backbone.archived_records([(laptop.site, "3"), (laptop.site, "5"), (laptop.site, "nope")])
+    assert list(fetched) == [(laptop.site, "3")]
+    assert fetched[(laptop.site, "3")]["output"] == "secret-free text 3"
     run = laptop.backbone.last_archive_run()
     assert run is not None
     assert run.archived >= 6

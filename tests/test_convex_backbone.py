@@ -297,6 +297,13 @@ def test_the_cold_archive_travels_as_the_functions_expect(local_convex: LocalCon
         assert (feed["1"].archived, feed["1"].episode) == (True, None)
         assert feed["4"].archived is False
 
+        # Any site's index fetches the records it never indexed, by key; hot or unknown keys are absent.
+        got = other.archived_records([(site, "2"), (site, "1"), (site, "4"), (site, "nope"), (f"{site}-b", "1")])
+        assert sorted(got) == [(site, "1"), (site, "2"), (f"{site}-b", "1")]
+        assert got[(site, "2")] == cold["2"]
+        assert got[(f"{site}-b", "1")]["output"] == "the other site's text"
+        assert other.archived_records([]) == {}
+
         assert client.forget("1") == Forgotten(True, "1970-W01")
         assert client.forget("1") == Forgotten(False, None)
         assert client.forget("4") == Forgotten(True, None)

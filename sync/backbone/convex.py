@@ -373,6 +373,26 @@ class ConvexBackbone:
             if cursor is None:
                 return
 
+    def archived_records(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """Any site's archived episodes by (site, source id), for a search index that never indexed
+        them (the change feed gives only ``archived: true, episode: None``): the file copy of each
+        key archived now with the row's content, as exported, with ``archived: true``. Keys hot,
+        unknown or not in their file are absent. 500 keys a call; keys an answer had no room for
+        (``unread``) are asked again."""
+        wanted = list(dict.fromkeys((str(site), str(source_id)) for site, source_id in keys))
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for start in range(0, len(wanted), 500):
+            pending: list[dict[str, str]] = [{"sourceSite": s, "sourceId": i} for s, i in wanted[start : start + 500]]
+            while pending:
+                answer = self.call("action", "archive:records", {"keys": pending})
+                for record in answer["records"]:
+                    out[(str(record["sourceSite"]), str(record["sourceId"]))] = _exported(record)
+                unread = list(answer.get("unread") or [])
+                if unread and not answer["records"]:  # the deployment promises progress; never loop
+                    raise BackboneRejected("archive:records returned nothing and left keys unread")
+                pending = unread
+        return out
+
     def last_archive_run(self) -> ArchiveRun | None:
         value = self.call("query", "archive:lastRun")
         return None if value is None else ArchiveRun(int(value["at"]), int(value["archived"]), int(value["files"]))
