@@ -12,13 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
 
 if TYPE_CHECKING:
     from sync.backbone.base import ArchiveFile, Backbone
+
+T = TypeVar("T")
 
 
 def register(commands: Commands) -> None:
@@ -66,6 +69,17 @@ def _open(args: argparse.Namespace) -> Backbone:
     return open_backbone(settings, create=False)
 
 
+def _on_backbone(args: argparse.Namespace, call: Callable[[Backbone], T]) -> T:
+    """``call`` on the configured backbone, opened for it and closed after; errors as sentences."""
+    with handled():
+        backbone = _open(args)
+        try:
+            return call(backbone)
+        finally:
+            backbone.close()
+    raise AssertionError("handled() exits on every error")  # pragma: no cover
+
+
 def _row(file: ArchiveFile) -> dict[str, Any]:
     return {
         "site": file.site,
@@ -87,12 +101,7 @@ def _day(ms: int) -> str:
 
 
 def list_main(args: argparse.Namespace) -> int:
-    with handled():
-        backbone = _open(args)
-        try:
-            files = backbone.archive_files(*_range(args))
-        finally:
-            backbone.close()
+    files = _on_backbone(args, lambda backbone: backbone.archive_files(*_range(args)))
     if args.as_json:
         sys.stdout.write(json.dumps([_row(f) for f in files]) + "\n")
         return 0
@@ -110,12 +119,7 @@ def list_main(args: argparse.Namespace) -> int:
 
 
 def verify_main(args: argparse.Namespace) -> int:
-    with handled():
-        backbone = _open(args)
-        try:
-            checks = backbone.verify_archive(*_range(args))
-        finally:
-            backbone.close()
+    checks = _on_backbone(args, lambda backbone: backbone.verify_archive(*_range(args)))
     damaged = [c for c in checks if c.problem is not None]
     if args.as_json:
         sys.stdout.write(json.dumps([_row(c.file) | {"problem": c.problem} for c in checks]) + "\n")
@@ -130,12 +134,7 @@ def verify_main(args: argparse.Namespace) -> int:
 
 
 def restore_main(args: argparse.Namespace) -> int:
-    with handled():
-        backbone = _open(args)
-        try:
-            restored = backbone.restore_archive(*_range(args))
-        finally:
-            backbone.close()
+    restored = _on_backbone(args, lambda backbone: backbone.restore_archive(*_range(args)))
     if args.as_json:
         sys.stdout.write(json.dumps({"restored": restored}) + "\n")
     else:

@@ -249,13 +249,7 @@ class HubArchive(HubConnection):
     ) -> list[ArchiveCheck]:
         checks = []
         for file in self.archive_files(site, since_ms, until_ms):
-            keys = [
-                r[0]
-                for r in self._read(
-                    "SELECT source_id FROM episodes WHERE source_site = ? AND archived = 1 AND archive_week = ?",
-                    (file.site, file.week),
-                )
-            ]
+            keys = self._archived_keys(file)
             checks.append(ArchiveCheck(file, codec.check(file, self.folder.read(file.location), keys)))
         return checks
 
@@ -285,13 +279,7 @@ class HubArchive(HubConnection):
 
     def archived_episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
         for file in self.archive_files(site):
-            archived = {
-                r[0]
-                for r in self._read(
-                    "SELECT source_id FROM episodes WHERE source_site = ? AND archived = 1 AND archive_week = ?",
-                    (file.site, file.week),
-                )
-            }
+            archived = self._archived_keys(file)
             if not archived:  # every copy in it is hot again (restored or edited): nothing to read
                 continue
             for record in self._records(file):
@@ -319,6 +307,14 @@ class HubArchive(HubConnection):
                 if wanted.get(source_id) == record.get("contentHash"):
                     found[(site, source_id)] = {**record, "archived": True}
         return found
+
+    def _archived_keys(self, file: ArchiveFile) -> set[str]:
+        """The keys of a file's site and week that are archived now (each must be in the file)."""
+        rows = self._read(
+            "SELECT source_id FROM episodes WHERE source_site = ? AND archived = 1 AND archive_week = ?",
+            (file.site, file.week),
+        )
+        return {r[0] for r in rows}
 
     def last_archive_run(self) -> ArchiveRun | None:
         rows = self._read("SELECT at, archived, files FROM archive_runs ORDER BY id DESC LIMIT 1", ())
