@@ -15,12 +15,24 @@ NODEDIR := $(shell [ -d /usr/include/node ] && echo /usr || dirname $$(dirname $
 
 all: test
 
+# The lock is complete (every package, pinned and hashed), so pip installs it without resolving
+# (--no-deps): what gets installed is the lock and nothing else, whatever pip the machine's venv
+# carries (an old pip resolves the extras a locked package asks for against the newest release
+# and refuses it in --require-hashes mode) and whatever was published since. `pip check` then
+# proves the lock was complete.
 $(BIN)/.stamp-python: pyproject.toml requirements/dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memsync needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --require-hashes -r requirements/dev.txt
-	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r requirements/dev.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/pip check --disable-pip-version-check
 	@touch $@
+
+# requirements/constraints.txt: the lock's pins without hashes, for installing memsync as a tool
+# (README, Install). tests/test_lock.py fails when it and the lock disagree.
+.PHONY: constraints
+constraints:
+	$(PYTHON) tests/lockfile.py requirements/dev.txt > requirements/constraints.txt
 
 # The real agentdb package, for the tests' AgentDB files and the demo's live agents.
 # --ignore-scripts: sharp's install script downloads a binary; nothing here uses sharp.

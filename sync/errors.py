@@ -134,6 +134,10 @@ class ModelFileError(ConfigError):
     """The local model or tokenizer file is missing or does not match its published checksum."""
 
 
+class MissingPackage(ConfigError):
+    """A package of an optional extra (``cloud``: Gemini, Voyage, reranking) is not installed."""
+
+
 # --- paused: come back at a known time -------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import sqlite3
 import subprocess
@@ -27,7 +28,11 @@ from conftest import (
 )
 
 Daemons = Callable[..., subprocess.Popen[bytes]]
-NOBODY = 65534
+# Root reads and writes any file whatever its mode; dropped capabilities make it obey the modes
+# like any user. The same uid keeps the checkout and its venv reachable wherever the clone lives
+# (a 0700 home or temporary folder that another user could not enter).
+UNPRIVILEGED = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"] if os.geteuid() == 0 else []
+USER = pwd.getpwuid(os.geteuid()).pw_name
 
 
 def one_sentence(stderr: str) -> str:
@@ -40,20 +45,20 @@ def one_sentence(stderr: str) -> str:
 
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
-    """A folder another user can reach (pytest's tmp folders are private to root)."""
+    """A folder of the test's own."""
     path = Path(tempfile.mkdtemp(prefix="ms-ops-", dir="/tmp"))
-    path.chmod(0o755)
     yield path
+    path.chmod(0o700)
+    for folder in path.rglob("*"):
+        if folder.is_dir() and not folder.is_symlink():
+            folder.chmod(0o700)
     shutil.rmtree(path, ignore_errors=True)
 
 
 def as_other_user(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """The CLI as an unprivileged user: root reads any file, so chmod 000 means nothing to it."""
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    """The CLI as a user the file modes apply to."""
     return subprocess.run(
-        [*prefix, sys.executable, "-m", "daemon", *args],
+        [*UNPRIVILEGED, sys.executable, "-m", "daemon", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -63,10 +68,9 @@ def as_other_user(*args: str, timeout: float = 60) -> subprocess.CompletedProces
     )
 
 
-def open_to_all(*paths: Path) -> None:
+def make_dirs(*paths: Path) -> None:
     for path in paths:
         path.mkdir(parents=True, exist_ok=True)
-        path.chmod(0o777)
 
 
 # -- paths it cannot use --------------------------------------------------------------------------
@@ -77,14 +81,14 @@ def test_an_unreadable_agentdb_file_is_named_with_the_user_and_stops_the_daemon(
     agentdb.parent.mkdir()
     shutil.copy(make_agentdb(5), agentdb)
     agentdb.chmod(0o000)
-    open_to_all(shared_dir / "sites")
+    make_dirs(shared_dir / "sites")
     site = write_config(shared_dir / "sites", "laptop", agentdb, shared_dir / "sites" / "hub.db")
     for command in (["run"], ["sync"]):
         done = as_other_user(*command, "--config", str(site.config))
         assert done.returncode == 78, done.stderr
         line = one_sentence(done.stderr)
         assert str(agentdb) in line
-        assert "'nobody'" in line
+        assert f"'{USER}'" in line
         assert "read access" in line
     status = as_other_user("status", "--json", "--config", str(site.config))
     report = json.loads(status.stdout)
@@ -112,8 +116,9 @@ def test_an_unwritable_state_folder_exits_78_naming_it(shared_dir: Path, make_ag
     shutil.copy(make_agentdb(5), agentdb)
     agentdb.chmod(0o644)
     locked = shared_dir / "root-only"
-    locked.mkdir(mode=0o755)
-    open_to_all(shared_dir / "sites")
+    locked.mkdir()
+    locked.chmod(0o555)  # not even its owner may write
+    make_dirs(shared_dir / "sites")
     site = write_config(shared_dir / "sites", "laptop", agentdb, shared_dir / "sites" / "hub.db")
     text = site.config.read_text().replace(f'path = "{site.state}"', f'path = "{locked / "state" / "laptop.state.db"}"')
     site.config.write_text(text)

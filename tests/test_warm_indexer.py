@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from qdrant_client import QdrantClient
 
@@ -37,6 +38,17 @@ from sync.warm.text import episode_text, text_hash
 
 NOW_MS = 1_790_000_000_000
 DAY_MS = 86_400_000
+
+
+def assert_same_float32(got: Sequence[float] | None, want: Sequence[float] | None) -> None:
+    """Equal as the float32 vectors the stores keep: a store's round trip (JSON, double) may move
+    the last bit, never more than one float32 step."""
+    assert got is not None
+    assert want is not None
+    a, b = np.asarray(got, dtype=np.float32), np.asarray(want, dtype=np.float32)
+    assert a.shape == b.shape
+    step = np.spacing(np.maximum(np.abs(a), np.abs(b)))
+    assert bool(np.all(np.abs(a - b) <= step)), "vectors differ by more than one float32 step"
 
 
 def episode(site: str, source_id: str, task: str, **extra: Any) -> dict[str, Any]:
@@ -552,7 +564,13 @@ def test_a_rebuild_with_the_same_spec_embeds_nothing_and_carries_archived_points
     old = {p.id: p for p in rig.store.get(list(kept), with_vectors=True)}
     assert kept.keys() == old.keys()
     for pid, point in kept.items():
-        assert (point.dense, point.sparse, point.payload) == (old[pid].dense, old[pid].sparse, old[pid].payload)
+        assert_same_float32(point.dense, old[pid].dense)
+        sparse, old_sparse = point.sparse, old[pid].sparse
+        assert sparse is not None
+        assert old_sparse is not None
+        assert sparse.indices == old_sparse.indices
+        assert_same_float32(sparse.values, old_sparse.values)
+        assert point.payload == old[pid].payload
     hits = search(fresh, rig.embedder, SearchRequest("ERR_CONN_4471 retry loop", limit=1), now_ms=NOW_MS)
     assert [(h.source_id, h.archived) for h in hits] == [("1", True)]
 

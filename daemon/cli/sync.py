@@ -195,6 +195,8 @@ def _index_here(settings: Settings, site: Site, bar: Progress, stop: threading.E
             report = layer.catch_up(progress)
     except Exception as exc:  # noqa: BLE001 - every failure becomes the sentence below
         problem = str(exc) if isinstance(exc, MemsyncError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, ConfigError):  # a missing package, another model: only a person can fix it
+            fail(f"synced, but not indexed for search: {problem}", EX_CONFIG)
         if required:
             fail(f"synced, but not searchable: {problem}", EX_TEMPFAIL)
         say(f"synced, but not indexed for search: {problem}")

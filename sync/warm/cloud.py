@@ -12,6 +12,7 @@ mapped inside its handler but raised outside it, so the mapped error has no ``__
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 import time
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sync import http
-from sync.errors import ConfigError, MemsyncError, PermanentError, QuotaExhausted, TransientError
+from sync.errors import ConfigError, MemsyncError, MissingPackage, PermanentError, QuotaExhausted, TransientError
 from sync.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -35,6 +36,23 @@ def retry_after_header(headers: Any, now: float) -> float | None:
     """Seconds from a response's Retry-After header (``sync.http.retry_after``), if it has one."""
     value = headers.get("retry-after") if headers is not None else None
     return http.retry_after(value, now) if value else None
+
+
+def import_extra(module: str, *, package: str, purpose: str, extra: str = "cloud") -> Any:
+    """``module``, imported; or one sentence naming the extra that brings it (exit 78).
+
+    The cloud providers' packages are an extra (``memsync[cloud]``) so that the default install
+    stays small; configuring a provider without them must say how to add them, not show a
+    ModuleNotFoundError from deep inside the warm layer.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingPackage(
+            f"{purpose} needs the {package} package, which memsync's `{extra}` extra installs: run "
+            f"`pip install 'memsync[{extra}]' -c requirements/constraints.txt` in memsync's environment "
+            f"(a checkout: `make bootstrap` installs it), or choose another provider in the config"
+        ) from exc
 
 
 def until_next_hour(now: float) -> float:
@@ -107,9 +125,9 @@ class VoyageClient(CloudClient):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(api_key, retry=retry, stop=stop, clock=clock)
-        from voyageai.client import Client
+        client = import_extra("voyageai.client", package="voyageai", purpose=f"Voyage {self.operation}")
 
-        self._client = Client(api_key=api_key, max_retries=0, timeout=timeout, base_url=base_url)
+        self._client = client.Client(api_key=api_key, max_retries=0, timeout=timeout, base_url=base_url)
 
     def _request(self, send: Callable[[], T]) -> T:
         """One attempt of ``send`` (a call on ``self._client``), its errors mapped to memsync's."""

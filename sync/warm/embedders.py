@@ -35,7 +35,7 @@ import numpy.typing as npt
 from sync.errors import ConfigError, ModelFileError, PermanentError, TransientError
 from sync.memory import release_free_memory
 from sync.retry import RetryPolicy
-from sync.warm.cloud import DEFAULT_RETRY, CloudClient, VoyageClient, retry_after_header
+from sync.warm.cloud import DEFAULT_RETRY, CloudClient, VoyageClient, import_extra, retry_after_header
 
 if TYPE_CHECKING:
     from google.genai import errors as genai_errors
@@ -253,8 +253,8 @@ class GeminiEmbedder(CloudClient):
         super().__init__(api_key, retry=retry, stop=stop, clock=clock)
         if not 1 <= batch_size <= self.max_batch:
             raise ConfigError(f"Gemini batch_size must be 1..{self.max_batch}, got {batch_size}")
-        from google import genai
-        from google.genai import types
+        genai = import_extra("google.genai", package="google-genai", purpose="Gemini embeddings")
+        types = import_extra("google.genai.types", package="google-genai", purpose="Gemini embeddings")
 
         self.name = f"gemini/{model}"
         self.dims = dims
