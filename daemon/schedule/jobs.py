@@ -68,10 +68,13 @@ def qdrant_episode_sync(ctx: JobContext) -> str:
     return ctx.index_catch_up()
 
 
+def covered_day(slot_start: datetime) -> str:
+    """The UTC day a daily-digest slot covers: the day that ended, midnight to midnight UTC."""
+    return datetime.fromtimestamp(slot_start.astimezone(UTC).timestamp() - 86400, UTC).strftime("%Y-%m-%d")
+
+
 def daily_digest(ctx: JobContext) -> str:
-    day = ctx.slot_start.astimezone(UTC)
-    # The 06:00 digest covers the day that ended: yesterday, midnight to midnight UTC.
-    covered = datetime.fromtimestamp(day.timestamp() - 86400, UTC).strftime("%Y-%m-%d")
+    covered = covered_day(ctx.slot_start)
     digest = _sweeps(ctx).build_digest(covered, ctx.now_ms)
     sites = digest.get("sites") or []
     episodes = sum(int(s.get("episodes", 0)) for s in sites if isinstance(s, dict))
