@@ -101,8 +101,8 @@ def run_job_now(
     the one that gives way says so (``ran`` False, outcome "busy") and does no work.
 
     The body works as if fired now for the schedule's current slot: the daily digest rebuilds the
-    day that slot covers (yesterday, from 06:00 UTC on) and queues it under the same key, so a
-    digest already sent is not sent twice."""
+    day that slot covers (yesterday, from 06:00 UTC on) without queueing it for Telegram (the
+    scheduled slot's run does, once across sites; ``memsync digest --send`` on demand)."""
     moment = datetime.fromtimestamp(now, UTC)
     slot, site, lease_ms = plan.manual_slot(moment), settings.site.name, int(spec.lease_s * 1000)
     started = int(now * 1000)
@@ -125,6 +125,7 @@ def run_job_now(
         index_catch_up,
         coordination=coordination,
         alerts=alerts,
+        manual=True,
     )
     outcome, summary = _body(spec, ctx)
     coordination.finish_job(spec.name, slot, outcome, summary)
