@@ -23,7 +23,9 @@ from conftest import AgentProcess, SiteFiles, episode, memsync, wait_for, wait_s
 from fake_telegram import FakeTelegram
 
 from daemon.alerts.store import AlertStore
-from daemon.schedule.plan import DEFAULT_JOBS, slot_start
+from daemon.alerts.watch import Alerts
+from daemon.schedule.plan import DEFAULT_JOBS
+from daemon.schedule.worker import run_job
 from sync.backbone.hub import HubBackbone
 
 Daemons = Callable[..., subprocess.Popen[bytes]]
@@ -331,21 +333,32 @@ def test_a_refused_token_is_one_sentence_without_the_token(
 def test_the_digest_goes_once_a_day_across_sites_and_on_demand(
     tmp_path: Path, make_agentdb: Callable[..., Path], tg: FakeTelegram
 ) -> None:
-    # Whenever the test runs, the latest 06:00 slot is within the job's grace.
-    extra = fast(tg).replace("[jobs.daily-digest]\nenabled = false\n", "[jobs.daily-digest]\ngrace = 90000\n")
+    extra = fast(tg).replace("[jobs.daily-digest]\nenabled = false\n", "")
     laptop = site(tmp_path, "laptop", make_agentdb(3, name="laptop.db"), extra)
     vm = site(tmp_path, "vm", make_agentdb(2, seed=3, name="vm.db"), extra)
     for s in (laptop, vm):
         assert memsync("sync", "--config", str(s.config)).returncode == 0
-    # The 06:00 slot, run from both sites: one builds the digest and queues it once.
-    for s in (laptop, vm, laptop):
-        done = memsync("jobs", "run", "daily-digest", "--config", str(s.config))
-        assert done.returncode == 0, done.stderr
-    assert memsync("telegram", "check", "--config", str(laptop.config)).returncode == 0
-    done = memsync("digest", "--send", "--config", str(vm.config))  # sends the latest stored: yesterday's
-    assert done.returncode == 0, done.stderr
+    # The 06:00 slot of a fixed day, fired by both sites' schedulers (a laptop at 09:10 after a
+    # sleep): one builds the digest and queues it once.
+    fired_at = datetime(2026, 11, 25, 9, 10, tzinfo=UTC)
     spec = next(j for j in DEFAULT_JOBS if j.name == "daily-digest")
-    day = (slot_start(spec, datetime.now(UTC)) - timedelta(days=1)).strftime("%Y-%m-%d")
+    for s in (laptop, vm, laptop):
+        settings = s.settings()
+        hub = HubBackbone(s.hub, s.name, clock=lambda: int(fired_at.timestamp() * 1000))
+        outbox = AlertStore(settings.alerts_path)
+        try:
+            run_job(spec, settings, hub, hub, now=fired_at.timestamp(), alerts=Alerts(settings, outbox))
+        finally:
+            hub.close()
+            outbox.close()
+    # A manual run (any day) rebuilds the latest day's digest and queues nothing.
+    done = memsync("jobs", "run", "daily-digest", "--config", str(vm.config))
+    assert done.returncode == 0, done.stderr
+    assert "queued" not in done.stderr
+    assert memsync("telegram", "check", "--config", str(laptop.config)).returncode == 0
+    day = "2026-11-24"
+    done = memsync("digest", "--send", "--date", day, "--config", str(vm.config))
+    assert done.returncode == 0, done.stderr
     assert f"digest for {day} sent to Telegram" in done.stderr
     # The queued 06:00 digest goes with the next send (a daemon's round; here, the command's).
     digests = [t for t in texts(tg) if t.startswith("☀️ memsync digest")]

@@ -30,7 +30,13 @@ def register(commands: Commands) -> None:
     add_json(parser)
     parser.set_defaults(run=list_main)
     actions = parser.add_subparsers(title="actions", metavar="ACTION")
-    now = actions.add_parser("run", help="run a job now, claiming its current slot as the scheduler does")
+    now = actions.add_parser(
+        "run",
+        help="run a job now, any day: a manual run, recorded as such; the schedule's slots run as usual",
+        description="Runs the job's body now and records the run under a slot of its own (manual:<instant>). "
+        "It takes no scheduled slot and needs no grace; two manual runs of one job never run at once. "
+        "Exit 0 only when the job ran and ended ok.",
+    )
     now.add_argument("name", metavar="NAME", help="the job's name (see `memsync jobs`)")
     add_config(now)
     now.set_defaults(run=run_main)
@@ -38,10 +44,13 @@ def register(commands: Commands) -> None:
     digest = commands.add_parser(
         "digest",
         help="the daily digest: per site and agent, episodes, success, reward, top tasks",
-        description="The daily digest the daily-digest job stored for a UTC day (default: yesterday).",
+        description="The daily digest the daily-digest job stored for a UTC day (default: yesterday). "
+        "For today, on the embedded hub, it is built now: today so far, the episodes created since 00:00 UTC.",
     )
     add_config(digest)
-    digest.add_argument("--date", metavar="YYYY-MM-DD", help="the UTC day (default: yesterday)")
+    digest.add_argument(
+        "--date", metavar="YYYY-MM-DD", help="the UTC day (default: yesterday; today: built now, so far)"
+    )
     digest.add_argument(
         "--send", action="store_true", help="send it to Telegram now (default day: the latest digest stored)"
     )
@@ -111,7 +120,7 @@ def list_main(args: argparse.Namespace) -> int:
 
 def run_main(args: argparse.Namespace) -> int:
     from daemon.schedule import plan
-    from daemon.schedule.worker import run_job
+    from daemon.schedule.worker import index_catch_up, run_job_now
     from daemon.site import open_backbone, sweeps_of
 
     with handled():
@@ -130,22 +139,24 @@ def run_main(args: argparse.Namespace) -> int:
         try:
             # With the alerts' store, as the daemon runs it: the digest and the alerts job queue
             # their messages, which the daemons' alert threads send.
-            done = run_job(
+            done = run_job_now(
                 spec,
                 settings,
                 backbone,
                 sweeps_of(backbone),
                 now=time.time(),
-                index_catch_up=None,
+                # Through the daemon's warm worker, as the scheduler does it (without the index on,
+                # the job says so).
+                index_catch_up=(lambda: index_catch_up(settings, backbone)) if settings.warm.enabled else None,
                 alerts=None if outbox is None else Alerts(settings, outbox),
             )
         finally:
             backbone.close()
             if outbox is not None:
                 outbox.close()
-        if not done.ran:
-            say(f"{spec.name}, slot {done.slot}: {done.summary}")
-            return 0
+        if not done.ran:  # nothing was done: never a success
+            say(f"{spec.name}: {done.summary}")
+            return 1
         say(f"{spec.name}, slot {done.slot}: {done.outcome}: {done.summary}")
         return 0 if done.outcome == "ok" else 1
 
@@ -184,12 +195,27 @@ def _latest(backbone: Coordination, newest: datetime, days: int = 7) -> tuple[st
     return newest.strftime("%Y-%m-%d"), None
 
 
+def _stored_or_built(backbone: Backbone, day: str, today: str, now: float) -> dict[str, Any] | None:
+    """The stored digest of ``day``; for today, built now on the hub ("today so far": the episodes
+    created since 00:00 UTC, and every site's figures as they are now; stored under today's date
+    until the next 06:00 run builds the whole day in its place). Convex builds digests only in its
+    crons."""
+    from daemon.site import sweeps_of
+
+    sweeps = sweeps_of(backbone)
+    if day != today or sweeps is None:
+        return backbone.digest(day)
+    return sweeps.build_digest(day, int(now * 1000))
+
+
 def digest_main(args: argparse.Namespace) -> int:
     from daemon.site import open_backbone
 
     with handled():
         settings = load(args, log_level="error")
-        day = args.date or (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
+        now = time.time()
+        today = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+        day = args.date or (datetime.fromtimestamp(now, UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
         try:
             datetime.strptime(day, "%Y-%m-%d")
         except ValueError:
@@ -202,20 +228,17 @@ def digest_main(args: argparse.Namespace) -> int:
         backbone = open_backbone(settings, create=False)
         try:
             if args.send and args.date is None:
-                day, digest = _latest(backbone, datetime.now(UTC))
+                # The latest whole day: a "today so far" built on demand is sent only when asked by date.
+                day, digest = _latest(backbone, datetime.fromtimestamp(now, UTC) - timedelta(days=1))
             else:
-                digest = backbone.digest(day)
+                digest = _stored_or_built(backbone, day, today, now)
             if args.send and digest is not None:
                 say(_send_digest(settings, backbone, day, digest))
                 return 0
         finally:
             backbone.close()
         if digest is None:
-            fail(
-                f"no digest for {day} yet: the daily-digest job stores one at 06:00 UTC "
-                "(`memsync jobs run daily-digest`)",
-                1,
-            )
+            fail(_no_digest(settings, day, today), 1)
     if args.as_json:
         sys.stdout.write(json.dumps(digest, indent=2) + "\n")
         return 0
@@ -237,3 +260,14 @@ def digest_main(args: argparse.Namespace) -> int:
     approvals = digest.get("approvals") or {}
     out.print(f"approvals: {approvals.get('pending', 0)} pending, {approvals.get('expired', 0)} expired")
     return 0
+
+
+def _no_digest(settings: Settings, day: str, today: str) -> str:
+    convex = settings.backbone.kind == "convex"
+    if day > today:
+        return f"no digest for {day}: that UTC day has not begun (today is {today})"
+    if day == today:  # only on Convex: the hub builds today's on demand
+        return f"no digest for {day} yet: Convex's crons build each day's digest at 06:00 UTC the day after"
+    how = "Convex's crons build" if convex else "the daily-digest job builds"
+    rerun = "" if convex else "; `memsync jobs run daily-digest` builds the latest day's now"
+    return f"no digest for {day}: {how} each day's at 06:00 UTC the day after{rerun}"

@@ -32,6 +32,7 @@ class JobContext:
     stopping: Callable[[], bool] = lambda: False  # the daemon is stopping: a long body stops between batches
     coordination: Coordination | None = None  # the registry and approvals, for the alerts job
     alerts: Alerts | None = None  # where alerts are said (the log) and queued (Telegram)
+    manual: bool = False  # `memsync jobs run`: no slot of the schedule's
 
 
 Body = Callable[[JobContext], str]
@@ -68,16 +69,26 @@ def qdrant_episode_sync(ctx: JobContext) -> str:
     return ctx.index_catch_up()
 
 
+def covered_day(slot_start: datetime) -> str:
+    """The UTC day a daily-digest slot covers: the day that ended, midnight to midnight UTC."""
+    return datetime.fromtimestamp(slot_start.astimezone(UTC).timestamp() - 86400, UTC).strftime("%Y-%m-%d")
+
+
 def daily_digest(ctx: JobContext) -> str:
-    day = ctx.slot_start.astimezone(UTC)
-    # The 06:00 digest covers the day that ended: yesterday, midnight to midnight UTC.
-    covered = datetime.fromtimestamp(day.timestamp() - 86400, UTC).strftime("%Y-%m-%d")
+    covered = covered_day(ctx.slot_start)
     digest = _sweeps(ctx).build_digest(covered, ctx.now_ms)
     sites = digest.get("sites") or []
     episodes = sum(int(s.get("episodes", 0)) for s in sites if isinstance(s, dict))
     # Once per day across sites: the slot's lease runs it once, and the key queues it once. A day
     # before any site existed (a new hub's first run) is not worth a message.
-    queued = bool(sites) and ctx.alerts is not None and ctx.alerts.queue_digest(digest, f"digest:{covered}")
+    # A manual run only rebuilds it: each site's outbox is its own, so two sites' manual runs would
+    # queue it twice (`memsync digest --send` sends it on demand).
+    queued = (
+        bool(sites)
+        and not ctx.manual
+        and ctx.alerts is not None
+        and ctx.alerts.queue_digest(digest, f"digest:{covered}")
+    )
     return f"digest for {covered}: {episodes} episodes from {len(sites)} sites" + (
         "; queued for Telegram" if queued else ""
     )

@@ -16,10 +16,11 @@ function here of its inputs, so that it can be tested from tables.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Final
+from typing import Final, Protocol, TypeVar
 
 from apscheduler.triggers.cron import CronTrigger
 
@@ -140,3 +141,58 @@ def runs_here(spec: JobSpec, *, backbone: str, store: str) -> bool:
 
 def needs_lease(spec: JobSpec, *, backbone: str, store: str) -> bool:
     return where(spec, backbone=backbone, store=store) in (Where.ONE_SITE, Where.ONE_SITE_SHARED_INDEX)
+
+
+# -- manual runs (``memsync jobs run NAME``) ---------------------------------------------------------
+# A manual run is no fire of the schedule: it owns a slot of its own, named by the instant it began,
+# so that it neither needs a grace (only the scheduler's catch-up of a missed fire does) nor takes or
+# finishes a scheduled slot's lease (the schedule's next slot runs as if no one had run it by hand;
+# the bodies are idempotent). Its run record's slot says it was manual.
+MANUAL_PREFIX: Final = "manual:"
+
+
+def manual_slot(now: datetime) -> str:
+    """The slot of a manual run begun at ``now``: its instant, to the millisecond, in UTC."""
+    moment = now.astimezone(UTC)
+    return f"{MANUAL_PREFIX}{moment.strftime('%Y-%m-%dT%H:%M:%S')}.{moment.microsecond // 1000:03d}Z"
+
+
+def is_manual(slot: str) -> bool:
+    return slot.startswith(MANUAL_PREFIX)
+
+
+class RunLike(Protocol):
+    """What ``manual_blocker`` reads of a run record (``sync.backbone.base.JobRun``)."""
+
+    @property
+    def slot(self) -> str: ...
+    @property
+    def site(self) -> str: ...
+    @property
+    def started_at(self) -> int: ...
+    @property
+    def outcome(self) -> str: ...
+
+
+Run = TypeVar("Run", bound=RunLike)
+
+
+def manual_blocker(runs: Iterable[Run], lease_ms: int, now_ms: int, mine: tuple[str, str] | None = None) -> Run | None:
+    """The manual run of a job that a manual run must wait for, or None: two manual runs of one job
+    never run at once. Each manual run records itself ("running") before it looks, then runs only if
+    no other live manual run started before it (by the backbone's clock, then slot, then site); a
+    run still "running" ``lease_ms`` after it started is taken for dead (its process was killed).
+    ``mine`` is (slot, site) of the caller's own recorded run; None looks before recording: any
+    live manual run blocks."""
+    live = [r for r in runs if is_manual(r.slot) and r.outcome == "running" and now_ms - r.started_at < lease_ms]
+    if mine is None:
+        return min(live, key=_order, default=None)
+    own = next((r for r in live if (r.slot, r.site) == mine), None)
+    others = [r for r in live if (r.slot, r.site) != mine]
+    if own is None:
+        return min(others, key=_order, default=None)
+    return min((r for r in others if _order(r) < _order(own)), key=_order, default=None)
+
+
+def _order(run: RunLike) -> tuple[int, str, str]:
+    return run.started_at, run.slot, run.site

@@ -35,8 +35,8 @@ log = structlog.get_logger("memsync.jobs")
 class Outcome:
     job: str
     slot: str
-    ran: bool  # False: another site holds or finished the slot
-    outcome: str  # "ok" | "failed" | "skipped"
+    ran: bool  # False: another site holds or finished the slot, its grace passed, or (manual) another manual run is on
+    outcome: str  # "ok" | "failed" | "skipped" | "busy"
     summary: str
 
 
@@ -50,6 +50,7 @@ def run_job(
     index_catch_up: Callable[[], str] | None = None,
     stopping: Callable[[], bool] = lambda: False,
     alerts: Alerts | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Outcome:
     """One fire of ``spec`` at ``now``: its slot, its lease if global, its body, its record."""
     moment = datetime.fromtimestamp(now, UTC)
@@ -68,15 +69,79 @@ def run_job(
     ctx = JobContext(
         settings, sweeps, plan.slot_start(spec, moment), started, index_catch_up, stopping, coordination, alerts
     )
-    try:
-        summary, outcome = BODIES[spec.name](ctx), "ok"
-    except Exception as exc:  # noqa: BLE001 - a failed run is recorded with its reason, and the next slot tries again
-        summary, outcome = f"{type(exc).__name__}: {exc}", "failed"
+    outcome, summary = _body(spec, ctx)
     if leased:
         coordination.finish_job(spec.name, slot, outcome, summary)
     else:
-        coordination.record_run(spec.name, slot, outcome, summary, started, int(time.time() * 1000))
+        coordination.record_run(spec.name, slot, outcome, summary, started, int(clock() * 1000))
     return Outcome(spec.name, slot, True, outcome, summary)
+
+
+def _body(spec: plan.JobSpec, ctx: JobContext) -> tuple[str, str]:
+    try:
+        return "ok", BODIES[spec.name](ctx)
+    except Exception as exc:  # noqa: BLE001 - a failed run is recorded with its reason, and the next slot tries again
+        return "failed", f"{type(exc).__name__}: {exc}"
+
+
+def run_job_now(
+    spec: plan.JobSpec,
+    settings: Settings,
+    coordination: Coordination,
+    sweeps: Sweeps | None,
+    *,
+    now: float,
+    index_catch_up: Callable[[], str] | None = None,
+    alerts: Alerts | None = None,
+) -> Outcome:
+    """``memsync jobs run NAME``: the job's body now, whatever the day, as a manual run
+    (``plan.manual_slot``): recorded under a slot of its own, so that it takes no scheduled slot
+    and no grace applies. Two manual runs of one job never run at once: each holds a short lease
+    of its own slot and gives way to a live manual run that began first (``plan.manual_blocker``);
+    the one that gives way says so (``ran`` False, outcome "busy") and does no work.
+
+    The body works as if fired now for the schedule's current slot: the daily digest rebuilds the
+    day that slot covers (yesterday, from 06:00 UTC on) without queueing it for Telegram (the
+    scheduled slot's run does, once across sites; ``memsync digest --send`` on demand)."""
+    moment = datetime.fromtimestamp(now, UTC)
+    slot, site, lease_ms = plan.manual_slot(moment), settings.site.name, int(spec.lease_s * 1000)
+    started = int(now * 1000)
+    earlier = plan.manual_blocker(coordination.job_runs(spec.name, 50), lease_ms, started)
+    if earlier is not None:
+        return _busy(spec, slot, earlier)
+    if coordination.claim_job(spec.name, slot, lease_ms) is Claim.SKIP:  # the same site, the same millisecond
+        return Outcome(spec.name, slot, False, "busy", f"a manual run of {spec.name} began at this instant: try again")
+    earlier = plan.manual_blocker(coordination.job_runs(spec.name, 50), lease_ms, started, mine=(slot, site))
+    if earlier is not None:  # another began between our look and our record: the first goes on
+        coordination.finish_job(
+            spec.name, slot, "failed", f"gave way to the manual run {earlier.slot} of {earlier.site}"
+        )
+        return _busy(spec, slot, earlier)
+    ctx = JobContext(
+        settings,
+        sweeps,
+        plan.slot_start(spec, moment),
+        started,
+        index_catch_up,
+        coordination=coordination,
+        alerts=alerts,
+        manual=True,
+    )
+    outcome, summary = _body(spec, ctx)
+    coordination.finish_job(spec.name, slot, outcome, summary)
+    return Outcome(spec.name, slot, True, outcome, summary)
+
+
+def _busy(spec: plan.JobSpec, slot: str, earlier: JobRun) -> Outcome:
+    began = datetime.fromtimestamp(earlier.started_at / 1000, UTC).strftime("%H:%M:%S UTC")
+    return Outcome(
+        spec.name,
+        slot,
+        False,
+        "busy",
+        f"another manual run of {spec.name} (site {earlier.site}, begun {began}) is still running: "
+        f"wait for it to end, or {spec.lease_s:g} s after it began if its process died",
+    )
 
 
 class Scheduler:
@@ -166,6 +231,7 @@ class Scheduler:
                 index_catch_up=self.index_catch_up,
                 stopping=self.stopping.is_set,
                 alerts=self.alerts,
+                clock=self.clock,
             )
         except Exception as exc:  # noqa: BLE001 - the backbone is unreachable: the next fire tries again
             self.problems.problem(f"job:{spec.name}", f"could not run {spec.name}: {exc}")

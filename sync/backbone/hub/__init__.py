@@ -20,7 +20,7 @@ from sync.backbone.hub.feed import HubFeed
 
 
 class HubBackbone(HubEpisodes, HubFeed, HubCoordination, HubArchive):
-    """``HubBackbone(path, site, *, busy_timeout_ms=5000, create=True)``: the hub file at ``path``,
+    """``HubBackbone(path, site, *, busy_timeout_ms=5000, create=True, clock=current_ms)``: the hub file at ``path``,
     acting for ``site``. ``create=False`` opens an existing hub without writing to it (status,
     export). It is a ``Backbone``, ``Sweeps`` and ``ColdArchive``."""
 

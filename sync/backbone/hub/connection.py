@@ -86,10 +86,20 @@ def classify(exc: BaseException, path: Path) -> MemsyncError:
 
 
 class HubConnection:
-    def __init__(self, path: Path, site: str, *, busy_timeout_ms: int = 5000, create: bool = True) -> None:
-        """``create=False`` opens an existing hub without writing to it (status, export)."""
+    def __init__(
+        self,
+        path: Path,
+        site: str,
+        *,
+        busy_timeout_ms: int = 5000,
+        create: bool = True,
+        clock: Callable[[], int] = current_ms,
+    ) -> None:
+        """``create=False`` opens an existing hub without writing to it (status, export).
+        ``clock`` (ms) stamps the job leases and runs: the seam a test sets to a fixed instant."""
         self.path = path
         self.site = site
+        self.clock = clock
         self.description = f"embedded hub {path}"
         # One sqlite3 connection is not safe for concurrent use: the daemon's threads take turns.
         self._lock = threading.Lock()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from sync.backbone.base import JobRun
-from sync.backbone.hub.connection import HubConnection, current_ms
+from sync.backbone.hub.connection import HubConnection
 from sync.errors import BackboneRejected
 from sync.leases import Claim, Lease, decide
 
@@ -37,7 +37,7 @@ class HubJobs(HubConnection):
             raise BackboneRejected(f"lease_ms must not be negative, got {lease_ms}")
 
         def claim(conn: sqlite3.Connection) -> Claim:
-            now = current_ms()
+            now = self.clock()
             row = conn.execute(
                 "SELECT holder, expires_at, done FROM job_leases WHERE job = ? AND slot = ?", (job, slot)
             ).fetchone()
@@ -74,7 +74,7 @@ class HubJobs(HubConnection):
         _check_outcome(outcome)
 
         def finish(conn: sqlite3.Connection) -> None:
-            now = current_ms()
+            now = self.clock()
             # Done whoever holds it: the slot's work was done (a slow holder that was taken over
             # and finished anyway did it too; the bodies are idempotent).
             updated = conn.execute("UPDATE job_leases SET done = 1 WHERE job = ? AND slot = ?", (job, slot)).rowcount

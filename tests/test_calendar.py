@@ -1,0 +1,110 @@
+"""The date-sensitive decisions at fixed instants, whatever day the suite runs: which slot a job's
+fire owns, whether a late fire is still within its grace, the next fire, the day a digest covers,
+and quiet hours across a daylight-saving change. All pure: the instant is an argument."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from daemon.alerts.quiet import send_after
+from daemon.schedule import plan
+from daemon.schedule.jobs import covered_day
+from sync.leases import Claim, Lease, decide
+
+JOBS = {job.name: job for job in plan.DEFAULT_JOBS}
+
+
+def at(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("job", "instant", "slot", "in_grace", "next_fire"),
+    [
+        # The weekly cleanup, Sunday 03:00 UTC, grace 3 days.
+        ("cleanup-old-episodes", "2026-11-22 02:59", "2026-11-15T03:00:00Z", False, "2026-11-22 03:00"),
+        ("cleanup-old-episodes", "2026-11-22 03:01", "2026-11-22T03:00:00Z", True, "2026-11-29 03:00"),
+        ("cleanup-old-episodes", "2026-11-25 12:00", "2026-11-22T03:00:00Z", False, "2026-11-29 03:00"),  # a Wednesday
+        ("cleanup-old-episodes", "2026-11-25 02:59", "2026-11-22T03:00:00Z", True, "2026-11-29 03:00"),
+        # A new year: 2026 has an ISO week 53 (Thursday 31 December); 2027's first Sunday is the 3rd.
+        ("cleanup-old-episodes", "2026-12-31 23:59", "2026-12-27T03:00:00Z", False, "2027-01-03 03:00"),
+        ("cleanup-old-episodes", "2027-01-01 00:01", "2026-12-27T03:00:00Z", False, "2027-01-03 03:00"),
+        ("cleanup-old-episodes", "2027-01-03 03:01", "2027-01-03T03:00:00Z", True, "2027-01-10 03:00"),
+        # The daily digest, 06:00 UTC, grace 18 hours.
+        ("daily-digest", "2026-11-25 12:00", "2026-11-25T06:00:00Z", True, "2026-11-26 06:00"),
+        ("daily-digest", "2026-11-25 05:59", "2026-11-24T06:00:00Z", False, "2026-11-25 06:00"),  # 23 h late
+        ("daily-digest", "2026-12-31 23:59", "2026-12-31T06:00:00Z", True, "2027-01-01 06:00"),
+        ("daily-digest", "2027-01-01 00:01", "2026-12-31T06:00:00Z", False, "2027-01-01 06:00"),
+        # Crons are in UTC: the nights Paris changes its clocks (29 March, 25 October 2026) are not special.
+        ("daily-digest", "2026-03-29 06:30", "2026-03-29T06:00:00Z", True, "2026-03-30 06:00"),
+        ("cleanup-old-episodes", "2026-03-29 03:01", "2026-03-29T03:00:00Z", True, "2026-04-05 03:00"),
+        ("cleanup-old-episodes", "2026-10-25 02:59", "2026-10-18T03:00:00Z", False, "2026-10-25 03:00"),
+        ("cleanup-old-episodes", "2026-10-25 03:00", "2026-10-25T03:00:00Z", True, "2026-11-01 03:00"),
+        # An interval job: slots aligned to the epoch, across the year's end.
+        ("mark-stale-agents", "2026-12-31 23:59", "2026-12-31T23:55:00Z", True, "2027-01-01 00:00"),
+        ("mark-stale-agents", "2027-01-01 00:01", "2027-01-01T00:00:00Z", True, "2027-01-01 00:05"),
+    ],
+)
+def test_slot_grace_and_next_fire_at_fixed_instants(
+    job: str, instant: str, slot: str, in_grace: bool, next_fire: str
+) -> None:
+    spec, moment = JOBS[job], at(instant)
+    assert plan.slot_key(spec, moment) == slot
+    assert plan.late_but_in_grace(spec, moment) is in_grace
+    assert plan.next_fire(spec, moment) == at(next_fire)
+    # A manual run at the same instant has a slot of its own, whatever the day.
+    assert plan.manual_slot(moment) == f"manual:{moment.strftime('%Y-%m-%dT%H:%M')}:00.000Z"
+    assert plan.manual_slot(moment) != slot
+
+
+@pytest.mark.parametrize(
+    ("slot_start", "covered"),
+    [
+        ("2026-11-25 06:00", "2026-11-24"),  # a Wednesday covers Tuesday
+        ("2027-01-01 06:00", "2026-12-31"),  # the new year's first covers the old year's last
+        ("2026-03-01 06:00", "2026-02-28"),
+        ("2028-03-01 06:00", "2028-02-29"),  # a leap year
+        ("2026-03-30 06:00", "2026-03-29"),  # the day Paris lost an hour is a whole UTC day
+    ],
+)
+def test_the_day_a_digest_covers(slot_start: str, covered: str) -> None:
+    assert covered_day(at(slot_start)) == covered
+
+
+@pytest.mark.parametrize(
+    ("current", "now_ms", "claim"),
+    [
+        (None, 0, Claim.TAKE),
+        (Lease("j", "s", "vm", 1000), 999, Claim.SKIP),
+        (Lease("j", "s", "vm", 1000), 1000, Claim.TAKE_OVER),
+        (Lease("j", "s", "laptop", 1000), 5000, Claim.KEEP),
+        (Lease("j", "s", "vm", 1000, done=True), 5000, Claim.SKIP),
+    ],
+)
+def test_a_slots_lease_is_decided_by_the_instant_given(current: Lease | None, now_ms: int, claim: Claim) -> None:
+    assert decide(current, "laptop", now_ms) is claim
+
+
+def ms(text: str) -> int:
+    return int(at(text).timestamp() * 1000)
+
+
+@pytest.mark.parametrize(
+    ("raised_utc", "severity", "sends_utc"),
+    [
+        # Paris in winter is UTC+1: quiet 22:00-07:00 local is 21:00-06:00 UTC.
+        ("2026-11-25 20:59", "warning", "2026-11-25 20:59"),
+        ("2026-11-25 21:00", "warning", "2026-11-26 06:00"),
+        ("2026-11-25 21:00", "critical", "2026-11-25 21:00"),
+        ("2026-12-31 23:59", "warning", "2027-01-01 06:00"),
+        # The night Paris moves to summer time (29 March 2026, 02:00 -> 03:00): 07:00 local is 05:00 UTC.
+        ("2026-03-28 22:00", "warning", "2026-03-29 05:00"),
+        # The night it moves back (25 October 2026, 03:00 -> 02:00): 07:00 local is 06:00 UTC.
+        ("2026-10-24 22:00", "warning", "2026-10-25 06:00"),
+        ("2026-10-25 06:00", "warning", "2026-10-25 06:00"),
+    ],
+)
+def test_quiet_hours_in_paris_across_its_clock_changes(raised_utc: str, severity: str, sends_utc: str) -> None:
+    assert send_after(severity, ms(raised_utc), "22:00-07:00", "Europe/Paris") == ms(sends_utc)
