@@ -87,6 +87,11 @@ def test_a_claimant_killed_mid_run_is_taken_over_once(
     laptop = write_config(tmp_path / "laptop", "laptop", make_agentdb(5, name="a.db"), hub, extra=schedule)
     vm = write_config(tmp_path / "vm", "vm", make_agentdb(5, seed=3, name="b.db"), hub, extra=schedule)
     assert memsync("sync", "--config", str(laptop.config)).returncode == 0  # the hub exists
+    # The slot is this hour's; the test needs the daemons to start within the same hour, so near
+    # its end it waits for the next one (at most 90 s) rather than depend on the time it runs at.
+    left = 3600 - time.time() % 3600
+    if left < 90:
+        time.sleep(left + 0.5)
     slot = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime())
     # A real process claims this hour's slot and is killed with SIGKILL before it finishes.
     ghost = subprocess.Popen(
