@@ -133,6 +133,20 @@ test("stored one per day: building again replaces it; archived episodes still co
   expect(await t.query(api.digest.get, { ...laptop, day: "2026-02-03" })).toBeNull();
 });
 
+test("today's digest on demand: built now, so far, stored; only today, only for a registered site", async () => {
+  await seed();
+  const now = START + 60_000; // the fake clock: today is DAY
+  const digest = await t.mutation(api.digest.buildToday, { ...laptop, day: DAY });
+  expect(digest).toMatchObject({ day: DAY, builtAt: now, episodes: 5 });
+  expect(await t.query(api.digest.get, { ...vm, day: DAY })).toEqual(digest);
+  for (const day of ["2026-02-01", "2026-02-03", "today"]) {
+    expect(await errorCode(t.mutation(api.digest.buildToday, { ...laptop, day }))).toBe("INVALID");
+  }
+  expect(await errorCode(t.mutation(api.digest.buildToday, { ...laptop, secret: "wrong", day: DAY }))).toBe(
+    "UNAUTHORIZED",
+  );
+});
+
 test("top five, most frequent first, ties by name", async () => {
   const tasks = ["e", "d", "c", "b", "a", "f", "f", "z", "z", "z"];
   await t.mutation(api.episodes.bulkSyncEpisodes, {

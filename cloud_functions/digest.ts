@@ -204,29 +204,48 @@ async function siteFacts(db: QueryCtx["db"], since: number, until: number): Prom
 export const build = internalMutation({
   args: { day: v.string(), now: v.optional(v.number()) },
   returns: v.any(),
+  handler: async (ctx, args) => await buildAndStore(ctx, args.day, args.now ?? Date.now()),
+});
+
+async function buildAndStore(ctx: MutationCtx, day: string, now: number): Promise<ReturnType<typeof buildDigest>> {
+  const { since, until } = dayBounds(day);
+  const docs: Doc<"episodes">[] = [];
+  for (const archived of [false, true]) {
+    docs.push(
+      ...(await ctx.db
+        .query("episodes")
+        .withIndex("by_created", (q) => q.eq("archived", archived).gte("createdAt", since).lt("createdAt", until))
+        .take(MAX_EPISODES + 1 - docs.length)),
+    );
+  }
+  const truncated = docs.length > MAX_EPISODES;
+  const episodes = docs.slice(0, MAX_EPISODES).map(dayEpisode);
+  const digest = buildDigest(day, now, episodes, await siteFacts(ctx.db, since, until), truncated);
+  const found = await ctx.db
+    .query("digests")
+    .withIndex("by_day", (q) => q.eq("day", day))
+    .unique();
+  const row = { day, builtAt: now, bodyJson: JSON.stringify(digest) };
+  if (found === null) await ctx.db.insert("digests", row);
+  else await ctx.db.replace(found._id, row);
+  return digest;
+}
+
+/**
+ * `memsync digest --date <today>`: today's digest built now, "so far" (the episodes created since
+ * 00:00 UTC; each site's figures as they are now), and stored until the cron builds the whole day
+ * the morning after. Only today: a past day's digest is the cron's, a future day's has not begun.
+ */
+export const buildToday = mutation({
+  args: { ...siteArgs, day: v.string() },
+  returns: v.any(),
   handler: async (ctx, args) => {
-    const now = args.now ?? Date.now();
-    const { since, until } = dayBounds(args.day);
-    const docs: Doc<"episodes">[] = [];
-    for (const archived of [false, true]) {
-      docs.push(
-        ...(await ctx.db
-          .query("episodes")
-          .withIndex("by_created", (q) => q.eq("archived", archived).gte("createdAt", since).lt("createdAt", until))
-          .take(MAX_EPISODES + 1 - docs.length)),
-      );
-    }
-    const truncated = docs.length > MAX_EPISODES;
-    const episodes = docs.slice(0, MAX_EPISODES).map(dayEpisode);
-    const digest = buildDigest(args.day, now, episodes, await siteFacts(ctx.db, since, until), truncated);
-    const found = await ctx.db
-      .query("digests")
-      .withIndex("by_day", (q) => q.eq("day", args.day))
-      .unique();
-    const row = { day: args.day, builtAt: now, bodyJson: JSON.stringify(digest) };
-    if (found === null) await ctx.db.insert("digests", row);
-    else await ctx.db.replace(found._id, row);
-    return digest;
+    await authenticate(ctx, args);
+    const now = Date.now();
+    const today = new Date(now).toISOString().slice(0, 10);
+    dayBounds(args.day);
+    if (args.day !== today) fail("INVALID", `only today's digest (${today}) is built on demand, not ${args.day}`);
+    return await buildAndStore(ctx, args.day, now);
   },
 });
 
