@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
+import { agentRetentionMs, liveness, MAX_AGENT_BEATS } from "./agents";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 
 let t: Backend;
@@ -141,4 +142,87 @@ test("a site's beat with a negative count is INVALID", async () => {
   const { redacted: _, ...older } = beat; // a daemon from before redaction says nothing of it
   await t.mutation(api.agents.heartbeatSite, { ...laptop, ...older });
   expect((await t.query(api.agents.sites, laptop))[0].redacted).toBe(0);
+});
+
+const T0 = 1_770_000_000_000;
+
+test("liveness: online while the last sign of life is at most staleAfterMs old", () => {
+  expect(liveness(T0, T0 + 180_000, 180_000)).toBe("online");
+  expect(liveness(T0, T0 + 180_001, 180_000)).toBe("offline");
+  expect(liveness(null, T0, 180_000)).toBe("offline");
+});
+
+test("the retention comes from MEMSYNC_AGENT_RETENTION_DAYS, else 30 days", () => {
+  expect(agentRetentionMs(undefined)).toBe(30 * 86_400_000);
+  expect(agentRetentionMs("7")).toBe(7 * 86_400_000);
+  for (const wrong of ["", "0", "-1", "thirty"]) expect(agentRetentionMs(wrong)).toBe(30 * 86_400_000);
+});
+
+test("a site's beat carries its agents: last seen when seen, never after now, never going back", async () => {
+  await t.mutation(api.agents.heartbeatSite, {
+    ...laptop,
+    ...beat,
+    agents: [
+      { agentName: "coder", platform: "claude-code", seenAt: T0 - 1_000, interface: "cli", lastEpisodeAt: T0 - 1_000 },
+      { agentName: "cc-sub-1", platform: "claude-code", seenAt: T0 - 600_000 },
+      { agentName: "ahead", platform: "claude-code", seenAt: T0 + 3_600_000 },
+    ],
+  });
+  await t.mutation(api.agents.heartbeatSite, {
+    ...laptop,
+    ...beat,
+    agents: [{ agentName: "coder", platform: "claude-code", seenAt: T0 - 60_000, lastEpisodeAt: T0 - 60_000 }],
+  });
+  const rows = await t.query(api.agents.list, laptop);
+  expect(rows.map((a) => [a.agentName, a.lastHeartbeat, a.interface, a.lastEpisodeAt])).toEqual([
+    ["ahead", T0, null, null],
+    ["cc-sub-1", T0 - 600_000, null, null],
+    ["coder", T0 - 1_000, "cli", T0 - 1_000],
+  ]);
+  expect((await t.query(api.agents.sites, laptop))[0]).toMatchObject({ online: true, lastHeartbeat: T0 });
+  expect(await t.mutation(internal.agents.markStale, {})).toEqual({
+    marked: 1,
+    agents: [{ site: "laptop", agentName: "cc-sub-1" }],
+    sites: [],
+  });
+});
+
+test("more agents than one beat carries is TOO_LARGE", async () => {
+  const agents = Array.from({ length: MAX_AGENT_BEATS + 1 }, (_, i) => ({ agentName: `a${i}`, platform: "p", seenAt: T0 }));
+  expect(await errorCode(t.mutation(api.agents.heartbeatSite, { ...laptop, ...beat, agents }))).toBe("TOO_LARGE");
+  await t.mutation(api.agents.heartbeatSite, { ...laptop, ...beat, agents: agents.slice(1) });
+  expect(await t.query(api.agents.list, laptop)).toHaveLength(MAX_AGENT_BEATS);
+});
+
+test("pruneAgents: agents of every site silent past the retention leave, online or not, a limit a call", async () => {
+  const day = 86_400_000;
+  const seenAt = (agentName: string, at: number) => ({ agentName, platform: "p", seenAt: at });
+  await t.mutation(api.agents.heartbeatSite, { ...laptop, ...beat, agents: [seenAt("old", T0 - 31 * day), seenAt("recent", T0 - day)] });
+  await t.mutation(api.agents.heartbeatSite, { ...vm, ...beat, agents: [seenAt("older", T0 - 40 * day)] });
+  await t.mutation(internal.agents.markStale, {}); // old and recent offline; older too
+  await t.mutation(api.agents.heartbeatSite, { ...vm, ...beat, agents: [seenAt("online-but-old", T0 - 35 * day)] });
+  expect(await t.mutation(internal.agents.pruneAgents, { limit: 2 })).toEqual({
+    pruned: [
+      { site: "vm", agentName: "older" },
+      { site: "laptop", agentName: "old" },
+    ],
+  });
+  expect(await t.mutation(internal.agents.pruneAgents, {})).toEqual({ pruned: [{ site: "vm", agentName: "online-but-old" }] });
+  expect((await t.query(api.agents.list, { ...laptop, allSites: true })).map((a) => a.agentName)).toEqual(["recent"]);
+  expect(await t.mutation(internal.agents.pruneAgents, { now: T0 + 30 * day })).toEqual({
+    pruned: [{ site: "laptop", agentName: "recent" }],
+  });
+});
+
+test("the mark-stale-agents cron prunes past the deployment's retention", async () => {
+  await t.mutation(api.agents.heartbeatSite, { ...laptop, ...beat, agents: [{ agentName: "gone", platform: "p", seenAt: T0 - 8 * 86_400_000 }] });
+  process.env.MEMSYNC_AGENT_RETENTION_DAYS = "7";
+  try {
+    expect(await t.action(internal.scheduled.markStaleAgents, {})).toBe(
+      "1 agents or sites went offline; 1 agents silent past the retention pruned",
+    );
+  } finally {
+    delete process.env.MEMSYNC_AGENT_RETENTION_DAYS;
+  }
+  expect(await t.query(api.agents.list, laptop)).toEqual([]);
 });

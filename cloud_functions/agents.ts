@@ -1,5 +1,5 @@
 import { v } from "convex/values";
-import { internalMutation, mutation, query } from "./_generated/server";
+import { type DatabaseWriter, internalMutation, mutation, query } from "./_generated/server";
 import { authenticate, siteArgs } from "./lib/auth";
 import { fail } from "./lib/errors";
 import { fleet, siteRow } from "./lib/fleet";
@@ -8,6 +8,39 @@ import { agentStatus, isCount, nullable } from "./lib/validators";
 // "Offline after three missed heartbeats" with agents beating once a minute (the daemon's
 // jobs.stale_after defaults to the same 180 s).
 export const STALE_AFTER_MS = 3 * 60 * 1000;
+// An agent silent this long leaves the registry (the daemons' jobs.agent_retention_days).
+export const AGENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+// An agents:heartbeatSite call carries at most this many agents (sync/backbone/convex.py sends more
+// in several calls): an upsert costs an index read an agent.
+export const MAX_AGENT_BEATS = 200;
+const PRUNE_BATCH = 500;
+
+/**
+ * Online while the latest sign of life is at most `staleAfterMs` old: the rule the mark-stale
+ * sweep applies (sync/agents.py `liveness` is the same).
+ */
+export function liveness(lastSeen: number | null, now: number, staleAfterMs: number): "online" | "offline" {
+  return lastSeen !== null && now - lastSeen <= staleAfterMs ? "online" : "offline";
+}
+
+/**
+ * The retention in ms: the deployment's MEMSYNC_AGENT_RETENTION_DAYS (`npx convex env set`), as the
+ * daemons' `jobs.agent_retention_days`; 30 days when unset or not a positive number.
+ */
+export function agentRetentionMs(value: string | undefined): number {
+  const days = Number(value);
+  return value !== undefined && value.trim() !== "" && Number.isFinite(days) && days > 0
+    ? days * 86_400_000
+    : AGENT_RETENTION_MS;
+}
+
+const agentBeat = v.object({
+  agentName: v.string(),
+  platform: v.string(),
+  seenAt: v.number(),
+  interface: v.optional(v.string()),
+  lastEpisodeAt: v.optional(v.number()),
+});
 
 const agent = v.object({
   agentName: v.string(),
@@ -56,7 +89,11 @@ export const heartbeat = mutation({
   },
 });
 
-/** The caller's daemon is alive: its registry row, with the figures the digest and fleet report. */
+/**
+ * The caller's daemon is alive: its registry row, with the figures the digest and fleet report, and
+ * the agents it saw active since its last beat, all in one call. An agent's lastHeartbeat is its
+ * latest sign of life (`seenAt`, never after now, never going back).
+ */
 export const heartbeatSite = mutation({
   args: {
     ...siteArgs,
@@ -70,10 +107,16 @@ export const heartbeatSite = mutation({
     conflicts: v.number(),
     // Episodes the site synced with secrets redacted (sync/redaction.py); older daemons leave it out.
     redacted: v.optional(v.number()),
+    // The agents seen since the last beat; older daemons leave it out (and beat each agent alone).
+    agents: v.optional(v.array(agentBeat)),
   },
   returns: v.null(),
   handler: async (ctx, args) => {
     const site = await authenticate(ctx, args);
+    const agents = args.agents ?? [];
+    if (agents.length > MAX_AGENT_BEATS) {
+      fail("TOO_LARGE", `${agents.length} agents in one beat; send at most ${MAX_AGENT_BEATS} a call`);
+    }
     for (const name of ["pid", "quarantined", "conflicts"] as const) {
       if (!isCount(args[name])) fail("INVALID", `${name} must be a whole number, not ${args[name]}`);
     }
@@ -84,13 +127,42 @@ export const heartbeatSite = mutation({
       .query("siteStates")
       .withIndex("by_site", (q) => q.eq("site", site))
       .unique();
-    const { secret: _, site: __, ...beat } = args;
-    const row = { ...beat, site, status: "online" as const, lastHeartbeat: Date.now() };
+    const { secret: _, site: __, agents: ___, ...beat } = args;
+    const now = Date.now();
+    const row = { ...beat, site, status: "online" as const, lastHeartbeat: now };
     if (found === null) await ctx.db.insert("siteStates", row);
     else await ctx.db.replace(found._id, row);
+    for (const a of agents) await seen(ctx.db, site, a, Math.min(a.seenAt, now));
     return null;
   },
 });
+
+async function seen(
+  db: DatabaseWriter,
+  site: string,
+  a: { agentName: string; platform: string; interface?: string; lastEpisodeAt?: number },
+  at: number,
+): Promise<void> {
+  const found = await db
+    .query("agents")
+    .withIndex("by_site_agent", (q) => q.eq("site", site).eq("agentName", a.agentName))
+    .unique();
+  const known = [a.lastEpisodeAt, found?.lastEpisodeAt].filter((t): t is number => t !== undefined);
+  const face = a.interface ?? found?.interface;
+  // An agent seen earlier than the stored time (an old episode arriving late) moves nothing.
+  const later = found === null || at > found.lastHeartbeat;
+  const row = {
+    agentName: a.agentName,
+    site,
+    platform: a.platform,
+    status: later ? ("online" as const) : found.status,
+    lastHeartbeat: later ? at : found.lastHeartbeat,
+    ...(face === undefined ? {} : { interface: face }),
+    ...(known.length === 0 ? {} : { lastEpisodeAt: Math.max(...known) }),
+  };
+  if (found === null) await db.insert("agents", row);
+  else await db.patch(found._id, row);
+}
 
 /** The fleet: every registered site (disabled ones aside), by name, as any site may read it. */
 export const sites = query({
@@ -138,11 +210,15 @@ export const markStale = internalMutation({
     sites: v.array(v.string()),
   }),
   handler: async (ctx, args) => {
-    const cutoff = (args.now ?? Date.now()) - (args.staleAfterMs ?? STALE_AFTER_MS);
-    const agents = await ctx.db
-      .query("agents")
-      .withIndex("by_status", (q) => q.eq("status", "online").lt("lastHeartbeat", cutoff))
-      .collect();
+    const now = args.now ?? Date.now();
+    const staleAfterMs = args.staleAfterMs ?? STALE_AFTER_MS;
+    const cutoff = now - staleAfterMs;
+    const agents = (
+      await ctx.db
+        .query("agents")
+        .withIndex("by_status", (q) => q.eq("status", "online").lt("lastHeartbeat", cutoff))
+        .collect()
+    ).filter((a) => liveness(a.lastHeartbeat, now, staleAfterMs) === "offline");
     for (const a of agents) await ctx.db.patch(a._id, { status: "offline" });
     const sites = await ctx.db
       .query("siteStates")
@@ -154,5 +230,32 @@ export const markStale = internalMutation({
       agents: agents.map((a) => ({ site: a.site, agentName: a.agentName })),
       sites: sites.map((s) => s.site),
     };
+  },
+});
+
+/**
+ * Agents of every site with no sign of life for `retentionMs` leave the registry, at most `limit`
+ * a call (the cron calls again while a call fills its limit). `now` and `retentionMs` let an admin
+ * (or a test) prune as of another time or rule; the cron passes the deployment's retention.
+ */
+export const pruneAgents = internalMutation({
+  args: { now: v.optional(v.number()), retentionMs: v.optional(v.number()), limit: v.optional(v.number()) },
+  returns: v.object({ pruned: v.array(v.object({ site: v.string(), agentName: v.string() })) }),
+  handler: async (ctx, args) => {
+    const cutoff = (args.now ?? Date.now()) - (args.retentionMs ?? AGENT_RETENTION_MS);
+    const limit = args.limit ?? PRUNE_BATCH;
+    const pruned: { site: string; agentName: string }[] = [];
+    for (const status of ["offline", "online"] as const) {
+      const old = await ctx.db
+        .query("agents")
+        .withIndex("by_status", (q) => q.eq("status", status).lt("lastHeartbeat", cutoff))
+        .take(limit - pruned.length);
+      for (const a of old) {
+        await ctx.db.delete(a._id);
+        pruned.push({ site: a.site, agentName: a.agentName });
+      }
+      if (pruned.length >= limit) break;
+    }
+    return { pruned };
   },
 });

@@ -8,6 +8,7 @@
 import { v } from "convex/values";
 import { internal } from "./_generated/api";
 import { internalAction } from "./_generated/server";
+import { agentRetentionMs } from "./agents";
 import { archiveRun, ORPHAN_GRACE_MS } from "./lib/archiveWrite";
 import { cronRun, type Schedule } from "./lib/cronRun";
 
@@ -22,6 +23,8 @@ export function archiveAfterDays(value: string | undefined): number {
   return value !== undefined && value.trim() !== "" && Number.isFinite(days) && days > 0 ? days : ARCHIVE_AFTER_MS / 86_400_000;
 }
 const ARCHIVE_BATCH = 1000;
+// One run's cap on pruning batches (agents:pruneAgents); what is left goes at the next run.
+const PRUNE_MAX_BATCHES = 20;
 // One run's cap, well inside an action's time limit; what is left waits for next week's run.
 const ARCHIVE_MAX_BATCHES = 200;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -44,7 +47,15 @@ export const markStaleAgents = internalAction({
   handler: (ctx): Promise<string> =>
     cronRun(ctx, "mark-stale-agents", SCHEDULES["mark-stale-agents"], async () => {
       const { marked } = await ctx.runMutation(internal.agents.markStale, {});
-      return marked ? `${marked} agents or sites went offline` : "every agent with a recent heartbeat is online";
+      const retentionMs = agentRetentionMs(process.env.MEMSYNC_AGENT_RETENTION_DAYS);
+      let pruned = 0;
+      for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
+        const gone = (await ctx.runMutation(internal.agents.pruneAgents, { retentionMs })).pruned.length;
+        pruned += gone;
+        if (gone === 0) break;
+      }
+      const offline = marked ? `${marked} agents or sites went offline` : "every agent with a recent heartbeat is online";
+      return pruned ? `${offline}; ${pruned} agents silent past the retention pruned` : offline;
     }),
 });
 

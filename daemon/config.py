@@ -182,7 +182,8 @@ class JobsSection(_Section):
 
     enabled: bool = True
     heartbeat_interval: float = Field(60.0, ge=1.0, description="seconds between this site's registry heartbeats")
-    stale_after: float = Field(180.0, gt=0, description="seconds without a heartbeat before an agent is offline")
+    stale_after: float = Field(180.0, gt=0, description="seconds without a sign of life before an agent is offline")
+    agent_retention_days: float = Field(30.0, gt=0, description="days without a sign of life before an agent is pruned")
     silent_after: float = Field(3600.0, gt=0, description="seconds without a sync before a site is down")
     archive_after_days: float = Field(90.0, gt=0)
     approval_timeouts: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL_TIMEOUTS))

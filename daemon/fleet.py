@@ -6,6 +6,10 @@ each is doing; judged (pure) into one exit code by the worst.
 - degraded (1): a site lagging past ``sync.lag_warning``, with quarantined rows, or a job whose last
   run failed.
 - ok (0): otherwise. Offline agents are shown but judge nothing: agents come and go.
+
+An agent is online while its latest sign of life (a hook's beat, a new episode) is at most
+``jobs.stale_after`` old, judged here as of now (``sync.agents.liveness``); offline ones stay listed
+with when they were last seen until the retention prunes them.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from daemon.health import Level
+from sync.agents import liveness
 from sync.backbone.base import AgentState, JobRun, SiteState
 
 
@@ -48,6 +53,8 @@ def fleet_report(
     runs: list[JobRun],
     pending_approvals: int,
     lag_warning: float,
+    now_ms: int,
+    stale_after_ms: int,
 ) -> dict[str, Any]:
     latest: dict[str, JobRun] = {}
     for run in runs:  # newest first: the first of each job is its last run
@@ -62,7 +69,15 @@ def fleet_report(
             {**asdict(s), "lastHeartbeat": iso_ms(s.last_heartbeat), "lastSyncAt": iso_ms(s.last_sync_at)}
             for s in sites
         ],
-        "agents": [{**asdict(a), "lastHeartbeat": iso_ms(a.last_heartbeat)} for a in agents],
+        "agents": [
+            {
+                **asdict(a),
+                "status": liveness(a.last_heartbeat, now_ms, stale_after_ms),
+                "lastHeartbeat": iso_ms(a.last_heartbeat),
+                "lastSeen": iso_ms(a.last_heartbeat),
+            }
+            for a in agents
+        ],
         "pendingApprovals": pending_approvals,
         "failedJobs": [asdict(r) for r in failed],
     }

@@ -21,8 +21,10 @@ from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
 from sync.agentdb import AgentDBReader
+from sync.agents import liveness
 from sync.approvals import MAX_DEFERS
 from sync.backbone.base import (
+    AgentBeat,
     Backbone,
     Change,
     ChangeFeed,
@@ -59,6 +61,10 @@ class ConvexSweeps:
     def mark_stale(self, now_ms: int, stale_after_ms: int) -> int:
         value = self.convex.admin("mutation", "agents:markStale", {"now": now_ms, "staleAfterMs": stale_after_ms})
         return sum(self.ours(a["site"]) for a in value["agents"]) + sum(self.ours(s) for s in value["sites"])
+
+    def prune_agents(self, now_ms: int, retention_ms: int) -> int:
+        value = self.convex.admin("mutation", "agents:pruneAgents", {"now": now_ms, "retentionMs": retention_ms})
+        return sum(self.ours(a["site"]) for a in value["pruned"])
 
     def expire_approvals(self, now_ms: int, timeouts_ms: Mapping[str, int], default_ms: int) -> int:
         args = {"now": now_ms, "timeoutsMs": dict(timeouts_ms), "defaultMs": default_ms}
@@ -760,6 +766,44 @@ def test_site_heartbeats_the_fleet_view_and_staleness(open_site: OpenSite) -> No
     laptop.backbone.heartbeat_site(_beat(quarantined=0))
     again = _sites(laptop)[laptop.site]
     assert (again.online, again.quarantined) == (True, 0)
+
+
+def test_a_site_beat_carries_its_agents_the_silent_go_offline_and_the_long_silent_are_pruned(
+    open_site: OpenSite,
+) -> None:
+    laptop, vm = open_site("laptop"), open_site("vm")
+    now, day = _now_ms(), 86_400_000
+    laptop.backbone.heartbeat_site(
+        _beat(),
+        [
+            AgentBeat("coder", "claude-code", now - 1_000, "cli", now - 1_000),  # a new episode
+            AgentBeat("cc-sub-1", "claude-code", now - STALE_AFTER_MS - 60_000),  # its hook, 4 min ago
+            AgentBeat("cc-sub-0", "claude-code", now - 40 * day, None, now - 40 * day),  # an old episode
+            AgentBeat("ahead", "claude-code", now + 3_600_000),  # a clock ahead: never seen after now
+        ],
+    )
+    vm.backbone.heartbeat_site(_beat(), [AgentBeat("planner", "agentic-flow", now)])
+    laptop.backbone.heartbeat_site(_beat(), [AgentBeat("coder", "claude-code", now - 60_000)])  # older: moves nothing
+    seen = {a.agent_name: a for a in laptop.backbone.agents()}
+    assert {n: (a.last_heartbeat, a.interface, a.last_episode_at) for n, a in seen.items() if n != "ahead"} == {
+        "coder": (now - 1_000, "cli", now - 1_000),
+        "cc-sub-1": (now - STALE_AFTER_MS - 60_000, None, None),
+        "cc-sub-0": (now - 40 * day, None, now - 40 * day),
+    }
+    assert now <= seen["ahead"].last_heartbeat <= _now_ms()
+
+    # The daemon beats (its site is online), yet the agents silent past stale_after go offline.
+    assert laptop.sweeps.mark_stale(now, STALE_AFTER_MS) == 2
+    assert _sites(vm)[laptop.site].online
+    after = {a.agent_name: a.status for a in laptop.backbone.agents()}
+    assert after == {"ahead": "online", "cc-sub-0": "offline", "cc-sub-1": "offline", "coder": "online"}
+    assert {a.agent_name: liveness(a.last_heartbeat, now, STALE_AFTER_MS) for a in laptop.backbone.agents()} == after
+
+    # Past the retention an agent leaves the registry; the offline ones within it stay, last seen kept.
+    assert laptop.sweeps.prune_agents(now, 30 * day) == 1
+    left = [(a.agent_name, a.status, a.last_heartbeat) for a in laptop.backbone.agents()][1:]
+    assert left == [("cc-sub-1", "offline", now - STALE_AFTER_MS - 60_000), ("coder", "online", now - 1_000)]
+    assert [a.agent_name for a in vm.backbone.agents()] == ["planner"]
 
 
 def test_approvals_expire_by_category_and_a_zero_minute_category_is_approved_at_once(open_site: OpenSite) -> None:

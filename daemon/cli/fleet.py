@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from daemon.cli.common import Commands, add_config, add_json, console, handled, load
@@ -13,9 +14,10 @@ from daemon.cli.common import Commands, add_config, add_json, console, handled, 
 def register(commands: Commands) -> None:
     parser = commands.add_parser(
         "agents",
-        help="every agent of every site: online or offline, last heartbeat",
-        description="Every agent in the registry, from every site: online or offline, platform, interface, "
-        "last heartbeat and last episode. Exit 0 ok, 1 degraded, 2 down (the fleet's worst).",
+        help="every agent of every site: online or offline, last seen",
+        description="Every agent in the registry, from every site: online (a sign of life within "
+        "jobs.stale_after) or offline, platform, interface, when it was last seen and its last episode. "
+        "Exit 0 ok, 1 degraded, 2 down (the fleet's worst).",
     )
     add_config(parser)
     add_json(parser)
@@ -35,6 +37,8 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
             backbone.job_runs(None, 200),
             len(backbone.approvals("pending")),
             settings.sync.lag_warning,
+            int(time.time() * 1000),
+            int(settings.jobs.stale_after * 1000),
         )
     finally:
         backbone.close()
@@ -48,10 +52,10 @@ def agents_main(args: argparse.Namespace) -> int:
         return int(report["exitCode"])
     from rich.table import Table
 
-    table = Table("site", "agent", "state", "platform", "interface", "last heartbeat")
+    table = Table("site", "agent", "state", "platform", "interface", "last seen")
     for a in report["agents"]:
         state = "[green]online[/]" if a["status"] == "online" else "[yellow]offline[/]"
-        table.add_row(a["site"], a["agent_name"], state, a["platform"], a["interface"] or "", a["lastHeartbeat"] or "")
+        table.add_row(a["site"], a["agent_name"], state, a["platform"], a["interface"] or "", a["lastSeen"] or "")
     console().print(table)
     return int(report["exitCode"])
 
@@ -80,7 +84,11 @@ def fleet_main(args: argparse.Namespace) -> int:
             s["health"] or "",
         )
     out.print(table)
-    out.print(f"{len(report['agents'])} agents, {report['pendingApprovals']} approvals pending")
+    online = sum(a["status"] == "online" for a in report["agents"])
+    out.print(
+        f"{len(report['agents'])} agents ({online} online, {len(report['agents']) - online} offline),"
+        f" {report['pendingApprovals']} approvals pending"
+    )
     for reason in report["reasons"]:
         out.print(f"- {reason}")
     return int(report["exitCode"])

@@ -188,7 +188,7 @@ class Daemon:
         their own. Imported here: APScheduler is only the daemon's."""
         if not self.settings.jobs.enabled:
             return None
-        from daemon.schedule.beats import heartbeat
+        from daemon.schedule.beats import Beats
         from daemon.schedule.worker import Scheduler, index_catch_up
 
         backbone = self._open_backbone()
@@ -199,7 +199,7 @@ class Daemon:
             self.settings,
             backbone,
             sweeps_of(backbone),
-            heartbeat=lambda: heartbeat(self.settings, backbone),
+            heartbeat=Beats(self.settings, backbone).beat,
             index_catch_up=catch_up,
             on_stop=backbone.close,
             alerts=alerts,

@@ -1,7 +1,8 @@
 """The registry heartbeat, every ``jobs.heartbeat_interval`` seconds: this site (version, host, pid,
-lag, backlog, search index, quarantined rows and conflicts) and every agent seen in its episodes
-(the engine keeps them in the sidecar), plus the beats agents' hooks left in the spool
-(``memsync heartbeat``)."""
+lag, backlog, search index, quarantined rows and conflicts) and, in the same backbone call, the
+agents that showed signs of life since the last beat: a new episode (the engine keeps the agents
+its episodes name in the sidecar) or a beat their hooks left in the spool (``memsync heartbeat``).
+An agent that does neither is not beaten for, and goes offline after ``jobs.stale_after``."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from daemon import version
 from daemon.config import Settings
 from daemon.config_paths import heartbeat_spool_for
 from daemon.warm.files import read_status
+from sync.agents import agents_due
 from sync.backbone.base import Coordination, SiteBeat
 from sync.sidecar import Sidecar
 
@@ -39,7 +41,7 @@ def site_beat(settings: Settings, now: float) -> tuple[SiteBeat, dict[str, Any]]
     if settings.warm.enabled:
         index = str((read_status(settings) or {}).get("state") or "never run")
     beat = SiteBeat(version(), socket.gethostname(), os.getpid(), lag, backlog, index, quarantined, conflicts, redacted)
-    return beat, seen if isinstance(seen, dict) else {}
+    return beat, {k: v for k, v in seen.items() if isinstance(v, dict)} if isinstance(seen, dict) else {}
 
 
 def spooled(state: Path) -> list[dict[str, Any]]:
@@ -57,16 +59,22 @@ def spooled(state: Path) -> list[dict[str, Any]]:
     return found
 
 
-def heartbeat(settings: Settings, coordination: Coordination, clock: Callable[[], float] = time.time) -> None:
-    now = clock()
-    beat, seen = site_beat(settings, now)
-    coordination.heartbeat_site(beat)
-    for name, agent in seen.items():
-        if isinstance(agent, dict):
-            coordination.heartbeat(
-                name, str(agent.get("platform") or "unknown"), agent.get("interface"), agent.get("lastEpisodeAt")
-            )
-    for spool in spooled(settings.state_path):
-        coordination.heartbeat(
-            str(spool["agent"]), str(spool.get("platform") or "unknown"), spool.get("interface"), None
-        )
+class Beats:
+    """The heartbeat's body. It remembers which episode of each agent the last beat forwarded, so
+    that the next forwards only the agents with a newer one; a daemon's first beat forwards every
+    agent of the sidecar (within the retention), in case the registry lost them."""
+
+    def __init__(self, settings: Settings, coordination: Coordination, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.coordination = coordination
+        self.clock = clock
+        self._forwarded: dict[str, int | None] | None = None
+
+    def beat(self) -> None:
+        now = self.clock()
+        site, seen = site_beat(self.settings, now)
+        jobs = self.settings.jobs
+        retention_ms = int(jobs.agent_retention_days * 86_400_000)
+        due = agents_due(seen, self._forwarded, spooled(self.settings.state_path), int(now * 1000), retention_ms)
+        self.coordination.heartbeat_site(site, due)  # raises when it fails: the next beat sends them again
+        self._forwarded = {name: agent.get("lastEpisodeAt") for name, agent in seen.items()}

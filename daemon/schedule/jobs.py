@@ -45,8 +45,11 @@ def _sweeps(ctx: JobContext) -> Sweeps:
 
 
 def mark_stale_agents(ctx: JobContext) -> str:
-    gone = _sweeps(ctx).mark_stale(ctx.now_ms, int(ctx.settings.jobs.stale_after * 1000))
-    return f"{gone} agents or sites went offline" if gone else "every agent with a recent heartbeat is online"
+    jobs = ctx.settings.jobs
+    gone = _sweeps(ctx).mark_stale(ctx.now_ms, int(jobs.stale_after * 1000))
+    pruned = _sweeps(ctx).prune_agents(ctx.now_ms, int(jobs.agent_retention_days * 86_400_000))
+    offline = f"{gone} agents or sites went offline" if gone else "every agent with a recent heartbeat is online"
+    return f"{offline}; {pruned} agents silent past the retention pruned" if pruned else offline
 
 
 def expire_pending_approvals(ctx: JobContext) -> str:

@@ -76,6 +76,20 @@ class AgentState:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentBeat:
+    """An agent of the site showed signs of life since the daemon's last beat: a hook's
+    ``memsync heartbeat`` or a new episode. ``seen_at`` is when (the hook's time, or the episode's
+    ts), so a backlog of old episodes or a spool left while the daemon was down does not make an
+    agent look alive now."""
+
+    agent_name: str
+    platform: str
+    seen_at: int  # ms
+    interface: str | None = None
+    last_episode_at: int | None = None  # ms
+
+
+@dataclass(frozen=True, slots=True)
 class SiteBeat:
     """What a site's daemon says of itself on every registry heartbeat. The sidecar's counts travel
     with it because the daily digest reports them and only the site knows them."""
@@ -295,8 +309,9 @@ class Coordination(Protocol):
     ``all_sites``, job runs, transitions, digests) is every site's.
 
     - The registry: ``heartbeat`` (an agent of this site) and ``heartbeat_site`` (this site's
-      daemon) set them online with last_heartbeat = now; the mark-stale-agents sweep sets them
-      offline after a silence.
+      daemon, with the agents it saw active since its last beat) set them online with
+      last_heartbeat = their latest sign of life; the mark-stale-agents sweep sets them offline
+      after a silence (``sync.agents.liveness``) and prunes agents silent past the retention.
     - Approvals: pending until approved, rejected or expired (at the earlier of ``expires_at`` and
       its category's timeout, by the expire-pending-approvals sweep).
     - Job leases (``sync.leases``): ``claim_job`` applies ``decide`` atomically, so that one site
@@ -311,8 +326,10 @@ class Coordination(Protocol):
         keep what is known; last_episode_at never goes backwards."""
         ...
 
-    def heartbeat_site(self, beat: SiteBeat) -> None:
-        """This site's registry row: online again, last_heartbeat = now, the beat's figures."""
+    def heartbeat_site(self, beat: SiteBeat, agents: Sequence[AgentBeat] = ()) -> None:
+        """This site's registry row (online again, last_heartbeat = now, the beat's figures) and its
+        agents seen since the last beat, in one call: each agent's last_heartbeat becomes the later
+        of the stored one and its ``seen_at`` (never after now), and it is online again."""
         ...
 
     def sites(self) -> list[SiteState]:
@@ -413,6 +430,10 @@ class Sweeps(Protocol):
 
     def mark_stale(self, now_ms: int, stale_after_ms: int) -> int:
         """Online agents and sites with no heartbeat for ``stale_after_ms`` go offline; how many."""
+        ...
+
+    def prune_agents(self, now_ms: int, retention_ms: int) -> int:
+        """Agents of every site with no sign of life for ``retention_ms`` leave the registry; how many."""
         ...
 
     def expire_approvals(self, now_ms: int, timeouts_ms: Mapping[str, int], default_ms: int) -> int:

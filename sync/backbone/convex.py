@@ -21,6 +21,7 @@ import httpx
 
 from sync import http as http_policy
 from sync.backbone.base import (
+    AgentBeat,
     AgentState,
     Approval,
     ArchiveCheck,
@@ -58,8 +59,19 @@ MAX_BATCH_BYTES = 8 * 1024 * 1024
 MAX_EPISODE_BYTES = 900 * 1024  # a document is at most 1 MiB, with the backbone's own fields around
 # episodes:changes pages and episodes:recordPoints batches: at most this many a call.
 MAX_PAGE = 500
+# agents:heartbeatSite's MAX_AGENT_BEATS: the agents one beat call carries.
+MAX_AGENT_BEATS = 200
 
 Kind = Literal["query", "mutation", "action"]
+
+
+def _wire_agent(agent: AgentBeat) -> dict[str, Any]:
+    wire: dict[str, Any] = {"agentName": agent.agent_name, "platform": agent.platform, "seenAt": agent.seen_at}
+    if agent.interface is not None:
+        wire["interface"] = agent.interface
+    if agent.last_episode_at is not None:
+        wire["lastEpisodeAt"] = agent.last_episode_at
+    return wire
 
 
 def classify(code: str | None, message: str) -> MemsyncError:
@@ -164,22 +176,27 @@ class ConvexBackbone:
             args["lastEpisodeAt"] = last_episode_at
         self.call("mutation", "agents:heartbeat", args)
 
-    def heartbeat_site(self, beat: SiteBeat) -> None:
-        self.call(
-            "mutation",
-            "agents:heartbeatSite",
-            {
-                "version": beat.version,
-                "host": beat.host,
-                "pid": beat.pid,
-                "lagS": beat.lag_s,
-                "backlog": beat.backlog,
-                "indexState": beat.index_state,
-                "quarantined": beat.quarantined,
-                "conflicts": beat.conflicts,
-                "redacted": beat.redacted,
-            },
-        )
+    def heartbeat_site(self, beat: SiteBeat, agents: Sequence[AgentBeat] = ()) -> None:
+        """One call a beat; only a beat with more agents than a call carries (a daemon's first beat
+        after a start, say) takes more, each repeating the site's figures."""
+        site = {
+            "version": beat.version,
+            "host": beat.host,
+            "pid": beat.pid,
+            "lagS": beat.lag_s,
+            "backlog": beat.backlog,
+            "indexState": beat.index_state,
+            "quarantined": beat.quarantined,
+            "conflicts": beat.conflicts,
+            "redacted": beat.redacted,
+        }
+        start = 0
+        while True:
+            chunk = [_wire_agent(a) for a in agents[start : start + MAX_AGENT_BEATS]]
+            self.call("mutation", "agents:heartbeatSite", {**site, **({"agents": chunk} if chunk else {})})
+            start += MAX_AGENT_BEATS
+            if start >= len(agents):
+                return
 
     def sites(self) -> list[SiteState]:
         return [

@@ -1,13 +1,15 @@
-"""The hub's registry: the sites' daemons and their agents, each online while it heartbeats, and the
-mark-stale sweep that sets the silent ones offline. Every site reads the whole fleet (``sites``,
-``agents(all_sites=True)``); a site writes only its own rows.
+"""The hub's registry: the sites' daemons and their agents, each online while it shows signs of
+life, the mark-stale sweep that sets the silent ones offline and the pruning of agents silent past
+the retention. Every site reads the whole fleet (``sites``, ``agents(all_sites=True)``); a site
+writes only its own rows.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
-from sync.backbone.base import AgentState, SiteBeat, SiteState
+from sync.backbone.base import AgentBeat, AgentState, SiteBeat, SiteState
 from sync.backbone.hub.connection import HubConnection, current_ms
 
 _AGENT_COLUMNS = "agent_name, platform, status, last_heartbeat, site, interface, last_episode_at"
@@ -29,14 +31,16 @@ class HubRegistry(HubConnection):
             )
         )
 
-    def heartbeat_site(self, beat: SiteBeat) -> None:
-        self._run(
-            lambda conn: conn.execute(
+    def heartbeat_site(self, beat: SiteBeat, agents: Sequence[AgentBeat] = ()) -> None:
+        now = current_ms()
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
                 "INSERT OR REPLACE INTO site_states (site, status, last_heartbeat, version, host, pid, lag_s, backlog,"
                 " index_state, quarantined, conflicts, redacted) VALUES (?, 'online', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.site,
-                    current_ms(),
+                    now,
                     beat.version,
                     beat.host,
                     beat.pid,
@@ -48,7 +52,22 @@ class HubRegistry(HubConnection):
                     beat.redacted,
                 ),
             )
-        )
+            # An agent seen earlier than the stored time (an old episode arriving late) moves nothing.
+            conn.executemany(
+                f"INSERT INTO agents ({_AGENT_COLUMNS}) VALUES (?, ?, 'online', ?, ?, ?, ?)"
+                " ON CONFLICT (site, agent_name) DO UPDATE SET platform = excluded.platform,"
+                " status = CASE WHEN excluded.last_heartbeat > last_heartbeat THEN 'online' ELSE status END,"
+                " last_heartbeat = max(last_heartbeat, excluded.last_heartbeat),"
+                " interface = coalesce(excluded.interface, interface),"
+                " last_episode_at = max(coalesce(excluded.last_episode_at, last_episode_at),"
+                " coalesce(last_episode_at, excluded.last_episode_at))",
+                [
+                    (a.agent_name, a.platform, min(a.seen_at, now), self.site, a.interface, a.last_episode_at)
+                    for a in agents
+                ],
+            )
+
+        self._run(write)
 
     def agents(self, all_sites: bool = False) -> list[AgentState]:
         if all_sites:
@@ -123,3 +142,8 @@ class HubRegistry(HubConnection):
             return gone
 
         return self._run(sweep)
+
+    def prune_agents(self, now_ms: int, retention_ms: int) -> int:
+        return self._run(
+            lambda conn: conn.execute("DELETE FROM agents WHERE last_heartbeat < ?", (now_ms - retention_ms,)).rowcount
+        )
