@@ -1016,6 +1016,14 @@ def test_the_digest_figures_on_a_known_set_of_episodes(open_site: OpenSite) -> N
     assert laptop.backbone.digest("1999-01-01") is None
     with pytest.raises(BackboneRejected):
         laptop.backbone.digest("yesterday")
+    # Today's, on demand, with a site's own credential (`memsync digest --date <today>`): built now
+    # from the same episodes, stored in the scheduled one's place; only today.
+    today = vm.backbone.build_today_digest(day)
+    assert (today["day"], today["episodes"], today["sites"]) == (day, built["episodes"], built["sites"])
+    assert today["builtAt"] >= now
+    assert laptop.backbone.digest(day) == today
+    with pytest.raises((ValueError, BackboneRejected)):
+        vm.backbone.build_today_digest("1999-01-01")
 
 
 WEEK_S = 7 * 86400

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
 from daemon.fleet import iso_ms
-from sync.errors import EX_CONFIG
+from sync.errors import EX_CONFIG, BackboneRejected
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -195,17 +195,16 @@ def _latest(backbone: Coordination, newest: datetime, days: int = 7) -> tuple[st
     return newest.strftime("%Y-%m-%d"), None
 
 
-def _stored_or_built(backbone: Backbone, day: str, today: str, now: float) -> dict[str, Any] | None:
-    """The stored digest of ``day``; for today, built now on the hub ("today so far": the episodes
-    created since 00:00 UTC, and every site's figures as they are now; stored under today's date
-    until the next 06:00 run builds the whole day in its place). Convex builds digests only in its
-    crons."""
-    from daemon.site import sweeps_of
-
-    sweeps = sweeps_of(backbone)
-    if day != today or sweeps is None:
+def _stored_or_built(backbone: Backbone, day: str, today: str) -> dict[str, Any] | None:
+    """The stored digest of ``day``; for today, built now ("today so far": the episodes created
+    since 00:00 UTC, and every site's figures as they are now; stored under today's date until
+    the next 06:00 run builds the whole day in its place)."""
+    if day != today:
         return backbone.digest(day)
-    return sweeps.build_digest(day, int(now * 1000))
+    try:
+        return backbone.build_today_digest(day)
+    except ValueError as exc:  # midnight passed between our clock and the backbone's
+        raise BackboneRejected(str(exc)) from exc
 
 
 def digest_main(args: argparse.Namespace) -> int:
@@ -231,7 +230,7 @@ def digest_main(args: argparse.Namespace) -> int:
                 # The latest whole day: a "today so far" built on demand is sent only when asked by date.
                 day, digest = _latest(backbone, datetime.fromtimestamp(now, UTC) - timedelta(days=1))
             else:
-                digest = _stored_or_built(backbone, day, today, now)
+                digest = _stored_or_built(backbone, day, today)
             if args.send and digest is not None:
                 say(_send_digest(settings, backbone, day, digest))
                 return 0
@@ -263,11 +262,9 @@ def digest_main(args: argparse.Namespace) -> int:
 
 
 def _no_digest(settings: Settings, day: str, today: str) -> str:
-    convex = settings.backbone.kind == "convex"
     if day > today:
         return f"no digest for {day}: that UTC day has not begun (today is {today})"
-    if day == today:  # only on Convex: the hub builds today's on demand
-        return f"no digest for {day} yet: Convex's crons build each day's digest at 06:00 UTC the day after"
+    convex = settings.backbone.kind == "convex"
     how = "Convex's crons build" if convex else "the daily-digest job builds"
     rerun = "" if convex else "; `memsync jobs run daily-digest` builds the latest day's now"
     return f"no digest for {day}: {how} each day's at 06:00 UTC the day after{rerun}"

@@ -366,6 +366,13 @@ class Coordination(Protocol):
         """The stored daily digest of the UTC day "YYYY-MM-DD", or None if none was built."""
         ...
 
+    def build_today_digest(self, day: str) -> dict[str, Any]:
+        """Today's digest built now, "so far" (the episodes created since 00:00 UTC, each site's
+        figures as they are now), and stored under ``day`` until the daily-digest job builds the
+        whole day. ``day`` must be today (UTC) by the backbone's clock: refused otherwise (the hub
+        raises ``ValueError``, Convex ``BackboneRejected``)."""
+        ...
+
     def health_transitions(self, since_ms: int) -> list[HealthTransition]:
         """The sync-health job's transitions at or after ``since_ms``, oldest first (at most 1000)."""
         ...

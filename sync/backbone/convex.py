@@ -282,6 +282,10 @@ class ConvexBackbone:
         value = self.call("query", "digest:get", {"day": day})
         return None if value is None else dict(value)
 
+    def build_today_digest(self, day: str) -> dict[str, Any]:
+        # The deployment's clock decides what today is; another day is refused (BackboneRejected).
+        return dict(self.call("mutation", "digest:buildToday", {"day": day}))
+
     def health_transitions(self, since_ms: int) -> list[HealthTransition]:
         return [
             HealthTransition(r["site"], r["state"], int(r["at"]), float(r["silentForS"]))

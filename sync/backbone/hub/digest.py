@@ -197,6 +197,14 @@ class HubDigest(HubConnection):
             for site, health, last_sync, quarantined, conflicts, redacted, pending, expired in rows
         }
 
+    def build_today_digest(self, day: str) -> dict[str, Any]:
+        now_ms = self.clock()
+        today = datetime.fromtimestamp(now_ms / 1000, UTC).strftime("%Y-%m-%d")
+        day_bounds(day)
+        if day != today:
+            raise ValueError(f"only today's digest ({today}) is built on demand, not {day}")
+        return self.build_digest(day, now_ms)
+
     def digest(self, day: str) -> dict[str, Any] | None:
         day_bounds(day)
         rows = self._read("SELECT body FROM digests WHERE day = ?", (day,))
