@@ -118,10 +118,10 @@ PLANTED = "codename-bluefinch-7731"
 
 def _readable(path: Path) -> bytes:
     """A file's bytes, and a gzip file's (an archive week) decompressed too; b"" for one that went
-    away while the daemons wrote (a temporary file)."""
+    away while the daemons wrote (a temporary file) and for a socket."""
     try:
         data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
+    except (FileNotFoundError, IsADirectoryError, OSError):  # gone, or a socket
         return b""
     if data[:2] == b"\x1f\x8b":
         data += gzip.decompress(data)
