@@ -121,7 +121,7 @@ def _readable(path: Path) -> bytes:
     away while the daemons wrote (a temporary file) and for a socket."""
     try:
         data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, OSError):  # gone, or a socket
+    except OSError:  # gone, or a socket
         return b""
     if data[:2] == b"\x1f\x8b":
         data += gzip.decompress(data)
