@@ -86,9 +86,30 @@ class BackboneSection(_Section):
     url: str | None = None
     site_secret: SecretStr | None = None
     timeout: float = Field(15.0, gt=0, le=300, description="seconds to wait for the deployment")
+    # local: a group whose members (several local users' sites) share the hub: its folder and files
+    # are that group's, 0770/0660. Unset: every file memsync creates is its user's only.
+    shared_group: str | None = None
+
+    @field_validator("shared_group")
+    @classmethod
+    def _a_group(cls, name: str | None) -> str | None:
+        import grp
+
+        if name is None:
+            return None
+        try:
+            grp.getgrnam(name)
+        except KeyError:
+            raise ValueError(
+                f"backbone.shared_group {name!r} is not a group on this machine: create it (`groupadd {name}`) and "
+                "add each user whose memsync shares the hub, or remove the key to keep the hub private"
+            ) from None
+        return name
 
     @model_validator(mode="after")
     def _complete(self) -> BackboneSection:
+        if self.shared_group is not None and self.kind != "local":
+            raise ValueError("backbone.shared_group is for the embedded hub (backbone.kind = 'local') only")
         if self.kind == "convex":
             if not self.url:
                 raise ValueError("backbone.url is required when backbone.kind = 'convex'")

@@ -5,6 +5,8 @@ Never used on the AgentDB file, which memsync only reads (see ``sync.agentdb``).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +32,13 @@ def open_wal(
         )
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Made here, not by SQLite (0644 less the umask): 0666 less the umask, so that the process
+        # umask alone decides, 0600 or a shared hub's 0660; its -wal and -shm take its mode.
+        # Only a new file (O_EXCL): closing a descriptor of a file this process has open elsewhere
+        # would drop the POSIX locks SQLite holds on it. A path it cannot make (it exists, or its
+        # folder is unwritable) is left to SQLite, whose error the callers turn into a sentence.
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666))
         conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {synchronous}")

@@ -40,7 +40,8 @@ def test_relative_paths_are_relative_to_the_file_and_defaults_follow_the_data_di
     [
         pytest.param(
             MINIMAL + '[backbone]\npathh = "x"\n',
-            "unknown key 'backbone.pathh' (allowed here: busy_timeout_ms, kind, path, site_secret, timeout, url)",
+            "unknown key 'backbone.pathh' (allowed here: busy_timeout_ms, kind, path, shared_group, site_secret, "
+            "timeout, url)",
             id="typo",
         ),
         pytest.param(

@@ -4,13 +4,27 @@ is refused; a site forgets another site's episode on the hub."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import sqlite3
+import subprocess
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
-from conftest import AgentProcess, episode, hub_episodes, memsync, write_config
+from conftest import (
+    AgentProcess,
+    episode,
+    hub_episodes,
+    memsync,
+    stop_daemon,
+    wait_for,
+    wait_started,
+    write_config,
+)
+
+from sync.backbone.hub import HubBackbone
 
 SECRET_TEXT = "the-launch-codes-are-0000"
 
@@ -63,8 +77,6 @@ def test_forget_by_key_and_by_text_from_the_hub_and_the_index(
     left = {(e["sourceSite"], e["sourceId"]) for e in hub_episodes(hub)}
     assert left == held - {("laptop", "2"), ("vm", "1"), ("laptop", "3")}
 
-    with closing(sqlite3.connect(hub)) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert SECRET_TEXT.encode() not in _raw(list(tmp_path.glob("hub.db*")))
     # The index drops them at its next catch-up (here `sync`, with no daemon running): no search
     # finds them. Deleting a point leaves its bytes in Qdrant's WAL and segments, so the same
@@ -97,3 +109,108 @@ def test_forget_needs_keys_or_a_text(tmp_path: Path) -> None:
         done = memsync("forget", *argv, "--config", str(site.config))
         assert done.returncode == 2
         assert said in done.stderr
+
+
+# --- gone from every file, with daemons running -----------------------------------------------
+
+PLANTED = "codename-bluefinch-7731"
+
+
+def _readable(path: Path) -> bytes:
+    """A file's bytes, and a gzip file's (an archive week) decompressed too; b"" for one that went
+    away while the daemons wrote (a temporary file) and for a socket."""
+    try:
+        data = path.read_bytes()
+    except OSError:  # gone, or a socket
+        return b""
+    if data[:2] == b"\x1f\x8b":
+        data += gzip.decompress(data)
+    return data
+
+
+def _holding(folders: list[Path], text: str) -> list[str]:
+    """Every file under ``folders`` whose bytes hold ``text``, read around memsync."""
+    files = (Path(top, name) for folder in folders for top, _, names in os.walk(folder) for name in names)
+    return sorted(str(p) for p in files if text.encode() in _readable(p))  # os.walk: folders come and go
+
+
+def test_a_forgotten_text_is_in_no_file_while_the_daemons_run(
+    tmp_path: Path,
+    short_dir: Path,
+    agents: Callable[[Path], AgentProcess],
+    daemons: Callable[..., subprocess.Popen[bytes]],
+) -> None:
+    hub_dir, agent_dir = tmp_path / "hub", tmp_path / "agents"
+    hub_dir.mkdir()
+    agent_dir.mkdir()
+    hub = hub_dir / "hub.db"
+    laptop_db, vm_db = agent_dir / "laptop.db", agent_dir / "vm.db"
+    warm = f'enabled = true\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 0.5\n'
+    laptop = write_config(tmp_path / "laptop", "laptop", laptop_db, hub, warm=warm)
+    vm = write_config(tmp_path / "vm", "vm", vm_db, hub)
+    agent = agents(laptop_db)
+    agent.store(episode(1, task="rotate the TLS certificate"))
+    agent.store(episode(2, task="brief the team", output=f"the launch is {PLANTED}"))
+    agent.close()
+    agent = agents(vm_db)
+    agent.store(episode(1, task="an old plan", input=f"plan for {PLANTED}"))
+    agent.exec("UPDATE episodes SET ts = 1735689600 WHERE id = 1")  # a week long past: archived below
+    agent.store(episode(2, task="check the backups"))
+    agent.close()
+
+    # Every file memsync owns: each site's folder (data dir, state file, search index, its daemon's
+    # log) and the hub's folder (hub, -wal, -shm, alerts file, archive). The AgentDB files are the agents'.
+    owned = [tmp_path / "laptop", tmp_path / "vm", hub_dir]
+    procs = [daemons(site.config, site.root / "daemon.log") for site in (laptop, vm)]
+    for site, proc in zip((laptop, vm), procs, strict=True):
+        wait_started(site, proc, site.root / "daemon.log")
+    wait_for(lambda: len(hub_episodes(hub)) == 4, timeout=60, what="both sites to sync")
+    with closing(HubBackbone(hub, "vm")) as backbone:
+        assert backbone.archive_older_than(1_750_000_000_000, 100) == 1  # vm:1 goes to its week's gzip file
+
+    def indexed(query: str) -> list[str]:
+        done = memsync("search", query, "--mode", "bm25", "--json", "--config", str(laptop.config))
+        assert done.returncode == 0, done.stderr
+        return sorted(f"{r['sourceSite']}:{r['sourceId']}" for r in json.loads(done.stdout)["results"])
+
+    wait_for(lambda: indexed(PLANTED) == ["laptop:2", "vm:1"], timeout=90, what="the index to hold both")
+    before = _holding(owned, PLANTED)  # what forgetting must take away: the hub, its archive, the index
+    assert any(name.startswith(str(hub)) for name in before), before
+    assert any(name.endswith(".jsonl.gz") for name in before), before
+    assert any("/warm/" in name for name in before), before
+
+    done = memsync("forget", "--matching", PLANTED, "--yes", "--json", "--config", str(laptop.config))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert sorted(e["key"] for e in report["forgotten"]) == ["laptop:2", "vm:1"]
+    assert report["wal"] == []
+    # At once, with both daemons holding the hub open: no file but the index's (which its daemon
+    # purges within seconds) holds the text, and no checkpoint or stop by the test made it so.
+    assert [name for name in _holding(owned, PLANTED) if "/warm/" not in name] == []
+    assert all(proc.poll() is None for proc in procs)
+    wait_for(lambda: not _holding(owned, PLANTED), timeout=90, what="the index to purge its files")
+    assert indexed("TLS certificate backups") == ["laptop:1", "vm:2"]  # the rest is still there
+    assert _holding([tmp_path / "laptop" / "data" / "warm"], "rotate the TLS certificate")  # text in the clear
+    for proc in procs:
+        assert stop_daemon(proc) == 0
+    assert _holding(owned, PLANTED) == []
+
+
+def test_the_hub_wal_is_emptied_once_no_reader_holds_an_old_snapshot(tmp_path: Path) -> None:
+    hub_path = tmp_path / "hub.db"
+    hub = HubBackbone(hub_path, "laptop", busy_timeout_ms=50)
+    reader = sqlite3.connect(hub_path, isolation_level=None)
+    try:
+        hub.ping()  # the schema's frames are in the -wal
+        assert Path(f"{hub_path}-wal").stat().st_size > 0
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM episodes").fetchall()  # a read transaction left open
+        pauses: list[float] = []
+        assert not hub.empty_wal(attempts=3, pause_s=0.5, sleep=pauses.append)
+        assert pauses == [0.5, 0.5]  # tried again, briefly, then said so
+        reader.execute("COMMIT")
+        assert hub.empty_wal(sleep=pauses.append)
+        assert Path(f"{hub_path}-wal").stat().st_size == 0
+    finally:
+        reader.close()
+        hub.close()

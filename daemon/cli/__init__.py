@@ -10,6 +10,9 @@ import sys
 
 
 def main() -> None:
+    from daemon.modes import private_by_default
+
+    private_by_default()  # before anything is created: every file and folder is this user's only
     argv = sys.argv[1:]
     code: int | None = None
     if argv[:1] == ["search"]:

@@ -95,10 +95,11 @@ def console(*, stderr: bool = False) -> Console:
 def load(args: argparse.Namespace, *, log_level: str | None = None) -> Settings:
     """The settings, with logging set up: the configured level, or ``log_level`` for commands
     whose output is their result (status, export, search)."""
-    from daemon import logs
+    from daemon import logs, modes
     from daemon.config import load_settings
 
     settings = load_settings(args.config)
+    modes.follow(settings)
     logs.configure(log_level or settings.log.level, settings.log.format)
     telegram = settings.telegram
     logs.register_secrets(s.get_secret_value() for s in (telegram.bot_token, telegram.webhook_secret) if s is not None)

@@ -5,7 +5,9 @@ unless ``--yes``).
 The backbone deletes the episode and keeps a content-free tombstone, so a later push of the key is
 refused (and an agent's copy in its AgentDB file is never synced again); an archived episode's
 week file is rewritten without it. Every site's search index drops the episode from the change feed
-and purges its files of it: at once where a daemon runs, when it starts where none does. The report
+and purges its files of it: at once where a daemon runs, when it starts where none does. On the embedded
+hub the forget then empties the hub's -wal (a checkpoint that cuts it to zero bytes), where the
+deleted text would otherwise stay readable for as long as any daemon keeps the hub open. The report
 says where it was removed and which sites' indexes have yet to catch up.
 
 A site forgets its own episodes; on the embedded hub a site may forget another's. On Convex a
@@ -89,6 +91,7 @@ def main(args: argparse.Namespace) -> int:
             if args.matching is not None:
                 keys += _matching(backbone, args.matching, ask=not args.yes)
             outcome = _forget(settings, backbone, keys)
+            outcome["wal"] = _empty_wal(backbone)  # also when nothing new was found: a retry empties it
             indexes = _indexes(settings, backbone) if outcome["forgotten"] else []
         finally:
             backbone.close()
@@ -125,7 +128,7 @@ def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]])
 
     from sync.backbone.hub import HubBackbone
 
-    outcome: Outcome = {"forgotten": [], "unknown": [], "refused": []}
+    outcome: Outcome = {"forgotten": [], "unknown": [], "refused": [], "wal": []}
     operator_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
     for site, source_id in dict.fromkeys(keys):
         key = f"{site}:{source_id}"
@@ -145,6 +148,17 @@ def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]])
         entry = {"key": key, "archiveWeek": done.archive_week}
         outcome["forgotten" if done.deleted else "unknown"].append(entry)
     return outcome
+
+
+def _empty_wal(backbone: Backbone) -> list[dict[str, Any]]:
+    """The hub's -wal cut to nothing, so that the forgotten text is in no file (see
+    ``HubConnection.empty_wal``); the hub's -wal that still holds it, if another process kept the
+    hub busy throughout (Convex: nothing to do here)."""
+    from sync.backbone.hub import HubBackbone
+
+    if not isinstance(backbone, HubBackbone) or backbone.empty_wal():
+        return []
+    return [{"file": f"{backbone.path}-wal"}]
 
 
 def _operator_forget(settings: Settings, deploy_key: str, site: str, source_id: str) -> Forgotten:
@@ -212,6 +226,11 @@ def _report(args: argparse.Namespace, kind: str, outcome: Outcome, indexes: list
         week = entry["archiveWeek"]
         archive = f" and its archive file of {week} (rewritten without it)" if week else ""
         say(f"forgotten: {entry['key']}: removed from {where}{archive}; a tombstone keeps the key refused")
+    for entry in outcome["wal"]:
+        say(
+            f"{entry['file']} may still hold the forgotten text: other processes kept the hub busy. Run "
+            "the same `memsync forget` again (it empties that file), or stop the daemons that use the hub"
+        )
     for entry in outcome["unknown"]:
         say(f"{entry['key']}: no such episode in the backbone (a tombstone keeps the key refused)")
     for entry in outcome["refused"]:
@@ -228,4 +247,4 @@ def _report(args: argparse.Namespace, kind: str, outcome: Outcome, indexes: list
                 f"search index on {index['site']}: not reached yet (no daemon running there): it drops and "
                 "purges them when its daemon starts, or at its next `memsync sync`"
             )
-    return 1 if outcome["refused"] else 0
+    return 1 if outcome["refused"] or outcome["wal"] else 0

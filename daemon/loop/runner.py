@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from daemon import modes
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from daemon.loop.changes import ChangeWaker
@@ -109,6 +110,14 @@ class Daemon:
 
     def _run(self) -> int:
         check_site(self.settings)  # before the lock, which lives in the state folder
+        changed = modes.settle(self.settings)  # an install from before memsync kept its files private
+        if changed:
+            log.warning(
+                "memsync's files and folders had other modes than memsync gives them: set them",
+                count=len(changed),
+                first=str(changed[0]),
+                shared_group=self.settings.backbone.shared_group,
+            )
         with SiteLock(self.settings.lock_path, self.settings.site.name):
             backbone = self._open_backbone()
             if backbone is None:

@@ -141,6 +141,31 @@ class HubConnection:
             except sqlite3.Error as exc:
                 raise classify(exc, self.path) from exc
 
+    def empty_wal(
+        self, *, attempts: int = 3, pause_s: float = 0.25, sleep: Callable[[float], None] = time.sleep
+    ) -> bool:
+        """Copy every committed page into the hub file and cut its -wal to zero bytes: what was just
+        deleted (a forgotten episode) is otherwise still readable in the -wal's older frames for as
+        long as any daemon keeps the hub open (SQLite resets the log only when the last connection
+        closes, and a RESTART writes over old frames only as far as new ones reach). The TRUNCATE
+        checkpoint waits (busy timeout) for other connections to finish their reads and writes;
+        daemons hold none open between operations, so a busy result is retried briefly. False if it
+        never completed."""
+        for attempt in range(attempts):
+            if attempt:
+                sleep(pause_s)
+            with self._lock:
+                try:
+                    busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                except sqlite3.Error as exc:
+                    error = classify(exc, self.path)
+                    if not isinstance(error, BackboneUnavailable):
+                        raise error from exc
+                    continue
+            if not busy:
+                return True
+        return False
+
     def ping(self) -> None:
         self._read("SELECT count(*) FROM sync_cursors", ())
 
