@@ -64,6 +64,8 @@ def test_forget_by_key_and_by_text_from_the_hub_and_the_index(
     assert "--yes" in asked.stderr
     assert len(hub_episodes(hub)) == 6
 
+    warm_dir = tmp_path / "laptop" / "data" / "warm"
+    assert SECRET_TEXT.encode() in _raw(_files(warm_dir))  # what the purge must take away
     done = memsync("forget", "--matching", SECRET_TEXT, "--yes", "--json", "--config", str(laptop.config))
     assert done.returncode == 0, done.stderr
     forgotten = json.loads(done.stdout)["forgotten"]
@@ -78,12 +80,10 @@ def test_forget_by_key_and_by_text_from_the_hub_and_the_index(
     assert left == held - {("laptop", "2"), ("vm", "1"), ("laptop", "3")}
 
     assert SECRET_TEXT.encode() not in _raw(list(tmp_path.glob("hub.db*")))
-    # The index drops them at its next catch-up (here `sync`, with no daemon running): no search
-    # finds them. Deleting a point leaves its bytes in Qdrant's WAL and segments, so the same
-    # catch-up rebuilds the collection without them and drops the old one: no `reindex` needed.
-    warm_dir = tmp_path / "laptop" / "data" / "warm"
-    assert SECRET_TEXT.encode() in _raw(_files(warm_dir))  # what the purge must take away
-    assert memsync("sync", "--config", str(laptop.config)).returncode == 0
+    # With no daemon running, forget itself ran the index's catch-up: no search finds them.
+    # Deleting a point leaves its bytes in Qdrant's WAL and segments, so the same catch-up
+    # rebuilt the collection without them and dropped the old one: no `reindex` needed.
+    assert "search index on laptop: purged" in done.stderr
     found = memsync("search", SECRET_TEXT, "--mode", "bm25", "--json", "--config", str(laptop.config))
     assert found.returncode == 0, found.stderr
     assert SECRET_TEXT not in json.dumps(json.loads(found.stdout)["results"])
@@ -184,11 +184,12 @@ def test_a_forgotten_text_is_in_no_file_while_the_daemons_run(
     report = json.loads(done.stdout)
     assert sorted(e["key"] for e in report["forgotten"]) == ["laptop:2", "vm:1"]
     assert report["wal"] == []
-    # At once, with both daemons holding the hub open: no file but the index's (which its daemon
-    # purges within seconds) holds the text, and no checkpoint or stop by the test made it so.
-    assert [name for name in _holding(owned, PLANTED) if "/warm/" not in name] == []
+    assert [i.get("purged") for i in report["indexes"] if i["site"] == "laptop"] == [True]
+    # Once forget has returned, with both daemons holding the hub open: no file holds the text,
+    # the index's included (forget waited for its daemon's purge), and no checkpoint or stop by
+    # the test made it so.
+    assert _holding(owned, PLANTED) == []
     assert all(proc.poll() is None for proc in procs)
-    wait_for(lambda: not _holding(owned, PLANTED), timeout=90, what="the index to purge its files")
     assert indexed("TLS certificate backups") == ["laptop:1", "vm:2"]  # the rest is still there
     assert _holding([tmp_path / "laptop" / "data" / "warm"], "rotate the TLS certificate")  # text in the clear
     for proc in procs:

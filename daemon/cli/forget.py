@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
-from sync.errors import EX_CONFIG
+from sync.errors import EX_CONFIG, MemsyncError
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -49,6 +49,13 @@ def register(commands: Commands) -> None:
     parser.add_argument("keys", nargs="*", metavar="SITE:ID", help="the episodes to forget")
     parser.add_argument("--matching", metavar="TEXT", help="forget every episode whose text holds TEXT")
     parser.add_argument("--yes", action="store_true", help="do not ask before forgetting what --matching found")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="how long to wait for this site's search index to purge them (default 60)",
+    )
     add_json(parser)
     parser.set_defaults(run=main)
 
@@ -93,6 +100,8 @@ def main(args: argparse.Namespace) -> int:
             outcome = _forget(settings, backbone, keys)
             outcome["wal"] = _empty_wal(backbone)  # also when nothing new was found: a retry empties it
             indexes = _indexes(settings, backbone) if outcome["forgotten"] else []
+            if outcome["forgotten"]:
+                _purge_here(settings, backbone, indexes, timeout=args.timeout)
         finally:
             backbone.close()
     return _report(args, settings.backbone.kind, outcome, indexes)
@@ -208,6 +217,29 @@ def _indexes(settings: Settings, backbone: Backbone) -> list[dict[str, Any]]:
     return indexes
 
 
+def _purge_here(settings: Settings, backbone: Backbone, indexes: list[dict[str, Any]], *, timeout: float) -> None:
+    """This site's search index purged of what was forgotten before ``forget`` returns: by its
+    daemon, waited for through the control socket; with none running, here (the catch-up that
+    ``sync`` runs, which purges once it has read the feed's tombstones)."""
+    from daemon.loop.control_client import ask
+    from daemon.warm.layer import offline_layer
+
+    mine = next((i for i in indexes if i["site"] == settings.site.name), None)
+    if mine is None or not settings.warm.enabled:
+        return
+    try:
+        if mine["running"]:
+            reply = ask(settings.socket_path, {"op": "purged", "timeout": timeout}, timeout=timeout + 5)
+            mine["purged"] = bool(reply.get("done"))
+        else:
+            with offline_layer(settings, backbone) as layer:
+                layer.catch_up()
+            mine["purged"] = True
+    except MemsyncError as exc:
+        mine["purged"] = False
+        mine["problem"] = str(exc)
+
+
 def _confirm(question: str) -> bool:
     if not sys.stdin.isatty():
         fail(f"{question} Not asked: stdin is not a terminal. Add --yes to forget without asking", EX_USAGE)
@@ -240,11 +272,20 @@ def _report(args: argparse.Namespace, kind: str, outcome: Outcome, indexes: list
             "dashboard, Settings, Deploy keys) in this shell only, never in a daemon's environment, and run it again"
         )
     for index in indexes:
-        if index["running"]:
+        if index.get("purged"):
+            say(f"search index on {index['site']}: purged (the forgotten text is in none of its files)")
+        elif "purged" in index:
+            why = index.get("problem") or f"not within {args.timeout:g}s"
+            say(
+                f"search index on {index['site']}: not purged yet ({why}); its daemon finishes it, "
+                "or run the same forget again"
+            )
+        elif index["running"]:
             say(f"search index on {index['site']}: drops and purges them within seconds (its daemon is running)")
         else:
             say(
                 f"search index on {index['site']}: not reached yet (no daemon running there): it drops and "
                 "purges them when its daemon starts, or at its next `memsync sync`"
             )
-    return 1 if outcome["refused"] or outcome["wal"] else 0
+    unpurged = any(index.get("purged") is False for index in indexes)
+    return 1 if outcome["refused"] or outcome["wal"] or unpurged else 0

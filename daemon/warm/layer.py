@@ -381,6 +381,25 @@ class WarmLayer:
                 break
         return reached
 
+    def wait_purged(self, through: int, timeout: float) -> bool:
+        """Wait until the index has reached feed position ``through`` and owes no purge: the
+        forgotten episodes' bytes are out of its files (``memsync forget`` waits for it). A pass
+        purges under ``_work`` once it has drained the feed, so holding ``_work`` with the cursor
+        there and nothing owed means the purge is over."""
+        deadline = time.monotonic() + timeout
+        while self.wait_indexed(through, max(0.0, deadline - time.monotonic())) >= through:
+            if not self._work.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                return False
+            try:
+                owed = self.cursor_file.purge_owed(self.collections.active())
+            finally:
+                self._work.release()
+            if not owed:
+                return True
+            if time.monotonic() >= deadline or self.stop.wait(INDEXED_POLL):
+                return False
+        return False
+
     def reindex(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
         """Rebuild into a fresh collection with the configured model, then switch searches to it."""
         with self._work:
@@ -492,7 +511,13 @@ def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
         cursor = layer.wait_indexed(through, max(0.0, min(float(request.get("timeout") or 0), 3600.0)))
         return {"cursor": cursor, "through": through, "done": cursor >= through}
 
-    return {"search": do_search, "reindex": do_reindex, "indexed": do_indexed}
+    def do_purged(request: Mapping[str, Any], _progress: Progress) -> Any:
+        """Wait until the index has reached the feed's end and purged what was forgotten."""
+        through = layer.feed_end()
+        done = layer.wait_purged(through, max(0.0, min(float(request.get("timeout") or 0), 3600.0)))
+        return {"through": through, "done": done}
+
+    return {"search": do_search, "reindex": do_reindex, "indexed": do_indexed, "purged": do_purged}
 
 
 @contextmanager
