@@ -232,6 +232,19 @@ async function buildAndStore(ctx: MutationCtx, day: string, now: number): Promis
 }
 
 /**
+ * A forget (episodes.ts) took away an episode created at `createdAt`: the stored digest of its day,
+ * if any, is built again without it, so that its task is in no top-tasks list. `builtAt` moves.
+ */
+export async function rebuildStoredDigest(ctx: MutationCtx, createdAt: number): Promise<void> {
+  const day = new Date(createdAt).toISOString().slice(0, 10);
+  const found = await ctx.db
+    .query("digests")
+    .withIndex("by_day", (q) => q.eq("day", day))
+    .unique();
+  if (found !== null) await buildAndStore(ctx, day, Date.now());
+}
+
+/**
  * `memsync digest --date <today>`: today's digest built now, "so far" (the episodes created since
  * 00:00 UTC; each site's figures as they are now), and stored until the cron builds the whole day
  * the morning after. Only today: a past day's digest is the cron's, a future day's has not begun.

@@ -20,6 +20,7 @@ import { fail } from "./lib/errors";
 import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
 import { setAlertState } from "./lib/alerts";
 import { cursorValue, exportedEpisode, isCount, nullable, pushItem } from "./lib/validators";
+import { rebuildStoredDigest } from "./digest";
 
 const MAX_PAGE = 500;
 
@@ -116,6 +117,7 @@ async function forgetIn(ctx: MutationCtx, site: string, sourceId: string): Promi
       .unique();
     if (file !== null || found.archived) week = candidate;
     await ctx.db.delete(found._id);
+    await rebuildStoredDigest(ctx, found.createdAt);
   }
   const tombstone = await ctx.db
     .query("tombstones")

@@ -437,6 +437,22 @@ def test_forget_deletes_for_good(open_site: OpenSite) -> None:
     assert [e["sourceId"] for e in s.backbone.episodes(s.site)] == ["2"]
 
 
+def test_a_forget_rebuilds_the_stored_digest_of_the_episodes_day(open_site: OpenSite) -> None:
+    """A digest's top tasks quote episodes' tasks: forgetting one takes it out of its day's
+    stored digest too (rebuilt in the forget), whatever the day."""
+    s = open_site("laptop")
+    day, noon = "2020-03-04", int(datetime(2020, 3, 4, 12, tzinfo=UTC).timestamp())
+    secret = f"codename-{uuid.uuid4().hex[:10]}"
+    s.backbone.push([item(1, at=noon, task=secret), item(2, at=noon + 60, task="ordinary work")], cursor=2)
+    s.sweeps.build_digest(day, _now_ms())
+    assert secret in json.dumps(s.backbone.digest(day))
+    s.backbone.forget("1")
+    after = s.backbone.digest(day)
+    assert after is not None
+    assert secret not in json.dumps(after)
+    assert "ordinary work" in json.dumps(after)
+
+
 def _feed_end(feed: ChangeFeed) -> int:
     """The feed's last seq so far (a shared Convex holds other tests' changes too)."""
     after = 0

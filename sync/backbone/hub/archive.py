@@ -29,6 +29,7 @@ from sync.archive import codec
 from sync.archive.files import ArchiveFolder, location_of
 from sync.backbone.base import ArchiveCheck, ArchiveFile, ArchiveRun, Forgotten
 from sync.backbone.hub.connection import HubConnection, current_ms
+from sync.backbone.hub.digest import rebuild_stored_digest
 from sync.backbone.hub.episodes import exported
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneBroken, BackboneRejected
@@ -208,10 +209,13 @@ class HubArchive(HubConnection):
 
         def forget(conn: sqlite3.Connection) -> tuple[bool, str | None]:
             row = conn.execute(
-                "SELECT archive_week FROM episodes WHERE source_site = ? AND source_id = ?", (self.site, source_id)
+                "SELECT archive_week, created_at FROM episodes WHERE source_site = ? AND source_id = ?",
+                (self.site, source_id),
             ).fetchone()
             conn.execute("DELETE FROM episodes WHERE source_site = ? AND source_id = ?", (self.site, source_id))
             week = None if row is None else row[0]
+            if row is not None:  # its task may be in its day's stored digest
+                rebuild_stored_digest(conn, row[1], self.clock())
             if week is not None:
                 conn.execute("INSERT OR IGNORE INTO archive_forgets VALUES (?, ?, ?)", (self.site, week, source_id))
             if not conn.execute(

@@ -152,50 +152,61 @@ def _episode(site: str, source_id: str, created_at: int, body: str) -> DayEpisod
     )
 
 
+def store_digest(conn: sqlite3.Connection, day: str, now_ms: int) -> dict[str, Any]:
+    """Build the digest of ``day`` from the hub's rows and store it (replacing one built before)."""
+    since, until = day_bounds(day)
+    episodes = [
+        _episode(*row)
+        for row in conn.execute(
+            "SELECT source_site, source_id, created_at, body FROM episodes WHERE created_at >= ? AND created_at < ?",
+            (since, until),
+        )
+    ]
+    digest = build(day, now_ms, episodes, _facts(conn, since, until))
+    conn.execute(
+        "INSERT OR REPLACE INTO digests (day, built_at, body) VALUES (?, ?, ?)", (day, now_ms, json.dumps(digest))
+    )
+    return digest
+
+
+def rebuild_stored_digest(conn: sqlite3.Connection, created_at: int | None, now_ms: int) -> None:
+    """A forget took away an episode created at ``created_at``: the stored digest of its day, if
+    any, is built again without it (in the forget's transaction), so that its task is in no
+    top-tasks list."""
+    if created_at is None:
+        return
+    day = datetime.fromtimestamp(created_at / 1000, UTC).strftime("%Y-%m-%d")
+    if conn.execute("SELECT 1 FROM digests WHERE day = ?", (day,)).fetchone():
+        store_digest(conn, day, now_ms)
+
+
+def _facts(conn: sqlite3.Connection, since: int, until: int) -> dict[str, SiteFacts]:
+    """Every site the hub knows (heartbeats, cursors, approvals of the day) and what it reports."""
+    rows = conn.execute(
+        """SELECT names.site, h.state, c.last_synced_at, s.quarantined, s.conflicts, s.redacted,
+                  (SELECT count(*) FROM approvals a WHERE a.site = names.site AND a.status = 'pending'
+                     AND a.created_at < ?),
+                  (SELECT count(*) FROM approvals a WHERE a.site = names.site AND a.status = 'expired'
+                     AND a.resolved_at >= ? AND a.resolved_at < ?)
+           FROM (SELECT site FROM site_states UNION SELECT site FROM sync_cursors
+                 UNION SELECT site FROM approvals WHERE status = 'pending' AND created_at < ?
+                 UNION SELECT site FROM approvals WHERE status = 'expired'
+                   AND resolved_at >= ? AND resolved_at < ?) AS names
+           LEFT JOIN health_states AS h ON h.site = names.site
+           LEFT JOIN sync_cursors AS c ON c.site = names.site
+           LEFT JOIN site_states AS s ON s.site = names.site""",
+        (until, since, until, until, since, until),
+    ).fetchall()
+    return {
+        site: SiteFacts(health, last_sync, quarantined or 0, conflicts or 0, redacted or 0, pending, expired)
+        for site, health, last_sync, quarantined, conflicts, redacted, pending, expired in rows
+    }
+
+
 class HubDigest(HubConnection):
     def build_digest(self, day: str, now_ms: int) -> dict[str, Any]:
-        since, until = day_bounds(day)
-
-        def build_and_store(conn: sqlite3.Connection) -> dict[str, Any]:
-            episodes = [
-                _episode(*row)
-                for row in conn.execute(
-                    "SELECT source_site, source_id, created_at, body FROM episodes"
-                    " WHERE created_at >= ? AND created_at < ?",
-                    (since, until),
-                )
-            ]
-            digest = build(day, now_ms, episodes, self._facts(conn, since, until))
-            conn.execute(
-                "INSERT OR REPLACE INTO digests (day, built_at, body) VALUES (?, ?, ?)",
-                (day, now_ms, json.dumps(digest)),
-            )
-            return digest
-
-        return self._run(build_and_store)
-
-    @staticmethod
-    def _facts(conn: sqlite3.Connection, since: int, until: int) -> dict[str, SiteFacts]:
-        """Every site the hub knows (heartbeats, cursors, approvals of the day) and what it reports."""
-        rows = conn.execute(
-            """SELECT names.site, h.state, c.last_synced_at, s.quarantined, s.conflicts, s.redacted,
-                      (SELECT count(*) FROM approvals a WHERE a.site = names.site AND a.status = 'pending'
-                         AND a.created_at < ?),
-                      (SELECT count(*) FROM approvals a WHERE a.site = names.site AND a.status = 'expired'
-                         AND a.resolved_at >= ? AND a.resolved_at < ?)
-               FROM (SELECT site FROM site_states UNION SELECT site FROM sync_cursors
-                     UNION SELECT site FROM approvals WHERE status = 'pending' AND created_at < ?
-                     UNION SELECT site FROM approvals WHERE status = 'expired'
-                       AND resolved_at >= ? AND resolved_at < ?) AS names
-               LEFT JOIN health_states AS h ON h.site = names.site
-               LEFT JOIN sync_cursors AS c ON c.site = names.site
-               LEFT JOIN site_states AS s ON s.site = names.site""",
-            (until, since, until, until, since, until),
-        ).fetchall()
-        return {
-            site: SiteFacts(health, last_sync, quarantined or 0, conflicts or 0, redacted or 0, pending, expired)
-            for site, health, last_sync, quarantined, conflicts, redacted, pending, expired in rows
-        }
+        day_bounds(day)
+        return self._run(lambda conn: store_digest(conn, day, now_ms))
 
     def build_today_digest(self, day: str) -> dict[str, Any]:
         now_ms = self.clock()
