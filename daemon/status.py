@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment, Segments
 from rich.table import Table
 
 from daemon.config import Settings
@@ -72,16 +73,21 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
     backlog: int | None = None
     oldest: float | None = None
     problem = agentdb_problem(settings.agentdb.path)
-    try:
-        if problem is not None:
-            raise PathProblem(problem)
-        with AgentDBReader(settings.agentdb.path).snapshot() as snap:
-            backlog = snap.count_after(cursor)
-            agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
-            created = snap.oldest_created_after(cursor)
-            oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
-    except MemsyncError as exc:
-        agentdb["error"] = str(exc)
+    # A file the agent has not created yet is nothing to fix: nothing waits, and the daemon waits for it.
+    agentdb["waiting"] = problem is None and not settings.agentdb.path.exists()
+    if agentdb["waiting"]:
+        backlog = 0
+    else:
+        try:
+            if problem is not None:
+                raise PathProblem(problem)
+            with AgentDBReader(settings.agentdb.path).snapshot() as snap:
+                backlog = snap.count_after(cursor)
+                agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
+                created = snap.oldest_created_after(cursor)
+                oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
+        except MemsyncError as exc:
+            agentdb["error"] = str(exc)
 
     backbone, behind = _backbone(settings)
     warm = _warm(settings, pid is not None, behind)
@@ -253,6 +259,26 @@ def _behind_text(warm: dict[str, Any]) -> str:
     return f"{'more than ' if not warm.get('behindExact') else ''}{count} episodes behind"
 
 
+def _agentdb_text(adb: dict[str, Any]) -> str:
+    if adb["waiting"]:
+        return f"waiting for the AgentDB file at {adb['path']} (not created yet)"
+    if adb["readable"]:
+        return f"{adb['path']}: {adb['episodes']} episodes, max id {adb['maxId']}"
+    return f"{adb['path']}: [red]{adb['error']}[/]"
+
+
+def print_stripped(table: Table, console: Console) -> None:
+    """The table without the spaces rich pads its last column with: a line that ends in spaces
+    breaks a diff, a grep for ``$`` and a terminal's copy."""
+    for line in console.render_lines(table, console.options, pad=False):
+        while line and not line[-1].control and not line[-1].text.strip():
+            line.pop()
+        if line and not line[-1].control:
+            last = line[-1]
+            line[-1] = Segment(last.text.rstrip(), last.style)
+        console.print(Segments([*line, Segment.line()]), soft_wrap=True, end="")
+
+
 _STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
 
 
@@ -270,12 +296,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("backbone", f"{bb['kind']} ({bb.get('description', '?')}): {reach}")
     if bb.get("source"):
         table.add_row("fed by", bb["source"])
-    adb = report["agentdb"]
-    table.add_row(
-        "agentdb",
-        f"{adb['path']}: "
-        + (f"{adb['episodes']} episodes, max id {adb['maxId']}" if adb["readable"] else f"[red]{adb['error']}[/]"),
-    )
+    table.add_row("agentdb", _agentdb_text(report["agentdb"]))
     table.add_row("cursor", f"{report['cursor']} ({report['synced']} episodes synced)")
     table.add_row("backlog", "?" if report["backlog"] is None else str(report["backlog"]))
     table.add_row("last sync", report["lastSyncAt"] or "never")
@@ -316,6 +337,6 @@ def render(report: dict[str, Any], console: Console) -> None:
         error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
         last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
         table.add_row("telegram", f"chat {telegram['chat']}: {waiting}{error}{last}")
-    console.print(table)
+    print_stripped(table, console)
     for reason in report["reasons"]:
         console.print(f"[{_STYLE[level]}]- {reason}[/]")

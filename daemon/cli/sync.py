@@ -157,6 +157,13 @@ def _sync_here(settings: Settings, args: argparse.Namespace) -> int:
             disable=not err.is_terminal,
         ) as bar,
     ):
+        if not settings.agentdb.path.exists():
+            # What the README promises: a missing file is an agent that has not written yet, not an error.
+            say(
+                f"nothing to sync yet: the AgentDB file {settings.agentdb.path} does not exist (the agent has not "
+                "written it)"
+            )
+            return 0
         task = bar.add_task(f"syncing {settings.site.name}", total=None)
 
         def progress(done: int, total: int) -> None:

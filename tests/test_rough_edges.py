@@ -1,0 +1,73 @@
+"""The smaller rough edges a new user hit (issue 19): each as the user met it, through the real CLI
+in child processes, real AgentDB files, a real hub and real daemons; Gemini is a real HTTP server on
+127.0.0.1 speaking its API, the lowest seam for a test that must catch `sync` mid-indexing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from conftest import SiteFiles, memsync, status_json, wait_for, wait_started, write_config
+from fake_providers import KEY, FakeProvider, Reply, gemini_respond, serve
+
+from daemon.cli.common import EX_USAGE
+from daemon.fleet import fleet_report
+from sync.backbone.base import SiteState
+from sync.backbone.hub import HubBackbone
+
+Daemons = Callable[..., subprocess.Popen[bytes]]
+GEMINI_ENV = {"MEMSYNC_WARM__API_KEY": KEY}
+
+
+def gemini_site(site_files: Callable[..., SiteFiles], tmp_path: Path, url: str, **options: Any) -> SiteFiles:
+    """Warm layer on, embedding through the fake Gemini at ``url``, two episodes a page."""
+    warm = f'path = "{tmp_path / "warm"}"\nembedder = "gemini"\nbase_url = "{url}"\nbatch_size = 2\n'
+    return site_files(warm=warm, **options)
+
+
+def source_seen_at(hub: Path, site: str) -> int:
+    """When the hub last saw the site's source (ms); 0 before anything claimed it."""
+    if not hub.exists():
+        return 0
+    backbone = HubBackbone(hub, site, create=False)
+    try:
+        recorded = backbone.source_of()
+    finally:
+        backbone.close()
+    return 0 if recorded is None else recorded.last_seen_at
+
+
+# -- a missing AgentDB file is an agent that has not written yet -----------------------------------
+def test_a_missing_agentdb_file_is_waited_for_not_an_error(site_files: Callable[..., SiteFiles]) -> None:
+    site = site_files(log_format=None)
+    assert not site.agentdb.exists()
+
+    synced = memsync("sync", "--config", str(site.config))
+    assert synced.returncode == 0, synced.stderr
+    assert synced.stderr == (
+        f"memsync: nothing to sync yet: the AgentDB file {site.agentdb} does not exist (the agent has not written it)\n"
+    )
+
+    code, report = status_json(site.config)
+    assert (code, report["health"]) == (1, "degraded"), report["reasons"]
+    assert report["reasons"] == ["no daemon running for this site"]
+    assert report["agentdb"]["waiting"] is True
+    assert report["backlog"] == 0
+
+    shown = memsync("status", "--config", str(site.config))
+    assert shown.returncode == 1
+    assert f"waiting for the AgentDB file at {site.agentdb} (not created yet)" in shown.stdout
+    assert "down" not in shown.stdout
+    trailing = [line for line in shown.stdout.splitlines() if line != line.rstrip()]
+    assert trailing == [], "status lines end in spaces"
