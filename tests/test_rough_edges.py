@@ -71,3 +71,54 @@ def test_a_missing_agentdb_file_is_waited_for_not_an_error(site_files: Callable[
     assert "down" not in shown.stdout
     trailing = [line for line in shown.stdout.splitlines() if line != line.rstrip()]
     assert trailing == [], "status lines end in spaces"
+
+
+# -- Ctrl-C while `sync` indexes -------------------------------------------------------------------
+@pytest.fixture
+def held_gemini() -> Iterator[tuple[FakeProvider, threading.Event, threading.Event]]:
+    """A Gemini that holds its first request until the test releases it."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def respond(path: str, body: Any) -> Reply:
+        arrived.set()
+        release.wait(60)
+        return gemini_respond(path, body)
+
+    for provider in serve(respond):
+        yield provider, arrived, release
+        release.set()
+
+
+def test_ctrl_c_while_sync_indexes_exits_130_and_says_what_is_left(
+    site_files: Callable[..., SiteFiles],
+    make_agentdb: Callable[..., Path],
+    tmp_path: Path,
+    held_gemini: tuple[FakeProvider, threading.Event, threading.Event],
+) -> None:
+    provider, arrived, release = held_gemini
+    site = gemini_site(site_files, tmp_path, provider.url, agentdb=make_agentdb(8))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daemon", "sync", "--config", str(site.config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **GEMINI_ENV},
+    )
+    try:
+        assert arrived.wait(120), "sync never asked the embedder"
+        proc.send_signal(signal.SIGINT)
+        release.set()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert proc.returncode == 130, err
+    assert "8 new" in err, "the episodes were synced before the index was interrupted"
+    assert "interrupted while indexing for search: synced, but the index stopped at feed position" in err
+    assert "the next `memsync sync` or the daemon indexes the rest" in err
+
+    again = memsync("sync", "--config", str(site.config), env=GEMINI_ENV)
+    assert again.returncode == 0, again.stderr
+    embedded = int(again.stderr.split("indexed for search: ")[1].split(" embedded")[0])
+    assert 0 < embedded < 8, again.stderr
