@@ -122,3 +122,59 @@ def test_ctrl_c_while_sync_indexes_exits_130_and_says_what_is_left(
     assert again.returncode == 0, again.stderr
     embedded = int(again.stderr.split("indexed for search: ")[1].split(" embedded")[0])
     assert 0 < embedded < 8, again.stderr
+
+
+# -- usage errors, once -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "mistake"),
+    [
+        (["search"], "the following arguments are required: query"),
+        (["search", "--limit", "x", "q"], "argument -n/--limit: invalid int value: 'x'"),
+        (["heartbeat"], "the following arguments are required: --agent"),
+        (["sync", "--timeout", "x"], "argument --timeout: invalid float value: 'x'"),
+    ],
+)
+def test_a_light_path_usage_error_is_said_once(args: list[str], mistake: str) -> None:
+    done = memsync(*args)
+    assert done.returncode == EX_USAGE
+    assert done.stderr.count("usage: ") == 1, done.stderr
+    assert done.stderr.count(mistake) == 1, done.stderr
+
+
+@pytest.mark.parametrize("command", ["search", "heartbeat", "sync"])
+def test_help_of_a_light_path_is_only_the_help(command: str) -> None:
+    done = memsync(command, "--help")
+    assert done.returncode == 0
+    assert done.stderr == ""
+    assert done.stdout.startswith(f"usage: memsync {command} ")
+
+
+# -- logs on a command's stderr ---------------------------------------------------------------------
+def test_a_piped_command_prints_sentences_not_json_logs(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]
+) -> None:
+    # The config asks for debug logs and leaves the format to "auto": the daemon would log JSON.
+    site = site_files(agentdb=make_agentdb(20), log_format=None)
+    done = memsync("sync", "--config", str(site.config))
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines, "sync says what it did"
+    assert [line for line in lines if not line.startswith("memsync: ")] == []
+
+
+def test_log_lines_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a progress bar is live, rich puts its own stream in sys.stderr: a log line must go there."""
+    from daemon import logs
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    try:
+        logs.configure("warning", "auto", command=True)
+        later = StringIO()
+        monkeypatch.setattr(sys, "stderr", later)
+        structlog.get_logger("memsync.test").warning("a warning while a bar is live")
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+    assert "a warning while a bar is live" in later.getvalue()
+    assert not later.getvalue().lstrip().startswith("{"), "a command's log lines are text, not JSON"
