@@ -178,3 +178,31 @@ def test_log_lines_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatc
         root.setLevel(level)
     assert "a warning while a bar is live" in later.getvalue()
     assert not later.getvalue().lstrip().startswith("{"), "a command's log lines are text, not JSON"
+
+
+# -- APScheduler's own "missed by" --------------------------------------------------------------------
+def test_start_fires_queued_behind_a_slow_job_run_without_apschedulers_warning(
+    site_files: Callable[..., SiteFiles], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from daemon.schedule.worker import Scheduler
+    from daemon.site import sweeps_of
+
+    site = site_files(warm=f'path = "{tmp_path / "warm"}"\n', extra="[jobs]\nheartbeat_interval = 3600\n")
+    settings = site.settings()
+    hub = HubBackbone(site.hub, site.name)
+    released = threading.Event()
+
+    def slow_index_catch_up() -> str:
+        released.wait(3)  # longer than APScheduler's own 1 s grace for the fires queued behind it
+        return "caught up"
+
+    scheduler = Scheduler(settings, hub, sweeps_of(hub), heartbeat=lambda: None, index_catch_up=slow_index_catch_up)
+    caplog.set_level(logging.DEBUG)
+    scheduler.start()
+    try:
+        wait_for(lambda: bool(hub.job_runs("alerts", 5)), timeout=60, what="the alerts job's start fire")
+    finally:
+        released.set()
+        scheduler.stop()
+    missed = [r.getMessage() for r in caplog.records if "was missed by" in r.getMessage()]
+    assert missed == []
