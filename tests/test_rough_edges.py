@@ -206,3 +206,32 @@ def test_start_fires_queued_behind_a_slow_job_run_without_apschedulers_warning(
         scheduler.stop()
     missed = [r.getMessage() for r in caplog.records if "was missed by" in r.getMessage()]
     assert missed == []
+
+
+# -- status --fleet -----------------------------------------------------------------------------------
+def test_an_offline_site_is_down_in_the_fleet_whatever_sync_health_said() -> None:
+    def site(name: str, *, online: bool) -> SiteState:
+        return SiteState(name, 1_000, online, "1", "h", 1, 0.0, 0, "ok", 5, 1_000, 0, 0, "up")
+
+    report = fleet_report([site("laptop", online=True), site("vm", online=False)], [], [], 0, 60.0)
+    assert [(s["site"], s["online"], s["health"]) for s in report["sites"]] == [
+        ("laptop", True, "up"),
+        ("vm", False, "down"),
+    ]
+    assert report["health"] == "down"
+
+
+def test_the_fleet_shows_this_sites_index_as_it_is_now(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path], tmp_path: Path
+) -> None:
+    for provider in serve(gemini_respond):
+        site = gemini_site(site_files, tmp_path, provider.url, agentdb=make_agentdb(4))
+        done = memsync("sync", "--config", str(site.config), env=GEMINI_ENV)
+        assert done.returncode == 0, done.stderr
+        assert "indexed for search: 4 embedded" in done.stderr
+    fleet = memsync("status", "--fleet", "--json", "--config", str(site.config), env=GEMINI_ENV)
+    (laptop,) = json.loads(fleet.stdout)["sites"]
+    assert laptop["site"] == "laptop"
+    assert laptop["index_state"] == "ok"
+    _, report = status_json(site.config, env=GEMINI_ENV)
+    assert report["warm"]["lastIndexedAt"] is not None
