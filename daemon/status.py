@@ -7,6 +7,7 @@ file, and only reads from the backbone.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,9 +23,9 @@ from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
-from sync.backbone.base import ChangeFeed, ColdArchive
+from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
-from sync.source import describe
+from sync.source import SourceIdentity, describe, refusal
 from sync.warm.cursor import CursorFile
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".
@@ -61,6 +62,8 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
                 "caught_up_at",
                 "daemon_started_at",
                 "redacted_episodes",
+                "source_instance",
+                "source_machine",
             )
             meta = {k: sidecar.get(k) for k in keys}
             cursor, synced = sidecar.cursor(), sidecar.synced_count()
@@ -89,7 +92,8 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         except MemsyncError as exc:
             agentdb["error"] = str(exc)
 
-    backbone, behind = _backbone(settings)
+    backbone, behind, recorded = _backbone(settings)
+    refused = _refused(settings, meta, recorded)
     warm = _warm(settings, pid is not None, behind)
     caught_up = _float(meta.get("caught_up_at"))
     lag = lag_seconds(now, backlog, caught_up, oldest)
@@ -105,6 +109,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         quarantined=quarantined,
         conflicts=conflicts,
         warm_problem=warm.get("problem"),
+        source_refused=refused,
     )
     level, reasons = assess(facts)
     return {
@@ -134,7 +139,17 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         "telegram": _telegram(settings),
         "stateFile": str(settings.state_path),
         "pathProblem": path_problem,
+        # Why `run` and `sync` refuse this machine (exit 78): another source feeds the site.
+        "sourceRefused": refused,
     }
+
+
+def _refused(settings: Settings, meta: dict[str, str | None], recorded: SourceRecord | None) -> str | None:
+    """What `run` would refuse with, judged as it judges (``sync.source``): this machine and AgentDB
+    file, and the instance its sidecar holds (none when the sidecar was copied from another machine)."""
+    here = SourceIdentity.here("", settings.agentdb.path)
+    instance = meta.get("source_instance") if meta.get("source_machine") == here.machine else None
+    return refusal(recorded, replace(here, instance=instance or ""), settings.site.name)
 
 
 def _telegram(settings: Settings) -> dict[str, Any]:
@@ -149,10 +164,12 @@ def _telegram(settings: Settings) -> dict[str, Any]:
     return found
 
 
-def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | None]:
-    """The backbone as this site sees it, and how far the search index is behind it."""
+def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | None, SourceRecord | None]:
+    """The backbone as this site sees it, how far the search index is behind it, and the source
+    recorded as feeding the site."""
     backbone: dict[str, Any] = {"kind": settings.backbone.kind, "reachable": False, "error": None}
     behind: tuple[int, bool] | None = None
+    source: SourceRecord | None = None
     try:
         bb = open_backbone(settings, create=False)
         try:
@@ -177,7 +194,7 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
             bb.close()
     except MemsyncError as exc:
         backbone["error"] = str(exc)
-    return backbone, behind
+    return backbone, behind, source
 
 
 def _archive(archive: ColdArchive) -> dict[str, Any]:

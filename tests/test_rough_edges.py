@@ -235,3 +235,39 @@ def test_the_fleet_shows_this_sites_index_as_it_is_now(
     assert laptop["index_state"] == "ok"
     _, report = status_json(site.config, env=GEMINI_ENV)
     assert report["warm"]["lastIndexedAt"] is not None
+
+
+# -- the source of a site ----------------------------------------------------------------------------
+def test_last_seen_moves_while_the_daemon_runs(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path], daemons: Daemons, tmp_path: Path
+) -> None:
+    site = site_files(agentdb=make_agentdb(5), extra="[jobs]\nheartbeat_interval = 1\n")
+    log = tmp_path / "daemon.log"
+    proc = daemons(site.config, log)
+    wait_started(site, proc, log)
+    wait_for(lambda: source_seen_at(site.hub, site.name) > 0, what="the claim")
+    first = source_seen_at(site.hub, site.name)
+    wait_for(lambda: source_seen_at(site.hub, site.name) > first, timeout=60, what="last seen to move")
+
+
+def test_a_refused_second_source_says_why_in_status(make_agentdb: Callable[..., Path], tmp_path: Path) -> None:
+    hub = tmp_path / "hub.db"
+    first = write_config(tmp_path / "one", "laptop", make_agentdb(3, name="one.db"), hub)
+    second = write_config(tmp_path / "two", "laptop", make_agentdb(3, name="two.db"), hub)
+    assert memsync("sync", "--config", str(first.config)).returncode == 0
+    refused = memsync("sync", "--config", str(second.config))
+    assert refused.returncode == 78
+    assert "is already fed by another source" in refused.stderr
+
+    code, report = status_json(second.config)
+    assert (code, report["health"]) == (2, "down")
+    why = report["sourceRefused"]
+    assert why is not None
+    assert why.startswith("site 'laptop' is already fed by another source: ")
+    assert str(first.agentdb) in why
+    assert str(second.agentdb) in why
+    assert f"refused: {why}" in report["reasons"]
+
+    code, report = status_json(first.config)
+    assert report["sourceRefused"] is None
+    assert not any(r.startswith("refused") for r in report["reasons"])
