@@ -559,13 +559,24 @@ def test_invalid_utf8_row_is_quarantined_then_delivered_after_fix_and_retry(
 )
 def test_demo_syncs_two_sites_exactly_once(tmp_path: Path, env: dict[str, str], writer: str) -> None:
     folder = tmp_path / "demo"
-    done = memsync("demo", "--duration", "3", "--dir", str(folder), timeout=180, env=env)
+    # A PATH without this installation's memsync, as in a checkout whose venv is not activated.
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "memsync").exists())
+    hinted_env = {**os.environ, **env, "PATH": path}
+    done = memsync("demo", "--duration", "3", "--dir", str(folder), timeout=180, env=hinted_env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"agents: {writer}" in done.stdout
     assert "(through the laptop's daemon, " in done.stdout
     assert "xxxxx" not in done.stdout, "the results show the episodes' text, not the writer's size padding"
-    try_line = next(line for line in done.stdout.splitlines() if line.startswith("try: memsync status"))
+    try_line = next(line for line in done.stdout.splitlines() if line.startswith("try: "))
     assert try_line.endswith("| head -3"), "the try: commands are whole lines, not cut at 80 columns"
+    # The hint names memsync as this user can run it: `memsync` is not on this PATH.
+    status_hint = try_line.removeprefix("try: ").split("   |   ")[0]
+    assert not status_hint.startswith("memsync ")
+    shown = subprocess.run(status_hint, shell=True, capture_output=True, text=True, env=hinted_env, check=False)
+    assert shown.returncode in (0, 1), shown.stderr
+    assert "site          laptop" in shown.stdout
+    sites_line = next(line for line in done.stdout.splitlines() if "sites: " in line)
+    assert sites_line.endswith("sites: laptop, vm"), "the closing search shows every site's episodes"
     lines = done.stdout.splitlines()
     summary = next((n for n, line in enumerate(lines) if line.strip().startswith("summary")), None)
     assert summary is not None, done.stdout
