@@ -66,7 +66,13 @@ def fleet_report(
         "exitCode": int(level),
         "reasons": reasons,
         "sites": [
-            {**asdict(s), "lastHeartbeat": iso_ms(s.last_heartbeat), "lastSyncAt": iso_ms(s.last_sync_at)}
+            {
+                **asdict(s),
+                # The sync-health job's "up" is from before the site went silent: offline is down.
+                "health": s.health if s.online else "down",
+                "lastHeartbeat": iso_ms(s.last_heartbeat),
+                "lastSyncAt": iso_ms(s.last_sync_at),
+            }
             for s in sites
         ],
         "agents": [

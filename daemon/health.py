@@ -2,8 +2,8 @@
 
 - ok (0): the daemon runs, both ends are reachable, nothing is quarantined, lag is under the limit.
 - degraded (1): still syncing, but someone should look (quarantined rows, lag, retries, no daemon).
-- down (2): nothing can be synced until someone acts (backbone or AgentDB file unreachable, or no
-  daemon while episodes wait longer than the lag limit).
+- down (2): nothing can be synced until someone acts (backbone or AgentDB file unreachable, another
+  source feeds the site, or no daemon while episodes wait longer than the lag limit).
 Conflicts (reused ids) are shown but do not degrade health: both episodes were kept.
 """
 
@@ -36,17 +36,21 @@ class Facts:
     conflicts: int
     warm_problem: str | None = None  # the search index is paused, waits for a reindex, or fails
     path_problem: str | None = None  # a file or folder memsync needs cannot be used
+    source_refused: str | None = None  # another source feeds the site: this one is refused (exit 78)
 
 
 def assess(f: Facts) -> tuple[Level, list[str]]:
-    down: list[str] = []
+    down = [
+        reason
+        for problem, reason in (
+            (f.backbone_error, f"backbone unreachable: {f.backbone_error}"),
+            (f.source_error, f"AgentDB unreadable: {f.source_error}"),
+            (f.path_problem, str(f.path_problem)),
+            (f.source_refused, f"refused: {f.source_refused}"),
+        )
+        if problem
+    ]
     degraded: list[str] = []
-    if f.backbone_error:
-        down.append(f"backbone unreachable: {f.backbone_error}")
-    if f.source_error:
-        down.append(f"AgentDB unreadable: {f.source_error}")
-    if f.path_problem:
-        down.append(f.path_problem)
     lagging = f.lag_seconds is not None and f.lag_seconds > f.lag_warning
     if not f.daemon_running:
         if f.backlog and lagging:

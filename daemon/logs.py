@@ -35,8 +35,21 @@ def redact(_: Any, __: str, event: EventDict) -> EventDict:
     return event
 
 
-def configure(level: str = "info", fmt: Literal["auto", "json", "console"] = "auto") -> None:
-    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a line is logged: while a progress bar is live,
+    rich puts its own stream there, which prints the line above the bar instead of over it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+def configure(level: str = "info", fmt: Literal["auto", "json", "console"] = "auto", *, command: bool = False) -> None:
+    """``command``: for a command a person or a hook runs (not the daemon), whose stderr is for
+    people: with ``fmt`` "auto", only warnings and errors, as text, even when piped."""
+    use_json = fmt == "json" or (fmt == "auto" and not command and not sys.stderr.isatty())
+    if command and fmt == "auto" and logging.getLevelName(level.upper()) < logging.WARNING:
+        level = "warning"
     shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -61,7 +74,7 @@ def configure(level: str = "info", fmt: Literal["auto", "json", "console"] = "au
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared, processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer]

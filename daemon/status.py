@@ -7,10 +7,12 @@ file, and only reads from the backbone.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment, Segments
 from rich.table import Table
 
 from daemon.config import Settings
@@ -21,9 +23,9 @@ from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
-from sync.backbone.base import ChangeFeed, ColdArchive
+from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
-from sync.source import describe
+from sync.source import SourceIdentity, describe, refusal
 from sync.warm.cursor import CursorFile
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".
@@ -60,6 +62,8 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
                 "caught_up_at",
                 "daemon_started_at",
                 "redacted_episodes",
+                "source_instance",
+                "source_machine",
             )
             meta = {k: sidecar.get(k) for k in keys}
             cursor, synced = sidecar.cursor(), sidecar.synced_count()
@@ -72,18 +76,24 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
     backlog: int | None = None
     oldest: float | None = None
     problem = agentdb_problem(settings.agentdb.path)
-    try:
-        if problem is not None:
-            raise PathProblem(problem)
-        with AgentDBReader(settings.agentdb.path).snapshot() as snap:
-            backlog = snap.count_after(cursor)
-            agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
-            created = snap.oldest_created_after(cursor)
-            oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
-    except MemsyncError as exc:
-        agentdb["error"] = str(exc)
+    # A file the agent has not created yet is nothing to fix: nothing waits, and the daemon waits for it.
+    agentdb["waiting"] = problem is None and not settings.agentdb.path.exists()
+    if agentdb["waiting"]:
+        backlog = 0
+    else:
+        try:
+            if problem is not None:
+                raise PathProblem(problem)
+            with AgentDBReader(settings.agentdb.path).snapshot() as snap:
+                backlog = snap.count_after(cursor)
+                agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
+                created = snap.oldest_created_after(cursor)
+                oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
+        except MemsyncError as exc:
+            agentdb["error"] = str(exc)
 
-    backbone, behind = _backbone(settings)
+    backbone, behind, recorded = _backbone(settings)
+    refused = _refused(settings, meta, recorded)
     warm = _warm(settings, pid is not None, behind)
     caught_up = _float(meta.get("caught_up_at"))
     lag = lag_seconds(now, backlog, caught_up, oldest)
@@ -99,6 +109,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         quarantined=quarantined,
         conflicts=conflicts,
         warm_problem=warm.get("problem"),
+        source_refused=refused,
     )
     level, reasons = assess(facts)
     return {
@@ -128,7 +139,17 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         "telegram": _telegram(settings),
         "stateFile": str(settings.state_path),
         "pathProblem": path_problem,
+        # Why `run` and `sync` refuse this machine (exit 78): another source feeds the site.
+        "sourceRefused": refused,
     }
+
+
+def _refused(settings: Settings, meta: dict[str, str | None], recorded: SourceRecord | None) -> str | None:
+    """What `run` would refuse with, judged as it judges (``sync.source``): this machine and AgentDB
+    file, and the instance its sidecar holds (none when the sidecar was copied from another machine)."""
+    here = SourceIdentity.here("", settings.agentdb.path)
+    instance = meta.get("source_instance") if meta.get("source_machine") == here.machine else None
+    return refusal(recorded, replace(here, instance=instance or ""), settings.site.name)
 
 
 def _telegram(settings: Settings) -> dict[str, Any]:
@@ -143,10 +164,12 @@ def _telegram(settings: Settings) -> dict[str, Any]:
     return found
 
 
-def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | None]:
-    """The backbone as this site sees it, and how far the search index is behind it."""
+def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | None, SourceRecord | None]:
+    """The backbone as this site sees it, how far the search index is behind it, and the source
+    recorded as feeding the site."""
     backbone: dict[str, Any] = {"kind": settings.backbone.kind, "reachable": False, "error": None}
     behind: tuple[int, bool] | None = None
+    source: SourceRecord | None = None
     try:
         bb = open_backbone(settings, create=False)
         try:
@@ -171,7 +194,7 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
             bb.close()
     except MemsyncError as exc:
         backbone["error"] = str(exc)
-    return backbone, behind
+    return backbone, behind, source
 
 
 def _archive(archive: ColdArchive) -> dict[str, Any]:
@@ -253,6 +276,26 @@ def _behind_text(warm: dict[str, Any]) -> str:
     return f"{'more than ' if not warm.get('behindExact') else ''}{count} episodes behind"
 
 
+def _agentdb_text(adb: dict[str, Any]) -> str:
+    if adb["waiting"]:
+        return f"waiting for the AgentDB file at {adb['path']} (not created yet)"
+    if adb["readable"]:
+        return f"{adb['path']}: {adb['episodes']} episodes, max id {adb['maxId']}"
+    return f"{adb['path']}: [red]{adb['error']}[/]"
+
+
+def print_stripped(table: Table, console: Console) -> None:
+    """The table without the spaces rich pads its last column with: a line that ends in spaces
+    breaks a diff, a grep for ``$`` and a terminal's copy."""
+    for line in console.render_lines(table, console.options, pad=False):
+        while line and not line[-1].control and not line[-1].text.strip():
+            line.pop()
+        if line and not line[-1].control:
+            last = line[-1]
+            line[-1] = Segment(last.text.rstrip(), last.style)
+        console.print(Segments([*line, Segment.line()]), soft_wrap=True, end="")
+
+
 _STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
 
 
@@ -270,12 +313,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("backbone", f"{bb['kind']} ({bb.get('description', '?')}): {reach}")
     if bb.get("source"):
         table.add_row("fed by", bb["source"])
-    adb = report["agentdb"]
-    table.add_row(
-        "agentdb",
-        f"{adb['path']}: "
-        + (f"{adb['episodes']} episodes, max id {adb['maxId']}" if adb["readable"] else f"[red]{adb['error']}[/]"),
-    )
+    table.add_row("agentdb", _agentdb_text(report["agentdb"]))
     table.add_row("cursor", f"{report['cursor']} ({report['synced']} episodes synced)")
     table.add_row("backlog", "?" if report["backlog"] is None else str(report["backlog"]))
     table.add_row("last sync", report["lastSyncAt"] or "never")
@@ -316,6 +354,6 @@ def render(report: dict[str, Any], console: Console) -> None:
         error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
         last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
         table.add_row("telegram", f"chat {telegram['chat']}: {waiting}{error}{last}")
-    console.print(table)
+    print_stripped(table, console)
     for reason in report["reasons"]:
         console.print(f"[{_STYLE[level]}]- {reason}[/]")

@@ -101,24 +101,33 @@ def claim(sink: EpisodeSink, ours: SourceIdentity, *, take_over: bool) -> Verdic
         recorded = sink.source_of()
         verdict = decide(recorded, mine, take_over=take_over)
         if verdict is Verdict.REFUSE:
-            assert recorded is not None
-            raise SourceConflict(
-                f"site {site!r} is already fed by another source: {describe(recorded)}; this is host "
-                f"{ours.host!r}, AgentDB file {ours.agentdb_path}. Two sources under one name would merge two "
-                "memories. Give this site its own site.name, or, if this machine replaces that one (a new "
-                "laptop, a restored backup), run once with --take-over"
-            )
+            raise SourceConflict(refusal(recorded, ours, site) or "")
         if sink.set_source(mine, expected=None if recorded is None else recorded.instance):
             return verdict
     raise SourceConflict(f"site {site!r}: another source kept claiming it at the same moment; try again")
 
 
-def still_ours(sink: EpisodeSink, ours: SourceIdentity) -> SourceRecord | None:
-    """None while the site is still ours; the record that replaced us otherwise (a take-over elsewhere)."""
+def renew_claim(sink: EpisodeSink, ours: SourceIdentity) -> SourceRecord | None:
+    """None while the site is still ours, its "last seen" moved to now (so that `status` shows the
+    source alive); the record that replaced us otherwise (a take-over elsewhere)."""
+    if sink.set_source(ours.record(), expected=ours.instance):
+        return None
     recorded = sink.source_of()
     if recorded is None or recorded.instance == ours.instance:
         return None
     return recorded
+
+
+def refusal(recorded: SourceRecord | None, ours: SourceIdentity, site: str) -> str | None:
+    """Why ``ours`` may not feed ``site`` (what `run` and `sync` refuse with, exit 78), or None."""
+    if recorded is None or decide(recorded, ours.record(), take_over=False) is not Verdict.REFUSE:
+        return None
+    return (
+        f"site {site!r} is already fed by another source: {describe(recorded)}; this is host "
+        f"{ours.host!r}, AgentDB file {ours.agentdb_path}. Two sources under one name would merge two "
+        "memories. Give this site its own site.name, or, if this machine replaces that one (a new "
+        "laptop, a restored backup), run once with --take-over"
+    )
 
 
 def instance_for(sidecar: Sidecar, machine: str) -> str:

@@ -135,8 +135,9 @@ def test_an_unwritable_state_folder_exits_78_naming_it(shared_dir: Path, make_ag
 def test_a_missing_agentdb_file_is_one_clear_line(site_files: Callable[..., SiteFiles], tmp_path: Path) -> None:
     missing = tmp_path / "not-yet" / "agentdb.db"
     done = memsync("sync", "--config", str(site_files("laptop", missing).config))
-    assert done.returncode == 1
+    assert done.returncode == 0, "an agent that has not written yet is nothing to fix"
     assert str(missing) in one_sentence(done.stderr)
+    assert "nothing to sync yet" in done.stderr
 
 
 def test_a_backbone_that_stays_locked_is_logged_once_and_once_when_it_answers(

@@ -62,13 +62,24 @@ def parse_or_none(
 ) -> argparse.Namespace | None:
     """A light path's arguments, or None when anything is unusual (``--help``, a mistake): the full
     parser then answers, with its help and its messages."""
-    parser = argparse.ArgumentParser(prog=prog, add_help=False)
+    parser = _QuietParser(prog=prog, add_help=False)
     add_arguments(parser)
     try:
         args, extra = parser.parse_known_args(argv)
-    except SystemExit:
+    except _Unusual:
         return None
     return None if extra else args
+
+
+class _Unusual(Exception):
+    """A light path's arguments that only the full parser may answer."""
+
+
+class _QuietParser(argparse.ArgumentParser):
+    """Says nothing of a mistake: the full parser says it once, with its help."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Unusual(message)
 
 
 def say(message: str) -> None:
@@ -92,15 +103,16 @@ def console(*, stderr: bool = False) -> Console:
     return Console(file=stream, soft_wrap=not terminal, width=None if terminal else 10_000, highlight=False)
 
 
-def load(args: argparse.Namespace, *, log_level: str | None = None) -> Settings:
+def load(args: argparse.Namespace, *, log_level: str | None = None, daemon: bool = False) -> Settings:
     """The settings, with logging set up: the configured level, or ``log_level`` for commands
-    whose output is their result (status, export, search)."""
+    whose output is their result (status, export, search); ``daemon`` for ``run`` (JSON logs when
+    not on a terminal, every level)."""
     from daemon import logs, modes
     from daemon.config import load_settings
 
     settings = load_settings(args.config)
     modes.follow(settings)
-    logs.configure(log_level or settings.log.level, settings.log.format)
+    logs.configure(log_level or settings.log.level, settings.log.format, command=not daemon)
     telegram = settings.telegram
     logs.register_secrets(s.get_secret_value() for s in (telegram.bot_token, telegram.webhook_secret) if s is not None)
     logs.bind(site=settings.site.name)

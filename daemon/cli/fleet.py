@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import Commands, add_config, add_json, console, handled, load
+
+if TYPE_CHECKING:
+    from daemon.config import Settings
 
 
 def register(commands: Commands) -> None:
@@ -31,7 +34,7 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
     settings = load(args, log_level="error")
     backbone = open_backbone(settings, create=False)
     try:
-        return fleet_report(
+        report = fleet_report(
             backbone.sites(),
             backbone.agents(all_sites=True),
             backbone.job_runs(None, 200),
@@ -42,6 +45,21 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
         )
     finally:
         backbone.close()
+    _local_index_state(settings, report["sites"])
+    return report
+
+
+def _local_index_state(settings: Settings, sites: list[dict[str, Any]]) -> None:
+    """This site's search index as its status file says now: the registry has it from the last
+    heartbeat (a minute old at best, and none from a `sync` without a daemon)."""
+    from daemon.warm.files import read_status
+
+    if not settings.warm.enabled:
+        return
+    state = (read_status(settings) or {}).get("state")
+    for site in sites:
+        if site["site"] == settings.site.name and isinstance(state, str):
+            site["index_state"] = state
 
 
 def agents_main(args: argparse.Namespace) -> int:

@@ -32,5 +32,5 @@ def main(args: argparse.Namespace) -> int:
     from daemon.loop.runner import Daemon
 
     with handled():
-        settings = load(args)
+        settings = load(args, daemon=True)
         return Daemon(settings, take_over=args.take_over).run()

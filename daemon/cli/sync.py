@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from daemon.cli.common import Commands, Exit, add_config, console, fail, handled, load, parse_or_none, say
 from daemon.cli.run import add_take_over
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from daemon.cli.locate import QuickPaths
     from daemon.config import Settings
     from daemon.site import Site
+    from sync.warm.indexer import PassReport as IndexReport
 
 
 def register(commands: Commands) -> None:
@@ -157,6 +158,13 @@ def _sync_here(settings: Settings, args: argparse.Namespace) -> int:
             disable=not err.is_terminal,
         ) as bar,
     ):
+        if not settings.agentdb.path.exists():
+            # What the README promises: a missing file is an agent that has not written yet, not an error.
+            say(
+                f"nothing to sync yet: the AgentDB file {settings.agentdb.path} does not exist (the agent has not "
+                "written it)"
+            )
+            return 0
         task = bar.add_task(f"syncing {settings.site.name}", total=None)
 
         def progress(done: int, total: int) -> None:
@@ -172,7 +180,7 @@ def _sync_here(settings: Settings, args: argparse.Namespace) -> int:
             f"{report.quarantined} quarantined; cursor {report.cursor}, backlog {report.backlog}"
         )
         if report.interrupted:
-            raise Exit(130)
+            fail(f"interrupted: {report.backlog} episodes left to sync; the next pass resumes from the cursor", 130)
         if settings.warm.enabled:
             _index_here(settings, site, bar, stop, required=args.searchable)
     return 0  # quarantined rows are said above and in status; the pass itself succeeded
@@ -183,17 +191,20 @@ def _index_here(settings: Settings, site: Site, bar: Progress, stop: threading.E
     finds it. Syncing has succeeded whatever happens here: a failure is said, not raised, unless
     the caller asked for --searchable."""
     from daemon.warm.layer import offline_layer
-    from sync.warm.indexer import PassReport as IndexReport
 
     task = bar.add_task("indexing for search", total=None)
 
     def progress(report: IndexReport) -> None:
         bar.update(task, completed=report.cursor, total=report.end or None)
 
+    interrupted = False
     try:
         with offline_layer(settings, site.backbone, stop=stop) as layer:
             report = layer.catch_up(progress)
+            interrupted = stop.is_set()  # closing the layer sets it too
     except Exception as exc:  # noqa: BLE001 - every failure becomes the sentence below
+        if isinstance(exc, Interrupted):  # a Ctrl-C while waiting to retry the embedder or the backbone
+            _interrupted_indexing(None)
         problem = str(exc) if isinstance(exc, MemsyncError) else f"{type(exc).__name__}: {exc}"
         if isinstance(exc, ConfigError):  # a missing package, another model: only a person can fix it
             fail(f"synced, but not indexed for search: {problem}", EX_CONFIG)
@@ -201,4 +212,18 @@ def _index_here(settings: Settings, site: Site, bar: Progress, stop: threading.E
             fail(f"synced, but not searchable: {problem}", EX_TEMPFAIL)
         say(f"synced, but not indexed for search: {problem}")
         return
+    if interrupted:  # a Ctrl-C the index's pages obeyed (or that came as the last one finished)
+        _interrupted_indexing(report)
     say(f"indexed for search: {report.embedded} embedded, {report.rewritten} updated, {report.deleted} removed")
+
+
+def _interrupted_indexing(report: IndexReport | None) -> NoReturn:
+    """Ctrl-C while indexing: the episodes are synced (said above); say how far the index got."""
+    reached = (
+        "" if report is None else f" at feed position {report.cursor} of {report.end} ({report.embedded} embedded)"
+    )
+    fail(
+        f"interrupted while indexing for search: synced, but the index stopped{reached}; the next `memsync sync` "
+        "or the daemon indexes the rest",
+        130,
+    )

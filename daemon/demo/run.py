@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -29,7 +31,7 @@ from daemon.loop.lock import holder_pid
 from daemon.warm.files import read_status
 from daemon.warm.recall import run_search
 from sync.backbone.hub import HubBackbone
-from sync.warm.request import SearchRequest
+from sync.warm.request import SearchFilter, SearchRequest
 
 SITES = ("laptop", "vm")
 DRAIN_SECONDS = 10.0
@@ -48,6 +50,24 @@ def _config(root: Path, site: str) -> Path:
         encoding="utf-8",
     )
     return path
+
+
+def command_name(cwd: Path | None = None) -> str:
+    """``memsync`` as the user can type it here: the bare name when PATH finds this installation,
+    else the path of its script (relative inside the current folder, such as ``.venv/bin/memsync``
+    in a checkout), else this Python with ``-m daemon``."""
+    argv0 = Path(sys.argv[0])
+    script = argv0 if argv0.name == "memsync" else Path(sys.executable).parent / "memsync"
+    if not script.is_file():
+        return f"{shlex.quote(sys.executable)} -m daemon"
+    script = script.absolute()
+    found = shutil.which("memsync")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "memsync"
+    try:
+        return shlex.quote(str(script.relative_to((cwd or Path.cwd()).absolute())))
+    except ValueError:
+        return shlex.quote(str(script))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -185,10 +205,17 @@ def _closing_search(console: Console, config: Path, hub: HubBackbone) -> bool:
     text = io.StringIO()
     render_results(results, text)
     console.print(text.getvalue().rstrip("\n"), markup=False)
-    sites = {r.site for r in results}
-    console.print(
-        f"[dim]near-duplicates are collapsed into their best match; --all shows them. sites: {sorted(sites)}[/]"
-    )
+    # One site's episodes may fill the top results; the point is that every site's are searched.
+    for site in sorted(set(SITES) - {r.site for r in results}):
+        best = run_search(settings, SearchRequest(SEARCH_QUERY, limit=1, filter=SearchFilter(site=site))).results
+        if best:
+            text = io.StringIO()
+            render_results(best, text)
+            console.print(f"[bold]best match from {site}[/] (--site {site}):")
+            console.print(text.getvalue().rstrip("\n"), markup=False)
+            results = [*results, *best]
+    sites = ", ".join(sorted({r.site for r in results}))
+    console.print(f"[dim]near-duplicates are collapsed into their best match; --all shows them. sites: {sites}[/]")
     return bool(results)
 
 
@@ -237,9 +264,10 @@ def _summary(
             f"to the hub, over {len(latencies_all)} episodes"
         )
     laptop = configs["laptop"]
+    memsync = command_name()
     # soft_wrap: a command cut in two at the terminal's edge cannot be pasted.
     console.print(
-        f"try: memsync status --config {laptop}   |   memsync export --config {laptop} | head -3", soft_wrap=True
+        f"try: {memsync} status --config {laptop}   |   {memsync} export --config {laptop} | head -3", soft_wrap=True
     )
-    console.print(f'     memsync search "duplicate key" --config {laptop}', soft_wrap=True)
+    console.print(f'     {memsync} search "duplicate key" --config {laptop}', soft_wrap=True)
     return 0 if ok else 1

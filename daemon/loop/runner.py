@@ -50,7 +50,7 @@ from sync.pacing import Backoff, run_periodically
 from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
 from sync.sidecar import Sidecar
-from sync.source import describe, still_ours
+from sync.source import describe, renew_claim
 
 log = structlog.get_logger("memsync.daemon")
 
@@ -70,8 +70,6 @@ class PassFailed(Exception):
 MAX_BACKOFF = 30.0
 # After this long without a pass the writer has gone quiet: hand the snapshots' buffers back.
 RELEASE_MEMORY_AFTER = 10.0
-# How often the daemon checks that its site was not taken over by another source meanwhile.
-SOURCE_CHECK_INTERVAL = 60.0
 
 
 class Daemon:
@@ -287,7 +285,8 @@ class Daemon:
             elif not state.released and time.monotonic() - state.last_pass >= RELEASE_MEMORY_AFTER:
                 release_free_memory()
                 state.released = True
-            if time.monotonic() - state.checked >= SOURCE_CHECK_INTERVAL:
+            # As often as the registry heartbeat: the site is still ours, and its source's "last seen" moves.
+            if time.monotonic() - state.checked >= self.settings.jobs.heartbeat_interval:
                 self._check_source(site)
                 state.checked = time.monotonic()
             return poll
@@ -308,7 +307,7 @@ class Daemon:
     def _check_source(self, site: Site) -> None:
         """Stop (exit 78) if another source took the site over since we claimed it."""
         try:
-            taken = still_ours(site.backbone, site.source)
+            taken = renew_claim(site.backbone, site.source)
         except Exception as exc:  # noqa: BLE001 - an unreachable backbone is the pass's problem to report
             log.debug("could not check the site's source", error=str(exc))
             return

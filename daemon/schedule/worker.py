@@ -11,6 +11,7 @@ body is idempotent, and a slot whose holder stops half-way is taken over once it
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -144,6 +145,12 @@ def _busy(spec: plan.JobSpec, slot: str, earlier: JobRun) -> Outcome:
     )
 
 
+def _without_missed_fires(record: logging.LogRecord) -> bool:
+    """APScheduler's "Run time of job ... was missed by ...": a fire past its grace is only skipped,
+    and ``run_job`` says what becomes of a late slot in memsync's own words."""
+    return "was missed by" not in record.getMessage()
+
+
 class Scheduler:
     """The daemon's scheduler: ``start`` adds the jobs and the heartbeat, ``stop`` ends it. It has a
     backbone client of its own (``coordination``), apart from the run loop's, so that a long job
@@ -207,7 +214,16 @@ class Scheduler:
             # And once at start, as a job of its own (the trigger's schedule stays aligned): a daemon
             # started after a fire it missed runs that slot now, if within the job's grace and no
             # site has run it.
-            scheduler.add_job(self.fire, "date", args=[spec], id=f"{spec.name}@start", run_date=datetime.now(UTC))
+            # No grace of APScheduler's own (its default is 1 s, shorter than the jobs queued before
+            # it on the one worker): run_job judges the slot's grace when it runs.
+            scheduler.add_job(
+                self.fire,
+                "date",
+                args=[spec],
+                id=f"{spec.name}@start",
+                run_date=datetime.now(UTC),
+                misfire_grace_time=None,
+            )
         interval = self.settings.jobs.heartbeat_interval
         scheduler.add_job(
             self.beat,
@@ -216,6 +232,7 @@ class Scheduler:
             next_run_time=datetime.now(UTC),
             misfire_grace_time=int(interval),
         )
+        logging.getLogger("apscheduler.executors.default").addFilter(_without_missed_fires)
         scheduler.start()
         self._scheduler = scheduler
         return self

@@ -360,6 +360,7 @@ class WarmLayer:
             if report.drained:
                 self._purge_if_owed()
         self._totals.add(report)
+        self._set("ok", None, last_pass=report)  # for status and the registry: this index has run
         return report
 
     def feed_end(self) -> int:
