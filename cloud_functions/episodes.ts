@@ -95,7 +95,11 @@ export const listEpisodes = query({
       .query("episodes")
       .withIndex("by_site_synced", (q) => q.eq("sourceSite", site))
       .paginate({ cursor: args.after, numItems: args.limit });
-    return { episodes: page.page.filter(isHot).map(exportEpisode), next: page.isDone ? null : page.continueCursor };
+    // An approval's decision is not part of the content (no change of the feed): export adds it.
+    const episodes = page.page
+      .filter(isHot)
+      .map((doc) => ({ ...exportEpisode(doc), ...(doc.approvalStatus ? { approvalStatus: doc.approvalStatus } : {}) }));
+    return { episodes, next: page.isDone ? null : page.continueCursor };
   },
 });
 

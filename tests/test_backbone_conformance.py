@@ -388,6 +388,11 @@ def test_approvals_are_decided_from_any_site_deferred_and_followed_by_their_epis
         summary="email the weekly report to the team",
         source_id=first_episode,
     )
+    # An episode id that names none of the site's episodes is refused, and nothing is created.
+    with pytest.raises(BackboneNotFound, match="no episode '2' from site"):
+        laptop.backbone.create_approval(
+            agent_name="coder", action_type="send_message", priority="normal", reviewers=[], expires_at=later, source_id="2"
+        )
     seen = vm.backbone.approval(asked)
     assert seen is not None
     assert (seen.site, seen.summary, seen.source_id, seen.defer_count) == (

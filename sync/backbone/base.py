@@ -234,9 +234,10 @@ class EpisodeSink(Protocol):
 
     def site_cursor(self) -> SiteCursor | None: ...
 
-    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
-        """Episodes as ``export`` prints them, oldest first: ``site``'s, or every site's for None.
-        A backbone may hold back other sites' (a Convex site reads only its own)."""
+    def episodes(self, site: str | None = None, since_ms: int | None = None) -> Iterator[dict[str, Any]]:
+        """Episodes as ``export`` prints them, oldest first: ``site``'s, or every site's for None;
+        with ``since_ms``, only those whose ``ts`` is at or after it. A backbone may hold back other
+        sites' (a Convex site reads only its own)."""
         ...
 
     def ping(self) -> None: ...

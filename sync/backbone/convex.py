@@ -134,15 +134,17 @@ class ConvexBackbone:
             return None
         return SiteCursor(self.site, int(value["lastSyncedId"]), int(value["lastSyncedAt"]), int(value["totalSynced"]))
 
-    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
-        """This site's episodes (a site reads only its own), oldest first."""
+    def episodes(self, site: str | None = None, since_ms: int | None = None) -> Iterator[dict[str, Any]]:
+        """This site's episodes (a site reads only its own), oldest first; ``since_ms`` is applied
+        here (the deployment pages them in the order they were synced, not by ts)."""
         if site not in (None, self.site):
             return
         after: str | None = None
         while True:
             page = self.call("query", "episodes:listEpisodes", {"after": after, "limit": 500})
             for episode in page["episodes"]:
-                yield _exported(episode)
+                if since_ms is None or (episode.get("ts") is not None and int(episode["ts"]) >= since_ms):
+                    yield _exported(episode)
             after = page.get("next")
             if after is None:
                 return
@@ -601,13 +603,15 @@ def _source(value: Mapping[str, Any]) -> SourceRecord:
 
 
 def _exported(episode: Mapping[str, Any]) -> dict[str, Any]:
-    """As the hub exports it: the documented fields in order, ``archived: true`` after them only for
-    an archived episode."""
+    """As the hub exports it: the documented fields in order, then ``approvalStatus`` only for an
+    episode an approval is about, and ``archived: true`` only for an archived episode."""
     record = dict(episode)
     text = record.get("metadataJson")
     if isinstance(text, str):
         record["metadata"] = json.loads(text)
     out = {name: record.get(name) for name in EXPORT_FIELDS}
+    if record.get("approvalStatus") is not None:
+        out["approvalStatus"] = record["approvalStatus"]
     if record.get("archived") is True:
         out["archived"] = True
     return out

@@ -29,7 +29,7 @@ from sync.archive import codec
 from sync.archive.files import ArchiveFolder, location_of
 from sync.backbone.base import ArchiveCheck, ArchiveFile, ArchiveRun, Forgotten
 from sync.backbone.hub.connection import HubConnection, current_ms
-from sync.backbone.hub.episodes import exported
+from sync.backbone.hub.episodes import exported, with_approval
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneBroken, BackboneRejected
 
@@ -282,9 +282,16 @@ class HubArchive(HubConnection):
             archived = self._archived_keys(file)
             if not archived:  # every copy in it is hot again (restored or edited): nothing to read
                 continue
+            decisions = dict(
+                self._read(
+                    "SELECT source_id, approval_status FROM episodes WHERE source_site = ? AND archived = 1"
+                    " AND archive_week = ? AND approval_status IS NOT NULL",
+                    (file.site, file.week),
+                )
+            )
             for record in self._records(file):
                 if record["sourceId"] in archived:  # a restored (hot) or forgotten copy is not archived
-                    yield {**record, "archived": True}
+                    yield with_approval({**record, "archived": True}, decisions.get(record["sourceId"]))
 
     def archived_records(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         """Each archived key's record from its week's file, each file read once."""

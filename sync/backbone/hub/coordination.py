@@ -84,6 +84,14 @@ def _timeout(action_type: str, timeout_ms: int | None) -> int:
     return APPROVAL_TIMEOUTS_MS.get(action_type, DEFAULT_APPROVAL_TIMEOUT_MS) if timeout_ms is None else timeout_ms
 
 
+def _has_episode(conn: sqlite3.Connection, site: str, source_id: str) -> bool:
+    """An approval is about one of its site's episodes that the hub holds (hot or archived): its
+    decision is written to that episode, so an id that names none is refused, never kept dangling."""
+    return conn.execute(
+        "SELECT 1 FROM episodes WHERE source_site = ? AND source_id = ?", (site, source_id)
+    ).fetchone() is not None
+
+
 def _follow(conn: sqlite3.Connection, site: str, source_id: str, status: str) -> None:
     """The episode an approval is about carries its decision (not a change of its content: the feed
     does not move, and the site's next push of the episode leaves it)."""
@@ -124,6 +132,8 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
         )
 
         def insert(conn: sqlite3.Connection) -> str:
+            if source_id is not None and not _has_episode(conn, self.site, source_id):
+                raise BackboneNotFound(f"no episode {source_id!r} from site {self.site} in the hub")
             cursor = conn.execute(
                 "INSERT INTO approvals (site, agent_name, action_type, status, priority, reviewers, expires_at,"
                 " created_at, resolved_at, resolved_by, cost_usd, tests_passed, summary, source_site, source_id)"

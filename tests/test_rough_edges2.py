@@ -1,0 +1,110 @@
+"""Smaller rough edges a new user hit (issue 19, item 9), each through the real CLI in child
+processes against real AgentDB files and a real hub: approvals whose ids name nothing, decisions in
+``approvals list`` and ``export``, ``export --since/--limit``, counts and their plurals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from conftest import SiteFiles, memsync
+
+from daemon.counts import counted
+
+
+def _one_sentence(stderr: str) -> str:
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def _synced(site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path], n: int) -> SiteFiles:
+    site = site_files("laptop", make_agentdb(n))
+    done = memsync("sync", "--once", "--config", str(site.config))
+    assert done.returncode == 0, done.stderr
+    return site
+
+
+def _export(site: SiteFiles, *extra: str) -> list[dict[str, object]]:
+    done = memsync("export", "--config", str(site.config), *extra)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_approval_ids_that_name_nothing_exit_64_and_a_decision_shows_in_list_and_export(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]
+) -> None:
+    site = _synced(site_files, make_agentdb, 5)
+    config = str(site.config)
+    ask = ("approval", "request", "--category", "send_message", "--summary", "email the report", "-c", config)
+
+    # An episode the hub does not hold: refused, one sentence, and no approval left behind.
+    refused = memsync(*ask, "--episode", "999")
+    assert refused.returncode == 64, refused.stderr
+    assert "no episode '999' from site laptop" in _one_sentence(refused.stderr)
+    assert json.loads(memsync("approvals", "--json", "-c", config).stdout) == []
+
+    asked = memsync(*ask, "--episode", "2")
+    assert asked.returncode == 0, asked.stderr
+    approval_id = asked.stdout.strip()
+
+    # An unknown id is not "expired" (2): a distinct exit, one sentence.
+    unknown = memsync("approval", "wait", "424242", "--timeout", "0", "-c", config)
+    assert unknown.returncode == 64
+    assert "no approval '424242'" in _one_sentence(unknown.stderr)
+    assert memsync("approval", "wait", approval_id, "--timeout", "0", "-c", config).returncode == 2  # pending
+
+    pending = memsync("approvals", "list", "-c", config, env={"COLUMNS": "200"})
+    assert "expires" in pending.stdout.split("\n", 3)[-1]  # the row, not only the header
+    decided = memsync("approvals", "approve", approval_id, "--by", "ann", "-c", config)
+    assert decided.returncode == 0, decided.stderr
+    assert memsync("approval", "wait", approval_id, "-c", config).returncode == 0
+
+    listed = memsync("approvals", "list", "-c", config, env={"COLUMNS": "200"})
+    (row,) = [line for line in listed.stdout.splitlines() if line.strip("│ ").startswith(approval_id)]
+    assert "approved by ann" in row
+    assert "decided 20" in row  # with its day
+    assert "expires" not in row
+    (view,) = json.loads(memsync("approvals", "--json", "-c", config).stdout)
+    assert view["resolvedBy"] == "ann"
+    assert isinstance(view["resolvedAt"], int)
+
+    # The decision is in export, after the documented fields, on that episode only.
+    records = {r["sourceId"]: r for r in _export(site)}
+    assert records["2"]["approvalStatus"] == "approved"
+    assert list(records["2"])[-1] == "approvalStatus"
+    assert [k for k, r in records.items() if "approvalStatus" in r] == ["2"]
+
+
+def test_export_since_and_limit(site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]) -> None:
+    site = _synced(site_files, make_agentdb, 20)
+    everything = _export(site)
+    assert len(everything) == 20
+
+    assert _export(site, "--limit", "3") == everything[:3]
+    assert _export(site, "--limit", "0") == []
+    # By the episode's ts: an ISO time at the median ts keeps exactly those at or after it.
+    stamps = sorted(int(str(r["ts"])) for r in everything)
+    cut = stamps[len(stamps) // 2]
+    iso = datetime.fromtimestamp(cut / 1000, UTC).isoformat()
+    since = _export(site, "--since", iso)
+    assert since == [r for r in everything if int(str(r["ts"])) >= cut]
+    assert 0 < len(since) < 20
+    assert _export(site, "--since", iso, "--limit", "1") == since[:1]
+    assert _export(site, "--since", "2000-01-01") == everything
+    assert _export(site, "--since", "2999-01-01") == []
+
+    for bad in (("--since", "yesterday-ish"), ("--limit", "-1"), ("--limit", "many")):
+        done = memsync("export", "--config", str(site.config), *bad)
+        assert done.returncode == 2, (bad, done.stderr)
+        assert done.stdout == ""
+        assert "Traceback" not in done.stderr
+
+
+def test_counts_say_one_episode_and_two_episodes() -> None:
+    assert [counted(n, "episode") for n in (0, 1, 2)] == ["0 episodes", "1 episode", "2 episodes"]
+    assert counted(1, "entry", "entries") == "1 entry"
+    assert counted(3, "entry", "entries") == "3 entries"
