@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from daemon.config import Settings
+from daemon.counts import counted
 from daemon.health import Facts, Level, assess, lag_seconds
 from daemon.loop.lock import holder_pid
 from daemon.paths import agentdb_problem, writable_problem
@@ -250,7 +251,7 @@ def _behind_text(warm: dict[str, Any]) -> str:
         return "how far behind is unknown (backbone unreachable)"
     if count == 0:
         return "up to date"
-    return f"{'more than ' if not warm.get('behindExact') else ''}{count} episodes behind"
+    return f"{'more than ' if not warm.get('behindExact') else ''}{counted(count, 'episode')} behind"
 
 
 _STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
@@ -274,9 +275,13 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row(
         "agentdb",
         f"{adb['path']}: "
-        + (f"{adb['episodes']} episodes, max id {adb['maxId']}" if adb["readable"] else f"[red]{adb['error']}[/]"),
+        + (
+            f"{counted(adb['episodes'], 'episode')}, max id {adb['maxId']}"
+            if adb["readable"]
+            else f"[red]{adb['error']}[/]"
+        ),
     )
-    table.add_row("cursor", f"{report['cursor']} ({report['synced']} episodes synced)")
+    table.add_row("cursor", f"{report['cursor']} ({counted(report['synced'], 'episode')} synced)")
     table.add_row("backlog", "?" if report["backlog"] is None else str(report["backlog"]))
     table.add_row("last sync", report["lastSyncAt"] or "never")
     table.add_row("lag", "?" if report["lagSeconds"] is None else f"{report['lagSeconds']:.1f}s")
@@ -284,16 +289,18 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("conflicts", f"{report['conflicts']} (reused ids; both episodes kept)")
     table.add_row(
         "redacted",
-        f"{report['redacted']} episodes had secrets replaced before they left"
+        f"{counted(report['redacted'], 'episode')} had secrets replaced before they left"
         if report["redaction"]
         else "[yellow]off[/] (privacy.redact = false: secrets in episodes leave the site)",
     )
     archive = bb.get("archive")
     if archive is not None:
         run = archive["lastRun"]
-        last = "never run" if run is None else f"last run {run['at']}: {run['archived']} episodes archived"
+        last = "never run" if run is None else f"last run {run['at']}: {counted(run['archived'], 'episode')} archived"
         table.add_row(
-            "archive", f"{archive['episodes']} episodes in {archive['files']} files, {archive['bytes']:,} bytes; {last}"
+            "archive",
+            f"{counted(archive['episodes'], 'episode')} in {counted(archive['files'], 'file')}, "
+            f"{archive['bytes']:,} bytes; {last}",
         )
     warm = report["warm"]
     if not warm["enabled"]:
@@ -312,7 +319,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     if not telegram["enabled"]:
         table.add_row("telegram", "off (alerts go to the log only)")
     else:
-        waiting = f"{telegram['waiting']} messages waiting" if telegram["waiting"] else "nothing waiting"
+        waiting = f"{counted(telegram['waiting'], 'message')} waiting" if telegram["waiting"] else "nothing waiting"
         error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
         last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
         table.add_row("telegram", f"chat {telegram['chat']}: {waiting}{error}{last}")

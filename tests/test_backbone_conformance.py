@@ -391,7 +391,12 @@ def test_approvals_are_decided_from_any_site_deferred_and_followed_by_their_epis
     # An episode id that names none of the site's episodes is refused, and nothing is created.
     with pytest.raises(BackboneNotFound, match="no episode '2' from site"):
         laptop.backbone.create_approval(
-            agent_name="coder", action_type="send_message", priority="normal", reviewers=[], expires_at=later, source_id="2"
+            agent_name="coder",
+            action_type="send_message",
+            priority="normal",
+            reviewers=[],
+            expires_at=later,
+            source_id="2",
         )
     seen = vm.backbone.approval(asked)
     assert seen is not None

@@ -45,9 +45,8 @@ def _count(value: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
-
     from daemon.cli.search import parse_since
+    from daemon.site import open_backbone
 
     with handled():
         settings = load(args, log_level="error")

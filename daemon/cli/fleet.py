@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from daemon.cli.common import Commands, add_config, add_json, console, handled, load
+from daemon.counts import counted
 
 
 def register(commands: Commands) -> None:
@@ -80,7 +81,7 @@ def fleet_main(args: argparse.Namespace) -> int:
             s["health"] or "",
         )
     out.print(table)
-    out.print(f"{len(report['agents'])} agents, {report['pendingApprovals']} approvals pending")
+    out.print(f"{counted(len(report['agents']), 'agent')}, {counted(report['pendingApprovals'], 'approval')} pending")
     for reason in report["reasons"]:
         out.print(f"- {reason}")
     return int(report["exitCode"])

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from daemon.alerts.signals import observe_approvals, observe_sites, severity_of
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
+from daemon.counts import counted
 from sync.backbone.base import Coordination, Sweeps
 
 # Episodes one archiving call takes (a week at a time, each week's file written once per call): a
@@ -45,14 +46,16 @@ def _sweeps(ctx: JobContext) -> Sweeps:
 
 def mark_stale_agents(ctx: JobContext) -> str:
     gone = _sweeps(ctx).mark_stale(ctx.now_ms, int(ctx.settings.jobs.stale_after * 1000))
-    return f"{gone} agents or sites went offline" if gone else "every agent with a recent heartbeat is online"
+    if not gone:
+        return "every agent with a recent heartbeat is online"
+    return f"{gone} {'agent or site' if gone == 1 else 'agents or sites'} went offline"
 
 
 def expire_pending_approvals(ctx: JobContext) -> str:
     jobs = ctx.settings.jobs
     timeouts: Mapping[str, int] = {k: int(v * 60_000) for k, v in jobs.approval_timeouts.items()}
     expired = _sweeps(ctx).expire_approvals(ctx.now_ms, timeouts, int(jobs.default_approval_timeout * 60_000))
-    return f"{expired} pending approvals expired"
+    return f"{counted(expired, 'pending approval')} expired"
 
 
 def sync_health(ctx: JobContext) -> str:
@@ -78,7 +81,7 @@ def daily_digest(ctx: JobContext) -> str:
     # Once per day across sites: the slot's lease runs it once, and the key queues it once. A day
     # before any site existed (a new hub's first run) is not worth a message.
     queued = bool(sites) and ctx.alerts is not None and ctx.alerts.queue_digest(digest, f"digest:{covered}")
-    return f"digest for {covered}: {episodes} episodes from {len(sites)} sites" + (
+    return f"digest for {covered}: {counted(episodes, 'episode')} from {counted(len(sites), 'site')}" + (
         "; queued for Telegram" if queued else ""
     )
 
@@ -91,7 +94,7 @@ def cleanup_old_episodes(ctx: JobContext) -> str:
         total += done
         if done < ARCHIVE_BATCH or ctx.stopping():
             break
-    return f"{total} episodes older than {ctx.settings.jobs.archive_after_days:g} days archived"
+    return f"{counted(total, 'episode')} older than {ctx.settings.jobs.archive_after_days:g} days archived"
 
 
 def alerts(ctx: JobContext) -> str:

@@ -87,9 +87,10 @@ def _timeout(action_type: str, timeout_ms: int | None) -> int:
 def _has_episode(conn: sqlite3.Connection, site: str, source_id: str) -> bool:
     """An approval is about one of its site's episodes that the hub holds (hot or archived): its
     decision is written to that episode, so an id that names none is refused, never kept dangling."""
-    return conn.execute(
-        "SELECT 1 FROM episodes WHERE source_site = ? AND source_id = ?", (site, source_id)
-    ).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM episodes WHERE source_site = ? AND source_id = ?", (site, source_id)).fetchone()
+        is not None
+    )
 
 
 def _follow(conn: sqlite3.Connection, site: str, source_id: str, status: str) -> None:
