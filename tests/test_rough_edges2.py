@@ -5,6 +5,10 @@ processes against real AgentDB files and a real hub: approvals whose ids name no
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,3 +112,22 @@ def test_counts_say_one_episode_and_two_episodes() -> None:
     assert [counted(n, "episode") for n in (0, 1, 2)] == ["0 episodes", "1 episode", "2 episodes"]
     assert counted(1, "entry", "entries") == "1 entry"
     assert counted(3, "entry", "entries") == "3 entries"
+
+
+def test_an_unreadable_agentdb_file_names_the_user_in_the_setfacl_hint(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]
+) -> None:
+    site = site_files("laptop", make_agentdb(3))
+    site.agentdb.chmod(0)
+    # root reads any file: it runs without its capabilities here, as a user would.
+    prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"] if os.geteuid() == 0 else []
+    done = subprocess.run(
+        [*prefix, sys.executable, "-m", "daemon", "sync", "--once", "--config", str(site.config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 78, done.stderr
+    name = pwd.getpwuid(os.geteuid()).pw_name
+    assert f"`setfacl -m u:{name}:r {site.agentdb}`" in _one_sentence(done.stderr)
