@@ -179,9 +179,10 @@ def _archive(archive: ColdArchive) -> dict[str, Any]:
     """The cold archive: its files' episodes and size, and the cleanup job's last run."""
     files = archive.archive_files()
     run = archive.last_archive_run()
+    counts = archive.archived_counts()  # a restore leaves the files' own counts as they were
     return {
         "files": len(files),
-        "episodes": sum(f.count for f in files),
+        "episodes": sum(f.count for f in files) if counts is None else sum(counts.values()),
         "bytes": sum(f.bytes for f in files),
         "lastRun": None if run is None else {"at": _iso(run.at / 1000), "archived": run.archived, "files": run.files},
     }

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from conftest import SiteFiles, memsync
+from conftest import ROOT, SiteFiles, memsync, status_json
 
 from daemon.counts import counted
 
@@ -131,3 +131,45 @@ def test_an_unreadable_agentdb_file_names_the_user_in_the_setfacl_hint(
     assert done.returncode == 78, done.stderr
     name = pwd.getpwuid(os.geteuid()).pw_name
     assert f"`setfacl -m u:{name}:r {site.agentdb}`" in _one_sentence(done.stderr)
+
+
+def test_archive_list_and_status_count_what_is_archived_now_and_the_folder_is_where_the_readme_says(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]
+) -> None:
+    from sync.backbone.hub import HubBackbone
+
+    site = _synced(site_files, make_agentdb, 6)
+    config = str(site.config)
+    newest = max(int(str(r["ts"])) for r in _export(site))
+    hub = HubBackbone(site.hub, "laptop")
+    try:
+        assert hub.archive_older_than(newest + 1, 100) == 6
+    finally:
+        hub.close()
+    # The README names the folder: `hub.archive/` beside `hub.db` (the hub's name without its
+    # extension, as for `hub.alerts.db`).
+    assert "`hub.archive/<site>/<week>.<sha>.jsonl.gz`" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert sorted(p.name for p in site.hub.parent.iterdir() if p.name.endswith(".archive")) == ["hub.archive"]
+    assert list((site.hub.parent / "hub.archive" / "laptop").glob("*.jsonl.gz"))
+
+    def listed() -> list[dict[str, object]]:
+        done = memsync("archive", "list", "--json", "--config", config)
+        assert done.returncode == 0, done.stderr
+        return list(json.loads(done.stdout))
+
+    weeks = listed()
+    assert sum(int(str(f["episodes"])) for f in weeks) == 6
+    assert all(f["episodes"] == f["inFile"] for f in weeks)
+
+    restored = memsync("archive", "restore", "--json", "--config", config)
+    assert json.loads(restored.stdout) == {"restored": 6}
+    after = listed()
+    assert [f["week"] for f in after] == [f["week"] for f in weeks]  # the files stay
+    assert [f["episodes"] for f in after] == [0] * len(weeks)
+    assert [f["inFile"] for f in after] == [f["inFile"] for f in weeks]
+    text = memsync("archive", "list", "--config", config, env={"COLUMNS": "250"}).stdout
+    assert f"{len(weeks)} file{'s' if len(weeks) > 1 else ''}, 0 episodes archived" in text
+    assert "hot again" in text
+    _, report = status_json(site.config)
+    assert report["backbone"]["archive"]["episodes"] == 0
+    assert report["backbone"]["archive"]["files"] == len(weeks)

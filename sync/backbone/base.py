@@ -502,6 +502,12 @@ class ColdArchive(Protocol):
 
     def last_archive_run(self) -> ArchiveRun | None: ...
 
+    def archived_counts(self, site: str | None = None) -> dict[tuple[str, str], int] | None:
+        """How many of each (site, week) file's episodes are archived now: fewer than its manifest's
+        count once some were restored, edited (hot again) or forgotten. None when the backbone
+        cannot say cheaply (then a file's count is all there is)."""
+        ...
+
 
 class Backbone(EpisodeSink, ChangeFeed, Coordination, ColdArchive, Protocol):
     """What opening a backbone for a site gives: all four roles over one connection. Consumers

@@ -395,6 +395,11 @@ class ConvexBackbone:
                 pending = unread
         return out
 
+    def archived_counts(self, site: str | None = None) -> dict[tuple[str, str], int] | None:
+        """Not counted: the deployment would read every archived episode's row to say it (a
+        query's read limit); ``archive list`` shows the files' own counts."""
+        return None
+
     def last_archive_run(self) -> ArchiveRun | None:
         value = self.call("query", "archive:lastRun")
         return None if value is None else ArchiveRun(int(value["at"]), int(value["archived"]), int(value["files"]))

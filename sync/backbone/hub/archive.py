@@ -323,6 +323,14 @@ class HubArchive(HubConnection):
         )
         return {r[0] for r in rows}
 
+    def archived_counts(self, site: str | None = None) -> dict[tuple[str, str], int] | None:
+        rows = self._read(
+            "SELECT source_site, archive_week, count(*) FROM episodes"
+            " WHERE archived = 1 AND (? IS NULL OR source_site = ?) GROUP BY source_site, archive_week",
+            (site, site),
+        )
+        return {(s, w): int(n) for s, w, n in rows}
+
     def last_archive_run(self) -> ArchiveRun | None:
         rows = self._read("SELECT at, archived, files FROM archive_runs ORDER BY id DESC LIMIT 1", ())
         return ArchiveRun(*rows[0]) if rows else None
