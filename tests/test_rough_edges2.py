@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from conftest import ROOT, SiteFiles, memsync, status_json
+from conftest import ROOT, AgentProcess, SiteFiles, episode, memsync, read_agentdb_rows, status_json
 
 from daemon.counts import counted
 
@@ -173,3 +173,23 @@ def test_archive_list_and_status_count_what_is_archived_now_and_the_folder_is_wh
     _, report = status_json(site.config)
     assert report["backbone"]["archive"]["episodes"] == 0
     assert report["backbone"]["archive"]["files"] == len(weeks)
+
+
+def test_a_row_with_an_empty_session_and_task_is_quarantined_as_the_readme_says(
+    site_files: Callable[..., SiteFiles], agents: Callable[[Path], AgentProcess], tmp_path: Path
+) -> None:
+    site = site_files("laptop", tmp_path / "agentdb.db")
+    agent = agents(site.agentdb)
+    kept = agent.store(episode(1))
+    blank = agent.store(episode(2, sessionId="", task=""))
+    after = agent.store(episode(3))
+    agent.close()
+    assert read_agentdb_rows(site.agentdb)[blank]["task"] in ("", b"")  # the package stored it as written
+
+    done = memsync("sync", "--once", "--config", str(site.config))
+    assert done.returncode == 0, done.stderr
+    assert {r["sourceId"] for r in _export(site)} == {str(kept), str(after)}
+    listed = memsync("quarantine", "list", "--json", "--config", str(site.config))
+    (entry,) = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert entry["id"] == blank
+    assert "column 'session_id' is empty" in entry["reason"]
