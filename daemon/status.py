@@ -137,8 +137,8 @@ def _telegram(settings: Settings) -> dict[str, Any]:
     from daemon.alerts.store import outbox_summary
 
     found: dict[str, Any] = {"enabled": settings.telegram.enabled, "chat": settings.telegram.chat_id}
-    outbox = outbox_summary(settings.alerts_path)
-    found.update(outbox or {"waiting": 0, "lastError": None, "lastSentAt": None})
+    outbox = outbox_summary(settings.alerts_path, settings.site.name)
+    found.update(outbox or {"waiting": 0, "lastError": None, "lastSentAt": None, "tokenRefused": None})
     if found["lastSentAt"] is not None:
         found["lastSentAt"] = _iso(found["lastSentAt"] / 1000)
     return found
@@ -255,6 +255,16 @@ def _behind_text(warm: dict[str, Any]) -> str:
     return f"{'more than ' if not warm.get('behindExact') else ''}{counted(count, 'episode')} behind"
 
 
+def _telegram_line(telegram: dict[str, Any]) -> str:
+    if not telegram["enabled"]:
+        return "off (alerts go to the log only)"
+    waiting = f"{counted(telegram['waiting'], 'message')} waiting" if telegram["waiting"] else "nothing waiting"
+    error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
+    last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
+    refused = f"; [red]{telegram['tokenRefused']}[/]" if telegram.get("tokenRefused") else ""
+    return f"chat {telegram['chat']}: {waiting}{error}{last}{refused}"
+
+
 _STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
 
 
@@ -316,14 +326,7 @@ def render(report: dict[str, Any], console: Console) -> None:
             when = f" {purge['at']}" if purge["at"] else ""
             shown += f"; forgotten episodes' purge: {purge['state']}{when}"
         table.add_row("search index", f"{where}: {shown}")
-    telegram = report["telegram"]
-    if not telegram["enabled"]:
-        table.add_row("telegram", "off (alerts go to the log only)")
-    else:
-        waiting = f"{counted(telegram['waiting'], 'message')} waiting" if telegram["waiting"] else "nothing waiting"
-        error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
-        last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
-        table.add_row("telegram", f"chat {telegram['chat']}: {waiting}{error}{last}")
+    table.add_row("telegram", _telegram_line(report["telegram"]))
     console.print(table)
     for reason in report["reasons"]:
         console.print(f"[{_STYLE[level]}]- {reason}[/]")

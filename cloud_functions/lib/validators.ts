@@ -67,13 +67,6 @@ export const cursorValue = v.object({
   totalSynced: v.number(),
 });
 
-export const approvalStatus = v.union(
-  v.literal("pending"),
-  v.literal("approved"),
-  v.literal("rejected"),
-  v.literal("expired"),
-);
-
 /** An episode as clients read it: the export fields of sync/episode.py, plus metadataJson when needed. */
 export const exportedEpisode = v.object({
   sourceSite: v.string(),
@@ -83,11 +76,17 @@ export const exportedEpisode = v.object({
   metadataJson: v.optional(v.string()),
   contentHash: v.string(),
   syncedAt: v.number(),
-  // Only on an episode an approval is about: the decision (export adds it after the fields).
-  approvalStatus: v.optional(approvalStatus),
+  // Only on an episode an approval is about: the decision, as the episode stores it.
+  approvalStatus: v.optional(v.string()),
   archived: v.optional(v.literal(true)), // only on an archived episode, as the hub exports it
 });
 
+export const approvalStatus = v.union(
+  v.literal("pending"),
+  v.literal("approved"),
+  v.literal("rejected"),
+  v.literal("expired"),
+);
 export const approvalPriority = v.union(v.literal("low"), v.literal("normal"), v.literal("high"), v.literal("critical"));
 export const taskStatus = v.union(
   v.literal("pending"),
