@@ -422,8 +422,14 @@ def test_approvals_are_decided_from_any_site_deferred_and_followed_by_their_epis
     laptop.sweeps.expire_approvals(seen.created_at + 2 * hour, {}, hour)
     assert laptop.backbone.approvals("pending")[0].approval_id == asked
 
+    end = laptop.backbone.feed_end()
     assert vm.backbone.resolve_approval(asked, "approved", "ann") == "approved"
     assert laptop.approval_status(first_episode) == "approved"
+    # The decision is a change in the feed (search indexes show it), its content the same.
+    (moved,) = [c for c in laptop.backbone.changes(end, 100) if (c.site, c.source_id) == (laptop.site, first_episode)]
+    assert moved.episode is not None
+    assert moved.episode["approvalStatus"] == "approved"
+    assert moved.episode["contentHash"] == item(1).content_hash
     resolved = laptop.backbone.approval(asked)
     assert resolved is not None
     assert (resolved.status, resolved.resolved_by) == ("approved", "ann")

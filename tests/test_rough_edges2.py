@@ -193,3 +193,38 @@ def test_a_row_with_an_empty_session_and_task_is_quarantined_as_the_readme_says(
     (entry,) = [json.loads(line) for line in listed.stdout.splitlines()]
     assert entry["id"] == blank
     assert "column 'session_id' is empty" in entry["reason"]
+
+
+def test_search_json_shows_an_approval_decision_once_the_index_catches_up(
+    site_files: Callable[..., SiteFiles], agents: Callable[[Path], AgentProcess], tmp_path: Path, short_dir: Path
+) -> None:
+    warm = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 30\n'
+    site = site_files("laptop", tmp_path / "agentdb.db", warm=warm)
+    agent = agents(site.agentdb)
+    about = agent.store(episode(1, task="rotate the TLS certificate on the edge proxy"))
+    other = agent.store(episode(2, task="rotate the database password"))
+    agent.close()
+    config = str(site.config)
+
+    def results() -> dict[str, dict[str, object]]:
+        done = memsync("sync", "--once", "--config", config)  # indexes what the index has not seen
+        assert done.returncode == 0, done.stderr
+        found = memsync("search", "rotate", "--json", "--config", config)
+        assert found.returncode == 0, found.stderr
+        return {str(r["sourceId"]): r for r in json.loads(found.stdout)["results"]}
+
+    before = results()
+    assert before[str(about)]["approvalStatus"] is None
+    asked = memsync(
+        "approval", "request", "--category", "deploy", "--summary", "s", "--episode", str(about), "-c", config
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert memsync("approvals", "approve", asked.stdout.strip(), "--by", "ann", "-c", config).returncode == 0
+
+    after = results()
+    assert after[str(about)]["approvalStatus"] == "approved"
+    assert after[str(other)]["approvalStatus"] is None
+    # The decision is a payload rewrite: the same text, nothing else about the result changed.
+    assert {k: v for k, v in after[str(about)].items() if k not in ("approvalStatus", "score", "similarity")} == {
+        k: v for k, v in before[str(about)].items() if k not in ("approvalStatus", "score", "similarity")
+    }

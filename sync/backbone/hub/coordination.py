@@ -27,6 +27,7 @@ from sync.backbone.hub.digest import HubDigest
 from sync.backbone.hub.health import HubHealth
 from sync.backbone.hub.jobs import HubJobs
 from sync.backbone.hub.registry import HubRegistry
+from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 
 _COLUMNS = (
@@ -94,11 +95,17 @@ def _has_episode(conn: sqlite3.Connection, site: str, source_id: str) -> bool:
 
 
 def _follow(conn: sqlite3.Connection, site: str, source_id: str, status: str) -> None:
-    """The episode an approval is about carries its decision (not a change of its content: the feed
-    does not move, and the site's next push of the episode leaves it)."""
-    conn.execute(
-        "UPDATE episodes SET approval_status = ? WHERE source_site = ? AND source_id = ?", (status, site, source_id)
-    )
+    """The episode an approval is about carries its decision. Not a change of its content (the
+    site's next push of the episode leaves it), but a change in the feed, so that search indexes
+    show the decision too (a payload rewrite, nothing embedded again)."""
+    seq = change_seq(conn) + 1
+    moved = conn.execute(
+        "UPDATE episodes SET approval_status = ?, change_seq = ? WHERE source_site = ? AND source_id = ?"
+        " AND approval_status IS NOT ?",
+        (status, seq, site, source_id, status),
+    ).rowcount
+    if moved:
+        set_change_seq(conn, seq)
 
 
 class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
