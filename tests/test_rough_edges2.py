@@ -141,6 +141,9 @@ def test_archive_list_and_status_count_what_is_archived_now_and_the_folder_is_wh
     site = _synced(site_files, make_agentdb, 6)
     config = str(site.config)
     newest = max(int(str(r["ts"])) for r in _export(site))
+    # An approval the policy decides at once (internal), about an episode about to be archived.
+    asked = memsync("approval", "request", "--category", "internal", "--summary", "s", "--episode", "3", "-c", config)
+    assert asked.returncode == 0, asked.stderr
     hub = HubBackbone(site.hub, "laptop")
     try:
         assert hub.archive_older_than(newest + 1, 100) == 6
@@ -156,6 +159,12 @@ def test_archive_list_and_status_count_what_is_archived_now_and_the_folder_is_wh
         done = memsync("archive", "list", "--json", "--config", config)
         assert done.returncode == 0, done.stderr
         return list(json.loads(done.stdout))
+
+    cold = {r["sourceId"]: r for r in _export(site, "--archived")}
+    assert len(cold) == 6
+    assert cold["3"]["approvalStatus"] == "approved"
+    assert list(cold["3"])[-2:] == ["approvalStatus", "archived"]
+    assert [k for k, r in cold.items() if "approvalStatus" in r] == ["3"]
 
     weeks = listed()
     assert sum(int(str(f["episodes"])) for f in weeks) == 6
