@@ -164,14 +164,6 @@ def spec_for(
     if settings.data_dir is not None:
         data_dir = settings.data_dir
     elif system:
-        # A system account's home is often /nonexistent (nobody, most daemons' users): a data dir
-        # under it would fail at the service's first start, far from the cause.
-        if home == Path("/nonexistent") or not home.is_dir():
-            raise ValueError(
-                f"the service user's home {home} does not exist, so there is no default data dir under it: "
-                f"set data_dir in {settings.config_file} to a folder for memsync's files (e.g. "
-                f"/var/lib/memsync/{settings.site.name}); install creates it for that user"
-            )
         data_dir = home / ".local" / "share" / "memsync"
     else:
         data_dir = settings.resolved_data_dir
