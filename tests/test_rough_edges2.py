@@ -60,6 +60,10 @@ def test_approval_ids_that_name_nothing_exit_64_and_a_decision_shows_in_list_and
     assert unknown.returncode == 64
     assert "no approval '424242'" in _one_sentence(unknown.stderr)
     assert memsync("approval", "wait", approval_id, "--timeout", "0", "-c", config).returncode == 2  # pending
+    for verb in ("approve", "reject", "defer"):
+        nothing = memsync("approvals", verb, "424242", "-c", config)
+        assert nothing.returncode == 64, nothing.stderr
+        assert "no approval '424242'" in _one_sentence(nothing.stderr)
 
     pending = memsync("approvals", "list", "-c", config, env={"COLUMNS": "200"})
     assert "expires" in pending.stdout.split("\n", 3)[-1]  # the row, not only the header

@@ -270,6 +270,8 @@ def decide_main(args: argparse.Namespace) -> int:
         settings = load(args, log_level="error")
         backbone = open_backbone(settings, create=False)
         try:
+            if backbone.approval(args.approval_id) is None:
+                fail(f"no approval {args.approval_id!r}: `memsync approvals` lists them", EXIT_UNKNOWN)
             if args.verb == "defer":
                 approval = backbone.defer_approval(
                     args.approval_id, by, settings.jobs.approval_timeout_ms(_category(backbone, args.approval_id))
