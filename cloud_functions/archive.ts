@@ -370,6 +370,25 @@ export const verify = action({
   },
 });
 
+/**
+ * How many of each file's episodes are archived now, by (site, week): a restore, an edit or a
+ * forget makes fewer than its manifest's count, which stays (`archive list` shows both).
+ */
+export const counts = action({
+  args: { ...siteArgs, ...range },
+  returns: v.array(v.object({ site: v.string(), week: v.string(), archived: v.number() })),
+  handler: async (ctx, args): Promise<{ site: string; week: string; archived: number }[]> => {
+    const found: Manifest[] = await ctx.runQuery(api.archive.files, args);
+    const out: { site: string; week: string; archived: number }[] = [];
+    for (const file of found) {
+      const { start, end } = weekRange(file.week);
+      const archivedKeys: string[] = await ctx.runQuery(internal.archive.archivedKeys, { site: file.site, from: start, to: end });
+      out.push({ site: file.site, week: file.week, archived: archivedKeys.length });
+    }
+    return out;
+  },
+});
+
 /** A committed file's records from `from` on, a page at a time (damaged: throws). */
 async function readFrom(
   ctx: Pick<ActionCtx, "runAction">,

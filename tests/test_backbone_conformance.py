@@ -1074,6 +1074,10 @@ def test_the_cold_archive_holds_what_left_the_hot_table_and_archive_plus_hot_is_
     everything.discard((laptop.site, "2"))
     hot, cold = _split([laptop, vm], everything)
     assert {f.week: f.count for f in laptop.backbone.archive_files(laptop.site)} == {"1970-W01": 1, "1970-W02": 2}
+    weeks = [(laptop.site, "1970-W01"), (laptop.site, "1970-W02")]
+    counts = laptop.backbone.archived_counts(laptop.site)
+    assert counts is not None
+    assert [counts.get(w, 0) for w in weeks] == [1, 2]
     (refused,) = laptop.backbone.push([item(2, at=at[2])], cursor=7)
     assert (refused.outcome, refused.reason) == (Outcome.REJECTED, "forgotten")
     assert all(c.problem is None for c in laptop.backbone.verify_archive(laptop.site))
@@ -1088,3 +1092,8 @@ def test_the_cold_archive_holds_what_left_the_hot_table_and_archive_plus_hot_is_
     assert restored["3"]["output"] == "secret-free text 3"
     assert tuple(restored["3"]) == EXPORT_FIELDS
     assert [f.week for f in laptop.backbone.archive_files(laptop.site)] == ["1970-W01", "1970-W02"]
+    # The files keep their counts; what is archived now is none of them (archive list shows both).
+    assert [f.count for f in laptop.backbone.archive_files(laptop.site)] == [1, 2]
+    counts = laptop.backbone.archived_counts(laptop.site)
+    assert counts is not None
+    assert [counts.get(w, 0) for w in weeks] == [0, 0]
