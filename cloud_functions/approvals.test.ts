@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
 import { approvedAtCreation } from "./approvals";
+import { item } from "./test.fixtures";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 
 const NOW = 1_770_000_000_000;
@@ -65,6 +66,7 @@ describe("approvals", () => {
   });
 
   test("get: the fields the Python client reads (createdAt, resolvedAt, deferCount absent meaning 0, site, summary, sourceId)", async () => {
+    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 7, episodes: [item("7")] });
     const { approvalId } = await t.mutation(api.approvals.create, {
       ...laptop,
       agentName: "claude",
@@ -93,6 +95,26 @@ describe("approvals", () => {
       summary: "ship it",
       sourceId: "7",
     });
+  });
+
+  test("create: an episode id that names none of the site's episodes is NOT_FOUND, and nothing is created", async () => {
+    const about = (auth: typeof laptop, sourceId: string) =>
+      t.mutation(api.approvals.create, {
+        ...auth,
+        agentName: "claude",
+        actionType: "deploy",
+        priority: "normal",
+        reviewers: [],
+        expiresAt: NOW + 60_000,
+        sourceId,
+      });
+    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 7, episodes: [item("7")] });
+    expect(await errorCode(about(laptop, "8"))).toBe("NOT_FOUND");
+    expect(await errorMessage(about(laptop, "8"))).toMatch(/no episode '8' from site laptop/);
+    // Another site's episode of that id is not this site's.
+    expect(await errorCode(about(vm, "7"))).toBe("NOT_FOUND");
+    expect(await t.query(api.approvals.list, { ...laptop, allSites: true })).toEqual([]);
+    expect((await about(laptop, "7")).status).toBe("pending");
   });
 
   test("get: null for an unknown or malformed id; resolve: NOT_FOUND for an unknown one", async () => {

@@ -62,6 +62,15 @@ export const create = mutation({
     if (costUsd !== undefined && !(Number.isFinite(costUsd) && costUsd >= 0)) {
       fail("INVALID", `costUsd must be a finite amount, not negative, got ${costUsd}`);
     }
+    // Its decision is written to that episode (markEpisode): an id naming none of this site's
+    // episodes (hot or archived) is refused, never kept dangling.
+    if (sourceId !== undefined) {
+      const episode = await ctx.db
+        .query("episodes")
+        .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", sourceId))
+        .unique();
+      if (episode === null) fail("NOT_FOUND", `no episode '${sourceId}' from site ${site} in the deployment`);
+    }
     const approved = approvedAtCreation(args.actionType, timeout, costUsd, testsPassed);
     const approvalId = await ctx.db.insert("approvals", {
       agentName: args.agentName,

@@ -392,6 +392,19 @@ describe("bounds", () => {
     expect(pages).toEqual([["1", "2"], ["3", "4"], ["5", "6"], ["7"]]);
   });
 
+  test("archive:episodes carries an archived episode's approval decision, as export does", async () => {
+    await push([ep("1", W1), ep("2", W1 + 1)]);
+    // internal: approved by the policy at once, and the episode follows.
+    const about = { agentName: "claude", actionType: "internal", priority: "normal" as const, reviewers: [] };
+    await t.mutation(api.approvals.create, { ...laptop, ...about, expiresAt: NOW + 60_000, sourceId: "1" });
+    await archive();
+    const cold = await coldEpisodes();
+    expect(cold.map((e) => [e.sourceId, (e as { approvalStatus?: string }).approvalStatus])).toEqual([
+      ["1", "approved"],
+      ["2", undefined],
+    ]);
+  });
+
   test("a run of 450 realistic episodes commits within Convex's transaction limits", async () => {
     const tl = backend({ transactionLimits: true });
     const site = await registerSite(tl, "laptop");

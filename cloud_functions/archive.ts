@@ -30,7 +30,7 @@ import { archiveManifest, exportedEpisode, isCount } from "./lib/validators";
 
 export type Manifest = Omit<Doc<"archiveFiles">, "_id" | "_creationTime">;
 type Check = { file: Manifest; problem: string | null };
-type Page = { episodes: (ArchiveRecord & { archived: true })[]; next: string | null };
+type Page = { episodes: (ArchiveRecord & { approvalStatus?: string; archived: true })[]; next: string | null };
 type Records = { records: (ArchiveRecord & { archived: true })[]; unread: { sourceSite: string; sourceId: string }[] };
 
 export const archiveFile = v.object({
@@ -223,15 +223,21 @@ export const recordRun = internalMutation({
   },
 });
 
-/** Which of a site's keys are archived with exactly this content (the file's copy is theirs). */
+/**
+ * Which of a site's keys are archived with exactly this content (the file's copy is theirs), each
+ * with the decision on an approval about it, if any (kept on the row, not in the file).
+ */
 export const archivedAmong = internalQuery({
   args: { site: v.string(), items: v.array(v.object({ sourceId: v.string(), contentHash: v.string() })) },
-  returns: v.array(v.string()),
+  returns: v.array(v.object({ sourceId: v.string(), approvalStatus: v.optional(v.string()) })),
   handler: async (ctx, { site, items }) => {
-    const out: string[] = [];
+    const out: { sourceId: string; approvalStatus?: string }[] = [];
     for (const item of items) {
       const doc = await findEpisode(ctx.db, site, item.sourceId);
-      if (doc !== null && doc.archived && doc.contentHash === item.contentHash) out.push(item.sourceId);
+      if (doc !== null && doc.archived && doc.contentHash === item.contentHash) {
+        const { approvalStatus } = doc;
+        out.push(approvalStatus === undefined ? { sourceId: item.sourceId } : { sourceId: item.sourceId, approvalStatus });
+      }
     }
     return out;
   },
@@ -364,6 +370,25 @@ export const verify = action({
   },
 });
 
+/**
+ * How many of each file's episodes are archived now, by (site, week): a restore, an edit or a
+ * forget makes fewer than its manifest's count, which stays (`archive list` shows both).
+ */
+export const counts = action({
+  args: { ...siteArgs, ...range },
+  returns: v.array(v.object({ site: v.string(), week: v.string(), archived: v.number() })),
+  handler: async (ctx, args): Promise<{ site: string; week: string; archived: number }[]> => {
+    const found: Manifest[] = await ctx.runQuery(api.archive.files, args);
+    const out: { site: string; week: string; archived: number }[] = [];
+    for (const file of found) {
+      const { start, end } = weekRange(file.week);
+      const archivedKeys: string[] = await ctx.runQuery(internal.archive.archivedKeys, { site: file.site, from: start, to: end });
+      out.push({ site: file.site, week: file.week, archived: archivedKeys.length });
+    }
+    return out;
+  },
+});
+
 /** A committed file's records from `from` on, a page at a time (damaged: throws). */
 async function readFrom(
   ctx: Pick<ActionCtx, "runAction">,
@@ -444,13 +469,19 @@ export const episodes = action({
       if (week !== null && file.week < week) continue;
       const from = week !== null && file.week === week ? offset : 0;
       const { records, total } = await readFrom(ctx, file, from, args.limit - scanned);
-      const archived = new Set<string>(
-        await ctx.runQuery(internal.archive.archivedAmong, {
-          site: file.site,
-          items: records.map((r) => ({ sourceId: r.sourceId, contentHash: r.contentHash })),
-        }),
+      const archived = new Map<string, string | undefined>(
+        (
+          await ctx.runQuery(internal.archive.archivedAmong, {
+            site: file.site,
+            items: records.map((r) => ({ sourceId: r.sourceId, contentHash: r.contentHash })),
+          })
+        ).map((a: { sourceId: string; approvalStatus?: string }) => [a.sourceId, a.approvalStatus]),
       );
-      for (const record of records) if (archived.has(record.sourceId)) out.push({ ...record, archived: true as const });
+      for (const record of records) {
+        if (!archived.has(record.sourceId)) continue;
+        const decision = archived.get(record.sourceId);
+        out.push({ ...record, ...(decision === undefined ? {} : { approvalStatus: decision }), archived: true as const });
+      }
       scanned += records.length;
       const next = from + records.length;
       if (next < total) return { episodes: out, next: `${file.week}:${next}` };

@@ -13,7 +13,7 @@ import {
 import { isoWeek } from "./lib/archiveFormat";
 import { archiveRun, ORPHAN_GRACE_MS, rewriteWeek, type RunResult } from "./lib/archiveWrite";
 import { authenticate, siteArgs } from "./lib/auth";
-import { backfillChangeSeqs, CHANGE_COUNTER, ChangeSequence, readChanges, recordPoint } from "./lib/changes";
+import { backfillChangeSeqs, CHANGE_COUNTER, ChangeSequence, readChanges, recordPoint, withApproval } from "./lib/changes";
 import { advanceCursor, cursorOf, readCursor } from "./lib/cursor";
 import { exportEpisode, isHot } from "./lib/episodeView";
 import { fail } from "./lib/errors";
@@ -96,7 +96,8 @@ export const listEpisodes = query({
       .query("episodes")
       .withIndex("by_site_synced", (q) => q.eq("sourceSite", site))
       .paginate({ cursor: args.after, numItems: args.limit });
-    return { episodes: page.page.filter(isHot).map(exportEpisode), next: page.isDone ? null : page.continueCursor };
+    const episodes = page.page.filter(isHot).map((doc) => withApproval(exportEpisode(doc), doc.approvalStatus));
+    return { episodes, next: page.isDone ? null : page.continueCursor };
   },
 });
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from daemon.counts import counted
+
 
 class Level(IntEnum):
     OK = 0
@@ -54,13 +56,13 @@ def assess(f: Facts) -> tuple[Level, list[str]]:
     lagging = f.lag_seconds is not None and f.lag_seconds > f.lag_warning
     if not f.daemon_running:
         if f.backlog and lagging:
-            down.append(f"no daemon running and {f.backlog} episodes waiting for {f.lag_seconds:.0f}s")
+            down.append(f"no daemon running and {counted(f.backlog, 'episode')} waiting for {f.lag_seconds:.0f}s")
         else:
             degraded.append("no daemon running for this site")
     elif lagging:
         degraded.append(f"lag {f.lag_seconds:.0f}s is over the {f.lag_warning:.0f}s limit ({f.backlog} waiting)")
     if f.quarantined:
-        degraded.append(f"{f.quarantined} episodes quarantined (see `memsync quarantine list`)")
+        degraded.append(f"{counted(f.quarantined, 'episode')} quarantined (see `memsync quarantine list`)")
     if f.warm_problem:
         degraded.append(f"search index: {f.warm_problem}")
     if f.last_error and not down:

@@ -25,6 +25,14 @@ def user() -> str:
         return f"uid {uid}"
 
 
+def _account() -> str:
+    """This process's user as a command line names it: its name, or its uid when it has none."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
 def agentdb_problem(path: Path) -> str | None:
     """Why the AgentDB file cannot be read by this process, or None (a missing file is no problem:
     the agent may not have written it yet, and the daemon waits for it)."""
@@ -41,7 +49,7 @@ def agentdb_problem(path: Path) -> str | None:
     except PermissionError:
         return (
             f"memsync runs as user {user()}, which cannot read the AgentDB file {path}: give that user read "
-            f"access (e.g. `setfacl -m u:USER:r {path}`, or a shared group), or run memsync as the agent's user"
+            f"access (e.g. `setfacl -m u:{_account()}:r {path}`, or a shared group), or run memsync as the agent's user"
         )
     except OSError as exc:
         return f"cannot open the AgentDB file {path}: {exc.strerror}"

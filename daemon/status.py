@@ -16,6 +16,7 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 
 from daemon.config import Settings
+from daemon.counts import counted
 from daemon.health import Facts, Level, assess, lag_seconds
 from daemon.loop.lock import holder_pid
 from daemon.paths import agentdb_problem, writable_problem
@@ -157,8 +158,8 @@ def _telegram(settings: Settings) -> dict[str, Any]:
     from daemon.alerts.store import outbox_summary
 
     found: dict[str, Any] = {"enabled": settings.telegram.enabled, "chat": settings.telegram.chat_id}
-    outbox = outbox_summary(settings.alerts_path)
-    found.update(outbox or {"waiting": 0, "lastError": None, "lastSentAt": None})
+    outbox = outbox_summary(settings.alerts_path, settings.site.name)
+    found.update(outbox or {"waiting": 0, "lastError": None, "lastSentAt": None, "tokenRefused": None})
     if found["lastSentAt"] is not None:
         found["lastSentAt"] = _iso(found["lastSentAt"] / 1000)
     return found
@@ -201,9 +202,10 @@ def _archive(archive: ColdArchive) -> dict[str, Any]:
     """The cold archive: its files' episodes and size, and the cleanup job's last run."""
     files = archive.archive_files()
     run = archive.last_archive_run()
+    counts = archive.archived_counts()  # a restore leaves the files' own counts as they were
     return {
         "files": len(files),
-        "episodes": sum(f.count for f in files),
+        "episodes": sum(f.count for f in files) if counts is None else sum(counts.values()),
         "bytes": sum(f.bytes for f in files),
         "lastRun": None if run is None else {"at": _iso(run.at / 1000), "archived": run.archived, "files": run.files},
     }
@@ -273,14 +275,24 @@ def _behind_text(warm: dict[str, Any]) -> str:
         return "how far behind is unknown (backbone unreachable)"
     if count == 0:
         return "up to date"
-    return f"{'more than ' if not warm.get('behindExact') else ''}{count} episodes behind"
+    return f"{'more than ' if not warm.get('behindExact') else ''}{counted(count, 'episode')} behind"
+
+
+def _telegram_line(telegram: dict[str, Any]) -> str:
+    if not telegram["enabled"]:
+        return "off (alerts go to the log only)"
+    waiting = f"{counted(telegram['waiting'], 'message')} waiting" if telegram["waiting"] else "nothing waiting"
+    error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
+    last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
+    refused = f"; [red]{telegram['tokenRefused']}[/]" if telegram.get("tokenRefused") else ""
+    return f"chat {telegram['chat']}: {waiting}{error}{last}{refused}"
 
 
 def _agentdb_text(adb: dict[str, Any]) -> str:
     if adb["waiting"]:
         return f"waiting for the AgentDB file at {adb['path']} (not created yet)"
     if adb["readable"]:
-        return f"{adb['path']}: {adb['episodes']} episodes, max id {adb['maxId']}"
+        return f"{adb['path']}: {counted(adb['episodes'], 'episode')}, max id {adb['maxId']}"
     return f"{adb['path']}: [red]{adb['error']}[/]"
 
 
@@ -314,7 +326,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     if bb.get("source"):
         table.add_row("fed by", bb["source"])
     table.add_row("agentdb", _agentdb_text(report["agentdb"]))
-    table.add_row("cursor", f"{report['cursor']} ({report['synced']} episodes synced)")
+    table.add_row("cursor", f"{report['cursor']} ({counted(report['synced'], 'episode')} synced)")
     table.add_row("backlog", "?" if report["backlog"] is None else str(report["backlog"]))
     table.add_row("last sync", report["lastSyncAt"] or "never")
     table.add_row("lag", "?" if report["lagSeconds"] is None else f"{report['lagSeconds']:.1f}s")
@@ -322,16 +334,18 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("conflicts", f"{report['conflicts']} (reused ids; both episodes kept)")
     table.add_row(
         "redacted",
-        f"{report['redacted']} episodes had secrets replaced before they left"
+        f"{counted(report['redacted'], 'episode')} had secrets replaced before they left"
         if report["redaction"]
         else "[yellow]off[/] (privacy.redact = false: secrets in episodes leave the site)",
     )
     archive = bb.get("archive")
     if archive is not None:
         run = archive["lastRun"]
-        last = "never run" if run is None else f"last run {run['at']}: {run['archived']} episodes archived"
+        last = "never run" if run is None else f"last run {run['at']}: {counted(run['archived'], 'episode')} archived"
         table.add_row(
-            "archive", f"{archive['episodes']} episodes in {archive['files']} files, {archive['bytes']:,} bytes; {last}"
+            "archive",
+            f"{counted(archive['episodes'], 'episode')} in {counted(archive['files'], 'file')}, "
+            f"{archive['bytes']:,} bytes; {last}",
         )
     warm = report["warm"]
     if not warm["enabled"]:
@@ -346,14 +360,7 @@ def render(report: dict[str, Any], console: Console) -> None:
             when = f" {purge['at']}" if purge["at"] else ""
             shown += f"; forgotten episodes' purge: {purge['state']}{when}"
         table.add_row("search index", f"{where}: {shown}")
-    telegram = report["telegram"]
-    if not telegram["enabled"]:
-        table.add_row("telegram", "off (alerts go to the log only)")
-    else:
-        waiting = f"{telegram['waiting']} messages waiting" if telegram["waiting"] else "nothing waiting"
-        error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
-        last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
-        table.add_row("telegram", f"chat {telegram['chat']}: {waiting}{error}{last}")
+    table.add_row("telegram", _telegram_line(report["telegram"]))
     print_stripped(table, console)
     for reason in report["reasons"]:
         console.print(f"[{_STYLE[level]}]- {reason}[/]")

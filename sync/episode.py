@@ -327,9 +327,11 @@ def _convert(local_id: int, row: Mapping[str, object], defaults: Attribution, re
     kept: dict[str, str] = {}
     texts = {column: _text(row, column) for column in TEXT_COLUMNS}
     session_id, task = texts["session_id"], texts["task"]
-    if session_id is None or task is None:
-        missing = "session_id" if session_id is None else "task"
-        raise _Reject(f"column {missing!r} is NULL but an episode needs it")
+    for column, value in (("session_id", session_id), ("task", task)):
+        # Blank is as good as missing: nothing to group the episode by, or to say what it was.
+        if value is None or not value.strip():
+            state = "NULL" if value is None else "empty"
+            raise _Reject(f"column {column!r} is {state} but an episode needs it")
     # Some schemas (agentdb 1.3.9's MCP init) have no created_at; a row then dates from its ts.
     ts_raw, created_raw = row.get("ts"), row.get("created_at")
     created_at = _epoch_ms(created_raw if created_raw is not None else ts_raw, "created_at")

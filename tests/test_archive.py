@@ -310,7 +310,7 @@ def test_the_weekly_job_archive_commands_export_and_status(
     assert report["backbone"]["archive"]["episodes"] == 4
     assert report["backbone"]["archive"]["lastRun"]["archived"] == 4
     shown = memsync("status", "--config", config).stdout
-    assert "4 episodes in 1 files" in shown
+    assert "4 episodes in 1 file," in shown
 
     # Syncing again pushes nothing: the keys stay in the hot table.
     assert memsync("sync", "--config", config).returncode == 0

@@ -394,6 +394,16 @@ def test_approvals_are_decided_from_any_site_deferred_and_followed_by_their_epis
         summary="email the weekly report to the team",
         source_id=first_episode,
     )
+    # An episode id that names none of the site's episodes is refused, and nothing is created.
+    with pytest.raises(BackboneNotFound, match="no episode '2' from site"):
+        laptop.backbone.create_approval(
+            agent_name="coder",
+            action_type="send_message",
+            priority="normal",
+            reviewers=[],
+            expires_at=later,
+            source_id="2",
+        )
     seen = vm.backbone.approval(asked)
     assert seen is not None
     assert (seen.site, seen.summary, seen.source_id, seen.defer_count) == (
@@ -418,8 +428,14 @@ def test_approvals_are_decided_from_any_site_deferred_and_followed_by_their_epis
     laptop.sweeps.expire_approvals(seen.created_at + 2 * hour, {}, hour)
     assert laptop.backbone.approvals("pending")[0].approval_id == asked
 
+    end = laptop.backbone.feed_end()
     assert vm.backbone.resolve_approval(asked, "approved", "ann") == "approved"
     assert laptop.approval_status(first_episode) == "approved"
+    # The decision is a change in the feed (search indexes show it), its content the same.
+    (moved,) = [c for c in laptop.backbone.changes(end, 100) if (c.site, c.source_id) == (laptop.site, first_episode)]
+    assert moved.episode is not None
+    assert moved.episode["approvalStatus"] == "approved"
+    assert moved.episode["contentHash"] == item(1).content_hash
     resolved = laptop.backbone.approval(asked)
     assert resolved is not None
     assert (resolved.status, resolved.resolved_by) == ("approved", "ann")
@@ -1126,6 +1142,10 @@ def test_the_cold_archive_holds_what_left_the_hot_table_and_archive_plus_hot_is_
     everything.discard((laptop.site, "2"))
     hot, cold = _split([laptop, vm], everything)
     assert {f.week: f.count for f in laptop.backbone.archive_files(laptop.site)} == {"1970-W01": 1, "1970-W02": 2}
+    weeks = [(laptop.site, "1970-W01"), (laptop.site, "1970-W02")]
+    counts = laptop.backbone.archived_counts(laptop.site)
+    assert counts is not None
+    assert [counts.get(w, 0) for w in weeks] == [1, 2]
     (refused,) = laptop.backbone.push([item(2, at=at[2])], cursor=7)
     assert (refused.outcome, refused.reason) == (Outcome.REJECTED, "forgotten")
     assert all(c.problem is None for c in laptop.backbone.verify_archive(laptop.site))
@@ -1140,3 +1160,8 @@ def test_the_cold_archive_holds_what_left_the_hot_table_and_archive_plus_hot_is_
     assert restored["3"]["output"] == "secret-free text 3"
     assert tuple(restored["3"]) == EXPORT_FIELDS
     assert [f.week for f in laptop.backbone.archive_files(laptop.site)] == ["1970-W01", "1970-W02"]
+    # The files keep their counts; what is archived now is none of them (archive list shows both).
+    assert [f.count for f in laptop.backbone.archive_files(laptop.site)] == [1, 2]
+    counts = laptop.backbone.archived_counts(laptop.site)
+    assert counts is not None
+    assert [counts.get(w, 0) for w in weeks] == [0, 0]

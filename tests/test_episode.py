@@ -143,6 +143,8 @@ def test_malformed_metadata_keeps_the_original_text() -> None:
         ),
         pytest.param({"session_id": None}, "column 'session_id' is NULL", id="no session"),
         pytest.param({"task": None}, "column 'task' is NULL", id="no task"),
+        pytest.param({"session_id": b"", "task": b""}, "column 'session_id' is empty", id="empty session and task"),
+        pytest.param({"task": b" \n"}, "column 'task' is empty", id="blank task"),
         pytest.param({"ts": None, "created_at": None}, "column 'created_at' is NULL", id="no time at all"),
         pytest.param({"created_at": b"yesterday", "ts": None}, "not a Unix time", id="text time"),
     ],

@@ -28,6 +28,7 @@ HEALTHY = Facts(
         pytest.param({"conflicts": 3}, Level.OK, None, id="conflicts alone: both kept"),
         pytest.param({"backlog": 40, "lag_seconds": 2.0}, Level.OK, None, id="busy but keeping up"),
         pytest.param({"quarantined": 2}, Level.DEGRADED, "2 episodes quarantined", id="quarantine"),
+        pytest.param({"quarantined": 1}, Level.DEGRADED, "1 episode quarantined (", id="one quarantined"),
         pytest.param({"backlog": 9, "lag_seconds": 61.0}, Level.DEGRADED, "lag 61s", id="lagging"),
         pytest.param({"last_error": "backbone: locked"}, Level.DEGRADED, "backbone: locked", id="retrying"),
         pytest.param({"daemon_running": False}, Level.DEGRADED, "no daemon", id="no daemon, nothing waiting"),

@@ -250,7 +250,9 @@ case "$1" in
     if [ -f "$STATE/fail-enable" ]; then cat "$STATE/fail-enable" >&2; exit 1; fi
     echo enabled > "$STATE/enabled"
     if [ "$2" = --now ]; then echo active > "$STATE/active"; fi;;
-  disable) echo disabled > "$STATE/enabled"; if [ "$2" = --now ]; then echo inactive > "$STATE/active"; fi;;
+  disable)
+    if [ -f "$STATE/fail-disable" ]; then cat "$STATE/fail-disable" >&2; exit 1; fi
+    echo disabled > "$STATE/enabled"; if [ "$2" = --now ]; then echo inactive > "$STATE/active"; fi;;
   start|restart) echo active > "$STATE/active";;
   show) echo 4242;;
 esac
@@ -484,6 +486,56 @@ def _error(done: subprocess.CompletedProcess[str], code: int) -> str:
     assert len(lines) == 1, done.stderr  # one sentence
     assert lines[0].startswith("memsync: ")
     return lines[0]
+
+
+def test_uninstall_removes_the_unit_when_systemctl_fails_and_says_what_to_do(machine: Machine, tmp_path: Path) -> None:
+    config = str(machine.config)
+    unit = machine.home / ".config/systemd/user/memsync-laptop.service"
+    assert machine.memsync("install", "-c", config, "--kind", "systemd").returncode == 0
+    (machine.state / "fail-disable").write_text("Failed to connect to bus: No medium found\n", encoding="utf-8")
+    machine.calls()
+    message = _error(machine.memsync("uninstall", "-c", config, "--kind", "systemd"), 1)
+    assert not unit.exists()
+    assert f"removed {unit}, but `systemctl --user disable --now memsync-laptop.service` failed" in message
+    assert "Failed to connect to bus: No medium found" in message
+    assert "`systemctl --user stop memsync-laptop.service`" in message
+    # It still tried the reload after removing the file.
+    assert machine.calls()[-1] == "systemctl --user daemon-reload"
+
+    # No systemctl at all: the file goes too, and that is said.
+    (machine.state / "fail-disable").unlink()
+    assert machine.memsync("install", "-c", config, "--kind", "systemd").returncode == 0
+    only = tmp_path / "only"
+    only.mkdir()
+    shutil.copy(machine.bin / "loginctl", only / "loginctl")
+    message = _error(machine.memsync("uninstall", "-c", config, "--kind", "systemd", path=str(only)), 1)
+    assert not unit.exists()
+    assert f"removed {unit}, but systemctl is not on PATH" in message
+
+
+def test_a_system_unit_for_a_user_without_a_home_needs_a_data_dir(machine: Machine, tmp_path: Path) -> None:
+    homeless = next((p for p in pwd.getpwall() if p.pw_dir == "/nonexistent"), None)
+    if homeless is None:
+        pytest.skip("no account on this machine has /nonexistent for a home")
+    # The fixture's config names a data_dir: this one leaves it to the default.
+    text = machine.config.read_text(encoding="utf-8")
+    assert text.startswith("data_dir = ")
+    bare = tmp_path / "bare.toml"
+    bare.write_text(text.split("\n", 1)[1], encoding="utf-8")
+    message = _error(machine.memsync("render", "-c", str(bare), "--system", "--user", homeless.pw_name), 78)
+    assert "the service user's home /nonexistent does not exist" in message
+    assert f"set data_dir in {bare}" in message
+    # A user with a home: the default under it, as before.
+    mine = machine.memsync("render", "-c", str(bare), "--system", "--user", ME)
+    assert mine.returncode == 0, mine.stderr
+    assert f"MEMSYNC_DATA_DIR={Path(pwd.getpwnam(ME).pw_dir) / '.local/share/memsync'}" in mine.stdout
+    # With a data_dir there is nothing to guess.
+    with_dir = tmp_path / "with-dir.toml"
+    with_dir.write_text(f'data_dir = "{tmp_path / "srv"}"\n' + bare.read_text(encoding="utf-8"), encoding="utf-8")
+    done = machine.memsync("render", "-c", str(with_dir), "--system", "--user", homeless.pw_name)
+    assert done.returncode == 0, done.stderr
+    assert f"MEMSYNC_DATA_DIR={tmp_path / 'srv'}" in done.stdout
+    assert "/nonexistent" not in done.stdout
 
 
 def test_errors_are_one_sentence_with_the_documented_exit_code(machine: Machine, tmp_path: Path) -> None:

@@ -96,6 +96,14 @@ def press(
 
 
 def test_request_press_and_wait_on_convex(site: Site, convex: LocalConvex, tg: FakeTelegram) -> None:
+    # An approval is about one of the site's episodes that the deployment holds: an id it does not
+    # hold is refused (exit 64, one sentence), and nothing is sent.
+    unknown = site.run("approval", "request", "--category", "send_message", "--summary", "x", "--episode", "1")
+    assert unknown.returncode == 64, unknown.stderr
+    assert "no episode '1' from site" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    synced = site.run("sync", "--once")
+    assert synced.returncode == 0, synced.stderr
     first = site.ask("send_message", "--episode", "1")
     message_id, message = message_of(tg, first)
     buttons = [b["callback_data"] for b in message["reply_markup"]["inline_keyboard"][0]]
@@ -123,7 +131,10 @@ def test_request_press_and_wait_on_convex(site: Site, convex: LocalConvex, tg: F
     approved = json.loads(site.run("approvals", "list", "--status", "approved", "--site-only", "--json").stdout)
     assert [(a["approvalId"], a["resolvedBy"], a["episode"]) for a in approved] == [(first, "Ann", f"{site.name}:1")]
     stored = convex.admin("query", "episodes:approvalStatusOf", {"site": site.name, "sourceId": "1"})
-    assert stored in (None, "approved")  # the episode is not pushed here (no daemon): set once it exists
+    assert stored == "approved"
+    # export shows the decision on that episode only.
+    exported = [json.loads(line) for line in site.run("export").stdout.splitlines()]
+    assert [(e["sourceId"], e.get("approvalStatus")) for e in exported] == [("1", "approved"), ("2", None)]
 
 
 def test_reject_expiry_and_policy_on_convex(site: Site, convex: LocalConvex, tg: FakeTelegram) -> None:

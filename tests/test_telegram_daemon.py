@@ -19,7 +19,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import AgentProcess, SiteFiles, episode, memsync, wait_for, wait_started, write_config
+from conftest import (
+    AgentProcess,
+    SiteFiles,
+    episode,
+    flat,
+    memsync,
+    status_json,
+    wait_for,
+    wait_started,
+    write_config,
+)
 from fake_telegram import FakeTelegram
 
 from daemon.alerts.store import AlertStore
@@ -369,3 +379,37 @@ def test_the_digest_goes_once_a_day_across_sites_and_on_demand(
     done = memsync("digest", "--send", "--date", "1999-01-01", "--config", str(vm.config))
     assert done.returncode == 1
     assert "no digest for 1999-01-01" in done.stderr
+
+
+def test_a_token_the_daemon_finds_refused_is_an_error_in_the_log_and_in_status(
+    tmp_path: Path,
+    make_agentdb: Callable[..., Path],
+    daemons: Daemons,
+    tg: FakeTelegram,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    wrong = "999999:WRONG-token_also_secret"
+    monkeypatch.setenv("MEMSYNC_TELEGRAM__BOT_TOKEN", wrong)
+    laptop = site(tmp_path, "laptop", make_agentdb(1, name="laptop.db"), fast(tg))
+    log = tmp_path / "laptop.log"
+    proc = daemons(laptop.config, log)
+    wait_started(laptop, proc, log)
+
+    def refusals() -> list[dict[str, object]]:
+        lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
+        return [r for r in lines if "refused the bot token" in str(r.get("detail", ""))]
+
+    wait_for(lambda: bool(refusals()), what="the refusal logged")
+    (said,) = refusals()  # once, however often the daemon meets it
+    assert said["level"] == "error", said
+    _, report = status_json(laptop.config)
+    refused = report["telegram"]["tokenRefused"]
+    assert "telegram refused the bot token" in refused
+    assert "MEMSYNC_TELEGRAM__BOT_TOKEN" in refused
+    shown = memsync("status", "--config", str(laptop.config), env={"COLUMNS": "300"})
+    assert "telegram refused the bot token" in flat(shown.stdout)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    assert len(refusals()) == 1
+    for text in (log.read_text(encoding="utf-8"), shown.stdout, shown.stderr, json.dumps(report)):
+        assert wrong not in text

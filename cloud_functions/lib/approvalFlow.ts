@@ -7,6 +7,7 @@ import type { Doc } from "../_generated/dataModel";
 import type { MutationCtx } from "../_generated/server";
 import { effectiveExpiry, MAX_DEFERS, timeoutOf } from "./approvalPolicy";
 import { approvalButtons, deferredText, expiredText, resolvedText } from "./approvalMessage";
+import { ChangeSequence } from "./changes";
 import { fail } from "./errors";
 import { enqueue } from "./outbox";
 
@@ -21,7 +22,11 @@ export async function markEpisode(ctx: MutationCtx, approval: Approval, status: 
     .query("episodes")
     .withIndex("by_site_source", (q) => q.eq("sourceSite", sourceSite).eq("sourceId", sourceId))
     .unique();
-  if (episode !== null && episode.approvalStatus !== status) await ctx.db.patch(episode._id, { approvalStatus: status });
+  if (episode === null || episode.approvalStatus === status) return;
+  // A change in the feed (not of the content): search indexes rewrite the payload, embed nothing.
+  const sequence = new ChangeSequence(ctx.db);
+  await ctx.db.patch(episode._id, { approvalStatus: status, changeSeq: await sequence.next() });
+  await sequence.save();
 }
 
 /** Why `approval` can no longer be answered, or null while it can. */

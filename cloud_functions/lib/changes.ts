@@ -50,11 +50,18 @@ export class ChangeSequence {
  */
 export const MAX_FEED_BYTES = 8 * 1024 * 1024;
 
+/** An episode as the feed and export give it: an approval's decision after the fields, only on an episode one is about. */
+export type FeedEpisode = ExportedEpisode & { approvalStatus?: string };
+
+export function withApproval(episode: ExportedEpisode, approvalStatus: string | undefined): FeedEpisode {
+  return approvalStatus === undefined ? episode : { ...episode, approvalStatus };
+}
+
 export type ChangeEntry = {
   seq: number;
   sourceSite: string;
   sourceId: string;
-  episode: ExportedEpisode | null; // null: forgotten, or archived
+  episode: FeedEpisode | null; // null: forgotten, or archived
   qdrantPointId: string | null;
   archived: boolean; // the body moved to the cold archive: indexes mark the key archived, not gone
 };
@@ -99,7 +106,7 @@ export async function readChanges(db: QueryCtx["db"], after: number, limit: numb
         seq,
         sourceSite: doc.sourceSite,
         sourceId: doc.sourceId,
-        episode: hot ? exportEpisode(doc) : null,
+        episode: hot ? withApproval(exportEpisode(doc), doc.approvalStatus) : null,
         qdrantPointId: doc.qdrantPointId ?? null,
         archived: !hot,
       };

@@ -76,6 +76,8 @@ export const exportedEpisode = v.object({
   metadataJson: v.optional(v.string()),
   contentHash: v.string(),
   syncedAt: v.number(),
+  // Only on an episode an approval is about: the decision, as the episode stores it.
+  approvalStatus: v.optional(v.string()),
   archived: v.optional(v.literal(true)), // only on an archived episode, as the hub exports it
 });
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from daemon.alerts.machine import Observation, SignalSpec
+from daemon.counts import counted
 from sync.backbone.base import Approval, SiteState
 
 MINUTE_MS: Final = 60_000
@@ -91,7 +92,7 @@ def observe_sites(sites: Iterable[SiteState], now_ms: int) -> dict[Subject, Obse
         found[Subject("quarantine", site.site)] = Observation(
             site.quarantined > 0,
             now_ms,
-            f"{site.quarantined} rows quarantined (memsync quarantine list)"
+            f"{counted(site.quarantined, 'row')} quarantined (memsync quarantine list)"
             if site.quarantined
             else "quarantine empty",
             float(site.quarantined),

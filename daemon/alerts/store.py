@@ -94,9 +94,10 @@ def _state(raw: str) -> AlertState:
     return AlertState(**json.loads(raw))
 
 
-def outbox_summary(path: Path) -> dict[str, Any] | None:
+def outbox_summary(path: Path, site: str | None = None) -> dict[str, Any] | None:
     """What ``status`` shows of the outbox, read-only: messages waiting, the newest waiting one's
-    last error, when the last one went; None if there is no outbox yet."""
+    last error, when the last one went, and why Telegram refuses ``site``'s daemon's bot token if
+    it does; None if there is no outbox yet."""
     if not path.exists():
         return None
     try:
@@ -106,9 +107,20 @@ def outbox_summary(path: Path) -> dict[str, Any] | None:
                 " ORDER BY id DESC LIMIT 1) FROM outbox WHERE sent_at IS NULL"
             ).fetchone()
             (last_sent,) = conn.execute("SELECT max(sent_at) FROM outbox WHERE message_id IS NOT NULL").fetchone()
+            refused = conn.execute("SELECT value FROM meta WHERE key = ?", (_token_key(site),)).fetchone()
     except sqlite3.Error as exc:
-        return {"waiting": None, "lastError": f"cannot read {path}: {exc}", "lastSentAt": None}
-    return {"waiting": int(waiting), "lastError": error, "lastSentAt": last_sent}
+        return {"waiting": None, "lastError": f"cannot read {path}: {exc}", "lastSentAt": None, "tokenRefused": None}
+    return {
+        "waiting": int(waiting),
+        "lastError": error,
+        "lastSentAt": last_sent,
+        "tokenRefused": None if refused is None else refused[0],
+    }
+
+
+def _token_key(site: str | None) -> str:
+    # By site: the file is shared by every site's daemon on the hub, each with its own env file.
+    return f"token_refused:{site}"
 
 
 class AlertStore:
@@ -337,6 +349,15 @@ class AlertStore:
     def update_offset(self) -> int | None:
         rows = self._read("SELECT value FROM meta WHERE key = 'offset'")
         return int(rows[0][0]) if rows else None
+
+    def set_token_refused(self, site: str, reason: str | None) -> None:
+        """Telegram refuses ``site``'s daemon's bot token (``reason``, never the token), or no longer
+        does (None): for ``status``, which only a person can act on."""
+        with self._tx() as tx:
+            if reason is None:
+                tx.execute("DELETE FROM meta WHERE key = ?", (_token_key(site),))
+            else:
+                tx.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_token_key(site), reason))
 
     def set_update_offset(self, offset: int) -> None:
         with self._tx() as tx:

@@ -118,8 +118,10 @@ class AlertWorker:
                 self.store, self.bot, self.settings.telegram.chat_id, pause=lambda s: not self.stopping.wait(s)
             )
         except TelegramAuthError as exc:
-            self.issues.problem("telegram", str(exc))
+            self._token_refused(exc)
             return
+        if done.sent:
+            self._token_accepted()
         if done.held is not None:
             self.issues.problem("telegram", f"Telegram messages wait: {done.held}", quiet=True)
         else:
@@ -140,10 +142,14 @@ class AlertWorker:
             self.issues.problem("poll", f"{exc}; button presses are not received until it stops")
             self.stopping.wait(30)
             return True
-        except (TelegramUnavailable, TelegramAuthError) as exc:
+        except TelegramAuthError as exc:
+            self._token_refused(exc)
+            return False
+        except TelegramUnavailable as exc:
             self.issues.problem("poll", f"cannot receive button presses: {exc}", quiet=True)
             return False
         self.issues.recovered("poll")
+        self._token_accepted()
         for update in updates:
             press = parse(update)
             if press is not None:
@@ -160,6 +166,16 @@ class AlertWorker:
                     log.info("could not answer a button press", error=str(exc))
             self.store.set_update_offset(int(update["update_id"]) + 1)
         return True
+
+    def _token_refused(self, exc: TelegramAuthError) -> None:
+        """Only a person can fix a refused token: an error in the log (once), and in ``status``."""
+        if self.issues.problem("telegram", f"{exc}; no alert is sent and no button press received until it is fixed"):
+            self.store.set_token_refused(self.settings.site.name, str(exc))
+
+    def _token_accepted(self) -> None:
+        if "telegram" in self.issues.current:
+            self.store.set_token_refused(self.settings.site.name, None)
+        self.issues.recovered("telegram")
 
     def _defer_timeout(self, approval_id: str) -> int | None:
         """A deferral pushes the expiry out by the category's timeout under this config's policy."""

@@ -5,7 +5,8 @@ An approval is created in the backbone with the policy applied (``sync.approvals
 approved at once, and say so); a pending one is announced on Telegram with Approve / Reject / Defer
 buttons: by the deployment itself on Convex, from here through the alerts' outbox on the embedded
 hub. ``approval wait`` polls the backbone until it is decided: exit 0 approved, 1 rejected, 2
-expired or timed out. memsync never writes to the AgentDB file: an agent learns the decision from
+expired or timed out, 64 when no approval has that id (a wrong id is not an answer a hook should
+read as "expired"). memsync never writes to the AgentDB file: an agent learns the decision from
 ``approval wait`` (or the backbone's approval and the episode's ``approvalStatus``).
 """
 
@@ -17,6 +18,7 @@ import json
 import socket
 import sys
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from sync.backbone.base import Approval, Backbone
 
 EXIT_APPROVED, EXIT_REJECTED, EXIT_EXPIRED = 0, 1, 2
+# sysexits' EX_USAGE: an id that names nothing (an approval, or the episode a request is about).
+EXIT_UNKNOWN = 64
 
 
 def register(commands: Commands) -> None:
@@ -55,8 +59,9 @@ def register(commands: Commands) -> None:
     request.set_defaults(run=request_main)
     wait = verbs.add_parser(
         "wait",
-        help="wait for a decision: exit 0 approved, 1 rejected, 2 expired or timed out",
-        description="Wait until the approval is decided. Exit 0 approved, 1 rejected, 2 expired or timed out.",
+        help="wait for a decision: exit 0 approved, 1 rejected, 2 expired or timed out, 64 no such approval",
+        description="Wait until the approval is decided. Exit 0 approved, 1 rejected, 2 expired or timed out, "
+        "64 when no approval has that id.",
     )
     add_config(wait)
     wait.add_argument("approval_id", metavar="ID")
@@ -103,6 +108,7 @@ def _view(a: Approval) -> dict[str, Any]:
         "priority": a.priority,
         "expiresAt": a.expires_at,
         "resolvedBy": a.resolved_by,
+        "resolvedAt": a.resolved_at,
         "episode": None if a.source_id is None else f"{a.site}:{a.source_id}",
         "deferCount": a.defer_count,
     }
@@ -145,6 +151,7 @@ def _announce(settings: Settings, backbone: Backbone, approval_id: str, *, new: 
 
 def request_main(args: argparse.Namespace) -> int:
     from daemon.site import open_backbone
+    from sync.errors import BackboneNotFound
 
     with handled():
         settings = load(args, log_level="error")
@@ -155,18 +162,21 @@ def request_main(args: argparse.Namespace) -> int:
         now = int(time.time() * 1000)
         backbone = open_backbone(settings)
         try:
-            approval_id = backbone.create_approval(
-                agent_name=agent,
-                action_type=args.category,
-                priority=args.priority,
-                reviewers=[str(r) for r in settings.telegram.reviewers],
-                expires_at=now + max(timeout, 60_000),
-                timeout_ms=timeout,
-                cost_usd=args.cost,
-                tests_passed=True if args.tests_passed else None,
-                summary=args.summary,
-                source_id=args.episode,
-            )
+            try:
+                approval_id = backbone.create_approval(
+                    agent_name=agent,
+                    action_type=args.category,
+                    priority=args.priority,
+                    reviewers=[str(r) for r in settings.telegram.reviewers],
+                    expires_at=now + max(timeout, 60_000),
+                    timeout_ms=timeout,
+                    cost_usd=args.cost,
+                    tests_passed=True if args.tests_passed else None,
+                    summary=args.summary,
+                    source_id=args.episode,
+                )
+            except BackboneNotFound as exc:  # the episode it is about: nothing to attach the decision to
+                fail(f"{exc}: give the id of one of this site's synced episodes, or leave out --episode", EXIT_UNKNOWN)
             approval = backbone.approval(approval_id)
             if approval is not None and approval.status == "pending":
                 _announce(settings, backbone, approval_id, new=True)
@@ -194,7 +204,7 @@ def wait_main(args: argparse.Namespace) -> int:
             while True:
                 approval = backbone.approval(args.approval_id)
                 if approval is None:
-                    fail(f"no approval {args.approval_id!r} (memsync approvals lists them)", EXIT_EXPIRED)
+                    fail(f"no approval {args.approval_id!r}: `memsync approvals` lists them", EXIT_UNKNOWN)
                 if approval.status == "approved":
                     say(f"approved by {approval.resolved_by}")
                     return EXIT_APPROVED
@@ -234,12 +244,22 @@ def list_main(args: argparse.Namespace) -> int:
 
     from daemon.alerts.messages import hhmm
 
-    table = Table("id", "site", "agent", "category", "status", "expires", "summary")
+    table = Table("id", "site", "agent", "category", "status", "expires / decided", "summary")
     for a in found:
-        state = a.status + (f" by {a.resolved_by}" if a.resolved_by else "")
-        table.add_row(a.approval_id, a.site, a.agent_name, a.action_type, state, hhmm(a.expires_at), a.summary or "")
+        if a.status == "pending":
+            state, when = a.status, f"expires {hhmm(a.expires_at)}"
+        else:  # a decided row's expiry no longer means anything: who decided it, and when
+            state = a.status + (f" by {a.resolved_by}" if a.resolved_by else "")
+            verb = "expired" if a.status == "expired" else "decided"
+            when = "" if a.resolved_at is None else f"{verb} {_at(a.resolved_at)}"
+        table.add_row(a.approval_id, a.site, a.agent_name, a.action_type, state, when, a.summary or "")
     console().print(table)
     return 0
+
+
+def _at(ms: int) -> str:
+    """A decision's time with its day: unlike a pending expiry, it may be days old."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def decide_main(args: argparse.Namespace) -> int:
@@ -250,6 +270,8 @@ def decide_main(args: argparse.Namespace) -> int:
         settings = load(args, log_level="error")
         backbone = open_backbone(settings, create=False)
         try:
+            if backbone.approval(args.approval_id) is None:
+                fail(f"no approval {args.approval_id!r}: `memsync approvals` lists them", EXIT_UNKNOWN)
             if args.verb == "defer":
                 approval = backbone.defer_approval(
                     args.approval_id, by, settings.jobs.approval_timeout_ms(_category(backbone, args.approval_id))

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
+from daemon.counts import counted
 
 if TYPE_CHECKING:
     from sync.backbone.base import ArchiveFile, Backbone
@@ -80,11 +81,14 @@ def _on_backbone(args: argparse.Namespace, call: Callable[[Backbone], T]) -> T:
     raise AssertionError("handled() exits on every error")  # pragma: no cover
 
 
-def _row(file: ArchiveFile) -> dict[str, Any]:
+def _row(file: ArchiveFile, archived: int | None = None) -> dict[str, Any]:
+    """``episodes``: archived now (a restore or an edit makes fewer), when the backbone counts them;
+    ``inFile``: the file's own count, which a restore leaves as it was."""
     return {
         "site": file.site,
         "week": file.week,
-        "episodes": file.count,
+        "episodes": file.count if archived is None else archived,
+        "inFile": file.count,
         "bytes": file.bytes,
         "sha256": file.sha256,
         "firstId": file.first_id,
@@ -101,20 +105,31 @@ def _day(ms: int) -> str:
 
 
 def list_main(args: argparse.Namespace) -> int:
-    files = _on_backbone(args, lambda backbone: backbone.archive_files(*_range(args)))
+    files, counts = _on_backbone(
+        args, lambda backbone: (backbone.archive_files(*_range(args)), backbone.archived_counts(args.site))
+    )
+
+    def now(f: ArchiveFile) -> int:
+        return f.count if counts is None else counts.get((f.site, f.week), 0)
+
     if args.as_json:
-        sys.stdout.write(json.dumps([_row(f) for f in files]) + "\n")
+        sys.stdout.write(json.dumps([_row(f, None if counts is None else now(f)) for f in files]) + "\n")
         return 0
     if not files:
         say("no archive files in that range (the weekly cleanup-old-episodes job writes them)")
         return 0
     out = console()
     for f in files:
+        hot = f.count - now(f)
         out.print(
-            f"{f.site:<16} {f.week}  {f.count:>7} episodes  {f.bytes:>10,} bytes  "
+            f"{f.site:<16} {f.week}  {counted(now(f), 'episode'):>14}  {f.bytes:>10,} bytes  "
             f"{_day(f.from_ts)} .. {_day(f.to_ts)}  keys {f.first_id} .. {f.last_id}"
+            + (f"  ({hot} of the file's {f.count} hot again: restored, edited or forgotten)" if hot > 0 else "")
         )
-    out.print(f"{len(files)} files, {sum(f.count for f in files)} episodes, {sum(f.bytes for f in files):,} bytes")
+    out.print(
+        f"{counted(len(files), 'file')}, {counted(sum(now(f) for f in files), 'episode')} archived, "
+        f"{sum(f.bytes for f in files):,} bytes"
+    )
     return 0
 
 

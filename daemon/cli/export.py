@@ -1,14 +1,16 @@
 """``memsync export``: the backbone's episodes as JSON lines; ``--archived`` adds those the cleanup
-job moved to the cold archive."""
+job moved to the cold archive; ``--since`` and ``--limit`` cut it down (the hub applies ``--since``
+in its query; the reading stops once ``--limit`` lines are out)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from itertools import chain
+import time
+from itertools import chain, islice
 
-from daemon.cli.common import Commands, add_config, fail, handled, load
+from daemon.cli.common import EX_USAGE, Commands, add_config, fail, handled, load
 
 
 def register(commands: Commands) -> None:
@@ -25,14 +27,33 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="also the archived episodes, read from the cold archive, with archived: true (after the hot ones)",
     )
+    parser.add_argument(
+        "--since", metavar="WHEN", help="only episodes since (by their ts): 7d, 12h, 30m, or an ISO date/time"
+    )
+    parser.add_argument("--limit", metavar="N", type=_count, help="at most N episodes (the first N, oldest first)")
     parser.set_defaults(run=main)
 
 
+def _count(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a count: give a whole number, 0 or more")
+    return n
+
+
 def main(args: argparse.Namespace) -> int:
+    from daemon.cli.search import parse_since
     from daemon.site import open_backbone
 
     with handled():
         settings = load(args, log_level="error")
+        try:
+            since_ms = None if args.since is None else parse_since(args.since, time.time())
+        except ValueError as exc:
+            fail(str(exc), EX_USAGE)
         if settings.backbone.kind == "local" and not settings.hub_path.exists():
             fail(
                 f"the hub {settings.hub_path} does not exist yet: nothing has been synced to it "
@@ -43,8 +64,13 @@ def main(args: argparse.Namespace) -> int:
         written = 0
         try:
             write = sys.stdout.write
-            episodes = backbone.episodes(args.site)
-            for episode in chain(episodes, backbone.archived_episodes(args.site)) if args.archived else episodes:
+            episodes = backbone.episodes(args.site, since_ms)
+            if args.archived:
+                archived = backbone.archived_episodes(args.site)
+                if since_ms is not None:
+                    archived = (e for e in archived if e.get("ts") is not None and int(e["ts"]) >= since_ms)
+                episodes = chain(episodes, archived)
+            for episode in episodes if args.limit is None else islice(episodes, args.limit):
                 write(json.dumps(episode, ensure_ascii=False) + "\n")
                 written += 1
         except BrokenPipeError:  # `memsync export | head` is fine
@@ -52,6 +78,6 @@ def main(args: argparse.Namespace) -> int:
             return 0
         finally:
             backbone.close()
-        if written == 0 and args.site is not None:
+        if written == 0 and args.site is not None and since_ms is None and args.limit != 0:
             fail(f"no episodes from site {args.site!r} in {backbone.description}", 1)
         return 0

@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import Commands, add_config, add_json, console, handled, load
+from daemon.counts import counted
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -104,8 +105,8 @@ def fleet_main(args: argparse.Namespace) -> int:
     out.print(table)
     online = sum(a["status"] == "online" for a in report["agents"])
     out.print(
-        f"{len(report['agents'])} agents ({online} online, {len(report['agents']) - online} offline),"
-        f" {report['pendingApprovals']} approvals pending"
+        f"{counted(len(report['agents']), 'agent')} ({online} online, {len(report['agents']) - online} offline),"
+        f" {counted(report['pendingApprovals'], 'approval')} pending"
     )
     for reason in report["reasons"]:
         out.print(f"- {reason}")

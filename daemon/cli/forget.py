@@ -122,7 +122,8 @@ def _matching(backbone: Backbone, text: str, *, ask: bool) -> list[tuple[str, st
         return []
     for site, source_id, task in found:
         sys.stderr.write(f"  {site}:{source_id}  {task[:70]}\n")
-    if ask and not _confirm(f"forget these {len(found)} episodes for good?"):
+    these = "this episode" if len(found) == 1 else f"these {len(found)} episodes"
+    if ask and not _confirm(f"forget {these} for good?"):
         fail("nothing forgotten", 1)
     return [(site, source_id) for site, source_id, _ in found]
 

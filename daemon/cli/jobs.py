@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
+from daemon.counts import counted
 from daemon.fleet import iso_ms
 from sync.errors import EX_CONFIG, BackboneRejected
 
@@ -247,7 +248,7 @@ def digest_main(args: argparse.Namespace) -> int:
         rate = site.get("successRate")
         reward = site.get("meanReward")
         out.print(
-            f"{site['site']}: {site.get('episodes', 0)} episodes"
+            f"{site['site']}: {counted(site.get('episodes', 0), 'episode')}"
             + ("" if rate is None else f", {rate:.0%} success")
             + ("" if reward is None else f", mean reward {reward:.2f}")
             + f", health {site.get('health') or '?'}, {site.get('quarantined', 0)} quarantined, "
@@ -255,7 +256,7 @@ def digest_main(args: argparse.Namespace) -> int:
         )
         for agent in site.get("agents", []):
             tasks = ", ".join(agent.get("topTasks", [])[:3])
-            out.print(f"  {agent['agent']}: {agent.get('episodes', 0)} episodes, top tasks: {tasks}")
+            out.print(f"  {agent['agent']}: {counted(agent.get('episodes', 0), 'episode')}, top tasks: {tasks}")
     approvals = digest.get("approvals") or {}
     out.print(f"approvals: {approvals.get('pending', 0)} pending, {approvals.get('expired', 0)} expired")
     return 0

@@ -169,6 +169,16 @@ def _load(args: argparse.Namespace, target: _Target) -> tuple[ServiceSpec, Loade
             lambda: load(args, log_level="error"),
             lambda site: env_file_for(system=target.system, home=target.home, site=site),
         )
+    settings = loaded.settings
+    # A system account's home is often /nonexistent (nobody, most daemons' users): the default data
+    # dir under it would fail at the service's first start, far from the cause.
+    if target.system and settings.data_dir is None and not target.home.is_dir():
+        fail(
+            f"the service user's home {target.home} does not exist, so there is no default data dir under it: "
+            f"set data_dir in {settings.config_file} to a folder for memsync's files (e.g. "
+            f"/var/lib/memsync/{settings.site.name}); install creates it for that user",
+            EX_CONFIG,
+        )
     try:
         spec = spec_for(
             loaded.settings,

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from daemon.alerts.signals import observe_approvals, observe_sites, severity_of
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
+from daemon.counts import counted
 from sync.backbone.base import Coordination, Sweeps
 
 # Episodes one archiving call takes (a week at a time, each week's file written once per call): a
@@ -48,15 +49,19 @@ def mark_stale_agents(ctx: JobContext) -> str:
     jobs = ctx.settings.jobs
     gone = _sweeps(ctx).mark_stale(ctx.now_ms, int(jobs.stale_after * 1000))
     pruned = _sweeps(ctx).prune_agents(ctx.now_ms, int(jobs.agent_retention_days * 86_400_000))
-    offline = f"{gone} agents or sites went offline" if gone else "every agent with a recent heartbeat is online"
-    return f"{offline}; {pruned} agents silent past the retention pruned" if pruned else offline
+    offline = (
+        f"{gone} {'agent or site' if gone == 1 else 'agents or sites'} went offline"
+        if gone
+        else "every agent with a recent heartbeat is online"
+    )
+    return f"{offline}; {counted(pruned, 'agent')} silent past the retention pruned" if pruned else offline
 
 
 def expire_pending_approvals(ctx: JobContext) -> str:
     jobs = ctx.settings.jobs
     timeouts: Mapping[str, int] = {k: int(v * 60_000) for k, v in jobs.approval_timeouts.items()}
     expired = _sweeps(ctx).expire_approvals(ctx.now_ms, timeouts, int(jobs.default_approval_timeout * 60_000))
-    return f"{expired} pending approvals expired"
+    return f"{counted(expired, 'pending approval')} expired"
 
 
 def sync_health(ctx: JobContext) -> str:
@@ -92,7 +97,7 @@ def daily_digest(ctx: JobContext) -> str:
         and ctx.alerts is not None
         and ctx.alerts.queue_digest(digest, f"digest:{covered}")
     )
-    return f"digest for {covered}: {episodes} episodes from {len(sites)} sites" + (
+    return f"digest for {covered}: {counted(episodes, 'episode')} from {counted(len(sites), 'site')}" + (
         "; queued for Telegram" if queued else ""
     )
 
@@ -105,7 +110,7 @@ def cleanup_old_episodes(ctx: JobContext) -> str:
         total += done
         if done < ARCHIVE_BATCH or ctx.stopping():
             break
-    return f"{total} episodes older than {ctx.settings.jobs.archive_after_days:g} days archived"
+    return f"{counted(total, 'episode')} older than {ctx.settings.jobs.archive_after_days:g} days archived"
 
 
 def alerts(ctx: JobContext) -> str:

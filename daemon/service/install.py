@@ -183,15 +183,38 @@ def uninstall(spec: ServiceSpec, managers: Managers, echo: Echo, uid: int) -> in
         echo(f"kept {spec.env_file} (secrets), if any: delete it yourself if no longer needed")
         return EX_OK
     scope = "" if spec.system else " --user"
-    managers.must("systemctl", *systemctl_args(spec.system, "disable", "--now", spec.unit_name))
-    echo(f"ran systemctl{scope} disable --now {spec.unit_name}")
+    # The unit file goes whatever systemctl says: a manager that cannot be reached (no session bus
+    # under sudo, systemd not running) must not leave memsync installed. What failed is said at the end.
+    failed: list[str] = []
+
+    def ctl(*args: str) -> None:
+        if managers.which("systemctl") is None:
+            failed[:] = ["systemctl is not on PATH"]
+            return
+        try:
+            result = managers.run("systemctl", *systemctl_args(spec.system, *args))
+        except ServiceError as exc:  # it did not finish
+            failed.append(str(exc))
+            return
+        if result.ok:
+            echo(f"ran systemctl{scope} {' '.join(args)}")
+        else:
+            failed.append(f"`{result.command}` failed ({result.reason()})")
+
+    ctl("disable", "--now", spec.unit_name)
     files.remove_file(path)
     echo(f"removed {path}")
-    managers.must("systemctl", *systemctl_args(spec.system, "daemon-reload"))
-    echo(f"ran systemctl{scope} daemon-reload")
+    ctl("daemon-reload")
     echo(f"kept {spec.env_file} (secrets): delete it yourself if no longer needed")
     if not spec.system:
         echo("lingering stays on (other user services may need it): `loginctl disable-linger` turns it off")
+    if failed:
+        raise ServiceError(
+            f"removed {path}, but {'; '.join(failed)}: if memsync still runs, stop it with "
+            f"`systemctl{scope} stop {spec.unit_name}` (or end its process), then run "
+            f"`systemctl{scope} daemon-reload`",
+            1,
+        )
     return EX_OK
 
 

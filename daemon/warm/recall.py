@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from daemon.config import Settings
+from daemon.counts import counted
 from daemon.loop.control_client import ask
 from daemon.loop.lock import DAEMON, lock_holder
 from daemon.site import open_backbone
@@ -100,7 +101,7 @@ def _catch_up_first(layer: WarmLayer, feed: ChangeFeed) -> str | None:
         return f"could not catch the search index up ({exc}): recent episodes may be missing"
     more = "more than " if not exact else ""
     return (
-        f"the search index is {more}{count} episodes behind and no daemon is running to index them: these "
+        f"the search index is {more}{counted(count, 'episode')} behind and no daemon is running to index them: these "
         "results cannot include them. Run `memsync sync` (it indexes what is missing) or start the daemon"
     )
 

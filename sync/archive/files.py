@@ -1,5 +1,6 @@
 """The embedded hub's archive folder: ``<hub>.archive/<site>/<week>.<sha12>.jsonl.gz`` beside the
-hub file, each with its manifest as ``<same name>.manifest.json`` (so the folder describes itself
+hub file (``<hub>`` its name without the extension: ``hub.archive/`` for ``hub.db``, as the alerts
+file is ``hub.alerts.db``), each with its manifest as ``<same name>.manifest.json`` (so the folder describes itself
 to someone restoring it without memsync).
 
 A file's name carries the start of its sha256: a rewrite is a new file, and the hub's

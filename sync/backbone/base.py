@@ -248,9 +248,10 @@ class EpisodeSink(Protocol):
 
     def site_cursor(self) -> SiteCursor | None: ...
 
-    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
-        """Episodes as ``export`` prints them, oldest first: ``site``'s, or every site's for None.
-        A backbone may hold back other sites' (a Convex site reads only its own)."""
+    def episodes(self, site: str | None = None, since_ms: int | None = None) -> Iterator[dict[str, Any]]:
+        """Episodes as ``export`` prints them, oldest first: ``site``'s, or every site's for None;
+        with ``since_ms``, only those whose ``ts`` is at or after it. A backbone may hold back other
+        sites' (a Convex site reads only its own)."""
         ...
 
     def ping(self) -> None: ...
@@ -528,6 +529,12 @@ class ColdArchive(Protocol):
         ...
 
     def last_archive_run(self) -> ArchiveRun | None: ...
+
+    def archived_counts(self, site: str | None = None) -> dict[tuple[str, str], int] | None:
+        """How many of each (site, week) file's episodes are archived now: fewer than its manifest's
+        count once some were restored, edited (hot again) or forgotten. None when the backbone
+        cannot say cheaply (then a file's count is all there is)."""
+        ...
 
 
 class Backbone(EpisodeSink, ChangeFeed, Coordination, ColdArchive, Protocol):

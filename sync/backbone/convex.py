@@ -146,15 +146,17 @@ class ConvexBackbone:
             return None
         return SiteCursor(self.site, int(value["lastSyncedId"]), int(value["lastSyncedAt"]), int(value["totalSynced"]))
 
-    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
-        """This site's episodes (a site reads only its own), oldest first."""
+    def episodes(self, site: str | None = None, since_ms: int | None = None) -> Iterator[dict[str, Any]]:
+        """This site's episodes (a site reads only its own), oldest first; ``since_ms`` is applied
+        here (the deployment pages them in the order they were synced, not by ts)."""
         if site not in (None, self.site):
             return
         after: str | None = None
         while True:
             page = self.call("query", "episodes:listEpisodes", {"after": after, "limit": 500})
             for episode in page["episodes"]:
-                yield _exported(episode)
+                if since_ms is None or (episode.get("ts") is not None and int(episode["ts"]) >= since_ms):
+                    yield _exported(episode)
             after = page.get("next")
             if after is None:
                 return
@@ -414,6 +416,12 @@ class ConvexBackbone:
                 pending = unread
         return out
 
+    def archived_counts(self, site: str | None = None) -> dict[tuple[str, str], int] | None:
+        """Each file's archived keys counted by the deployment, a week at a time (as verify reads
+        them): one action for every file."""
+        rows = self.call("action", "archive:counts", _range(site, None, None))
+        return {(str(r["site"]), str(r["week"])): int(r["archived"]) for r in rows}
+
     def last_archive_run(self) -> ArchiveRun | None:
         value = self.call("query", "archive:lastRun")
         return None if value is None else ArchiveRun(int(value["at"]), int(value["archived"]), int(value["files"]))
@@ -622,13 +630,15 @@ def _source(value: Mapping[str, Any]) -> SourceRecord:
 
 
 def _exported(episode: Mapping[str, Any]) -> dict[str, Any]:
-    """As the hub exports it: the documented fields in order, ``archived: true`` after them only for
-    an archived episode."""
+    """As the hub exports it: the documented fields in order, then ``approvalStatus`` only for an
+    episode an approval is about, and ``archived: true`` only for an archived episode."""
     record = dict(episode)
     text = record.get("metadataJson")
     if isinstance(text, str):
         record["metadata"] = json.loads(text)
     out = {name: record.get(name) for name in EXPORT_FIELDS}
+    if record.get("approvalStatus") is not None:
+        out["approvalStatus"] = record["approvalStatus"]
     if record.get("archived") is True:
         out["archived"] = True
     return out

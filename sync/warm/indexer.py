@@ -57,7 +57,9 @@ def payload_for(change: Change) -> dict[str, Any]:
     episode = change.episode
     assert episode is not None
     text = episode_text(episode)
-    return {
+    # An approval's decision, only where one was asked: every other point keeps the payload it had.
+    approval = {"approvalStatus": episode["approvalStatus"]} if episode.get("approvalStatus") else {}
+    return approval | {
         "site": change.site,
         "sourceId": change.source_id,
         "agent": episode.get("agentName"),

@@ -19,6 +19,7 @@ WIRE_NAMES: Final = {
     "source_id": "sourceId",
     "agent": "agentName",
     "session": "sessionId",
+    "approval_status": "approvalStatus",
 }
 
 
@@ -102,6 +103,7 @@ class SearchResult:
     text: str
     duplicates: int = 0  # near-duplicates collapsed into this result
     archived: bool = False  # its body is in the cold archive (``memsync archive restore`` brings it back)
+    approval_status: str | None = None  # the decision on an approval about it, if one was asked
 
     def to_wire(self) -> dict[str, Any]:
         """The result in the backbone's field names (``export`` uses the same): the control

@@ -117,4 +117,5 @@ def _result(r: Ranked, duplicates: int) -> SearchResult:
         text=str(p.get("text", "")),
         duplicates=max(0, duplicates),
         archived=p.get("archived") is True,
+        approval_status=str(p["approvalStatus"]) if p.get("approvalStatus") else None,
     )

@@ -30,7 +30,7 @@ from sync.archive.files import ArchiveFolder, location_of
 from sync.backbone.base import ArchiveCheck, ArchiveFile, ArchiveRun, Forgotten
 from sync.backbone.hub.connection import HubConnection, current_ms
 from sync.backbone.hub.digest import rebuild_stored_digest
-from sync.backbone.hub.episodes import exported
+from sync.backbone.hub.episodes import exported, with_approval
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneBroken, BackboneRejected
 
@@ -286,9 +286,16 @@ class HubArchive(HubConnection):
             archived = self._archived_keys(file)
             if not archived:  # every copy in it is hot again (restored or edited): nothing to read
                 continue
+            decisions = dict(
+                self._read(
+                    "SELECT source_id, approval_status FROM episodes WHERE source_site = ? AND archived = 1"
+                    " AND archive_week = ? AND approval_status IS NOT NULL",
+                    (file.site, file.week),
+                )
+            )
             for record in self._records(file):
                 if record["sourceId"] in archived:  # a restored (hot) or forgotten copy is not archived
-                    yield {**record, "archived": True}
+                    yield with_approval({**record, "archived": True}, decisions.get(record["sourceId"]))
 
     def archived_records(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         """Each archived key's record from its week's file, each file read once."""
@@ -319,6 +326,14 @@ class HubArchive(HubConnection):
             (file.site, file.week),
         )
         return {r[0] for r in rows}
+
+    def archived_counts(self, site: str | None = None) -> dict[tuple[str, str], int] | None:
+        rows = self._read(
+            "SELECT source_site, archive_week, count(*) FROM episodes"
+            " WHERE archived = 1 AND (? IS NULL OR source_site = ?) GROUP BY source_site, archive_week",
+            (site, site),
+        )
+        return {(s, w): int(n) for s, w, n in rows}
 
     def last_archive_run(self) -> ArchiveRun | None:
         rows = self._read("SELECT at, archived, files FROM archive_runs ORDER BY id DESC LIMIT 1", ())

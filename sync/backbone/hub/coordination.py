@@ -27,6 +27,7 @@ from sync.backbone.hub.digest import HubDigest
 from sync.backbone.hub.health import HubHealth
 from sync.backbone.hub.jobs import HubJobs
 from sync.backbone.hub.registry import HubRegistry
+from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 
 _COLUMNS = (
@@ -84,12 +85,27 @@ def _timeout(action_type: str, timeout_ms: int | None) -> int:
     return APPROVAL_TIMEOUTS_MS.get(action_type, DEFAULT_APPROVAL_TIMEOUT_MS) if timeout_ms is None else timeout_ms
 
 
-def _follow(conn: sqlite3.Connection, site: str, source_id: str, status: str) -> None:
-    """The episode an approval is about carries its decision (not a change of its content: the feed
-    does not move, and the site's next push of the episode leaves it)."""
-    conn.execute(
-        "UPDATE episodes SET approval_status = ? WHERE source_site = ? AND source_id = ?", (status, site, source_id)
+def _has_episode(conn: sqlite3.Connection, site: str, source_id: str) -> bool:
+    """An approval is about one of its site's episodes that the hub holds (hot or archived): its
+    decision is written to that episode, so an id that names none is refused, never kept dangling."""
+    return (
+        conn.execute("SELECT 1 FROM episodes WHERE source_site = ? AND source_id = ?", (site, source_id)).fetchone()
+        is not None
     )
+
+
+def _follow(conn: sqlite3.Connection, site: str, source_id: str, status: str) -> None:
+    """The episode an approval is about carries its decision. Not a change of its content (the
+    site's next push of the episode leaves it), but a change in the feed, so that search indexes
+    show the decision too (a payload rewrite, nothing embedded again)."""
+    seq = change_seq(conn) + 1
+    moved = conn.execute(
+        "UPDATE episodes SET approval_status = ?, change_seq = ? WHERE source_site = ? AND source_id = ?"
+        " AND approval_status IS NOT ?",
+        (status, seq, site, source_id, status),
+    ).rowcount
+    if moved:
+        set_change_seq(conn, seq)
 
 
 class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
@@ -124,6 +140,8 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
         )
 
         def insert(conn: sqlite3.Connection) -> str:
+            if source_id is not None and not _has_episode(conn, self.site, source_id):
+                raise BackboneNotFound(f"no episode {source_id!r} from site {self.site} in the hub")
             cursor = conn.execute(
                 "INSERT INTO approvals (site, agent_name, action_type, status, priority, reviewers, expires_at,"
                 " created_at, resolved_at, resolved_by, cost_usd, tests_passed, summary, source_site, source_id)"

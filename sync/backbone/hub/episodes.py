@@ -53,6 +53,19 @@ def exported(
     return out
 
 
+def with_approval(record: dict[str, Any], approval_status: str | None) -> dict[str, Any]:
+    """``export``'s record with the decision on an approval about the episode, if one was asked
+    (after the documented fields; not part of its content, so neither the feed nor an archive
+    file carries it)."""
+    if approval_status is None:
+        return record
+    out = {k: v for k, v in record.items() if k != "archived"}
+    out["approvalStatus"] = approval_status
+    if record.get("archived") is True:
+        out["archived"] = True
+    return out
+
+
 class HubEpisodes(HubConnection):
     max_batch_rows = MAX_BATCH_ROWS
     max_batch_bytes: int | None = 64 * 1024 * 1024
@@ -170,20 +183,22 @@ class HubEpisodes(HubConnection):
         )
         return SiteCursor(self.site, *rows[0]) if rows else None
 
-    def episodes(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+    def episodes(self, site: str | None = None, since_ms: int | None = None) -> Iterator[dict[str, Any]]:
         """Every hot episode in the hub (or one site's, any site's), oldest first, as ``export``
-        prints them; the archived ones are the archive's (``archived_episodes``)."""
+        prints them (with ``approvalStatus`` when an approval is about one); the archived ones are
+        the archive's (``archived_episodes``)."""
         last = 0
         while True:
             rows = self._read(
-                "SELECT id, source_site, source_id, body, content_hash, synced_at FROM episodes"
-                " WHERE id > ? AND (? IS NULL OR source_site = ?) AND archived = 0 ORDER BY id LIMIT 1000",
-                (last, site, site),
+                "SELECT id, source_site, source_id, body, content_hash, synced_at, approval_status FROM episodes"
+                " WHERE id > ? AND (? IS NULL OR source_site = ?) AND archived = 0 AND (? IS NULL OR ts >= ?)"
+                " ORDER BY id LIMIT 1000",
+                (last, site, site, since_ms, since_ms),
             )
             if not rows:
                 return
-            for row_id, source_site, source_id, body, content_hash, synced_at in rows:
-                yield exported(source_site, source_id, body, content_hash, synced_at)
+            for row_id, source_site, source_id, body, content_hash, synced_at, approval in rows:
+                yield with_approval(exported(source_site, source_id, body, content_hash, synced_at), approval)
                 last = row_id
 
     # -- one source per site --------------------------------------------------------------------
