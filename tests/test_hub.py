@@ -462,3 +462,29 @@ def test_runs_and_done_leases_older_than_two_weeks_are_forgotten(hub: HubBackbon
     assert [r.slot for r in hub.job_runs()] == ["new"]
     with closing(sqlite3.connect(hub.path)) as conn:
         assert sorted(r[0] for r in conn.execute("SELECT slot FROM job_leases")) == ["held", "new"]
+
+
+def test_every_time_the_hub_records_comes_from_its_clock(tmp_path: Path) -> None:
+    """The hub takes its clock as an argument: heartbeats, approvals, tombstones and pushes are
+    stamped by it, so a test can put the hub at any instant (a Sunday 03:00, a new year)."""
+    instant = 1_798_761_540_000  # 2026-12-31 23:59 UTC
+    hub = HubBackbone(tmp_path / "hub.db", "laptop", clock=lambda: instant)
+    try:
+        hub.push([item("1"), item("2")], cursor=2)
+        hub.heartbeat_site(SiteBeat("0.1", "h", 1, 0.0, 0, "ready", 0, 0, 0))
+        hub.heartbeat("coder", "claude-code")
+        approval = hub.create_approval(
+            agent_name="coder", action_type="deploy", priority="low", reviewers=[], expires_at=instant + 60_000
+        )
+        hub.forget("2")
+    finally:
+        hub.close()
+    with closing(sqlite3.connect(tmp_path / "hub.db")) as conn:
+        stamps = {
+            "synced": conn.execute("SELECT synced_at FROM episodes").fetchall(),
+            "site": conn.execute("SELECT last_heartbeat FROM site_states").fetchall(),
+            "agent": conn.execute("SELECT last_heartbeat FROM agents").fetchall(),
+            "approval": conn.execute("SELECT created_at FROM approvals WHERE id = ?", (int(approval),)).fetchall(),
+            "tombstone": conn.execute("SELECT deleted_at FROM tombstones").fetchall(),
+        }
+    assert stamps == {name: [(instant,)] for name in stamps}

@@ -28,7 +28,7 @@ from typing import Any
 from sync.archive import codec
 from sync.archive.files import ArchiveFolder, location_of
 from sync.backbone.base import ArchiveCheck, ArchiveFile, ArchiveRun, Forgotten
-from sync.backbone.hub.connection import HubConnection, current_ms
+from sync.backbone.hub.connection import HubConnection
 from sync.backbone.hub.digest import rebuild_stored_digest
 from sync.backbone.hub.episodes import exported, with_approval
 from sync.backbone.hub.schema import change_seq, set_change_seq
@@ -80,7 +80,7 @@ class HubArchive(HubConnection):
         if archived or files:
             self._run(
                 lambda conn: conn.execute(
-                    "INSERT INTO archive_runs (at, archived, files) VALUES (?, ?, ?)", (current_ms(), archived, files)
+                    "INSERT INTO archive_runs (at, archived, files) VALUES (?, ?, ?)", (self.clock(), archived, files)
                 )
             )
         return archived
@@ -122,7 +122,7 @@ class HubArchive(HubConnection):
         if records:
             data = codec.encode(records)
             new = codec.manifest(
-                site, week, records, data, current_ms(), location_of(site, week, codec.sha256_of(data))
+                site, week, records, data, self.clock(), location_of(site, week, codec.sha256_of(data))
             )
             self.folder.write(new.location, data, new)
             problem = codec.readback_problem(new, self.folder.read(new.location))
@@ -224,7 +224,7 @@ class HubArchive(HubConnection):
                 seq = change_seq(conn) + 1
                 conn.execute(
                     "INSERT INTO tombstones (source_site, source_id, deleted_at, change_seq) VALUES (?, ?, ?, ?)",
-                    (self.site, source_id, current_ms(), seq),
+                    (self.site, source_id, self.clock(), seq),
                 )
                 set_change_seq(conn, seq)
             return row is not None, week

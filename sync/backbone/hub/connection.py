@@ -96,7 +96,8 @@ class HubConnection:
         clock: Callable[[], int] = current_ms,
     ) -> None:
         """``create=False`` opens an existing hub without writing to it (status, export).
-        ``clock`` (ms) stamps the job leases and runs: the seam a test sets to a fixed instant."""
+        ``clock`` (ms) stamps every time the hub records (heartbeats, approvals, job leases and runs,
+        tombstones, the archive's runs): the seam a test sets to a fixed instant."""
         self.path = path
         self.site = site
         self.clock = clock

@@ -22,7 +22,6 @@ from sync.approvals import (
     effective_expiry,
 )
 from sync.backbone.base import APPROVAL_PRIORITIES, Approval
-from sync.backbone.hub.connection import current_ms
 from sync.backbone.hub.digest import HubDigest
 from sync.backbone.hub.health import HubHealth
 from sync.backbone.hub.jobs import HubJobs
@@ -131,7 +130,7 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
             raise BackboneRejected(f"timeout_ms must not be negative, got {timeout}")
         if cost_usd is not None and not (math.isfinite(cost_usd) and cost_usd >= 0):
             raise BackboneRejected(f"cost_usd must be a finite amount, not negative, got {cost_usd}")
-        now = current_ms()
+        now = self.clock()
         # What never waits for a person (sync.approvals): approved by the policy at once.
         status, resolved_at, resolved_by = (
             ("approved", now, APPROVED_BY_POLICY)
@@ -175,7 +174,7 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
             raise BackboneRejected(f"an approval is resolved as approved or rejected, not {status!r}")
 
         def resolve(conn: sqlite3.Connection) -> str:
-            now = current_ms()
+            now = self.clock()
             row = self._pending(conn, approval_id, now)
             conn.execute(
                 "UPDATE approvals SET status = ?, resolved_at = ?, resolved_by = ? WHERE id = ?",
@@ -189,7 +188,7 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
 
     def defer_approval(self, approval_id: str, by: str, timeout_ms: int | None = None) -> Approval:
         def defer(conn: sqlite3.Connection) -> None:
-            now = current_ms()
+            now = self.clock()
             row = self._pending(conn, approval_id, now)
             timeout = _timeout(row.action_type, timeout_ms)
             until = deferred_expiry(row.created_at, row.expires_at, timeout, row.defer_count, now)

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor, SourceRecord
-from sync.backbone.hub.connection import HubConnection, current_ms
+from sync.backbone.hub.connection import HubConnection
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.episode import EXPORT_FIELDS
 from sync.sqlite_db import primary_code
@@ -72,7 +72,7 @@ class HubEpisodes(HubConnection):
     max_episode_bytes: int | None = None
 
     def push(self, items: Sequence[PushItem], cursor: int) -> list[PushResult]:
-        now = current_ms()
+        now = self.clock()
 
         def rows_and_cursor(conn: sqlite3.Connection) -> list[PushResult]:
             results = self._upsert(conn, items, now)
@@ -217,7 +217,7 @@ class HubEpisodes(HubConnection):
             current = None if row is None else row[0]
             if current not in (expected, record.instance):
                 return False
-            now = current_ms()
+            now = self.clock()
             claimed_at = row[1] if row is not None and current == record.instance else now
             conn.execute(
                 "INSERT OR REPLACE INTO site_sources VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from sync.backbone.base import AgentBeat, AgentState, SiteBeat, SiteState
-from sync.backbone.hub.connection import HubConnection, current_ms
+from sync.backbone.hub.connection import HubConnection
 
 _AGENT_COLUMNS = "agent_name, platform, status, last_heartbeat, site, interface, last_episode_at"
 
@@ -27,12 +27,12 @@ class HubRegistry(HubConnection):
                 " last_heartbeat = excluded.last_heartbeat, interface = coalesce(excluded.interface, interface),"
                 " last_episode_at = max(coalesce(excluded.last_episode_at, last_episode_at),"
                 " coalesce(last_episode_at, excluded.last_episode_at))",
-                (agent_name, platform, current_ms(), self.site, interface, last_episode_at),
+                (agent_name, platform, self.clock(), self.site, interface, last_episode_at),
             )
         )
 
     def heartbeat_site(self, beat: SiteBeat, agents: Sequence[AgentBeat] = ()) -> None:
-        now = current_ms()
+        now = self.clock()
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
