@@ -106,11 +106,23 @@ def load(args: argparse.Namespace, *, log_level: str | None = None) -> Settings:
     return settings
 
 
+def os_error_exit(exc: OSError) -> int:
+    """Say an OSError that reached a command in one sentence; its exit code. One on a path is for
+    a person to fix (78): the sentence names the path, the user and what to do."""
+    if exc.filename is None:
+        say(f"failed: {exc.strerror or exc}")
+        return 1
+    say(str(PathProblem.from_os_error(exc)))
+    return EX_CONFIG
+
+
 @contextmanager
 def handled() -> Iterator[None]:
     """memsync's errors as one sentence on stderr and the documented exit code, never a traceback."""
     try:
         yield
+    except OSError as exc:
+        raise Exit(os_error_exit(exc)) from None
     except (PathProblem, SourceConflict) as exc:
         fail(str(exc), EX_CONFIG)
     except ConfigError as exc:

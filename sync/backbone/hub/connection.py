@@ -93,7 +93,11 @@ class HubConnection:
         self.description = f"embedded hub {path}"
         # One sqlite3 connection is not safe for concurrent use: the daemon's threads take turns.
         self._lock = threading.Lock()
-        if not create and not path.exists():
+        try:
+            exists = path.exists()
+        except OSError as exc:  # no access to its folder, a name too long: only a person can fix it
+            raise PathProblem.from_os_error(exc, "backbone.path") from None
+        if not create and not exists:
             raise BackboneUnavailable(f"embedded hub {path} does not exist yet (no site has synced into it)")
         try:
             self._conn = open_wal(path, synchronous="FULL", busy_timeout_ms=busy_timeout_ms)
