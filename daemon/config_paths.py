@@ -1,5 +1,6 @@
-"""Where memsync's files go by default: pure functions shared by the settings and by the light
-path of ``memsync search`` (``daemon.cli.locate``), so that the two can never disagree."""
+"""Where memsync's files go by default, and which ``.env`` file counts: pure functions shared by
+the settings and by the light paths' cache (``daemon.cli.locate``), so that the two can never
+disagree."""
 
 from __future__ import annotations
 

@@ -96,9 +96,16 @@ def load(args: argparse.Namespace, *, log_level: str | None = None) -> Settings:
     """The settings, with logging set up: the configured level, or ``log_level`` for commands
     whose output is their result (status, export, search)."""
     from daemon import logs
+    from daemon.cli.locate import remember, stamps
     from daemon.config import load_settings
 
+    try:
+        key = stamps(args.config, os.environ)  # before reading: a file changed meanwhile makes it stale
+    except (OSError, RuntimeError):
+        key = None
     settings = load_settings(args.config)
+    if key is not None:
+        remember(settings, args.config, key, os.environ)  # for the light paths of the next hooks
     logs.configure(log_level or settings.log.level, settings.log.format)
     telegram = settings.telegram
     logs.register_secrets(s.get_secret_value() for s in (telegram.bot_token, telegram.webhook_secret) if s is not None)
