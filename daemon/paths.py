@@ -50,7 +50,20 @@ def _stat(path: Path, key: str) -> tuple[os.stat_result | None, str | None]:
         return None, _said(exc, key)
 
 
-def agentdb_problem(path: Path) -> str | None:
+def exists(path: Path, key: str) -> bool:
+    """Whether ``path`` is there. Unlike ``Path.exists()``, which answers a quiet False, a path that
+    cannot be looked at (a file on its way, no access, a name too long) is a PathProblem naming
+    ``key``, the setting that puts it there."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise PathProblem.from_os_error(exc, key) from None
+    return True
+
+
+def agentdb_problem(path: Path) -> str | None:  # noqa: PLR0911 - a sentence a case
     """Why the AgentDB file cannot be read by this process, or None (a missing file is no problem:
     the agent may not have written it yet, and the daemon waits for it)."""
     try:
@@ -101,46 +114,59 @@ def _own_folders(settings: Settings) -> dict[Path, str]:
     return folders
 
 
+def _hint(key: str) -> str:
+    return f"set {key} (or data_dir) to a folder that user owns"
+
+
 def _folder_problem(folder: Path, key: str, *, create: bool) -> str | None:
-    hint = f"or set {key} (or data_dir) to a folder that user owns"
     found, problem = _stat(folder, key)
     if problem is not None:
         return problem
-    if found is None and os.path.islink(folder):
+    if found is None:
+        return _absent_folder_problem(folder, key, create=create)
+    if not stat.S_ISDIR(found.st_mode):
+        return (
+            f"memsync runs as user {user()}, which cannot use {folder} ({key}): it is a file, not a folder; "
+            f"{_hint(key)}"
+        )
+    return _access_problem(folder, key)
+
+
+def _absent_folder_problem(folder: Path, key: str, *, create: bool) -> str | None:  # noqa: PLR0911 - a sentence a case
+    """Why a folder that is not there cannot be made (``create``: make it now), or None."""
+    if os.path.islink(folder):
         return _said(_missing(folder), key)  # a link to a folder yet to be made: mkdir will not follow it
-    if found is None and not create:
-        existing = next((p for p in folder.parents if p.exists()), folder)
+    existing = next((p for p in folder.parents if p.exists()), folder)
+    cannot_create = (
+        f"memsync runs as user {user()}, which cannot create {folder} ({key}): it has no write access "
+        f"to {existing}; create the folder for that user, or {_hint(key)}"
+    )
+    if not create:
         if not existing.is_dir():
             return _said(NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)), key)
         if os.access(existing, os.W_OK | os.X_OK):
             return None  # the daemon will create it
         if _read_only(existing):
             return _said(OSError(errno.EROFS, os.strerror(errno.EROFS), str(folder)), key)
-        return (
-            f"memsync runs as user {user()}, which cannot create {folder} ({key}): it has no write access "
-            f"to {existing}; create the folder for that user, {hint}"
-        )
-    if found is None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except PermissionError:
-            existing = next((p for p in folder.parents if p.exists()), folder)
-            return (
-                f"memsync runs as user {user()}, which cannot create {folder} ({key}): it has no write access "
-                f"to {existing}; create the folder for that user, {hint}"
-            )
-        except OSError as exc:
-            return _said(exc, key)
-    elif not stat.S_ISDIR(found.st_mode):
-        return f"memsync runs as user {user()}, which cannot use {folder} ({key}): it is a file, not a folder; {hint.removeprefix('or ')}"
-    if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
-        if _read_only(folder):
-            return _said(OSError(errno.EROFS, os.strerror(errno.EROFS), str(folder)), key)
-        return (
-            f"memsync runs as user {user()}, which cannot write to {folder} ({key}): "
-            f"give that user write access, {hint}"
-        )
-    return None
+        return cannot_create
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        return cannot_create
+    except OSError as exc:
+        return _said(exc, key)
+    return _access_problem(folder, key)
+
+
+def _access_problem(folder: Path, key: str) -> str | None:
+    if os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+        return None
+    if _read_only(folder):
+        return _said(OSError(errno.EROFS, os.strerror(errno.EROFS), str(folder)), key)
+    return (
+        f"memsync runs as user {user()}, which cannot write to {folder} ({key}): "
+        f"give that user write access, or {_hint(key)}"
+    )
 
 
 def _file_problem(path: Path, key: str) -> str | None:

@@ -29,11 +29,12 @@ def register(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from daemon.paths import exists
     from daemon.site import open_backbone
 
     with handled():
         settings = load(args, log_level="error")
-        if settings.backbone.kind == "local" and not settings.hub_path.exists():
+        if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
             fail(
                 f"the hub {settings.hub_path} does not exist yet: nothing has been synced to it "
                 f"(run `memsync sync` or `memsync run` first)",
