@@ -130,7 +130,9 @@ class PathProblem(ConfigError):
         if exc.errno == errno.ENOENT and isinstance(exc.filename, str) and os.path.islink(exc.filename):
             reason = f"it is a symbolic link to {os.readlink(exc.filename)}, which does not exist"
         named = f"{path} ({key})" if key else str(path)
-        return cls(f"memsync runs as user {current_user()}, which cannot use {named}: {reason}; {fix.format(what=what)}")
+        return cls(
+            f"memsync runs as user {current_user()}, which cannot use {named}: {reason}; {fix.format(what=what)}"
+        )
 
 
 # errno -> (what is wrong, what to do); {what} is the setting that names the path.
