@@ -210,3 +210,13 @@ def test_search_and_sync_through_a_daemon_import_nothing_heavy(
     done, modules = imported("search", "anything", "--json", "-c", str(site.config))
     assert done.returncode == 0
     assert "daemon.cli.app" in modules
+
+
+def test_a_cache_that_cannot_be_kept_costs_only_the_full_path(tmp_path: Path) -> None:
+    config = tmp_path / "site.toml"
+    config.write_text('[site]\nname = "laptop"\n[agentdb]\npath = "a.db"\n', encoding="utf-8")
+    (tmp_path / "not-a-folder").write_text("", encoding="utf-8")
+    environ = {"HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "not-a-folder" / "cache")}
+    remember(load_settings(config), config, stamps(config, environ), environ)
+    assert quick_paths(config, environ) is None
+    assert not any(p.name.startswith(".settings-") for p in tmp_path.rglob("*")), "a temporary file left behind"

@@ -111,8 +111,8 @@ def remember(settings: Settings, config: Path | None, key: dict[str, Any], envir
             "lock": str(settings.lock_path),
         },
     }
-    target = _entry_file(config, environ)
     try:
+        target = _entry_file(config, environ)  # RuntimeError: no HOME to keep it in
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".settings-", suffix=".json")
         try:
@@ -122,5 +122,5 @@ def remember(settings: Settings, config: Path | None, key: dict[str, Any], envir
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-    except OSError:
+    except (OSError, RuntimeError):
         pass
