@@ -7,6 +7,7 @@ the file's own folder, so a config travels with the files it names.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import tomllib
@@ -18,16 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from daemon.alerts.quiet import parse_quiet_hours, zone
-from daemon.config_paths import default_data_dir, lock_path_for, socket_path_for, state_path_for
+from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
 from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, with_overrides
 from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.episode import Attribution
-from sync.errors import ConfigError
+from sync.errors import ConfigError, PathProblem
 from sync.redaction import Redactor
 
 ENV_PREFIX = "MEMSYNC_"
 # Read by the CLI and the demo, not settings. MEMSYNC_ENV_FILE names the .env file to read instead
-# of ./.env: a service's per-site secrets file (launchd has no EnvironmentFile=).
+# of the one beside the config file: a service's per-site secrets file (launchd has no EnvironmentFile=).
 _CLI_VARIABLES = {"MEMSYNC_CONFIG", "MEMSYNC_AGENTDB_GEN", "MEMSYNC_ENV_FILE"}
 # Secrets: from the environment or .env only, never a config file that may be shared or committed.
 _ENV_ONLY = (
@@ -478,31 +479,46 @@ def _allowed_keys(model: type[BaseModel], path: list[str]) -> list[str]:
     return sorted(k for k in current.model_fields if k != "config_file")
 
 
-def env_file() -> Path:
-    """The .env file settings read last: $MEMSYNC_ENV_FILE, else .env in the working directory."""
-    return Path(os.environ.get("MEMSYNC_ENV_FILE") or ".env")
+def env_file(config: Path | None = None) -> Path | None:
+    """The ``.env`` file settings read last for ``config`` (``config_paths.env_file_for``)."""
+    return env_file_for(config, os.environ)
 
 
-def _variables() -> dict[str, tuple[str, str]]:
+def _dotenv(config: Path | None) -> tuple[Path | None, dict[str, str]]:
+    """The ``.env`` file that counts (``env_file_for`` says which) and its values; one that exists
+    or is named but cannot be read is a PathProblem, not a silent nothing."""
+    path = env_file(config)
+    if path is None:
+        return None, {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        named = "MEMSYNC_ENV_FILE" if os.environ.get("MEMSYNC_ENV_FILE") else "the .env file beside the config file"
+        raise PathProblem.from_os_error(exc, named) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"the .env file {path} is not UTF-8 text: {exc}") from None
+    return path, {name: value or "" for name, value in dotenv_values(stream=io.StringIO(text)).items()}
+
+
+def _variables(dotenv: tuple[Path | None, dict[str, str]]) -> dict[str, tuple[str, str]]:
     """MEMSYNC_ variables by name, each with where it was set (the environment wins over .env)."""
     found: dict[str, tuple[str, str]] = {}
-    dotenv = env_file()
-    if dotenv.is_file():
-        for name, value in dotenv_values(dotenv).items():
-            found[name.upper()] = (value or "", f"the .env file {dotenv}")
+    path, values = dotenv
+    for name, value in values.items():
+        found[name.upper()] = (value, f"the .env file {path}")
     for name, value in os.environ.items():
         found[name.upper()] = (value, "the environment")
     return {k: v for k, v in found.items() if k.startswith(ENV_PREFIX) and k not in _CLI_VARIABLES}
 
 
-def _unknown_keys(values: dict[str, Any], where: str) -> list[str]:
+def _unknown_keys(values: dict[str, Any], where: str, variables: dict[str, tuple[str, str]]) -> list[str]:
     known = set(Settings.model_fields)
     problems = [
         f"unknown key {key!r} (allowed here: {', '.join(sorted(known - {'config_file'}))}) in {where}"
         for key in values
         if key not in known or key == "config_file"
     ]
-    for name, (_value, origin) in sorted(_variables().items()):
+    for name, (_value, origin) in sorted(variables.items()):
         section = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
         if section not in known or section == "config_file":
             allowed = ", ".join(f"{ENV_PREFIX}{k.upper()}__..." for k in sorted(known - {"config_file", "data_dir"}))
@@ -513,10 +529,10 @@ def _unknown_keys(values: dict[str, Any], where: str) -> list[str]:
     return problems
 
 
-def _origin(loc: tuple[Any, ...], where: str) -> str:
+def _origin(loc: tuple[Any, ...], where: str, variables: dict[str, tuple[str, str]]) -> str:
     """Where the value at ``loc`` came from: a variable (named) or the config file."""
     name = ENV_PREFIX + "__".join(str(part).upper() for part in loc)
-    found = _variables().get(name)
+    found = variables.get(name)
     return f"{name} in {found[1]}" if found else where
 
 
@@ -528,28 +544,30 @@ def load_settings(config: Path | None) -> Settings:
         where = str(config)
         try:
             values = tomllib.loads(config.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {config} does not exist") from None
+        except OSError as exc:
+            raise PathProblem.from_os_error(exc, "the config file, -c or MEMSYNC_CONFIG") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {config} is not valid TOML: {exc}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read config file {config}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {config} is not UTF-8 text: {exc}") from None
     for section, key in _ENV_ONLY:
         if isinstance(values.get(section), dict) and key in values[section]:
             raise ConfigError(
                 f"{where}: {section}.{key} does not belong in a config file; "
                 f"set MEMSYNC_{section.upper()}__{key.upper()} in the environment or a .env file"
             )
-    problems = _unknown_keys(values, where)
+    dotenv = _dotenv(config)
+    variables = _variables(dotenv)
+    problems = _unknown_keys(values, where, variables)
     if problems:
         raise ConfigError(f"invalid configuration: {'; '.join(problems)}")
     if config is not None:
         values = _anchor(values, config.resolve().parent)
         values["config_file"] = str(config.resolve())
     try:
-        return Settings(**values, _env_file=env_file())
+        return Settings(**values, _env_file=dotenv[0])
     except ValidationError as exc:
         described = "; ".join(
-            f"{_describe(dict(e), Settings)} (from {_origin(tuple(e['loc']), where)})" for e in exc.errors()
+            f"{_describe(dict(e), Settings)} (from {_origin(tuple(e['loc']), where, variables)})" for e in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {described}") from None

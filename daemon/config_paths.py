@@ -1,8 +1,10 @@
-"""Where memsync's files go by default: pure functions shared by the settings and by the light
-path of ``memsync search`` (``daemon.cli.locate``), so that the two can never disagree."""
+"""Where memsync's files go by default, and which ``.env`` file counts: pure functions shared by
+the settings and by the light paths' cache (``daemon.cli.locate``), so that the two can never
+disagree."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,3 +29,15 @@ def lock_path_for(state_path: Path) -> Path:
 def heartbeat_spool_for(state_path: Path) -> Path:
     """Where ``memsync heartbeat`` leaves agents' beats for the daemon to forward."""
     return state_path.with_name(state_path.name + ".heartbeats")
+
+
+def env_file_for(config: Path | None, environ: Mapping[str, str]) -> Path | None:
+    """The one ``.env`` file memsync reads, or None: the file MEMSYNC_ENV_FILE names (a service's
+    secrets file), else the ``.env`` beside the config file, else, with no config file, the
+    working directory's. Never the working directory's beside a config file elsewhere: hooks run
+    in whatever project the agent works in, and that project's ``.env`` is not memsync's."""
+    named = environ.get("MEMSYNC_ENV_FILE")
+    if named:
+        return Path(named)
+    candidate = (config.resolve().parent if config is not None else Path.cwd()) / ".env"
+    return candidate if os.path.lexists(candidate) else None

@@ -9,20 +9,33 @@ are created when missing.
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
+import stat
 from pathlib import Path
 
 from daemon.config import Settings
-from sync.errors import PathProblem
+from sync.errors import PathProblem, current_user
 
 
 def user() -> str:
-    uid = os.geteuid()
+    return current_user()
+
+
+def _said(exc: OSError, key: str) -> str:
+    return str(PathProblem.from_os_error(exc, key))
+
+
+def _missing(path: Path) -> OSError:
+    return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+
+
+def _read_only(path: Path) -> bool:
     try:
-        return f"{pwd.getpwuid(uid).pw_name!r} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _account() -> str:
@@ -33,16 +46,46 @@ def _account() -> str:
         return str(os.geteuid())
 
 
-def agentdb_problem(path: Path) -> str | None:
+def _stat(path: Path, key: str) -> tuple[os.stat_result | None, str | None]:
+    """The path's stat, None when it does not exist (not even as a dangling link), or the sentence
+    for why it cannot be looked at (a folder on its way is a file, a name too long, no access)."""
+    try:
+        return os.stat(path), None
+    except FileNotFoundError:
+        if os.path.islink(path) and not Path(os.path.realpath(path)).parent.is_dir():
+            return None, _said(_missing(path), key)  # a link to where nothing can be created
+        return None, None
+    except OSError as exc:
+        return None, _said(exc, key)
+
+
+def exists(path: Path, key: str) -> bool:
+    """Whether ``path`` is there. Unlike ``Path.exists()``, which answers a quiet False, a path that
+    cannot be looked at (a file on its way, no access, a name too long) is a PathProblem naming
+    ``key``, the setting that puts it there."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise PathProblem.from_os_error(exc, key) from None
+    return True
+
+
+def agentdb_problem(path: Path) -> str | None:  # noqa: PLR0911 - a sentence a case
     """Why the AgentDB file cannot be read by this process, or None (a missing file is no problem:
     the agent may not have written it yet, and the daemon waits for it)."""
-    if path.is_dir():
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None  # not written yet (a link to where the agent will write it, too)
+    except OSError as exc:
+        return _said(exc, "agentdb.path")
+    if stat.S_ISDIR(found.st_mode):
         return (
-            f"agentdb.path {path} is a folder, not an AgentDB file: point agentdb.path at the database file "
-            "itself (the agent's AGENTDB_PATH, e.g. ~/.agentdb/agentdb.db)"
+            f"agentdb.path {path} is a folder, not an AgentDB file (memsync runs as user {user()}): point "
+            "agentdb.path at the database file itself (the agent's AGENTDB_PATH, e.g. ~/.agentdb/agentdb.db)"
         )
-    if not path.exists():
-        return None
     try:
         with path.open("rb"):
             pass
@@ -80,40 +123,70 @@ def _own_folders(settings: Settings) -> dict[Path, str]:
     return folders
 
 
-def _folder_problem(folder: Path, key: str, *, create: bool) -> str | None:  # noqa: PLR0911 - one sentence a case
-    hint = f"or set {key} (or data_dir) to a folder that user owns"
-    if not create and not folder.exists():
-        existing = next((p for p in folder.parents if p.exists()), folder)
+def _hint(key: str) -> str:
+    return f"set {key} (or data_dir) to a folder that user owns"
+
+
+def _folder_problem(folder: Path, key: str, *, create: bool) -> str | None:
+    found, problem = _stat(folder, key)
+    if problem is not None:
+        return problem
+    if found is None:
+        return _absent_folder_problem(folder, key, create=create)
+    if not stat.S_ISDIR(found.st_mode):
+        return (
+            f"memsync runs as user {user()}, which cannot use {folder} ({key}): it is a file, not a folder; "
+            f"{_hint(key)}"
+        )
+    return _access_problem(folder, key)
+
+
+def _absent_folder_problem(folder: Path, key: str, *, create: bool) -> str | None:  # noqa: PLR0911 - a sentence a case
+    """Why a folder that is not there cannot be made (``create``: make it now), or None."""
+    if os.path.islink(folder):
+        return _said(_missing(folder), key)  # a link to a folder yet to be made: mkdir will not follow it
+    existing = next((p for p in folder.parents if p.exists()), folder)
+    cannot_create = (
+        f"memsync runs as user {user()}, which cannot create {folder} ({key}): it has no write access "
+        f"to {existing}; create the folder for that user, or {_hint(key)}"
+    )
+    if not create:
+        if not existing.is_dir():
+            return _said(NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)), key)
         if os.access(existing, os.W_OK | os.X_OK):
             return None  # the daemon will create it
-        return (
-            f"memsync runs as user {user()}, which cannot create {folder} ({key}): it has no write access "
-            f"to {existing}; create the folder for that user, {hint}"
-        )
+        if _read_only(existing):
+            return _said(OSError(errno.EROFS, os.strerror(errno.EROFS), str(folder)), key)
+        return cannot_create
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except PermissionError:
-        existing = next((p for p in folder.parents if p.exists()), folder)
-        return (
-            f"memsync runs as user {user()}, which cannot create {folder} ({key}): it has no write access "
-            f"to {existing}; create the folder for that user, {hint}"
-        )
-    except FileExistsError:
-        return f"{folder} ({key}) is a file, not a folder: {hint.removeprefix('or ')}"
+        return cannot_create
     except OSError as exc:
-        return f"cannot create {folder} ({key}): {exc.strerror}"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return (
-            f"memsync runs as user {user()}, which cannot write to {folder} ({key}): "
-            f"give that user write access, {hint}"
-        )
-    return None
+        return _said(exc, key)
+    return _access_problem(folder, key)
+
+
+def _access_problem(folder: Path, key: str) -> str | None:
+    if os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+        return None
+    if _read_only(folder):
+        return _said(OSError(errno.EROFS, os.strerror(errno.EROFS), str(folder)), key)
+    return (
+        f"memsync runs as user {user()}, which cannot write to {folder} ({key}): "
+        f"give that user write access, or {_hint(key)}"
+    )
 
 
 def _file_problem(path: Path, key: str) -> str | None:
-    if path.is_dir():
-        return f"{key} {path} is a folder: point {key} at a file (memsync creates it)"
-    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+    found, problem = _stat(path, key)
+    if problem is not None or found is None:
+        return problem
+    if stat.S_ISDIR(found.st_mode):
+        return f"memsync runs as user {user()}, which cannot use {path} ({key}): it is a folder; point {key} at a file"
+    if not os.access(path, os.R_OK | os.W_OK):
+        if _read_only(path):
+            return _said(OSError(errno.EROFS, os.strerror(errno.EROFS), str(path)), key)
         return (
             f"memsync runs as user {user()}, which cannot write to {path} ({key}): "
             "give that user read and write access to it"

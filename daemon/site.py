@@ -19,7 +19,7 @@ import httpx
 
 from daemon import logs
 from daemon.config import Settings
-from daemon.paths import check_site, user
+from daemon.paths import check_site, exists, user
 from sync.agentdb import AgentDBReader
 from sync.backbone.base import Backbone
 from sync.backbone.convex import ConvexBackbone
@@ -80,6 +80,8 @@ def open_sidecar(settings: Settings) -> Sidecar:
 
 def open_sidecar_readonly(settings: Settings) -> Sidecar | None:
     """The sidecar for reading, or None when the site was never synced."""
+    if not exists(settings.state_path, "state.path"):  # a file on its way is a PathProblem, not "never"
+        return None
     try:
         return Sidecar(settings.state_path, readonly=True)
     except FileNotFoundError:

@@ -49,10 +49,12 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
     meta: dict[str, str | None] = {}
     cursor = quarantined = conflicts = synced = 0
     path_problem = writable_problem(settings, create=False)
-    try:
-        sidecar = open_sidecar_readonly(settings)
-    except PathProblem as exc:
-        sidecar, path_problem = None, path_problem or str(exc)
+    sidecar = None
+    if path_problem is None:  # else the state file may be out of reach too: the problem says why
+        try:
+            sidecar = open_sidecar_readonly(settings)
+        except PathProblem as exc:
+            path_problem = str(exc)
     if sidecar is not None:
         try:
             keys = (
@@ -72,7 +74,10 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         finally:
             sidecar.close()
 
-    pid = holder_pid(settings.lock_path)
+    try:
+        pid = holder_pid(settings.lock_path)
+    except OSError:
+        pid = None  # the lock is out of reach: path_problem says why, and no daemon of ours could run
     agentdb: dict[str, Any] = {"path": str(settings.agentdb.path), "readable": False, "error": None}
     backlog: int | None = None
     oldest: float | None = None

@@ -30,6 +30,9 @@ out), ``sync.episode``'s private ``_Reject`` and ``daemon.loop.inotify``'s ``Ino
 
 from __future__ import annotations
 
+import errno
+import os
+import pwd
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -116,6 +119,45 @@ class ConfigError(MemsyncError):
 class PathProblem(ConfigError):
     """A file or folder memsync needs cannot be used as it is (unreadable, unwritable, a folder
     where a file belongs); the message names the path, the user memsync runs as and the fix."""
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, key: str | None = None) -> PathProblem:
+        """The one sentence for an OSError on a path: which path (and the setting that names it,
+        when known), which user, what is wrong and what to do."""
+        path = exc.filename if exc.filename is not None else "a path"
+        what = key or "the setting that names it"
+        reason, fix = _REASONS.get(exc.errno or 0, (exc.strerror or str(exc), "check it, or point {what} elsewhere"))
+        if exc.errno == errno.ENOENT and isinstance(exc.filename, str) and os.path.islink(exc.filename):
+            reason = f"it is a symbolic link to {os.readlink(exc.filename)}, which does not exist"
+        named = f"{path} ({key})" if key else str(path)
+        return cls(
+            f"memsync runs as user {current_user()}, which cannot use {named}: {reason}; {fix.format(what=what)}"
+        )
+
+
+# errno -> (what is wrong, what to do); {what} is the setting that names the path.
+_REASONS = {
+    errno.ENOENT: ("it does not exist", "create it, or point {what} at one that does"),
+    errno.ENOTDIR: ("a folder on the way to it is a file", "move that file away, or point {what} elsewhere"),
+    errno.EISDIR: ("it is a folder where a file belongs", "point {what} at a file"),
+    errno.EEXIST: ("something else is already there", "move it away, or point {what} elsewhere"),
+    errno.EACCES: ("that user has no access to it", "give that user access, or point {what} at a place it owns"),
+    errno.EPERM: ("that user may not change it", "give that user access, or point {what} at a place it owns"),
+    errno.EROFS: ("it is on a read-only file system", "point {what} at a writable place"),
+    errno.ENAMETOOLONG: ("the name is too long for the file system", "point {what} at a shorter path"),
+    errno.ELOOP: ("its symbolic links go round in a loop", "fix the links, or point {what} elsewhere"),
+    errno.ENOSPC: ("the disk is full", "free some space"),
+    errno.EDQUOT: ("that user's disk quota is used up", "free some space"),
+}
+
+
+def current_user() -> str:
+    """The user this process runs as, by name and uid: what a path problem is about."""
+    uid = os.geteuid()
+    try:
+        return f"{pwd.getpwuid(uid).pw_name!r} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 class SourceConflict(ConfigError):

@@ -296,9 +296,10 @@ def test_environment_and_dotenv_override_the_file(site_files: Callable[..., Site
 
     workdir = tmp_path / "workdir"
     workdir.mkdir()
-    (workdir / ".env").write_text("MEMSYNC_SITE__NAME=from-dotenv\n", encoding="utf-8")
+    (workdir / ".env").write_text("MEMSYNC_SITE__NAME=from-project\n", encoding="utf-8")
+    (site.config.parent / ".env").write_text("MEMSYNC_SITE__NAME=from-dotenv\n", encoding="utf-8")
     _, report = status_json(site.config, cwd=workdir)
-    assert report["site"] == "from-dotenv"
+    assert report["site"] == "from-dotenv", "the .env beside the config counts, not the working directory's"
     # The real environment wins over .env.
     _, report = status_json(site.config, cwd=workdir, env={"MEMSYNC_SITE__NAME": "from-env"})
     assert report["site"] == "from-env"

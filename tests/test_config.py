@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT
 
 from daemon.config import load_settings
-from sync.errors import ConfigError
+from sync.errors import ConfigError, PathProblem
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -84,10 +84,35 @@ def test_the_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.
     assert (settings.site.name, settings.sync.batch_size) == ("vm", 50)
 
 
-def test_a_dotenv_file_in_the_working_directory_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_dotenv_file_beside_the_config_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".env").write_text("MEMSYNC_SITE__NAME=from-dotenv\nUNRELATED=1\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     assert load_settings(write(tmp_path, MINIMAL)).site.name == "from-dotenv"
+
+
+def test_a_project_dotenv_in_the_working_directory_is_not_memsyncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".env").write_text("MEMSYNC_SINK__X=1\nMEMSYNC_SITE__NAME=project\n", encoding="utf-8")
+    monkeypatch.chdir(project)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    assert load_settings(write(conf, MINIMAL)).site.name == "laptop"
+    # With no config file, the working directory is where memsync's settings are: its .env counts.
+    (project / ".env").write_text("MEMSYNC_SITE__NAME=project\nMEMSYNC_AGENTDB__PATH=a.db\n", encoding="utf-8")
+    assert load_settings(None).site.name == "project"
+
+
+def test_an_env_file_named_but_missing_is_a_path_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSYNC_ENV_FILE", str(tmp_path / "laptop.env"))
+    with pytest.raises(PathProblem) as raised:
+        load_settings(write(tmp_path, MINIMAL))
+    assert f"{tmp_path / 'laptop.env'} (MEMSYNC_ENV_FILE): it does not exist" in str(raised.value)
+    assert "(uid " in str(raised.value)
 
 
 def test_an_unknown_memsync_section_in_the_environment_is_refused(
@@ -114,7 +139,7 @@ def test_a_typo_in_dotenv_names_the_dotenv_file(tmp_path: Path, monkeypatch: pyt
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError) as raised:
         load_settings(write(tmp_path, MINIMAL))
-    assert "unknown variable MEMSYNC_SINK__X in the .env file .env" in str(raised.value)
+    assert f"unknown variable MEMSYNC_SINK__X in the .env file {tmp_path / '.env'}" in str(raised.value)
 
 
 def test_memsync_env_file_names_the_secrets_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,7 @@ from daemon.cli import (
     telegram,
 )
 from daemon.cli import sync as sync_command
-from daemon.cli.common import Exit
+from daemon.cli.common import Exit, os_error_exit
 
 DESCRIPTION = "Keep AI agents' AgentDB memories in step across machines."
 
@@ -70,6 +70,8 @@ def run_app(argv: list[str]) -> None:
         code = int(args.run(args))
     except Exit as done:
         code = done.code
+    except OSError as exc:  # a command's own handler did not know the path: still one sentence
+        code = os_error_exit(exc)
     except KeyboardInterrupt:
         code = 130
     sys.exit(code)

@@ -62,10 +62,11 @@ def _range(args: argparse.Namespace) -> tuple[str | None, int | None, int | None
 
 
 def _open(args: argparse.Namespace) -> Backbone:
+    from daemon.paths import exists
     from daemon.site import open_backbone
 
     settings = load(args, log_level="error")
-    if settings.backbone.kind == "local" and not settings.hub_path.exists():
+    if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
         fail(f"the hub {settings.hub_path} does not exist yet: nothing has been synced or archived", 1)
     return open_backbone(settings, create=False)
 

@@ -108,9 +108,16 @@ def load(args: argparse.Namespace, *, log_level: str | None = None, daemon: bool
     whose output is their result (status, export, search); ``daemon`` for ``run`` (JSON logs when
     not on a terminal, every level)."""
     from daemon import logs, modes
+    from daemon.cli.locate import remember, stamps
     from daemon.config import load_settings
 
+    try:
+        key = stamps(args.config, os.environ)  # before reading: a file changed meanwhile makes it stale
+    except (OSError, RuntimeError):
+        key = None
     settings = load_settings(args.config)
+    if key is not None:
+        remember(settings, args.config, key, os.environ)  # for the light paths of the next hooks
     modes.follow(settings)
     logs.configure(log_level or settings.log.level, settings.log.format, command=not daemon)
     telegram = settings.telegram
@@ -119,11 +126,23 @@ def load(args: argparse.Namespace, *, log_level: str | None = None, daemon: bool
     return settings
 
 
+def os_error_exit(exc: OSError) -> int:
+    """Say an OSError that reached a command in one sentence; its exit code. One on a path is for
+    a person to fix (78): the sentence names the path, the user and what to do."""
+    if exc.filename is None:
+        say(f"failed: {exc.strerror or exc}")
+        return 1
+    say(str(PathProblem.from_os_error(exc)))
+    return EX_CONFIG
+
+
 @contextmanager
 def handled() -> Iterator[None]:
     """memsync's errors as one sentence on stderr and the documented exit code, never a traceback."""
     try:
         yield
+    except OSError as exc:
+        raise Exit(os_error_exit(exc)) from None
     except (PathProblem, SourceConflict) as exc:
         fail(str(exc), EX_CONFIG)
     except ConfigError as exc:

@@ -46,6 +46,7 @@ def _count(value: str) -> int:
 
 def main(args: argparse.Namespace) -> int:
     from daemon.cli.search import parse_since
+    from daemon.paths import exists
     from daemon.site import open_backbone
 
     with handled():
@@ -54,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
             since_ms = None if args.since is None else parse_since(args.since, time.time())
         except ValueError as exc:
             fail(str(exc), EX_USAGE)
-        if settings.backbone.kind == "local" and not settings.hub_path.exists():
+        if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
             fail(
                 f"the hub {settings.hub_path} does not exist yet: nothing has been synced to it "
                 f"(run `memsync sync` or `memsync run` first)",

@@ -82,6 +82,7 @@ def _holds(episode: dict[str, Any], text: str) -> bool:
 
 
 def main(args: argparse.Namespace) -> int:
+    from daemon.paths import exists
     from daemon.site import open_backbone
 
     if not args.keys and not args.matching:
@@ -91,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
     keys = parse_keys(args.keys)
     with handled():
         settings = load(args, log_level="error")
-        if settings.backbone.kind == "local" and not settings.hub_path.exists():
+        if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
             fail(f"the hub {settings.hub_path} does not exist yet: nothing has been synced, so nothing to forget", 1)
         backbone = open_backbone(settings)  # a writer: it brings an older hub to the current schema
         try:

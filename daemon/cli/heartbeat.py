@@ -63,7 +63,10 @@ def fast_heartbeat(argv: Sequence[str]) -> int | None:
     paths = quick_paths(args.config, os.environ)
     if paths is None:
         return None
-    holder = lock_holder(paths.lock)
+    try:
+        holder = lock_holder(paths.lock)
+    except OSError:
+        return None  # the full path says what is wrong with the lock's path
     if holder is None or holder.role != DAEMON:
         return None
     try:

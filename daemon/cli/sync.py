@@ -75,7 +75,10 @@ def fast_sync(argv: Sequence[str]) -> int | None:
     if paths is None:
         return None
     deadline, asked_at = time.monotonic() + args.timeout, time.time()
-    pid = poke_daemon(paths.lock)
+    try:
+        pid = poke_daemon(paths.lock)
+    except OSError:
+        return None  # the full path says what is wrong with the lock's path
     if pid is None:
         return None
     try:

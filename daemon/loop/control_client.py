@@ -31,6 +31,8 @@ def ask(path: Path, request: Mapping[str, Any], *, on_progress: Progress | None 
             sock.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise DaemonNotListening(f"no daemon is listening on {path}") from exc
+        except OSError as exc:  # no access, a file on the socket's way: a path problem, so named
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         # The other side may answer without reading (a host refusing every request while its
         # worker is down writes why and closes): its answer is still there to read.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):

@@ -78,10 +78,11 @@ class SiteLock:
 
 
 def lock_holder(path: Path) -> Holder | None:
-    """Who holds the lock now, or None when nobody does."""
+    """Who holds the lock now, or None when nobody does (also when no lock file can be there: a
+    folder on its way is a file). Any other OSError (no access) is the caller's to say."""
     try:
         fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     try:
         try:

@@ -50,7 +50,8 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
     """os.environ with ``values`` over it and stand-ins for absent secrets; restored afterwards.
     (pydantic-settings reads os.environ itself: there is no environment to hand it.)"""
     saved = dict(os.environ)
-    dotenv = dotenv_values(env_file()) if env_file().is_file() else {}
+    found = env_file()
+    dotenv = dotenv_values(found) if found is not None and found.is_file() else {}
     try:
         os.environ.update(values)
         for name in (SITE_SECRET, EMBEDDER_KEY):

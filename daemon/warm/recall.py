@@ -21,11 +21,12 @@ from daemon.config import Settings
 from daemon.counts import counted
 from daemon.loop.control_client import ask
 from daemon.loop.lock import DAEMON, lock_holder
+from daemon.paths import exists
 from daemon.site import open_backbone
 from daemon.warm.lag import episodes_behind
 from daemon.warm.layer import WarmLayer, offline_layer
 from sync.backbone.base import Backbone, ChangeFeed
-from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, TransientError
+from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
 from sync.warm.request import SearchRequest, SearchResult
 
 # Episodes a search with no daemon running indexes itself before answering: about a second of the
@@ -80,10 +81,12 @@ def run_search(settings: Settings, request: SearchRequest) -> Found:
 
 
 def _backbone_for_catch_up(settings: Settings) -> tuple[Backbone | None, str | None]:
-    if settings.backbone.kind == "local" and not settings.hub_path.exists():
+    if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
         return None, None  # nothing was ever synced
     try:
         return open_backbone(settings, create=False), None
+    except PathProblem:
+        raise  # not a hub that is busy or away: a path only a person can fix
     except MemsyncError as exc:
         return None, f"could not check the search index against the backbone ({exc}): recent episodes may be missing"
 

@@ -72,8 +72,8 @@ def classify(exc: BaseException, path: Path) -> MemsyncError:
     if code == sqlite3.SQLITE_CANTOPEN or isinstance(exc, PermissionError) or "unable to open database" in message:
         if path.is_dir():
             return PathProblem(
-                f"backbone.path {path} is a folder, not the embedded hub's file: point backbone.path at a file "
-                f"in it (e.g. {path / 'hub.db'})"
+                f"backbone.path {path} is a folder, not the embedded hub's file (memsync runs as user {_user()}): "
+                f"point backbone.path at a file in it (e.g. {path / 'hub.db'})"
             )
         folder = _unwritable_folder(path)
         if folder is not None or isinstance(exc, PermissionError):
@@ -104,7 +104,13 @@ class HubConnection:
         self.description = f"embedded hub {path}"
         # One sqlite3 connection is not safe for concurrent use: the daemon's threads take turns.
         self._lock = threading.Lock()
-        if not create and not path.exists():
+        try:
+            exists = os.stat(path) is not None
+        except FileNotFoundError:
+            exists = False
+        except OSError as exc:  # a file on its way, no access, a name too long: only a person can fix it
+            raise PathProblem.from_os_error(exc, "backbone.path") from None
+        if not create and not exists:
             raise BackboneUnavailable(f"embedded hub {path} does not exist yet (no site has synced into it)")
         try:
             self._conn = open_wal(path, synchronous="FULL", busy_timeout_ms=busy_timeout_ms)
