@@ -29,6 +29,15 @@ V139 = ROOT / "tests" / "agentdb_variants" / "v139"
 V3ALPHA = ROOT / "tests" / "agentdb_variants" / "v3alpha"
 FIXED_TS = 1735689600
 
+# The light paths' settings cache (daemon/cli/locate.py) lives under XDG_CACHE_HOME: the suite's
+# own, so that its child processes neither read nor leave entries in the user's cache.
+_CACHE = Path(tempfile.mkdtemp(prefix="memsync-test-cache-"))
+os.environ["XDG_CACHE_HOME"] = str(_CACHE)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_CACHE, ignore_errors=True)
+
 
 class FakeClock:
     """A clock a test moves by hand (``clock.now += 60``): the lowest seam for time."""
