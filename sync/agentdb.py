@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 from urllib.parse import quote
 
 from sync.episode import ATTRIBUTION_COLUMNS, BASE_COLUMNS
-from sync.errors import SnapshotNotReady, SourceUnavailable
+from sync.errors import SnapshotNotReady, SourceMissing, SourceUnavailable
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
@@ -308,7 +308,7 @@ class AgentDBReader:
             stamp = file_stamp(self.path)
             if stamp is None:
                 self._seen, self._racy = None, False
-                raise SourceUnavailable(f"AgentDB file {self.path} does not exist")
+                raise SourceMissing(f"AgentDB file {self.path} does not exist")
             wal = self._in_wal_mode(stamp)
             left_ns = 0 if wal and stamp.wal_index is not None else _left_in_window(stamp, started_ns)
             if left_ns and not waited:

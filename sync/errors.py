@@ -88,6 +88,10 @@ class SourceUnavailable(PermanentError):
     """The AgentDB file is missing, is not SQLite, or has no episodes table."""
 
 
+class SourceMissing(SourceUnavailable):
+    """The AgentDB file does not exist yet: not a problem (the agent has not written), nothing to sync."""
+
+
 class BackboneRejected(PermanentError):
     """The backbone refused a request for a reason retrying will not fix."""
 

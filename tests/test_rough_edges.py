@@ -73,6 +73,23 @@ def test_a_missing_agentdb_file_is_waited_for_not_an_error(site_files: Callable[
     assert trailing == [], "status lines end in spaces"
 
 
+def test_a_daemon_waiting_for_its_agentdb_file_answers_sync_wait_at_once(
+    site_files: Callable[..., SiteFiles], daemons: Callable[..., subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    """With a daemon running and no AgentDB file yet, `sync --wait` (an agent's hook) returns 0
+    with nothing to sync rather than time out, and the daemon logs no error for it."""
+    site = site_files(log_format="json")
+    log = tmp_path / "daemon.log"
+    proc = daemons(site.config, log)
+    wait_started(site, proc, log)
+    done = memsync("sync", "--wait", "--timeout", "20", "--config", str(site.config))
+    assert done.returncode == 0, done.stderr
+    assert "backlog 0" in done.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    assert [r for r in lines if r.get("level") == "error"] == []
+    assert sum(r.get("event") == "waiting for the AgentDB file to be created" for r in lines) == 1
+
+
 # -- Ctrl-C while `sync` indexes -------------------------------------------------------------------
 @pytest.fixture
 def held_gemini() -> Iterator[tuple[FakeProvider, threading.Event, threading.Event]]:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from daemon.schedule.worker import Scheduler
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
-from sync.errors import ConfigError, Interrupted, SnapshotNotReady, SourceConflict, SourceUnavailable
+from sync.errors import ConfigError, Interrupted, SnapshotNotReady, SourceConflict, SourceMissing, SourceUnavailable
 from sync.memory import release_free_memory, reuse_large_buffers
 from sync.pacing import Backoff, run_periodically
 from sync.problems import ProblemLog
@@ -93,6 +93,7 @@ class Daemon:
         self.asked = threading.Event()  # SIGUSR1: someone wants a pass now (a retry, sync)
         self.problems = ProblemLog(log)
         self._warm: WarmHost | None = None
+        self._waiting_said = False  # "waiting for the AgentDB file" is said once a run
         self.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, sleep=self._sleep)
 
     def run(self) -> int:
@@ -320,9 +321,19 @@ class Daemon:
 
     def _pass(self, site: Site) -> tuple[bool, bool]:
         """Run one pass; returns (another pass is needed at once, the pass succeeded)."""
+        started = time.time()
         try:
             report = site.engine.run_pass(self.stop)
         except Interrupted:
+            return False, True
+        except SourceMissing:
+            # Not a problem (README): the agent has not created its file yet. The look is a pass
+            # over nothing, so that `sync --wait` returns at once; the file's creation wakes us.
+            if not self._waiting_said:
+                self._waiting_said = True
+                log.info("waiting for the AgentDB file to be created", path=str(self.settings.agentdb.path))
+            self.problems.recovered("source_error")
+            site.sidecar.set_many({"last_pass_started_at": started, "backlog": 0, "source_error": None})
             return False, True
         except SnapshotNotReady as exc:
             # A busy writer, not a failure: read again on the next change or poll, without backing off.
