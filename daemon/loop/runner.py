@@ -326,14 +326,14 @@ class Daemon:
             report = site.engine.run_pass(self.stop)
         except Interrupted:
             return False, True
-        except SourceMissing:
+        except SourceMissing as exc:
             # Not a problem (README): the agent has not created its file yet. The look is a pass
             # over nothing, so that `sync --wait` returns at once; the file's creation wakes us.
             if not self._waiting_said:
                 self._waiting_said = True
                 log.info("waiting for the AgentDB file to be created", path=str(self.settings.agentdb.path))
             self.problems.recovered("source_error")
-            site.sidecar.set_many({"last_pass_started_at": started, "backlog": 0, "source_error": None})
+            site.sidecar.set_many({"last_pass_started_at": started, "backlog": 0, "source_error": str(exc)})
             return False, True
         except SnapshotNotReady as exc:
             # A busy writer, not a failure: read again on the next change or poll, without backing off.
