@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from daemon.alerts.machine import Notice
-from daemon.alerts.signals import Subject, duration
+from daemon.alerts.signals import Subject, duration, plural
 from sync.backbone.base import Approval
 
 MAX_CALLBACK_DATA = 64  # bytes: Telegram's limit for an inline button's callback_data
@@ -63,7 +63,7 @@ def notice_message(subject: Subject, notice: Notice) -> Message:
     who = "" if subject.signal == "expiring" else f"{subject.subject} "
     if notice.kind == "recovered":
         caught = (
-            f", {int(notice.caught_up)} episodes caught up"
+            f", {plural(int(notice.caught_up), 'episode')} caught up"
             if notice.caught_up is not None and notice.caught_up > 0
             else ""
         )
@@ -140,7 +140,8 @@ def digest_message(digest: Mapping[str, Any]) -> Message:
     approvals = digest.get("approvals") or {}
     lines = [
         f"☀️ memsync digest for {digest.get('day')}",
-        f"{digest.get('episodes', 0)} episodes from {sum(1 for s in sites if s.get('episodes'))} of {len(sites)} sites"
+        f"{plural(int(digest.get('episodes') or 0), 'episode')} from {sum(1 for s in sites if s.get('episodes'))}"
+        f" of {plural(len(sites), 'site')}"
         f" · approvals: {approvals.get('pending', 0)} pending, {approvals.get('expired', 0)} expired",
     ]
     for site in sites:
@@ -149,17 +150,18 @@ def digest_message(digest: Mapping[str, Any]) -> Message:
         if site.get("quarantined"):
             problems.append(f"{site['quarantined']} quarantined")
         if site.get("conflicts"):
-            problems.append(f"{site['conflicts']} conflicts")
+            problems.append(plural(int(site["conflicts"]), "conflict"))
         if site.get("redacted"):
             problems.append(f"{site['redacted']} redacted")
         lines.append("")
         lines.append(
-            f"▪ {site.get('site')}: {site.get('episodes', 0)} episodes, success {_percent(site.get('successRate'))},"
+            f"▪ {site.get('site')}: {plural(int(site.get('episodes') or 0), 'episode')},"
+            f" success {_percent(site.get('successRate'))},"
             f" reward {_reward(site.get('meanReward'))}; {health}" + (f"; {', '.join(problems)}" if problems else "")
         )
         for agent in site.get("agents") or []:
             lines.append(
-                f"   {agent.get('agent')}: {agent.get('episodes', 0)} episodes,"
+                f"   {agent.get('agent')}: {plural(int(agent.get('episodes') or 0), 'episode')},"
                 f" success {_percent(agent.get('successRate'))}"
             )
         top = site.get("topTasks") or []

@@ -59,6 +59,11 @@ def duration(ms: float) -> str:
     return f"{days} d {hours} h" if hours else f"{days} d"
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 episode', '2 episodes', '0 episodes'."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def idle(site: SiteState) -> bool:
     """A site with nothing to sync: its daemon is online and says it has no backlog. Such a site is
     quiet, not silent (an agent idle for the night must not page anyone)."""
@@ -68,7 +73,8 @@ def idle(site: SiteState) -> bool:
 def observe_sites(sites: Iterable[SiteState], now_ms: int) -> dict[Subject, Observation]:
     """Each site's fleet signals as observed now. A site that never heartbeated has no daemon to
     judge offline (and no counts); one never judged by sync-health is not silent, nor is an idle
-    one."""
+    one. Silent and offline went bad when the site last synced and when its daemon last beat: the
+    figures their texts give, and what their alerts' durations count from."""
     found: dict[Subject, Observation] = {}
     for site in sites:
         synced = None if site.total_synced is None else float(site.total_synced)
@@ -77,7 +83,7 @@ def observe_sites(sites: Iterable[SiteState], now_ms: int) -> dict[Subject, Obse
             silent_for = now_ms - site.last_sync_at if site.last_sync_at is not None else None
             detail = "has not synced" + ("" if silent_for is None else f" for {duration(silent_for)}")
             found[Subject("silent", site.site)] = Observation(
-                silent, now_ms, detail if silent else "is syncing again", synced
+                silent, now_ms, detail if silent else "is syncing again", synced, bad_since=site.last_sync_at
             )
         if site.last_heartbeat is None:
             continue
@@ -87,11 +93,12 @@ def observe_sites(sites: Iterable[SiteState], now_ms: int) -> dict[Subject, Obse
             now_ms,
             f"daemon silent for {quiet_for}" if not site.online else "daemon is back",
             synced,
+            bad_since=site.last_heartbeat,
         )
         found[Subject("quarantine", site.site)] = Observation(
             site.quarantined > 0,
             now_ms,
-            f"{site.quarantined} rows quarantined (memsync quarantine list)"
+            f"{plural(site.quarantined, 'row')} quarantined (memsync quarantine list)"
             if site.quarantined
             else "quarantine empty",
             float(site.quarantined),
