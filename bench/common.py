@@ -172,7 +172,13 @@ class SiteFiles:
 
 
 def make_site(
-    root: Path, agentdb: Path | None = None, *, convex_url: str | None = None, warm: bool = True, redact: bool = True
+    root: Path,
+    agentdb: Path | None = None,
+    *,
+    convex_url: str | None = None,
+    warm: bool = True,
+    redact: bool = True,
+    hub: Path | None = None,
 ) -> SiteFiles:
     """Config for one site on the embedded hub, every setting at the product default (the warm layer
     on), its data directory inside ``root``.
@@ -181,14 +187,14 @@ def make_site(
     ``convex_url`` the backbone is that Convex deployment instead (the product reads the site's
     secret from the environment, MEMSYNC_BACKBONE__SITE_SECRET, never from the file). With
     ``warm=False`` the config adds ``[warm] enabled = false``: syncing alone, no search index; with
-    ``redact=False``, ``[privacy] redact = false``: episodes leave unredacted.
+    ``redact=False``, ``[privacy] redact = false``: episodes leave unredacted. The embedded hub is
+    ``memsync/hub.db`` under ``root`` unless ``hub`` names another.
     """
     agentdb, state_dir = agentdb or root / "agent" / "agentdb.db", root / "memsync"
     agentdb.parent.mkdir(parents=True, exist_ok=True)
     state_dir.mkdir(parents=True, exist_ok=True)
-    site = SiteFiles(
-        root, agentdb, state_dir / "hub.db", state_dir / f"{SITE}.state.db", root / "memsync.toml", root / "daemon.log"
-    )
+    hub = hub or state_dir / "hub.db"
+    site = SiteFiles(root, agentdb, hub, state_dir / f"{SITE}.state.db", root / "memsync.toml", root / "daemon.log")
     backbone = f'kind = "convex"\nurl = "{convex_url}"\n' if convex_url else f'kind = "local"\npath = "{site.hub}"\n'
     site.config.write_text(
         f'data_dir = "{state_dir}"\n\n[site]\nname = "{SITE}"\n\n[agentdb]\npath = "{site.agentdb}"\n\n'

@@ -11,6 +11,9 @@ time watches the file:
 - memsync: the daemon (``python -m daemon run``) into the embedded hub, every setting at the
   product default except ``[warm] enabled = false``: syncing alone, which is what Litestream does.
   Latency = the hub's syncedAt - the writer's commit time (wall-clock ms after the store returned).
+  Twice: the hub in the daemon's data folder (apart from the AgentDB file), and the hub in the
+  AgentDB file's own folder ("hub beside"), where the daemon's writes to the hub happen beside the
+  file it watches (they used to wake its watcher, and tripled its CPU).
 - Litestream 0.3.11 (bench/litestream.py) replicating to a file replica, at its defaults
   (monitor-interval and sync-interval 1 s) and at 100 ms. Every episode's output carries a unique
   marker; a watcher thread in this process reads each new LZ4 segment of the replica (every 5 ms)
@@ -22,7 +25,7 @@ Litestream: its first snapshot is written) and settles for SETTLE_S; then the wr
 writer's start until the last episode reached the hub or the replica, or GRACE_S after the last
 commit when some never do. CPU = utime + stime of the process and its descendants (/proc: 10 ms
 ticks) over the phase; RSS (VmRSS of the same processes) sampled every RSS_SAMPLE_S; memsync's
-sync passes = its sidecar's ``passes`` counter after - before. A repetition runs the three systems
+sync passes = its sidecar's ``passes`` counter after - before. A repetition runs the systems
 on the same workload, the order rotated from one repetition to the next; figures are medians.
 
 On the whole-file writer Litestream's part is recorded as it happens: it switches the file to WAL
@@ -31,6 +34,7 @@ the replica, what ``restore`` gives back, the file's journal mode at each step, 
 agent's file still reads after Litestream's SIGTERM.
 
     python -m bench.writing [--runs 3] [--episodes 300] [--preexisting 10 5000] [--writers wal whole-file]
+                            [--systems memsync "memsync, hub beside" "litestream 1 s" "litestream 100 ms"]
 """
 
 from __future__ import annotations
@@ -75,7 +79,10 @@ from bench.common import (
 WAL_WRITER = ROOT / "tests" / "agentdb_variants" / "v139" / "writer.mjs"
 WRITERS = ("wal", "whole-file")
 MEMSYNC = "memsync"
-SYSTEMS = (MEMSYNC, f"litestream {litestream.DEFAULTS.label}", f"litestream {litestream.FAST.label}")
+MEMSYNC_BESIDE = "memsync, hub beside"  # the hub in the AgentDB file's folder
+MEMSYNCS = (MEMSYNC, MEMSYNC_BESIDE)
+LITESTREAMS = (f"litestream {litestream.DEFAULTS.label}", f"litestream {litestream.FAST.label}")
+SYSTEMS = (*MEMSYNCS, *LITESTREAMS)
 SETTINGS = {f"litestream {s.label}": s for s in (litestream.DEFAULTS, litestream.FAST)}
 INTERVAL_MS = 200  # about 5 episodes a second
 JITTER_MS = 100  # each gap uniform in INTERVAL_MS +- JITTER_MS
@@ -87,6 +94,7 @@ TARGET_CPU_RATIO = 2.0  # WAL writer: memsync's CPU / Litestream's at 100 ms
 TARGET_P99_MS = 50.0  # WAL writer: memsync's p99
 TARGET_WHOLE_FILE_CPU_S = 2.0  # whole-file writer at 5,000 pre-existing episodes
 TARGET_WHOLE_FILE_AT = 5000
+TARGET_BESIDE_RATIO = 1.10  # memsync's CPU with the hub beside the AgentDB file / with it apart
 
 
 # -- the writer ----------------------------------------------------------------------------------
@@ -212,9 +220,10 @@ def passes(site: SiteFiles) -> float | None:
     return None if value is None else float(value)
 
 
-def run_memsync(writer_kind: str, preexisting: int, episodes: int, seed: int) -> dict[str, Any]:
+def run_memsync(writer_kind: str, preexisting: int, episodes: int, seed: int, *, beside: bool) -> dict[str, Any]:
     with workdir("writing") as root:
-        site = make_site(root, warm=False)
+        agentdb = root / "agent" / "agentdb.db"
+        site = make_site(root, agentdb, warm=False, hub=agentdb.with_name("hub.db") if beside else None)
         copy_fixture(preexisting, site.agentdb)
         writer = Writer(writer_kind, site.agentdb, episodes, seed, new_marker(), root / "writer.err")
         with DaemonProcess(site) as daemon:
@@ -324,8 +333,8 @@ def run_litestream(system: str, writer_kind: str, preexisting: int, episodes: in
 
 # -- the benchmark -------------------------------------------------------------------------------
 def one_run(system: str, writer_kind: str, preexisting: int, episodes: int, seed: int) -> dict[str, Any]:
-    if system == MEMSYNC:
-        measured = run_memsync(writer_kind, preexisting, episodes, seed)
+    if system in MEMSYNCS:
+        measured = run_memsync(writer_kind, preexisting, episodes, seed, beside=system == MEMSYNC_BESIDE)
     else:
         measured = run_litestream(system, writer_kind, preexisting, episodes, seed)
     return {"writer": writer_kind, "preexisting": preexisting, "system": system, "episodes": episodes, **measured}
@@ -335,7 +344,7 @@ def describe_run(r: dict[str, Any]) -> str:
     latency = "nothing arrived" if r["p50_ms"] is None else f"p50 {r['p50_ms']:.0f} / p99 {r['p99_ms']:.0f} ms"
     head = f"{r['system']}, {r['writer']} writer, {r['preexisting']} pre-existing: {r['cpu_s']:.2f} CPU-s"
     head += f" over {r['phase_s']:.0f} s, {r['arrived']}/{r['episodes']} arrived, {latency}"
-    if r["system"] == MEMSYNC:
+    if r["system"] in MEMSYNCS:
         return f"{head}, {r['passes']:.0f} passes" if r["passes"] is not None else f"{head}, passes unknown"
     head += f", {r['restored']} restored"
     if r["writer"] == "wal":
@@ -363,6 +372,20 @@ def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
     return median(values) if values else None
 
 
+def cpu_ratio(records: list[dict[str, Any]], system: str, reference: str) -> float | None:
+    """The median over repetitions of ``system``'s CPU / ``reference``'s in the same repetition."""
+    ratios = [
+        ours["cpu_s"] / theirs["cpu_s"]
+        for ours in records
+        for theirs in records
+        if ours["system"] == system
+        and theirs["system"] == reference
+        and theirs["run"] == ours["run"]
+        and theirs["cpu_s"] > 0
+    ]
+    return median(ratios) if ratios else None
+
+
 def scenario_figures(writer_kind: str, preexisting: int, records: list[dict[str, Any]]) -> list[Figure]:
     mine = [r for r in records if r["writer"] == writer_kind and r["preexisting"] == preexisting]
     label = f"({writer_kind} writer, {preexisting} pre-existing)"
@@ -373,14 +396,15 @@ def scenario_figures(writer_kind: str, preexisting: int, records: list[dict[str,
             return  # e.g. no latency where nothing arrived: the rows-arrived figure says so
         figures.append(at_most(metric, value, unit, limit) if limit is not None else Figure(metric, value, unit))
 
-    ours = [r for r in mine if r["system"] == MEMSYNC]
     wal = writer_kind == "wal"
     cpu_limit = TARGET_WHOLE_FILE_CPU_S if not wal and preexisting == TARGET_WHOLE_FILE_AT else None
-    add(f"memsync CPU {label}", median_of(ours, "cpu_s"), "CPU-s", cpu_limit)
-    add(f"memsync sync passes {label}", median_of(ours, "passes"), "passes")
-    add(f"memsync latency p50 {label}", median_of(ours, "p50_ms"), "ms")
-    add(f"memsync latency p99 {label}", median_of(ours, "p99_ms"), "ms", TARGET_P99_MS if wal else None)
-    for system in SYSTEMS[1:]:
+    for system in MEMSYNCS:
+        ours = [r for r in mine if r["system"] == system]
+        add(f"{system} CPU {label}", median_of(ours, "cpu_s"), "CPU-s", cpu_limit)
+        add(f"{system} sync passes {label}", median_of(ours, "passes"), "passes")
+        add(f"{system} latency p50 {label}", median_of(ours, "p50_ms"), "ms")
+        add(f"{system} latency p99 {label}", median_of(ours, "p99_ms"), "ms", TARGET_P99_MS if wal else None)
+    for system in LITESTREAMS:
         theirs = [r for r in mine if r["system"] == system]
         name = f"Litestream {SETTINGS[system].label}"
         add(f"{name} CPU {label}", median_of(theirs, "cpu_s"), "CPU-s")
@@ -391,19 +415,19 @@ def scenario_figures(writer_kind: str, preexisting: int, records: list[dict[str,
         if theirs:
             broken = sum(file_broken(r["agent_file"]) for r in theirs)
             add(f"{name} runs leaving the agent's file unreadable by SQLite {label}", broken, "runs")
-    # The ratio within each repetition (the two ran minutes apart, on about the same machine load)
-    fast = SYSTEMS[2]
-    ratios = [
-        ours_r["cpu_s"] / theirs_r["cpu_s"]
-        for ours_r in ours
-        for theirs_r in mine
-        if theirs_r["system"] == fast and theirs_r["run"] == ours_r["run"] and theirs_r["cpu_s"] > 0
-    ]
+    # Ratios within each repetition (the two ran minutes apart, on about the same machine load)
+    for system in MEMSYNCS:
+        add(
+            f"{system} / Litestream {litestream.FAST.label} CPU {label}",
+            cpu_ratio(mine, system, LITESTREAMS[1]),
+            "x",
+            TARGET_CPU_RATIO if wal else None,
+        )
     add(
-        f"memsync / Litestream {litestream.FAST.label} CPU {label}",
-        median(ratios) if ratios else None,
+        f"memsync CPU, hub beside / hub apart {label}",
+        cpu_ratio(mine, MEMSYNC_BESIDE, MEMSYNC),
         "x",
-        TARGET_CPU_RATIO if wal else None,
+        TARGET_BESIDE_RATIO if wal else None,
     )
     return figures
 
@@ -413,11 +437,12 @@ def run(
     episodes: int = 300,
     preexisting: tuple[int, ...] = (10, 5000),
     writers: tuple[str, ...] = WRITERS,
+    systems: tuple[str, ...] = SYSTEMS,
 ) -> dict[str, Any]:
     litestream.check_decoder()
     records: list[dict[str, Any]] = []
     for i in range(runs):
-        order = SYSTEMS[i % len(SYSTEMS) :] + SYSTEMS[: i % len(SYSTEMS)]
+        order = systems[i % len(systems) :] + systems[: i % len(systems)]
         for writer_kind in writers:
             for n in preexisting:
                 for system in order:
@@ -433,7 +458,8 @@ def run(
         "jitter_ms": JITTER_MS,
         "preexisting": list(preexisting),
         "writers": list(writers),
-        "memsync": "product defaults, [warm] enabled = false",
+        "systems": list(systems),
+        "memsync": "product defaults, [warm] enabled = false; the hub in the data folder, or beside the AgentDB file",
         "litestream": {
             "version": litestream.version(),
             "replica": "file",
@@ -455,8 +481,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=300)
     parser.add_argument("--preexisting", type=int, nargs="+", default=[10, 5000])
     parser.add_argument("--writers", nargs="+", choices=WRITERS, default=list(WRITERS))
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     args = parser.parse_args()
-    emit(run(args.runs, args.episodes, tuple(args.preexisting), tuple(args.writers)))
+    emit(run(args.runs, args.episodes, tuple(args.preexisting), tuple(args.writers), tuple(args.systems)))
 
 
 if __name__ == "__main__":

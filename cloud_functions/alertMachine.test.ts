@@ -7,7 +7,7 @@ import { describe, expect, test } from "vitest";
 import { type AlertState, initialState, mute, type Notice, signalSpec, snooze, step } from "./lib/alertMachine";
 import { duration, idle, observeApprovals, observeSites, SIGNALS, type SiteView } from "./lib/alertSignals";
 
-type Step = { at: number; bad?: boolean; value?: number; snooze?: number; mute?: number; expect?: Partial<Notice>[] };
+type Step = { at: number; bad?: boolean; value?: number; badSince?: number; snooze?: number; mute?: number; expect?: Partial<Notice>[] };
 type Case = {
   name: string;
   spec: { severity: "warning" | "critical"; graceMs: number; badCount: number; remindersMs?: number[]; recovery?: boolean };
@@ -30,7 +30,7 @@ describe("the shared cases (tests/data/alert_cases.json)", () => {
         state = s.snooze !== undefined ? snooze(current, s.snooze) : mute(current, s.mute!);
         continue;
       }
-      const [next, notices] = step(spec, state, { bad: s.bad!, at: s.at, detail: "", value: s.value ?? null });
+      const [next, notices] = step(spec, state, { bad: s.bad!, at: s.at, detail: "", value: s.value ?? null, badSince: s.badSince ?? null });
       state = next;
       const got = notices.map((n) =>
         n.kind === "recovered" ? { kind: n.kind, downForMs: n.downForMs, caughtUp: n.caughtUp } : { kind: n.kind, downForMs: n.downForMs },

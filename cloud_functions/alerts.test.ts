@@ -54,7 +54,8 @@ describe("alerts", () => {
     await tg.t.mutation(internal.health.syncHealthAlert, {});
     await cronAt(3 * HOUR + 30 * MINUTE);
     await cronAt(3 * HOUR + 31 * MINUTE);
-    expect(sent()).toEqual(["🟠 laptop has not synced for 2 h", "✅ laptop recovered after 1 h 30 min, 3 episodes caught up"]);
+    // Silent from its last sync (NOW) to the recovery: 3 h 30 min, not the 1 h 30 min since the alert.
+    expect(sent()).toEqual(["🟠 laptop has not synced for 2 h", "✅ laptop recovered after 3 h 30 min, 3 episodes caught up"]);
     expect(tg.bot.of("sendMessage")[1].reply_markup).toBeUndefined();
   });
 
@@ -77,7 +78,8 @@ describe("alerts", () => {
     await cronAt(4 * MINUTE);
     expect(sent()).toEqual(["🔴 laptop daemon silent for 4 min"]);
     await cronAt(HOUR + 4 * MINUTE);
-    expect(sent()[1]).toBe("⏰ still: laptop daemon silent for 1 h 4 min (down 1 h)");
+    // Down since its last heartbeat (NOW), as the text says, not since the alert job first saw it.
+    expect(sent()[1]).toBe("⏰ still: laptop daemon silent for 1 h 4 min (down 1 h 4 min)");
     const id = await machineId("offline:laptop");
     await tg.t.run(async (ctx) => {
       const machine = await ctx.db.query("alertMachines").withIndex("by_short_id", (q) => q.eq("id", id)).unique();
@@ -86,7 +88,7 @@ describe("alerts", () => {
     await cronAt(4 * HOUR + 4 * MINUTE);
     expect(sent()).toHaveLength(2);
     await cronAt(10 * HOUR);
-    expect(sent()[2]).toBe("⏰ still: laptop daemon silent for 10 h (down 9 h 56 min)");
+    expect(sent()[2]).toBe("⏰ still: laptop daemon silent for 10 h (down 10 h)");
   });
 
   test("flapping inside the grace says nothing (paused: 10 minutes)", async () => {

@@ -14,11 +14,13 @@ import pytest
 from daemon.alerts.machine import REMINDERS_MS, AlertState, Notice, Observation, SignalSpec, mute, snooze, step
 from daemon.alerts.messages import alert_id, approval_outcome, digest_message, notice_message
 from daemon.alerts.quiet import parse_quiet_hours, send_after
-from daemon.alerts.signals import Subject, duration, observe_approvals, observe_sites, severity_of
+from daemon.alerts.signals import SIGNALS, Subject, duration, observe_approvals, observe_sites, severity_of
+from daemon.counts import counted
 from daemon.telegram.callbacks import Action, parse, refusal
 from sync.backbone.base import Approval, SiteState
 
 CASES = json.loads((Path(__file__).parent / "data" / "alert_cases.json").read_text(encoding="utf-8"))["cases"]
+MESSAGES = json.loads((Path(__file__).parent / "data" / "alert_messages.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -38,7 +40,7 @@ def test_the_machine_gives_the_shared_answers(case: dict[str, Any]) -> None:
             base = state if state is not None else AlertState(since=s["at"])
             state = snooze(base, s["snooze"]) if "snooze" in s else mute(base, s["mute"])
             continue
-        state, notices = step(spec, state, Observation(s["bad"], s["at"], "", s.get("value")))
+        state, notices = step(spec, state, Observation(s["bad"], s["at"], "", s.get("value"), s.get("badSince")))
         got = [
             {"kind": n.kind, "downForMs": n.down_for_ms, **({"caughtUp": n.caught_up} if n.kind == "recovered" else {})}
             for n in notices
@@ -132,6 +134,55 @@ def test_the_fleet_is_observed_from_the_registry() -> None:
     assert not seen[Subject("offline", "laptop")].bad
 
 
+@pytest.mark.parametrize("case", MESSAGES["notices"], ids=[c["text"] for c in MESSAGES["notices"]])
+def test_each_notice_says_the_shared_text(case: dict[str, Any]) -> None:
+    raw = case["notice"]
+    notice = Notice(raw["kind"], raw["severity"], raw["downForMs"], raw["detail"], raw["caughtUp"])
+    assert notice_message(Subject(case["signal"], case["subject"]), notice).text == case["text"]
+
+
+def _site_from_view(view: dict[str, Any]) -> SiteState:
+    """A site as the shared table gives it (lib/fleet.ts's SiteView) as the hub gives it."""
+    return _site(
+        view["site"],
+        total_synced=view["totalSynced"],
+        health=view["health"],
+        last_sync_at=view["lastSyncAt"],
+        last_heartbeat=view["lastHeartbeat"],
+        online=view["online"],
+        backlog=view["backlog"],
+        quarantined=view["quarantined"],
+        index_state=view["indexState"],
+    )
+
+
+@pytest.mark.parametrize("case", MESSAGES["fleet"], ids=[c["name"] for c in MESSAGES["fleet"]])
+def test_the_fleet_is_said_with_true_figures(case: dict[str, Any]) -> None:
+    """From the registry to the text: durations count from when the signal went bad (the last
+    sync, the last heartbeat), not from when the alert job first saw it."""
+    states: dict[Subject, AlertState] = {}
+    for index, s in enumerate(case["steps"]):
+        seen = observe_sites([_site_from_view({**case["site"], **s.get("site", {})})], s["at"])
+        said = []
+        for subject in sorted(seen, key=lambda x: x.key):
+            states[subject], notices = step(SIGNALS[subject.signal], states.get(subject), seen[subject])
+            said += [
+                {
+                    "signal": subject.signal,
+                    "kind": n.kind,
+                    "downForMs": n.down_for_ms,
+                    "text": notice_message(subject, n).text,
+                }
+                for n in notices
+            ]
+        assert said == s["expect"], f"step {index} at {s['at']}"
+
+
+@pytest.mark.parametrize(("n", "said"), [(0, "0 episodes"), (1, "1 episode"), (2, "2 episodes"), (-1, "-1 episodes")])
+def test_counts_are_said_in_the_right_number(n: int, said: str) -> None:
+    assert counted(n, "episode") == said
+
+
 def _approval(approval_id: str, expires_at: int, **changes: Any) -> Approval:
     base: dict[str, Any] = {
         "approval_id": approval_id,
@@ -221,6 +272,29 @@ def test_the_digest_reads_as_one_message() -> None:
     assert "▪ laptop: 12 episodes, success 75%, reward 0.50; syncing; 2 quarantined, 5 redacted" in text
     assert "   claude: 12 episodes, success 75%" in text
     assert "▪ vm: 0 episodes, success n/a, reward n/a; SILENT" in text
+    one = digest_message(
+        {
+            "day": "2026-11-22",
+            "episodes": 1,
+            "sites": [
+                {
+                    "site": "pi",
+                    "episodes": 1,
+                    "successRate": 1.0,
+                    "meanReward": 1.0,
+                    "health": "up",
+                    "conflicts": 1,
+                    "agents": [{"agent": "coder", "episodes": 1, "successRate": 1.0}],
+                }
+            ],
+            "approvals": {"pending": 0, "expired": 0},
+        }
+    ).text.splitlines()
+    assert one[1] == "1 episode from 1 of 1 site · approvals: 0 pending, 0 expired"
+    assert one[3:] == [
+        "▪ pi: 1 episode, success 100%, reward 1.00; syncing; 1 conflict",
+        "   coder: 1 episode, success 100%",
+    ]
 
 
 def _press(data: str, from_id: int = 42) -> dict[str, Any]:

@@ -11,6 +11,9 @@
  *
  * Exactly one notice when it goes down and one when it recovers (with how long it was down and how
  * far its value moved meanwhile, e.g. episodes caught up), reminders after 1 h, 4 h and 24 h down.
+ * How long is measured from when the signal went bad: the first bad observation, or earlier where
+ * the observer knows (`Observation.badSince`: a daemon silent since its last heartbeat was silent
+ * for 5 min when first seen so, and its down notice says so, not 0 s). The grace counts from there too.
  * A snooze holds reminders (the one that fell due while snoozed goes out when the snooze ends); a
  * mute holds the down notice and the reminders, not the recovery of a down that was said.
  */
@@ -47,6 +50,7 @@ export type Observation = {
   at: number; // ms
   detail: string; // what was seen, as a sentence fragment ("no sync for 2 h 5 min")
   value: number | null; // a figure whose movement the recovery reports (episodes synced)
+  badSince?: number | null; // ms: when the condition seen went bad, where the observer knows (a daemon's last heartbeat)
 };
 
 export type Notice = {
@@ -110,7 +114,12 @@ export function step(spec: SignalSpec, current: AlertState | null, obs: Observat
     if (due <= s.reminders || muted || snoozed) return [s, []];
     return [{ ...s, reminders: due }, [notice("reminder", spec.severity, obs.at - s.since, obs.detail)]];
   }
-  s = s.state === "ok" ? { ...s, state: "late", since: obs.at, streak: 1 } : { ...s, streak: s.streak + 1 };
+  if (s.state === "ok") {
+    const began = obs.badSince === undefined || obs.badSince === null ? obs.at : Math.min(obs.badSince, obs.at);
+    s = { ...s, state: "late", since: began, streak: 1 };
+  } else {
+    s = { ...s, streak: s.streak + 1 };
+  }
   if (!((spec.badCount > 0 && s.streak >= spec.badCount) || obs.at - s.since >= spec.graceMs)) return [s, []];
   const down: AlertState = { ...s, state: "down", downAt: obs.at, reminders: 0, valueAtDown: obs.value, notified: !muted };
   return [down, muted ? [] : [notice("down", spec.severity, obs.at - s.since, obs.detail)]];

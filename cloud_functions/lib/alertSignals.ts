@@ -66,12 +66,16 @@ export function duration(ms: number): string {
   return hours ? `${days} d ${hours} h` : `${days} d`;
 }
 
-const observation = (bad: boolean, at: number, detail: string, value: number | null = null): Observation => ({
-  bad,
-  at,
-  detail,
-  value,
-});
+const observation = (
+  bad: boolean,
+  at: number,
+  detail: string,
+  value: number | null = null,
+  badSince: number | null = null,
+): Observation => ({ bad, at, detail, value, badSince });
+
+/** '1 episode', '2 episodes', '0 episodes'. */
+export const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
 /**
  * A site with nothing to sync: its daemon is online and says it has no backlog. Such a site is
@@ -84,6 +88,8 @@ export function idle(site: Pick<SiteView, "online" | "backlog">): boolean {
 /**
  * Each site's fleet signals as observed now. A site that never heartbeated has no daemon to judge
  * offline (and no counts); one never judged by sync-health is not silent, nor is an idle one.
+ * Silent and offline went bad when the site last synced and when its daemon last beat: the figures
+ * their texts give, and what their alerts' durations count from.
  */
 export function observeSites(sites: Iterable<SiteView>, nowMs: number): Observed[] {
   const found: Observed[] = [];
@@ -93,14 +99,20 @@ export function observeSites(sites: Iterable<SiteView>, nowMs: number): Observed
       const silentFor = site.lastSyncAt !== null ? nowMs - site.lastSyncAt : null;
       const detail = "has not synced" + (silentFor === null ? "" : ` for ${duration(silentFor)}`);
       const silent = site.health === "down" && !idle(site);
-      found.push({ signal: "silent", subject: site.site, observation: observation(silent, nowMs, silent ? detail : "is syncing again", synced) });
+      found.push({ signal: "silent", subject: site.site, observation: observation(silent, nowMs, silent ? detail : "is syncing again", synced, site.lastSyncAt) });
     }
     if (site.lastHeartbeat === null) continue;
     const quietFor = duration(nowMs - site.lastHeartbeat);
     found.push({
       signal: "offline",
       subject: site.site,
-      observation: observation(!site.online, nowMs, !site.online ? `daemon silent for ${quietFor}` : "daemon is back", synced),
+      observation: observation(
+        !site.online,
+        nowMs,
+        !site.online ? `daemon silent for ${quietFor}` : "daemon is back",
+        synced,
+        site.lastHeartbeat,
+      ),
     });
     found.push({
       signal: "quarantine",
@@ -108,7 +120,7 @@ export function observeSites(sites: Iterable<SiteView>, nowMs: number): Observed
       observation: observation(
         site.quarantined > 0,
         nowMs,
-        site.quarantined ? `${site.quarantined} rows quarantined (memsync quarantine list)` : "quarantine empty",
+        site.quarantined ? `${plural(site.quarantined, "row")} quarantined (memsync quarantine list)` : "quarantine empty",
         site.quarantined,
       ),
     });

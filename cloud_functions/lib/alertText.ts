@@ -1,6 +1,6 @@
 /** What Telegram says of an alert notice, and the buttons it offers. Pure. */
 import type { Notice } from "./alertMachine";
-import { duration } from "./alertSignals";
+import { duration, plural } from "./alertSignals";
 import type { Button } from "./telegram";
 
 export const SNOOZE_MS = 60 * 60_000;
@@ -15,7 +15,7 @@ export function noticeText(signal: string, subject: string, notice: Notice): str
     case "reminder":
       return `⏰ still: ${subject} ${notice.detail} (down ${duration(notice.downForMs)})`;
     case "recovered": {
-      const caughtUp = notice.caughtUp !== null && notice.caughtUp > 0 ? `, ${notice.caughtUp} episodes caught up` : "";
+      const caughtUp = notice.caughtUp !== null && notice.caughtUp > 0 ? `, ${plural(notice.caughtUp, "episode")} caught up` : "";
       return `✅ ${subject} recovered after ${duration(notice.downForMs)}${caughtUp}`;
     }
   }

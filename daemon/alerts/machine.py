@@ -11,6 +11,9 @@ One machine per (signal, subject), e.g. ("silent", "laptop"):
 
 Exactly one notice when it goes down and one when it recovers (with how long it was down and how
 far its value moved meanwhile, e.g. episodes caught up), reminders after 1 h, 4 h and 24 h down.
+How long is measured from when the signal went bad: the first bad observation, or earlier where
+the observer knows (``Observation.bad_since``: a daemon silent since its last heartbeat was silent
+for 5 min when first seen so, and its down notice says so, not 0 s). The grace counts from there too.
 A snooze holds reminders (the one that fell due while snoozed goes out when the snooze ends); a mute
 holds the down notice and the reminders, not the recovery of a down that was said.
 """
@@ -56,6 +59,9 @@ class Observation:
     at: int  # ms
     detail: str = ""  # what was seen, as a sentence fragment ("no sync for 2 h 5 min")
     value: float | None = None  # a figure whose movement the recovery reports (episodes synced)
+    # ms: when the condition seen went bad, where the observer knows (a daemon's last heartbeat);
+    # None: at this observation
+    bad_since: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +96,11 @@ def step(spec: SignalSpec, current: AlertState | None, obs: Observation) -> tupl
         if due <= s.reminders or muted or snoozed:
             return s, []
         return replace(s, reminders=due), [Notice("reminder", spec.severity, obs.at - s.since, obs.detail)]
-    s = replace(s, state="late", since=obs.at, streak=1) if s.state == "ok" else replace(s, streak=s.streak + 1)
+    if s.state == "ok":
+        began = obs.at if obs.bad_since is None else min(obs.bad_since, obs.at)
+        s = replace(s, state="late", since=began, streak=1)
+    else:
+        s = replace(s, streak=s.streak + 1)
     if not ((spec.bad_count > 0 and s.streak >= spec.bad_count) or obs.at - s.since >= spec.grace_ms):
         return s, []
     down = replace(s, state="down", down_at=obs.at, reminders=0, value_at_down=obs.value, notified=not muted)

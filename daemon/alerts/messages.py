@@ -151,7 +151,7 @@ def digest_message(digest: Mapping[str, Any]) -> Message:
         if site.get("quarantined"):
             problems.append(f"{site['quarantined']} quarantined")
         if site.get("conflicts"):
-            problems.append(f"{site['conflicts']} conflicts")
+            problems.append(counted(int(site["conflicts"]), "conflict"))
         if site.get("redacted"):
             problems.append(f"{site['redacted']} redacted")
         lines.append("")

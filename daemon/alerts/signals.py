@@ -69,7 +69,8 @@ def idle(site: SiteState) -> bool:
 def observe_sites(sites: Iterable[SiteState], now_ms: int) -> dict[Subject, Observation]:
     """Each site's fleet signals as observed now. A site that never heartbeated has no daemon to
     judge offline (and no counts); one never judged by sync-health is not silent, nor is an idle
-    one."""
+    one. Silent and offline went bad when the site last synced and when its daemon last beat: the
+    figures their texts give, and what their alerts' durations count from."""
     found: dict[Subject, Observation] = {}
     for site in sites:
         synced = None if site.total_synced is None else float(site.total_synced)
@@ -78,7 +79,7 @@ def observe_sites(sites: Iterable[SiteState], now_ms: int) -> dict[Subject, Obse
             silent_for = now_ms - site.last_sync_at if site.last_sync_at is not None else None
             detail = "has not synced" + ("" if silent_for is None else f" for {duration(silent_for)}")
             found[Subject("silent", site.site)] = Observation(
-                silent, now_ms, detail if silent else "is syncing again", synced
+                silent, now_ms, detail if silent else "is syncing again", synced, bad_since=site.last_sync_at
             )
         if site.last_heartbeat is None:
             continue
@@ -88,6 +89,7 @@ def observe_sites(sites: Iterable[SiteState], now_ms: int) -> dict[Subject, Obse
             now_ms,
             f"daemon silent for {quiet_for}" if not site.online else "daemon is back",
             synced,
+            bad_since=site.last_heartbeat,
         )
         found[Subject("quarantine", site.site)] = Observation(
             site.quarantined > 0,

@@ -3,17 +3,23 @@ layer on the embedded hub (where other sites' episodes arrive).
 
 Polls are the source of truth (a stat of the AgentDB file and its -wal, see ``sync.agentdb``; the
 warm layer's catch-up look at the hub's feed): they work on every file system. File events only
-cut the wait short. We watch folders, not files, because a WAL commit only touches ``-wal`` and a
-rename writer replaces the file's inode. One watcher serves every file, so a second file costs no
-second wake-up schedule.
+cut the wait short. One watcher serves every file, so a second file costs no second wake-up
+schedule.
 
 On Linux the watcher blocks on an inotify descriptor (``daemon.loop.inotify``): no CPU at all until an
 event, then a few milliseconds' settling so that a burst of writes (a commit's frames, a whole-file
-rewrite) wakes the loop once, after it. Elsewhere it uses watchfiles, which checks for events every
-``step`` milliseconds, taking the GIL each time: a 5 ms step costs about 30 CPU-seconds an hour
-doing nothing. So that watcher runs in two gears: a slow step while the file is quiet (the first
-event after a quiet spell is seen within 150-300 ms) and a fast step while a writer is busy (each
-save seen within milliseconds), dropping back after a quiet spell.
+rewrite) wakes the loop once, after it. It wakes only for the watched files and their journals,
+whatever else is written beside them: their folder is watched for names only (a ``-wal`` or
+``-journal`` appearing or going, a rename writer's temp file renamed over the database, which
+replaces its inode), and each of those files, as it exists now, for its writes. A folder watch for
+writes would wake it for every write of every file there: with the hub beside the AgentDB file, for
+each of the daemon's own commits to the hub, which tripled its CPU.
+
+Elsewhere it uses watchfiles, which checks for events every ``step`` milliseconds, taking the GIL
+each time: a 5 ms step costs about 30 CPU-seconds an hour doing nothing. So that watcher runs in
+two gears: a slow step while the file is quiet (the first event after a quiet spell is seen within
+150-300 ms) and a fast step while a writer is busy (each save seen within milliseconds), dropping
+back after a quiet spell.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from pathlib import Path
 import structlog
 import watchfiles
 
-from daemon.loop.inotify import IN_MODIFY, Inotify, InotifyUnavailable
+from daemon.loop.inotify import FILE_WRITES, GONE, IN_MODIFY, Inotify, InotifyUnavailable
 
 log = structlog.get_logger("memsync.changes")
 
@@ -47,6 +53,10 @@ SETTLE_MAX_S = 0.05
 # Not -shm: every commit writes -wal, while -shm also moves when a reader (we included) opens the
 # database, which would wake us for our own reads.
 SIDE_FILES = ("", "-wal", "-journal")
+# A write into the database file itself is not a commit yet: a whole-file writer closes it when done
+# (sql.js truncates, exports for a while, then writes), a rollback-journal writer deletes -journal, a
+# WAL writer writes -wal. So the database file is watched for its close, not its every write.
+MAIN_FILE_WRITES = FILE_WRITES & ~IN_MODIFY
 
 
 class ChangeWaker:
@@ -65,6 +75,9 @@ class ChangeWaker:
         self._stop = threading.Event()
         self._stop_r, self._stop_w = os.pipe()  # wakes a select() on the inotify descriptor
         self._busy_until = 0.0
+        # How often the watcher thread woke for file events (routed or not): what the files beside
+        # the watched ones cost.
+        self.wakeups = 0
         self._thread = threading.Thread(target=self._run, name="memsync-watch", daemon=True)
 
     def start(self) -> ChangeWaker:
@@ -93,15 +106,25 @@ class ChangeWaker:
     def _run_inotify(self, inotify: Inotify) -> None:
         while not self._stop.is_set():
             missing = self._watch_missing(inotify)
+            self._watch_files(inotify)
             timeout = MISSING_FOLDER_RECHECK_S if missing else None
             ready, _, _ = select.select([inotify.fileno(), self._stop_r], [], [], timeout)
             if inotify.fileno() in ready and not self._stop.is_set():
+                self.wakeups += 1
                 for event in self._settle(inotify):
                     event.set()
 
+    def _watch_files(self, inotify: Inotify) -> None:
+        """Watch each file as it is now: one created or renamed in since the last look (its folder's
+        event woke us for it) is a new inode; watching one already watched costs one system call."""
+        for path in self._routes:
+            # One not there (yet) is skipped: its folder's watch says when it appears.
+            with contextlib.suppress(OSError):
+                inotify.watch_file(Path(path), MAIN_FILE_WRITES if path in self._main_files else FILE_WRITES)
+
     def _watch_missing(self, inotify: Inotify) -> bool:
         """Watch the folders not watched yet (new, or gone and back); True if some still do not exist."""
-        watched = set(inotify.folders.values())
+        watched = set(inotify.watched.values())
         missing = False
         for folder in self._folders:
             if folder in watched:
@@ -117,16 +140,14 @@ class ChangeWaker:
         hit: set[threading.Event] = set()
         deadline = time.monotonic() + SETTLE_MAX_S
         while True:
-            for folder, mask, name in inotify.read():
-                if folder is None:  # the kernel's queue overflowed: anything may have changed
+            for watched, mask, name in inotify.read():
+                if watched is None:  # the kernel's queue overflowed: anything may have changed
                     hit.update(self._routes.values())
                     continue
-                path = os.path.join(folder, name)
-                if mask == IN_MODIFY and path in self._main_files:
-                    # A write into the database file itself is not a commit yet: a whole-file
-                    # writer closes it when done (sql.js truncates, exports for a while, then
-                    # writes), a rollback-journal writer deletes -journal, a WAL writer writes -wal.
+                if not name and mask & GONE:
+                    # A file's old inode let go (renamed over, deleted): its folder's event said so.
                     continue
+                path = os.path.join(watched, name) if name else str(watched)
                 if (event := self._routes.get(path)) is not None:
                     hit.add(event)
             remaining = deadline - time.monotonic()
@@ -169,6 +190,7 @@ class ChangeWaker:
             for _change, path in changes:
                 self._routes[path].set()
             if changes:
+                self.wakeups += 1
                 self._busy_until = time.monotonic() + BUSY_FOR_SECONDS
             if self._busy() != busy:
                 return

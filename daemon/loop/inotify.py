@@ -30,10 +30,16 @@ IN_MOVE_SELF = 0x00000800
 IN_Q_OVERFLOW = 0x00004000
 IN_IGNORED = 0x00008000
 IN_ONLYDIR = 0x01000000
-# What a writer does to a file in a watched folder: append, rewrite in place, rename over, delete.
-FILE_EVENTS = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-# The folder itself going away: its watch ends (IN_IGNORED follows).
-FOLDER_GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED
+# A folder's names changing: a file created, renamed in or out, deleted. Not its files' writes: a
+# folder watch with IN_MODIFY wakes us for every write to every file in it (a hub beside the AgentDB
+# file woke the watcher for each of the daemon's own commits, and tripled its CPU). The writes of
+# the files that matter are watched on the files themselves (``FILE_WRITES``).
+FOLDER_NAMES = IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE
+# What a writer does to a watched file: append or rewrite in place (IN_MODIFY), finish (IN_CLOSE_WRITE),
+# lose a link (IN_ATTRIB: renamed over or deleted).
+FILE_WRITES = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE
+# The watched thing itself going away: its watch ends (IN_IGNORED follows).
+GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED
 _HEADER = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name
 
 
@@ -54,7 +60,7 @@ def _libc() -> Any:
 
 
 class Inotify:
-    """One inotify descriptor watching folders (not recursively); non-blocking, for select()."""
+    """One inotify descriptor watching folders (not recursively) and files; non-blocking, for select()."""
 
     def __init__(self) -> None:
         libc = _libc()
@@ -63,22 +69,31 @@ class Inotify:
             errno = ctypes.get_errno()
             raise InotifyUnavailable(errno, f"inotify_init1: {os.strerror(errno)}")
         self._fd = int(fd)
-        self.folders: dict[int, Path] = {}
+        self.watched: dict[int, Path] = {}  # by watch descriptor: a folder, or a file
 
     def fileno(self) -> int:
         return self._fd
 
     def watch(self, folder: Path) -> int:
-        wd = _libc().inotify_add_watch(self._fd, os.fsencode(folder), FILE_EVENTS | FOLDER_GONE | IN_ONLYDIR)
+        """The names in ``folder`` (created, renamed, deleted)."""
+        return self._add(folder, FOLDER_NAMES | GONE | IN_ONLYDIR)
+
+    def watch_file(self, path: Path, mask: int = FILE_WRITES) -> int:
+        """The writes to the file at ``path`` now (its inode: after a rename over it, watch it again).
+        Watching the same inode again gives the same descriptor."""
+        return self._add(path, mask | GONE)
+
+    def _add(self, path: Path, mask: int) -> int:
+        wd = _libc().inotify_add_watch(self._fd, os.fsencode(path), mask)
         if wd < 0:
             errno = ctypes.get_errno()
-            raise OSError(errno, f"cannot watch {folder}: {os.strerror(errno)}")
-        self.folders[wd] = folder
+            raise OSError(errno, f"cannot watch {path}: {os.strerror(errno)}")
+        self.watched[wd] = path
         return int(wd)
 
     def read(self) -> Iterator[tuple[Path | None, int, str]]:
-        """The events waiting now: (folder, mask, file name). The folder is None on a queue overflow
-        (events were lost: treat everything as changed)."""
+        """The events waiting now: (watched path, mask, file name; "" for an event of a watched file
+        itself). The path is None on a queue overflow (events were lost: treat everything as changed)."""
         try:
             data = os.read(self._fd, 64 * 1024)
         except BlockingIOError:
@@ -89,10 +104,10 @@ class Inotify:
             offset += _HEADER.size
             name = os.fsdecode(data[offset : offset + length].rstrip(b"\0"))
             offset += length
-            folder = self.folders.get(wd)
+            watched = self.watched.get(wd)
             if mask & IN_IGNORED:
-                self.folders.pop(wd, None)
-            yield (None if mask & IN_Q_OVERFLOW else folder), mask, name
+                self.watched.pop(wd, None)
+            yield (None if mask & IN_Q_OVERFLOW else watched), mask, name
 
     def close(self) -> None:
         os.close(self._fd)
