@@ -43,7 +43,7 @@ describe("each cron records its run", () => {
   test("mark-stale-agents: the sweep ran, and the run says so", async () => {
     await t.mutation(api.agents.heartbeat, { ...laptop, agentName: "old", platform: "p" });
     vi.setSystemTime(NOW + 4 * 60_000);
-    expect(await t.action(internal.scheduled.markStaleAgents, {})).toBe("1 agents or sites went offline");
+    expect(await t.action(internal.scheduled.markStaleAgents, {})).toBe("1 agent or site went offline");
     expect((await t.query(api.agents.list, laptop))[0].status).toBe("offline");
     expect(await runs()).toEqual([
       {
@@ -53,7 +53,7 @@ describe("each cron records its run", () => {
         startedAt: NOW + 4 * 60_000,
         endedAt: NOW + 4 * 60_000,
         outcome: "ok",
-        summary: "1 agents or sites went offline",
+        summary: "1 agent or site went offline",
       },
     ]);
   });
@@ -78,8 +78,8 @@ describe("each cron records its run", () => {
     const recorded = (await runs()).map((r) => [r.job, r.slot, r.outcome, r.summary]);
     expect(recorded.sort()).toEqual([
       ["alerts", "2026-11-22T10:07:00Z", "ok", "0 alerts from 1 observations"],
-      ["cleanup-old-episodes", "2026-11-22T03:00:00Z", "ok", "1 episodes older than 90 days archived, 1 files written"],
-      ["daily-digest", "2026-11-22T06:00:00Z", "ok", "digest for 2026-11-21: 0 episodes from 1 sites"],
+      ["cleanup-old-episodes", "2026-11-22T03:00:00Z", "ok", "1 episode older than 90 days archived, 1 file written"],
+      ["daily-digest", "2026-11-22T06:00:00Z", "ok", "digest for 2026-11-21: 0 episodes from 1 site"],
       ["expire-pending-approvals", "2026-11-22T10:00:00Z", "ok", "0 pending approvals expired"],
       ["qdrant-episode-sync", "2026-11-22T10:05:00Z", "ok", "2 episodes wait for a vector"],
       ["sync-health", "2026-11-22T10:00:00Z", "ok", "no site changed state"],

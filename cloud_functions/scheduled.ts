@@ -11,6 +11,7 @@ import { internalAction } from "./_generated/server";
 import { agentRetentionMs } from "./agents";
 import { archiveRun, ORPHAN_GRACE_MS } from "./lib/archiveWrite";
 import { cronRun, type Schedule } from "./lib/cronRun";
+import { plural } from "./lib/alertSignals";
 
 export const ARCHIVE_AFTER_MS = 90 * 24 * 60 * 60 * 1000;
 
@@ -54,8 +55,10 @@ export const markStaleAgents = internalAction({
         pruned += gone;
         if (gone === 0) break;
       }
-      const offline = marked ? `${marked} agents or sites went offline` : "every agent with a recent heartbeat is online";
-      return pruned ? `${offline}; ${pruned} agents silent past the retention pruned` : offline;
+      const offline = marked
+        ? `${plural(marked, "agent or site", "agents or sites")} went offline`
+        : "every agent with a recent heartbeat is online";
+      return pruned ? `${offline}; ${plural(pruned, "agent")} silent past the retention pruned` : offline;
     }),
 });
 
@@ -86,7 +89,7 @@ export const qdrantEpisodeSync = internalAction({
     cronRun(ctx, "qdrant-episode-sync", SCHEDULES["qdrant-episode-sync"], async () => {
       // Database work only: count what waits for a vector. Embedding is the daemons' job.
       const { backlog, capped } = await ctx.runMutation(internal.episodes.vectorBacklog, {});
-      return `${backlog}${capped ? "+" : ""} episodes wait for a vector`;
+      return capped ? `${backlog}+ episodes wait for a vector` : `${plural(backlog, "episode")} ${backlog === 1 ? "waits" : "wait"} for a vector`;
     }),
 });
 
@@ -99,7 +102,7 @@ export const dailyDigest = internalAction({
       const day = new Date(now - DAY_MS).toISOString().slice(0, 10);
       const digest: { episodes: number; sites: unknown[] } = await ctx.runMutation(internal.digest.build, { day, now });
       const { queued } = await ctx.runMutation(internal.digest.announce, { day });
-      return `digest for ${day}: ${digest.episodes} episodes from ${digest.sites.length} sites${queued ? ", sent to Telegram" : ""}`;
+      return `digest for ${day}: ${plural(digest.episodes, "episode")} from ${plural(digest.sites.length, "site")}${queued ? ", sent to Telegram" : ""}`;
     }),
 });
 
@@ -115,7 +118,7 @@ export const cleanupOldEpisodes = internalAction({
       const run = await archiveRun(ctx, cutoff, ARCHIVE_BATCH * ARCHIVE_MAX_BATCHES, ORPHAN_GRACE_MS);
       const failed = run.failures.length === 0 ? "" : `; ${run.failures.length} weeks failed: ${run.failures.join("; ")}`;
       if (run.failures.length > 0 && run.archived === 0 && run.files === 0) throw new Error(`archiving failed${failed}`);
-      return `${run.archived} episodes older than ${days} days archived, ${run.files} files written${failed}`;
+      return `${plural(run.archived, "episode")} older than ${plural(days, "day")} archived, ${plural(run.files, "file")} written${failed}`;
     }),
 });
 
