@@ -54,6 +54,19 @@ def require_node_modules(folder: Path) -> None:
         pytest.fail(f"{folder}/node_modules is missing: run `make node` (make test does it)")
 
 
+def wal_commits(agentdb: Path, commits: int, *, interval_ms: int = 60, hold_ms: int = 1000) -> None:
+    """The real agentdb 1.3.9 (better-sqlite3, WAL mode) commits ``commits`` episodes to ``agentdb``,
+    one every ``interval_ms``, and holds the file open ``hold_ms`` after (``writer.mjs``)."""
+    require_node_modules(V139)
+    subprocess.run(
+        ["node", str(V139 / "writer.mjs"), str(agentdb), str(commits), str(interval_ms), str(hold_ms)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+
 def generate_agentdb(
     path: Path,
     n: int,

@@ -15,7 +15,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import V139, SiteFiles, hub_episodes, require_node_modules, stop_daemon, wait_for, wait_started
+from conftest import (
+    V139,
+    SiteFiles,
+    hub_episodes,
+    require_node_modules,
+    stop_daemon,
+    wait_for,
+    wait_started,
+    wal_commits,
+)
 
 from daemon.loop.changes import MISSING_FOLDER_RECHECK_S, ChangeWaker
 
@@ -210,22 +219,10 @@ def test_a_daemon_with_the_hub_beside_the_agentdb_file_runs_a_pass_per_commit_an
     wait_started(files, proc, log)
     commits = 30
     try:
-        subprocess.run(
-            ["node", str(V139 / "writer.mjs"), str(files.agentdb), "1", "10", "0"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )  # the schema and a first episode: passes of their own, before the count
+        wal_commits(files.agentdb, 1, interval_ms=10, hold_ms=0)  # the schema and a first episode: passes of their own
         wait_for(lambda: len(hub_episodes(files.hub, files.name)) >= 1, what="the first episode in the hub")
         before = settled_passes(files)
-        subprocess.run(
-            ["node", str(V139 / "writer.mjs"), str(files.agentdb), str(commits), "60", "1000"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
+        wal_commits(files.agentdb, commits)
         wait_for(lambda: len(hub_episodes(files.hub, files.name)) >= 1 + commits, what="every commit in the hub")
         ran = settled_passes(files) - before
         # One pass per commit at most, give or take the writer's open and close (a checkpoint folds

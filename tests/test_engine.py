@@ -25,6 +25,7 @@ from conftest import (
     read_agentdb_rows,
     require_node_modules,
     wait_for,
+    wal_commits,
 )
 
 from daemon.loop.runner import Daemon
@@ -477,13 +478,7 @@ def test_a_wal_writer_costs_one_pass_per_commit(tmp_path: Path, site_files: File
     thread = threading.Thread(target=daemon.run)
     thread.start()
     try:
-        subprocess.run(
-            ["node", str(V139 / "writer.mjs"), str(files.agentdb), str(commits), "60", "1000"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
+        wal_commits(files.agentdb, commits)
         wait_for(lambda: len(hub_episodes(files.hub, "laptop")) >= commits, what="every commit in the hub")
     finally:
         stop.set()

@@ -12,7 +12,6 @@ rather than being retried forever.
 from __future__ import annotations
 
 import os
-import pwd
 import sqlite3
 import threading
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sync.backbone.hub.schema import create_or_migrate
-from sync.errors import BackboneBroken, BackboneUnavailable, MemsyncError, PathProblem
+from sync.errors import BackboneBroken, BackboneUnavailable, MemsyncError, PathProblem, current_user
 from sync.sqlite_db import open_wal, primary_code, write_tx
 
 T = TypeVar("T")
@@ -29,14 +28,6 @@ T = TypeVar("T")
 
 def current_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _user() -> str:
-    uid = os.geteuid()
-    try:
-        return f"{pwd.getpwuid(uid).pw_name!r} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _unwritable_folder(path: Path) -> Path | None:
@@ -65,20 +56,21 @@ def classify(exc: BaseException, path: Path) -> MemsyncError:
         )
     if code == sqlite3.SQLITE_READONLY or "readonly database" in message:
         return PathProblem(
-            f"memsync runs as user {_user()}, which cannot write the embedded hub {path} ({message}): give that "
+            f"memsync runs as user {current_user()}, which cannot write the embedded hub {path} ({message}): give that "
             f"user write access to the file, its -wal and -shm files and its folder {path.parent}, or set "
             "backbone.path to a hub file that user owns"
         )
     if code == sqlite3.SQLITE_CANTOPEN or isinstance(exc, PermissionError) or "unable to open database" in message:
         if path.is_dir():
             return PathProblem(
-                f"backbone.path {path} is a folder, not the embedded hub's file (memsync runs as user {_user()}): "
+                f"backbone.path {path} is a folder, not the embedded hub's file "
+                f"(memsync runs as user {current_user()}): "
                 f"point backbone.path at a file in it (e.g. {path / 'hub.db'})"
             )
         folder = _unwritable_folder(path)
         if folder is not None or isinstance(exc, PermissionError):
             return PathProblem(
-                f"memsync runs as user {_user()}, which cannot create or open the embedded hub {path} in "
+                f"memsync runs as user {current_user()}, which cannot create or open the embedded hub {path} in "
                 f"{folder or path.parent} ({message}): give that user write access to the folder, or set "
                 "backbone.path to a folder that user owns"
             )
