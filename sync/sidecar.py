@@ -21,7 +21,7 @@ from typing import Any
 
 from sync.errors import ConfigError
 from sync.plan import Occupant
-from sync.sqlite_db import apply_schema, open_wal, write_tx
+from sync.sqlite_db import apply_schema, forget_text, open_wal, write_tx
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
@@ -115,6 +115,11 @@ class Sidecar:
             # Created a moment ago by a daemon that has not laid out its tables yet: nothing to read.
             self._conn.close()
             raise FileNotFoundError(path)
+
+    def forget_text(self, text: str) -> int:
+        """``forget --matching``: ``text`` out of the quarantine's row previews (rows that never
+        reached the backbone); how many rows held it."""
+        return forget_text(self._conn, "quarantine", "row_preview", text)
 
     # -- binding --------------------------------------------------------------------------------
     def bind(self, site: str, backbone: str) -> bool:

@@ -69,3 +69,23 @@ def apply_schema(conn: sqlite3.Connection, statements: tuple[str, ...], version:
             conn.execute(statement)
         conn.execute("CREATE TABLE IF NOT EXISTS schema_info (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         conn.execute("INSERT OR IGNORE INTO schema_info VALUES ('version', ?)", (version,))
+
+
+FORGOTTEN = "[forgotten]"
+
+
+def forget_text(conn: sqlite3.Connection, table: str, column: str, text: str) -> int:
+    """Every copy of ``text`` in ``table.column`` replaced by ``[forgotten]`` (``forget
+    --matching`` reaching a file of memsync's that keeps text outside the backbone: quarantine
+    previews, Telegram messages kept for their edits); how many rows. ``secure_delete`` overwrites
+    the old cells and a TRUNCATE checkpoint cuts the -wal that still holds them (retried by the
+    caller's next forget if a reader kept it busy). ``table`` and ``column`` are memsync's own
+    names, never input."""
+    conn.execute("PRAGMA secure_delete = ON")
+    with write_tx(conn):
+        changed = conn.execute(
+            f"UPDATE {table} SET {column} = replace({column}, ?, ?) WHERE instr({column}, ?) > 0",
+            (text, FORGOTTEN, text),
+        ).rowcount
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return int(changed)

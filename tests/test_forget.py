@@ -15,6 +15,7 @@ from pathlib import Path
 
 from conftest import (
     AgentProcess,
+    SiteFiles,
     episode,
     hub_episodes,
     memsync,
@@ -24,6 +25,8 @@ from conftest import (
     write_config,
 )
 
+from daemon.alerts.messages import Message
+from daemon.alerts.store import AlertStore, Queued
 from sync.backbone.hub import HubBackbone
 
 SECRET_TEXT = "the-launch-codes-are-0000"
@@ -215,3 +218,34 @@ def test_the_hub_wal_is_emptied_once_no_reader_holds_an_old_snapshot(tmp_path: P
     finally:
         reader.close()
         hub.close()
+
+
+def test_forget_matching_reaches_quarantine_previews_and_kept_messages(
+    site_files: Callable[..., SiteFiles], agents: Callable[[Path], AgentProcess], tmp_path: Path
+) -> None:
+    """Text outside the backbone: a row quarantined for its empty task (its preview in the
+    sidecar) and a message kept in the alerts file (a digest quoting a task). `forget --matching`
+    takes the text out of both files, -wal included."""
+    planted = "codename-bluefinch-7731"
+    site = site_files("laptop", tmp_path / "agentdb.db")
+    agent = agents(site.agentdb)
+    agent.store(episode(1, task="", output=f"about {planted}"))  # no task: quarantined, never pushed
+    agent.store(episode(2, task="ordinary work"))
+    assert memsync("sync", "--config", str(site.config)).returncode == 0
+    settings = site.settings()
+    store = AlertStore(settings.alerts_path)
+    try:
+        store.enqueue(Queued("digest:2026-01-01", Message(f"top tasks: {planted}, ordinary work")))
+    finally:
+        store.close()
+    kept = [settings.state_path, settings.alerts_path]
+    journals = [Path(f"{p}{end}") for p in kept for end in ("", "-wal")]
+    assert planted.encode() in _raw(journals[:2])  # the sidecar holds it (positive control)
+    assert planted.encode() in _raw(journals[2:])  # and the alerts file
+
+    done = memsync("forget", "--matching", planted, "--yes", "--json", "--config", str(site.config))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert sorted((e["file"], e["rows"]) for e in report["elsewhere"]) == sorted((str(p), 1) for p in kept)
+    assert planted.encode() not in _raw(journals)
+    assert b"ordinary work" in _raw(journals[2:])  # the rest of the message stays

@@ -26,7 +26,7 @@ from daemon.alerts.machine import AlertState
 from daemon.alerts.messages import Button, Keyboard, Message, alert_id
 from sync.errors import PathProblem
 from sync.leases import Claim, Lease, decide
-from sync.sqlite_db import apply_schema, open_wal, write_tx
+from sync.sqlite_db import apply_schema, forget_text, open_wal, write_tx
 
 T = TypeVar("T")
 CLAIM_MS: Final = 60_000
@@ -139,6 +139,12 @@ class AlertStore:
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
+
+    def forget_text(self, text: str) -> int:
+        """``forget --matching``: ``text`` out of the messages kept here (a digest quotes its day's
+        top tasks); how many held it. Telegram's own copy is beyond memsync's reach."""
+        with self._lock:
+            return forget_text(self._conn, "outbox", "text", text)
 
     def close(self) -> None:
         self._conn.close()

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
+from daemon.counts import counted
 from sync.errors import EX_CONFIG, MemsyncError
 
 if TYPE_CHECKING:
@@ -100,6 +101,8 @@ def main(args: argparse.Namespace) -> int:
                 keys += _matching(backbone, args.matching, ask=not args.yes)
             outcome = _forget(settings, backbone, keys)
             outcome["wal"] = _empty_wal(backbone)  # also when nothing new was found: a retry empties it
+            if args.matching is not None:
+                outcome["elsewhere"] = _forget_text_here(settings, args.matching)
             indexes = _indexes(settings, backbone) if outcome["forgotten"] else []
             if outcome["forgotten"]:
                 _purge_here(settings, backbone, indexes, timeout=args.timeout)
@@ -139,7 +142,7 @@ def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]])
 
     from sync.backbone.hub import HubBackbone
 
-    outcome: Outcome = {"forgotten": [], "unknown": [], "refused": [], "wal": []}
+    outcome: Outcome = {"forgotten": [], "unknown": [], "refused": [], "wal": [], "elsewhere": []}
     operator_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
     for site, source_id in dict.fromkeys(keys):
         key = f"{site}:{source_id}"
@@ -170,6 +173,30 @@ def _empty_wal(backbone: Backbone) -> list[dict[str, Any]]:
     if not isinstance(backbone, HubBackbone) or backbone.empty_wal():
         return []
     return [{"file": f"{backbone.path}-wal"}]
+
+
+def _forget_text_here(settings: Settings, text: str) -> list[dict[str, Any]]:
+    """``--matching``: the text out of this site's files that keep text outside the backbone, the
+    sidecar's quarantine previews (rows that never became episodes) and the alerts file's kept
+    messages (a digest quotes top tasks)."""
+    from daemon.alerts.store import AlertStore
+    from daemon.paths import exists
+    from sync.sidecar import Sidecar
+
+    found: list[dict[str, Any]] = []
+    if exists(settings.state_path, "state.path"):
+        sidecar = Sidecar(settings.state_path)
+        try:
+            found.append({"file": str(settings.state_path), "rows": sidecar.forget_text(text)})
+        finally:
+            sidecar.close()
+    if exists(settings.alerts_path, "the alerts file"):
+        store = AlertStore(settings.alerts_path)
+        try:
+            found.append({"file": str(settings.alerts_path), "rows": store.forget_text(text)})
+        finally:
+            store.close()
+    return [entry for entry in found if entry["rows"]]
 
 
 def _operator_forget(settings: Settings, deploy_key: str, site: str, source_id: str) -> Forgotten:
@@ -265,6 +292,8 @@ def _report(args: argparse.Namespace, kind: str, outcome: Outcome, indexes: list
             f"{entry['file']} may still hold the forgotten text: other processes kept the hub busy. Run "
             "the same `memsync forget` again (it empties that file), or stop the daemons that use the hub"
         )
+    for entry in outcome.get("elsewhere", []):
+        say(f"also taken out of {entry['file']}: {counted(entry['rows'], 'row')} (quarantine previews, kept messages)")
     for entry in outcome["unknown"]:
         say(f"{entry['key']}: no such episode in the backbone (a tombstone keeps the key refused)")
     for entry in outcome["refused"]:
