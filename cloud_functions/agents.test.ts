@@ -219,7 +219,7 @@ test("the mark-stale-agents cron prunes past the deployment's retention", async 
   process.env.MEMSYNC_AGENT_RETENTION_DAYS = "7";
   try {
     expect(await t.action(internal.scheduled.markStaleAgents, {})).toBe(
-      "1 agents or sites went offline; 1 agents silent past the retention pruned",
+      "1 agent or site went offline; 1 agent silent past the retention pruned",
     );
   } finally {
     delete process.env.MEMSYNC_AGENT_RETENTION_DAYS;
