@@ -444,9 +444,11 @@ class Indexer:
         records = [r for r in plan.record if r.point_id not in failed]
         if records:
             self.backbone.record_point_ids(records)
-        report.rewritten, report.deleted, report.unchanged = len(plan.rewrite), len(plan.delete), plan.unchanged
+        # Counted in episodes, not points: a long episode is one, whatever its passages.
+        report.rewritten = sum(pid in stored for pid, _ in plan.rewrite)
+        report.deleted, report.unchanged = sum(pid in stored for pid in plan.delete), plan.unchanged
         report.copied, report.archived, report.archived_missing = (
-            len(copied.copy),
+            sum(PARENT_KEY not in p.payload for p in copied.copy),
             len(plan.archive) + len(plan.carry) - len(copied.missing),
             len(copied.missing),
         )
@@ -542,7 +544,7 @@ class Indexer:
                 linked += 1
             points.append(WarmPoint(item.point_id, vector, bm25.embed_document(item.text, self.bm25), payload))
         self.store.upsert(points)
-        return len(points), linked, set()
+        return sum(PARENT_KEY not in p.payload for p in points), linked, set()
 
     def _link_to_store(self, own_id: str, vector: Sequence[float]) -> str | None:
         for hit in self.store.dense_search(vector, limit=3, score_threshold=self.duplicate_threshold):
