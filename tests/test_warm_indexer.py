@@ -237,7 +237,10 @@ LEGACY = payload_for(change(1, LONG))  # indexed before passages: one point, its
     [
         ("new long episode: every passage", [change(1, LONG)], {}, [PID, P1, P2], [], [], [], 0),
         ("long, indexed as passages", [change(1, LONG, point=PID)], {PID: LONG_HEAD}, [], [], [], [], 1),
-        ("long, indexed before passages", [change(1, LONG, point=PID)], {PID: LEGACY}, [PID, P1, P2], [], [], [], 0),
+        # Indexed before passages: the same text is never cut again here (a rebuild's copy re-cuts it).
+        ("long, indexed before passages", [change(1, LONG, point=PID)], {PID: LEGACY}, [], [], [], [], 1),
+        ("long, before passages, re-graded", [change(2, LONG | {"reward": 1.0})], {PID: LEGACY}, [], [PID], [], [],
+         0),
         ("long, re-graded: every passage rewritten", [change(2, LONG | {"reward": 1.0})], {PID: LONG_HEAD}, [],
          [PID, P1, P2], [], [], 0),
         ("long, forgotten: every passage", [change(3, None)], {PID: LONG_HEAD}, [], [], [PID, P1, P2], [], 0),
@@ -265,6 +268,17 @@ def test_plan_page_passages(
     for item in plan.embed:
         start, end = item.payload[SPAN_KEY] if SPAN_KEY in item.payload else (0, len(item.text))
         assert item.text == payload_for(changes[-1])["text"][start:end], name
+
+
+def test_a_rebuild_cuts_a_long_episode_indexed_before_passages_and_copies_one_cut_as_before() -> None:
+    items = passage_items("laptop", "1", payload_for(change(1, LONG)), by_lines(LEGACY["text"]))
+    legacy = {PID: StoredPoint(PID, LEGACY, DENSE, OLD_SPARSE)}
+    plan = plan_copy(items, [], legacy, same_model=True, same_bm25=True, bm25_config=DEFAULT_BM25)
+    assert ([p.id for p in plan.copy], [e.point_id for e in plan.embed]) == ([], [PID, P1, P2])
+    cut = {i.point_id: StoredPoint(i.point_id, i.payload, DENSE, OLD_SPARSE) for i in items}
+    plan = plan_copy(items, [], cut, same_model=True, same_bm25=True, bm25_config=DEFAULT_BM25)
+    assert ([p.id for p in plan.copy], plan.embed) == ([PID, P1, P2], [])
+    assert [p.payload for p in plan.copy] == [i.payload for i in items]
 
 
 def test_passage_items_carry_the_filter_fields_and_their_parent_not_the_text() -> None:

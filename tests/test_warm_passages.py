@@ -22,7 +22,7 @@ from sync.warm.embedders import LocalEmbedder
 from sync.warm.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count
 from sync.warm.request import Mode, SearchRequest, SearchResult
 from sync.warm.search import search
-from sync.warm.store import EdgeStore, ServerStore, VectorStore, passage_id, point_id
+from sync.warm.store import EdgeStore, SearchFilter, ServerStore, VectorStore, passage_id, point_id
 from sync.warm.text import text_hash
 
 NOW_MS = 1_790_000_000_000
@@ -51,8 +51,10 @@ class CountingEmbedder:
     def __init__(self, inner: LocalEmbedder) -> None:
         self.inner, self.name, self.dims, self.passage_tokens = inner, inner.name, inner.dims, inner.passage_tokens
         self.documents: list[str] = []
+        self.counted: list[str] = []
 
     def count_tokens(self, texts: Any) -> list[int]:
+        self.counted.extend(texts)
         return self.inner.count_tokens(texts)
 
     def embed_documents(self, texts: Any) -> list[list[float]]:
@@ -106,10 +108,12 @@ class Rig:
         indexer.open()
         return indexer
 
-    def push(self, source_id: str, task: str) -> None:
+    def push(self, source_id: str, task: str, **extra: Any) -> None:
         body = {"sessionId": "s1", "task": task, "output": "done", "ts": NOW_MS, "agentName": "coder", "tags": ["a"]}
+        body |= extra
         local_id = int(source_id)
-        item = PushItem(source_id, local_id, f"identity-{source_id}", text_hash(task), body, canonical_json(body))
+        content = text_hash(canonical_json(body).decode())
+        item = PushItem(source_id, local_id, f"identity-{source_id}", content, body, canonical_json(body))
         self.hub.push([item], local_id)
 
     def head(self, source_id: str) -> dict[str, Any]:
@@ -205,6 +209,28 @@ def test_an_edit_that_shortens_an_episode_drops_its_extra_passages(rig: Rig) -> 
     assert rig.store.count() == len(SHORT_TASKS) + 1
     (top,) = rig.search("Hallstatt", "bm25", limit=1)
     assert (top.source_id, top.passage) == ("9", None)
+
+
+def test_a_re_grade_rewrites_every_passage_without_the_model(rig: Rig) -> None:
+    count = passage_count(rig.head("9"))
+    ids = [passage_id("laptop", "9", i) for i in range(count)]
+    before = {p.id: p.payload for p in rig.store.get(ids)}
+    embedded, counted = len(rig.embedder.documents), len(rig.embedder.counted)
+    rig.push("9", LONG_TASK, tags=["a", "reviewed"])
+    report = rig.indexer.run()
+    assert (report.rewritten, report.embedded) == (1, 0)
+    assert (len(rig.embedder.documents), len(rig.embedder.counted)) == (embedded, counted)  # not even counted
+    after = {p.id: p.payload for p in rig.store.get(ids)}
+    for pid in ids:  # the new tags and content hash; everything else, parent, index and span included, kept
+        assert after[pid]["tags"] == ["a", "reviewed"]
+        assert after[pid]["contentHash"] != before[pid]["contentHash"]
+        assert {k: v for k, v in after[pid].items() if k not in ("tags", "contentHash")} == {
+            k: v for k, v in before[pid].items() if k not in ("tags", "contentHash")
+        }
+    # A filter reaches the passage that matched, not only the episode's first point.
+    flt = SearchFilter(tags=("reviewed",))
+    found = search(rig.store, rig.embedder, SearchRequest("Hallstatt", mode="bm25", filter=flt), now_ms=NOW_MS)
+    assert [(r.source_id, r.passage is not None) for r in found] == [("9", True)]
 
 
 def test_a_rebuild_copies_every_passage_and_embeds_nothing(rig: Rig, engine: Any) -> None:

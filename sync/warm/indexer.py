@@ -30,8 +30,9 @@ rare term. The first passage keeps the episode's own id and its whole payload, p
 (how many) and ``span``; the others (``passage_id``) carry the filter fields, ``parent`` (the
 first's id), ``passage`` (the index) and ``span``, not the text. A short episode is one point,
 exactly as before passages existed, so existing collections stay valid; a long episode indexed
-before them (one point, its text cut at the window) is embedded again as passages on its next edit
-or the next rebuild (``memsync reindex``), its first point lacking the ``passages`` the plan expects.
+before them (one point, its text cut at the window) is embedded again as passages when its text is
+next edited, or by the next rebuild (``memsync reindex``), whose copy finds its first point lacking
+the ``passages`` the new cut has.
 
 The decisions (what to embed, copy, rewrite, mark, delete, which point a near-duplicate links to)
 are pure functions, tested from tables; ``Indexer`` does the I/O around them.
@@ -188,21 +189,24 @@ def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]
 
 
 def _plan_episode(plan: IndexPlan, change: Change, held: Mapping[str, Any] | None, split: Split) -> int:
-    """Add a present episode's points to ``plan``: embedded when their text or its cut into passages
-    changed, rewritten when only the payload did; 1 when nothing did, else 0."""
+    """Add a present episode's points to ``plan``: all embedded when its text changed, all rewritten
+    when only the payload did; 1 when nothing did, else 0."""
     episode = payload_for(change)
-    items = passage_items(change.site, change.source_id, episode, split(episode["text"]))
-    payload = items[0].payload
-    if held is None or _layout(held) != _layout(payload):
+    ids = _ids(change.site, change.source_id, 1 if held is None else passage_count(held))
+    if held is None or held.get("textHash") != episode["textHash"]:
+        items = passage_items(change.site, change.source_id, episode, split(episode["text"]))
         plan.embed.extend(items)
-        if held is not None:
-            plan.stale.extend(_ids(change.site, change.source_id, passage_count(held))[len(items) :])
+        plan.stale.extend(ids[len(items) :])
         return 0
-    if {k: v for k, v in held.items() if k not in _LINKS} != payload:
-        plan.rewrite.append((items[0].point_id, payload | {k: held[k] for k in _LINKS if k in held}))
-        plan.rewrite.extend((item.point_id, item.payload) for item in items[1:])
-        return 0
-    return 1
+    # The same text is cut as it was (the collection's one model): no tokenizer is needed, so a
+    # payload-only change (a re-grade, an approval) never loads the model.
+    payload = episode | {k: held[k] for k in (PASSAGES_KEY, SPAN_KEY) if k in held}
+    if {k: v for k, v in held.items() if k not in _LINKS} == payload:
+        return 1
+    plan.rewrite.append((ids[0], payload | {k: held[k] for k in _LINKS if k in held}))
+    # Each further passage keeps its own parent, index and span (``Indexer._rewrite``).
+    plan.rewrite.extend((pid, {k: episode[k] for k in _PASSAGE_FIELDS if k in episode}) for pid in ids[1:])
+    return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,6 +572,7 @@ class Indexer:
             if point is None or point.dense is None:
                 continue  # deleted meanwhile
             sparse = point.sparse or bm25.embed_document(str(payload.get("text", "")), self.bm25)
-            points.append(WarmPoint(pid, point.dense, sparse, payload))
+            own = {k: point.payload[k] for k in (PARENT_KEY, PASSAGE_KEY, SPAN_KEY) if k in point.payload}
+            points.append(WarmPoint(pid, point.dense, sparse, own | payload))
         if points:
             self.store.upsert(points)
