@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_providers import KEY, gemini_respond, serve
 from qdrant_client import QdrantClient
 
 from daemon.cli.search import render_results
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
+from sync.retry import RetryPolicy
 from sync.warm.cursor import CursorFile
-from sync.warm.embedders import LocalEmbedder
+from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder
 from sync.warm.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count
 from sync.warm.request import Mode, SearchRequest, SearchResult
 from sync.warm.search import search
@@ -46,9 +48,9 @@ SHORT_TASKS = [
 
 
 class CountingEmbedder:
-    """The real local embedder, counting the texts it embeds."""
+    """A real embedder, counting the texts it embeds and counts."""
 
-    def __init__(self, inner: LocalEmbedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner, self.name, self.dims, self.passage_tokens = inner, inner.name, inner.dims, inner.passage_tokens
         self.documents: list[str] = []
         self.counted: list[str] = []
@@ -245,3 +247,49 @@ def test_a_rebuild_copies_every_passage_and_embeds_nothing(rig: Rig, engine: Any
     assert results[0].source_id == "9"
     assert results[0].passage is not None
     assert FACT in results[0].passage.text
+
+
+def test_a_cloud_embedder_gets_passages_within_its_own_window(tmp_path: Path, policy: RetryPolicy) -> None:
+    """Gemini (its REST API served on 127.0.0.1) reads 2,048 tokens: a 13 kB episode goes as
+    passages, none over the window as estimated (a third of its bytes), the fact in a later one."""
+    for server in serve(gemini_respond):
+        gemini = GeminiEmbedder(KEY, base_url=server.url, retry=policy, clock=lambda: NOW_MS / 1000)
+        rig = Rig(tmp_path, EdgeStore(tmp_path / "qdrant"), CountingEmbedder(gemini))
+        try:
+            rig.push("1", SHORT_TASKS[0])
+            rig.push("2", f"{FILLER}\n{FILLER}\n{FILLER}\n{FACT}")
+            rig.indexer.run()
+            sent = [req["content"]["parts"][0]["text"] for r in server.requests for req in r.body["requests"]]
+            assert passage_count(rig.head("2")) == len(sent) - 1 >= 2
+            assert all(len(text.encode()) <= 3 * gemini.passage_tokens for text in sent)
+            (found,) = rig.search("Hallstatt", "bm25")
+            assert found.source_id == "2"
+            assert found.passage is not None
+            assert found.passage.index > 0
+            assert FACT in found.passage.text
+        finally:
+            rig.store.close()
+            rig.hub.close()
+
+
+def test_an_archived_long_episode_keeps_its_passages_through_a_rebuild(rig: Rig, engine: Any) -> None:
+    old = NOW_MS - 400 * 86_400_000
+    rig.push("9", LONG_TASK, ts=old)
+    rig.indexer.run()
+    count = passage_count(rig.head("9"))
+    assert rig.hub.archive_older_than(NOW_MS - 86_400_000, 100) == 1
+    assert rig.indexer.run().archived == 1
+    assert rig.head("9")["archived"] is True
+    assert rig.indexer.spec is not None
+    embedded = len(rig.embedder.documents)
+    # The feed no longer has its body: the rebuild carries its points over, every passage with it.
+    builder = rig.indexer_for(engine(), f"{COLLECTION}-2", Previous(rig.store, rig.indexer.spec))
+    report = builder.run()
+    assert (report.archived, report.archived_missing, report.embedded) == (1, 0, 0)
+    assert len(rig.embedder.documents) == embedded
+    assert builder.store.count() == len(SHORT_TASKS) + count
+    request = SearchRequest("Hallstatt", mode="bm25")
+    (found,) = search(builder.store, rig.embedder, request, now_ms=NOW_MS)
+    assert (found.source_id, found.archived) == ("9", True)
+    assert found.passage is not None
+    assert FACT in found.passage.text
