@@ -21,19 +21,33 @@ from sync.warm.embedders import LocalEmbedder
 from sync.warm.indexer import (
     ARCHIVED_KEY,
     DUPLICATE_KEY,
+    PARENT_KEY,
+    PASSAGE_KEY,
+    PASSAGES_KEY,
+    SPAN_KEY,
     Indexer,
     Previous,
     ToEmbed,
     archived_to_embed,
     canonical_of,
     link_within_page,
+    passage_items,
     payload_for,
     plan_copy,
     plan_page,
 )
 from sync.warm.request import SearchRequest
 from sync.warm.search import search
-from sync.warm.store import EdgeStore, SearchFilter, ServerStore, StoredPoint, VectorStore, point_id
+from sync.warm.store import (
+    PAYLOAD_INDEXES,
+    EdgeStore,
+    SearchFilter,
+    ServerStore,
+    StoredPoint,
+    VectorStore,
+    passage_id,
+    point_id,
+)
 from sync.warm.text import episode_text, text_hash
 
 NOW_MS = 1_790_000_000_000
@@ -202,6 +216,85 @@ def test_plan_copy(
         assert all(e.payload[ARCHIVED_KEY] is True for e in plan.embed), name
 
 
+# Passages: a split by lines stands in for the embedder's window.
+def by_lines(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for line in text.split("\n"):
+        spans.append((start, start + len(line)))
+        start += len(line) + 1
+    return spans if len(spans) > 1 else [(0, len(text))]
+
+
+LONG = episode("laptop", "1", "fix ERR_CONN_4471", output="first\nsecond")  # three lines, three passages
+P1, P2 = passage_id("laptop", "1", 1), passage_id("laptop", "1", 2)
+SHORT = payload_for(change(1, episode("laptop", "1", "fix ERR_CONN_4471 first second")))
+LONG_HEAD = payload_for(change(1, LONG)) | {PASSAGES_KEY: 3, SPAN_KEY: [0, 17]}
+LEGACY = payload_for(change(1, LONG))  # indexed before passages: one point, its text cut at the window
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "stored", "embed", "rewrite", "delete", "stale", "unchanged"),
+    [
+        ("new long episode: every passage", [change(1, LONG)], {}, [PID, P1, P2], [], [], [], 0),
+        ("long, indexed as passages", [change(1, LONG, point=PID)], {PID: LONG_HEAD}, [], [], [], [], 1),
+        # Indexed before passages: the same text is never cut again here (a rebuild's copy re-cuts it).
+        ("long, indexed before passages", [change(1, LONG, point=PID)], {PID: LEGACY}, [], [], [], [], 1),
+        ("long, before passages, re-graded", [change(2, LONG | {"reward": 1.0})], {PID: LEGACY}, [], [PID], [], [],
+         0),
+        ("long, re-graded: every passage rewritten", [change(2, LONG | {"reward": 1.0})], {PID: LONG_HEAD}, [],
+         [PID, P1, P2], [], [], 0),
+        ("long, forgotten: every passage", [change(3, None)], {PID: LONG_HEAD}, [], [], [PID, P1, P2], [], 0),
+        ("long edited short: the rest is stale", [change(2, LONG | {"output": ""})], {PID: LONG_HEAD}, [PID], [], [],
+         [P1, P2], 0),
+        ("short edited long", [change(2, LONG)], {PID: SHORT}, [PID, P1, P2], [], [], [], 0),
+    ],
+)  # fmt: skip
+def test_plan_page_passages(
+    name: str,
+    changes: list[Change],
+    stored: dict[str, dict[str, Any]],
+    embed: list[str],
+    rewrite: list[str],
+    delete: list[str],
+    stale: list[str],
+    unchanged: int,
+) -> None:
+    plan = plan_page(changes, stored, by_lines)
+    assert [e.point_id for e in plan.embed] == embed, name
+    assert [pid for pid, _ in plan.rewrite] == rewrite, name
+    assert plan.delete == delete, name
+    assert plan.stale == stale, name
+    assert plan.unchanged == unchanged, name
+    for item in plan.embed:
+        start, end = item.payload[SPAN_KEY] if SPAN_KEY in item.payload else (0, len(item.text))
+        assert item.text == payload_for(changes[-1])["text"][start:end], name
+
+
+def test_a_rebuild_cuts_a_long_episode_indexed_before_passages_and_copies_one_cut_as_before() -> None:
+    items = passage_items("laptop", "1", payload_for(change(1, LONG)), by_lines(LEGACY["text"]))
+    legacy = {PID: StoredPoint(PID, LEGACY, DENSE, OLD_SPARSE)}
+    plan = plan_copy(items, [], legacy, same_model=True, same_bm25=True, bm25_config=DEFAULT_BM25)
+    assert ([p.id for p in plan.copy], [e.point_id for e in plan.embed]) == ([], [PID, P1, P2])
+    cut = {i.point_id: StoredPoint(i.point_id, i.payload, DENSE, OLD_SPARSE) for i in items}
+    plan = plan_copy(items, [], cut, same_model=True, same_bm25=True, bm25_config=DEFAULT_BM25)
+    assert ([p.id for p in plan.copy], plan.embed) == ([PID, P1, P2], [])
+    assert [p.payload for p in plan.copy] == [i.payload for i in items]
+
+
+def test_passage_items_carry_the_filter_fields_and_their_parent_not_the_text() -> None:
+    head, first, second = passage_items("laptop", "1", payload_for(change(1, LONG)), by_lines(LEGACY["text"]))
+    assert (head.point_id, head.text, head.payload) == (PID, "fix ERR_CONN_4471", LONG_HEAD)
+    assert (first.point_id, first.text, second.point_id, second.text) == (P1, "first", P2, "second")
+    assert second.payload == {k: LEGACY[k] for k in (*PAYLOAD_INDEXES, "sourceId", "textHash")} | {
+        PARENT_KEY: PID,
+        PASSAGE_KEY: 2,
+        SPAN_KEY: [24, 30],
+    }
+    # One passage that is the whole text: the episode's point exactly as before passages.
+    (only,) = passage_items("laptop", "1", STORED, [(0, len(STORED["text"]))])
+    assert (only.point_id, only.text, only.payload) == (PID, STORED["text"], STORED)
+
+
 def test_a_rewrite_keeps_the_near_duplicate_link_and_records_the_new_content_hash() -> None:
     graded = EP | {"reward": 1.0, "contentHash": "c-graded"}
     plan = plan_page([change(2, graded)], {PID: STORED | {DUPLICATE_KEY: "head"}})
@@ -249,7 +342,11 @@ class CountingEmbedder:
         self.inner = inner
         self.name = inner.name
         self.dims = inner.dims
+        self.passage_tokens = inner.passage_tokens
         self.documents: list[str] = []
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.count_tokens(texts)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         self.documents.extend(texts)

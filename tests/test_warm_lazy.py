@@ -28,7 +28,10 @@ class Renamed:
     """The real model under another name: what a package upgrade under a running daemon looks like."""
 
     def __init__(self, inner: Embedder, name: str) -> None:
-        self.inner, self.name, self.dims = inner, name, inner.dims
+        self.inner, self.name, self.dims, self.passage_tokens = inner, name, inner.dims, inner.passage_tokens
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.count_tokens(texts)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return self.inner.embed_documents(texts)

@@ -186,6 +186,11 @@ def render_results(results: list[SearchResult], out: IO[str], *, color: bool = F
             extras.append("archived")
         out.write(f"{bold}{rank}.{reset} {r.site}#{r.source_id}  {dim}{' · '.join(extras)}{reset}\n")
         lines = [line for line in r.text.splitlines() if line.strip()]
+        if r.passage is not None and r.passage.index > 0:
+            # A long episode matched past its start: its first line, then the passage that matched.
+            shown = [line for line in r.passage.text.splitlines() if line.strip()] or [""]
+            where = f"{dim}[passage {r.passage.index + 1}/{r.passage.count}]{reset}"
+            lines = [*lines[:1], f"{where} {shown[0]}", *shown[1:2]]
         for line in lines[:3]:
             out.write(f"   {line[:160]}\n")
 

@@ -63,6 +63,16 @@ class Embedder(Protocol):
     @property
     def dims(self) -> int: ...
 
+    @property
+    def passage_tokens(self) -> int:
+        """The most tokens of a document the model reads (special tokens excluded): a longer
+        episode is indexed as passages of at most this many (``sync.warm.text.split_passages``)."""
+        ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """How many of those tokens each text is (the model's own tokenizer, or a safe estimate)."""
+        ...
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
 
     def embed_query(self, text: str) -> list[float]: ...
@@ -78,6 +88,12 @@ def _normalised(matrix: npt.ArrayLike, dims: int, provider: str) -> list[list[fl
         raise PermanentError(f"{provider} returned a zero or non-finite vector")
     result: list[list[float]] = (array / norms).tolist()
     return result
+
+
+def _estimated_tokens(texts: Sequence[str]) -> list[int]:
+    """A cloud model's tokens, over-estimated: a third of the UTF-8 bytes (English runs ~4 characters a
+    token, a CJK character is 3 bytes and about one token), so a passage never overruns the limit."""
+    return [-(-len(text.encode("utf-8")) // 3) for text in texts]
 
 
 def _batches(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
@@ -160,6 +176,11 @@ class LocalEmbedder:
         # The shipped tokenizer pads and truncates at a fixed 128; pad per batch, truncate at 256.
         self._tokenizer.enable_truncation(max_length=max_length)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 (a token, not a password)
+        # Counting needs every token: the same vocabulary, neither truncated nor padded.
+        self._counter = Tokenizer.from_file(str(tokenizer_path))
+        self._counter.no_truncation()
+        self._counter.no_padding()
+        self.passage_tokens = max_length - 2  # [CLS] and [SEP] take two of the window
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or max(1, min(4, os.cpu_count() or 1))
@@ -194,6 +215,9 @@ class LocalEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed_batch([text])[0]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in self._counter.encode_batch(list(texts), add_special_tokens=False)]
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         encodings = self._tokenizer.encode_batch(texts)
@@ -236,6 +260,8 @@ class GeminiEmbedder(CloudClient):
     provider = "Gemini"
     operation = "embedding"
     max_batch = 100
+    # gemini-embedding-001 reads 2,048 input tokens and silently truncates the rest.
+    passage_tokens = 2048
 
     def __init__(
         self,
@@ -280,6 +306,9 @@ class GeminiEmbedder(CloudClient):
 
     def embed_query(self, text: str) -> list[float]:
         return self._call(partial(self._embed, [text], "RETRIEVAL_QUERY"))[0]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return _estimated_tokens(texts)
 
     def _embed(self, texts: Sequence[str], task_type: str) -> list[list[float]]:
         import httpx2
@@ -332,6 +361,8 @@ class VoyageEmbedder(VoyageClient):
     """Voyage embeddings through voyageai: input_type document vs query."""
 
     operation = "embedding"
+    # voyage-3.5's context is 32,000 tokens (truncation=True cuts the rest silently).
+    passage_tokens = 32_000
 
     def __init__(
         self,
@@ -367,6 +398,9 @@ class VoyageEmbedder(VoyageClient):
 
     def embed_query(self, text: str) -> list[float]:
         return self._call(partial(self._embed, [text], "query"))[0]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return _estimated_tokens(texts)
 
     def _embed(self, texts: Sequence[str], input_type: str) -> list[list[float]]:
         result = self._request(

@@ -23,6 +23,17 @@ it replaces as ``previous``: a point whose text is unchanged is copied from it (
 the spec is the same), not embedded again; an archived episode, whose body the feed no longer
 has, can only be copied (or, under another model, embedded from the text its old payload kept).
 
+An episode longer than the embedder's window is several points, one per passage
+(``sync.warm.text.split_passages``), each with its own dense and BM25 vector: BM25 per passage too,
+so that a keyword search says which passage matched, and a long episode's length does not dilute a
+rare term. The first passage keeps the episode's own id and its whole payload, plus ``passages``
+(how many) and ``span``; the others (``passage_id``) carry the filter fields, ``parent`` (the
+first's id), ``passage`` (the index) and ``span``, not the text. A short episode is one point,
+exactly as before passages existed, so existing collections stay valid; a long episode indexed
+before them (one point, its text cut at the window) is embedded again as passages when its text is
+next edited, or by the next rebuild (``memsync reindex``), whose copy finds its first point lacking
+the ``passages`` the new cut has.
+
 The decisions (what to embed, copy, rewrite, mark, delete, which point a near-duplicate links to)
 are pure functions, tested from tables; ``Indexer`` does the I/O around them.
 """
@@ -30,7 +41,7 @@ are pure functions, tested from tables; ``Indexer`` does the I/O around them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from sync.backbone.base import Change, ChangeFeed, PointRecord
@@ -39,14 +50,27 @@ from sync.warm import bm25
 from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder
 from sync.warm.rank import cosine
-from sync.warm.store import CollectionSpec, StoredPoint, VectorStore, WarmPoint, point_id
-from sync.warm.text import episode_text, text_hash
+from sync.warm.store import PAYLOAD_INDEXES, CollectionSpec, StoredPoint, VectorStore, WarmPoint, passage_id, point_id
+from sync.warm.text import Span, episode_text, split_passages, text_hash
 
 DEFAULT_DUPLICATE_THRESHOLD: Final = 0.95
 DUPLICATE_KEY: Final = "duplicateOf"
 ARCHIVED_KEY: Final = "archived"
 # Payload fields the indexer itself maintains, compared apart from the episode's own.
 _LINKS: Final = frozenset({DUPLICATE_KEY})
+PASSAGES_KEY: Final = "passages"  # on a long episode's first point: how many passages it has
+SPAN_KEY: Final = "span"  # [start, end) of a passage in the episode's text
+PARENT_KEY: Final = "parent"  # on a further passage: the episode's point id
+PASSAGE_KEY: Final = "passage"  # on a further passage: its index (the first is 0)
+# What a further passage carries of its episode: every filter's field, so that a filter finds it.
+_PASSAGE_FIELDS: Final = (*PAYLOAD_INDEXES, "sourceId", "textHash")
+
+Split = Callable[[str], Sequence[Span]]
+
+
+def whole(text: str) -> list[Span]:
+    """No splitting: the text is one passage."""
+    return [(0, len(text))]
 
 
 # --- the pure core -------------------------------------------------------------------------------
@@ -78,8 +102,41 @@ def payload_for(change: Change) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class ToEmbed:
     point_id: str
-    text: str
+    text: str  # what is embedded: the passage's text (an episode's whole text when it is one passage)
     payload: dict[str, Any]
+
+
+def passage_items(site: str, source_id: str, payload: Mapping[str, Any], spans: Sequence[Span]) -> list[ToEmbed]:
+    """An episode's points, first passage first. One passage spanning the whole text is the episode's
+    point as it always was; otherwise the first carries the episode's payload plus ``passages`` and
+    ``span``, the others the filter fields, ``parent``, ``passage`` and ``span``."""
+    text = str(payload["text"])
+    head = point_id(site, source_id)
+    base = {k: v for k, v in payload.items() if k not in (PASSAGES_KEY, SPAN_KEY)}
+    if list(spans) == [(0, len(text))]:
+        return [ToEmbed(head, text, base)]
+    (start, end), count = spans[0], len(spans)
+    items = [ToEmbed(head, text[start:end], base | {PASSAGES_KEY: count, SPAN_KEY: [start, end]})]
+    shared = {k: base[k] for k in _PASSAGE_FIELDS if k in base}
+    for index, (start, end) in enumerate(spans[1:], 1):
+        extra = {PARENT_KEY: head, PASSAGE_KEY: index, SPAN_KEY: [start, end]}
+        items.append(ToEmbed(passage_id(site, source_id, index), text[start:end], shared | extra))
+    return items
+
+
+def passage_count(payload: Mapping[str, Any]) -> int:
+    """How many points an episode has, from its first point's payload."""
+    count = payload.get(PASSAGES_KEY)
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
+
+
+def _ids(site: str, source_id: str, count: int) -> list[str]:
+    return [passage_id(site, source_id, index) for index in range(count)]
+
+
+def _layout(payload: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a point's vectors were made from: the text, and which part of it."""
+    return tuple(payload.get(k) for k in ("textHash", PASSAGES_KEY, SPAN_KEY, PASSAGE_KEY))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +150,12 @@ class IndexPlan:
     unchanged: int = 0
     archive: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # archived: payload marked
     carry: list[str] = field(default_factory=list)  # archived, not in this store: from ``previous``
+    stale: list[str] = field(default_factory=list)  # passages past an edited episode's new count
 
 
-def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]) -> IndexPlan:
-    """Decide a page: ``stored`` maps point ids already in the store to their payloads.
+def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]], split: Split = whole) -> IndexPlan:
+    """Decide a page: ``stored`` maps point ids already in the store to their payloads (an
+    episode's first point: the others follow from it), ``split`` cuts a text into passages.
 
     A key repeated in the page (it cannot be, but a replayed page may overlap) counts once, as its
     latest change."""
@@ -117,21 +176,37 @@ def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]
             continue
         if change.episode is None:
             if pid in stored:
-                plan.delete.append(pid)
+                plan.delete.extend(_ids(change.site, change.source_id, passage_count(stored[pid])))
             continue
-        payload = payload_for(change)
-        held = stored.get(pid)
-        if held is None or held.get("textHash") != payload["textHash"]:
-            plan.embed.append(ToEmbed(pid, payload["text"], payload))
-        elif {k: v for k, v in held.items() if k not in _LINKS} != payload:
-            plan.rewrite.append((pid, payload | {k: held[k] for k in _LINKS if k in held}))
-        else:
-            unchanged += 1
+        unchanged += _plan_episode(plan, change, stored.get(pid), split)
         if change.point_id != pid:
             plan.record.append(PointRecord(change.site, change.source_id, pid, str(change.episode.get("contentHash"))))
     # A restored episode is a normal change again: its payload (no ``archived``) differs from the
     # marked one held, so it is rewritten above without the mark.
-    return IndexPlan(plan.embed, plan.rewrite, plan.delete, plan.record, unchanged, plan.archive, plan.carry)
+    return IndexPlan(
+        plan.embed, plan.rewrite, plan.delete, plan.record, unchanged, plan.archive, plan.carry, plan.stale
+    )
+
+
+def _plan_episode(plan: IndexPlan, change: Change, held: Mapping[str, Any] | None, split: Split) -> int:
+    """Add a present episode's points to ``plan``: all embedded when its text changed, all rewritten
+    when only the payload did; 1 when nothing did, else 0."""
+    episode = payload_for(change)
+    ids = _ids(change.site, change.source_id, 1 if held is None else passage_count(held))
+    if held is None or held.get("textHash") != episode["textHash"]:
+        items = passage_items(change.site, change.source_id, episode, split(episode["text"]))
+        plan.embed.extend(items)
+        plan.stale.extend(ids[len(items) :])
+        return 0
+    # The same text is cut as it was (the collection's one model): no tokenizer is needed, so a
+    # payload-only change (a re-grade, an approval) never loads the model.
+    payload = episode | {k: held[k] for k in (PASSAGES_KEY, SPAN_KEY) if k in held}
+    if {k: v for k, v in held.items() if k not in _LINKS} == payload:
+        return 1
+    plan.rewrite.append((ids[0], payload | {k: held[k] for k in _LINKS if k in held}))
+    # Each further passage keeps its own parent, index and span (``Indexer._rewrite``).
+    plan.rewrite.extend((pid, {k: episode[k] for k in _PASSAGE_FIELDS if k in episode}) for pid in ids[1:])
+    return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,26 +226,30 @@ def plan_copy(
     same_model: bool,
     same_bm25: bool,
     bm25_config: bm25.Bm25Config,
+    split: Split = whole,
 ) -> CopyPlan:
     """Which of a page's points come from ``previous`` (the replaced collection's points, by id).
 
     A point to embed whose text is unchanged there is copied with its dense vector when the model
     (and dimensions) are the same; its BM25 vector is copied when the BM25 recipe is the same and
     computed again otherwise (cheap: no model). Its near-duplicate link comes along: it was found
-    with those very vectors. An archived point (``carry``) keeps its old payload, marked archived;
-    under another model it is embedded from the text that payload kept, since the feed no longer
-    has its body."""
+    with those very vectors. Each passage is copied or embedded on its own: a point is copied only
+    when it was made from the same part of the same text. An archived point (``carry``) keeps its
+    old payload, marked archived, its passages cut again from the text that payload kept (the feed
+    no longer has its body); what cannot be copied is embedded from that text."""
     plan = CopyPlan()
-    for item in embed:
+
+    def take(item: ToEmbed) -> None:
         held = previous.get(item.point_id)
-        if not same_model or held is None or held.dense is None:
-            plan.embed.append(item)
-            continue
-        if held.payload.get("textHash") != item.payload.get("textHash"):
-            plan.embed.append(item)
-            continue
+        if not same_model or held is None or held.dense is None or _layout(held.payload) != _layout(item.payload):
+            # A link found among other vectors than these is not carried over: the new ones find their own.
+            plan.embed.append(replace(item, payload={k: v for k, v in item.payload.items() if k not in _LINKS}))
+            return
         payload = item.payload | {k: held.payload[k] for k in _LINKS if k in held.payload}
-        plan.copy.append(_copied(item.point_id, held, payload, same_bm25, bm25_config))
+        plan.copy.append(_copied(item, held, payload, same_bm25, bm25_config))
+
+    for item in embed:
+        take(item)
     for pid in carry:
         held = previous.get(pid)
         text = None if held is None else held.payload.get("text")
@@ -178,17 +257,20 @@ def plan_copy(
             plan.missing.append(pid)  # without its body nothing can index it again
             continue
         payload = held.payload | {ARCHIVED_KEY: True}
-        if same_model and held.dense is not None:
-            plan.copy.append(_copied(pid, held, payload, same_bm25, bm25_config))
-        else:
-            # Its link was found among the other model's vectors: the new ones find their own.
-            unlinked = {k: v for k, v in payload.items() if k not in _LINKS}
-            plan.embed.append(ToEmbed(pid, text, unlinked))
+        site, source_id = str(payload.get("site", "")), str(payload.get("sourceId", ""))
+        if point_id(site, source_id) != pid:  # a payload from before sourceId was kept: one point as it was
+            take(ToEmbed(pid, text, payload))
+            continue
+        for item in passage_items(site, source_id, payload, split(text)):
+            take(item)
     return plan
 
 
 def archived_to_embed(
-    changes: Sequence[Change], missing: Sequence[str], records: Mapping[tuple[str, str], Mapping[str, Any]]
+    changes: Sequence[Change],
+    missing: Sequence[str],
+    records: Mapping[tuple[str, str], Mapping[str, Any]],
+    split: Split = whole,
 ) -> tuple[list[ToEmbed], list[str]]:
     """For archived points in no collection: what to embed from the archive's records (marked
     archived), and the ids still missing (the archive did not have them either)."""
@@ -203,18 +285,18 @@ def archived_to_embed(
             continue
         episode = {k: v for k, v in record.items() if k != ARCHIVED_KEY}
         payload = payload_for(Change(change.seq, change.site, change.source_id, episode)) | {ARCHIVED_KEY: True}
-        revived.append(ToEmbed(pid, payload["text"], payload))
+        revived.extend(passage_items(change.site, change.source_id, payload, split(payload["text"])))
     return revived, still
 
 
 def _copied(
-    pid: str, held: StoredPoint, payload: dict[str, Any], same_bm25: bool, bm25_config: bm25.Bm25Config
+    item: ToEmbed, held: StoredPoint, payload: dict[str, Any], same_bm25: bool, bm25_config: bm25.Bm25Config
 ) -> WarmPoint:
     assert held.dense is not None
     sparse = held.sparse if same_bm25 and held.sparse is not None else None
     if sparse is None:
-        sparse = bm25.embed_document(str(payload.get("text", "")), bm25_config)
-    return WarmPoint(pid, held.dense, sparse, payload)
+        sparse = bm25.embed_document(item.text, bm25_config)
+    return WarmPoint(item.point_id, held.dense, sparse, payload)
 
 
 def canonical_of(own_id: str, match_id: str, match_payload: Mapping[str, Any]) -> str | None:
@@ -328,6 +410,10 @@ class Indexer:
     def cursor(self) -> int:
         return self.cursors.read(self.collection)
 
+    def split(self, text: str) -> list[Span]:
+        """``text`` cut into passages that fit the embedder's window."""
+        return split_passages(text, self.embedder.passage_tokens, self.embedder.count_tokens)
+
     def run_page(self) -> PassReport:
         """Index one page of the feed. Raises on transient failures with the cursor unmoved."""
         if self.spec is None:
@@ -341,7 +427,11 @@ class Indexer:
             return report
         ids = list(dict.fromkeys(point_id(c.site, c.source_id) for c in changes))
         stored = {p.id: p.payload for p in self.store.get(ids)}
-        plan = plan_page(changes, stored)
+        plan = plan_page(changes, stored, self.split)
+        if plan.stale:
+            # Before the upserts: until the first point says how many passages there are now, a
+            # replay still sees the old count and deletes these again.
+            self.store.delete(plan.stale)
         copied = self._copy(plan)
         if copied.missing:
             copied = self._from_archive(changes, copied)
@@ -358,9 +448,11 @@ class Indexer:
         records = [r for r in plan.record if r.point_id not in failed]
         if records:
             self.backbone.record_point_ids(records)
-        report.rewritten, report.deleted, report.unchanged = len(plan.rewrite), len(plan.delete), plan.unchanged
+        # Counted in episodes, not points: a long episode is one, whatever its passages.
+        report.rewritten = sum(pid in stored for pid, _ in plan.rewrite)
+        report.deleted, report.unchanged = sum(pid in stored for pid in plan.delete), plan.unchanged
         report.copied, report.archived, report.archived_missing = (
-            len(copied.copy),
+            sum(PARENT_KEY not in p.payload for p in copied.copy),
             len(plan.archive) + len(plan.carry) - len(copied.missing),
             len(copied.missing),
         )
@@ -393,6 +485,19 @@ class Indexer:
         wanted = [item.point_id for item in plan.embed] + plan.carry
         # Vectors of another model are useless here: read only the payloads then.
         held = {p.id: p for p in previous.store.get(wanted, with_vectors=same_model)}
+        # An archived episode's further passages, which the feed no longer names.
+        more = [
+            pid
+            for carried in plan.carry
+            if carried in held
+            for pid in _ids(
+                str(held[carried].payload.get("site", "")),
+                str(held[carried].payload.get("sourceId", "")),
+                passage_count(held[carried].payload),
+            )[1:]
+        ]
+        if more:
+            held |= {p.id: p for p in previous.store.get(more, with_vectors=same_model)}
         return plan_copy(
             plan.embed,
             plan.carry,
@@ -400,6 +505,7 @@ class Indexer:
             same_model=same_model,
             same_bm25=previous.spec.bm25 == spec.bm25,
             bm25_config=self.bm25,
+            split=self.split,
         )
 
     def _from_archive(self, changes: Sequence[Change], copied: CopyPlan) -> CopyPlan:
@@ -407,7 +513,7 @@ class Indexer:
         a new index, a rebuild under another model), embedded from their records in the archive."""
         by_id = {point_id(c.site, c.source_id): (c.site, c.source_id) for c in changes}
         records = self.backbone.archived_records([by_id[pid] for pid in copied.missing])
-        revived, missing = archived_to_embed(changes, copied.missing, records)
+        revived, missing = archived_to_embed(changes, copied.missing, records, self.split)
         return CopyPlan(copied.copy, [*copied.embed, *revived], missing)
 
     def _embed(self, items: Sequence[ToEmbed]) -> tuple[int, int, set[str]]:
@@ -426,21 +532,28 @@ class Indexer:
             half = len(items) // 2
             first, second = self._embed(items[:half]), self._embed(items[half:])
             return first[0] + second[0], first[1] + second[1], first[2] | second[2]
-        links = link_within_page(items, vectors, self.duplicate_threshold)
+        # Near-duplicates are episodes alike: only an episode's first point links, or is linked to.
+        firsts = [i for i, item in enumerate(items) if PARENT_KEY not in item.payload]
+        found = link_within_page([items[i] for i in firsts], [vectors[i] for i in firsts], self.duplicate_threshold)
+        page_links = dict(zip(firsts, found, strict=True))
         points: list[WarmPoint] = []
         linked = 0
-        for item, vector, page_link in zip(items, vectors, links, strict=True):
-            link = page_link or self._link_to_store(item.point_id, vector)
+        for i, (item, vector) in enumerate(zip(items, vectors, strict=True)):
+            link = None
+            if i in page_links:
+                link = page_links[i] or self._link_to_store(item.point_id, vector)
             payload = dict(item.payload)
             if link is not None:
                 payload[DUPLICATE_KEY] = link
                 linked += 1
             points.append(WarmPoint(item.point_id, vector, bm25.embed_document(item.text, self.bm25), payload))
         self.store.upsert(points)
-        return len(points), linked, set()
+        return sum(PARENT_KEY not in p.payload for p in points), linked, set()
 
     def _link_to_store(self, own_id: str, vector: Sequence[float]) -> str | None:
         for hit in self.store.dense_search(vector, limit=3, score_threshold=self.duplicate_threshold):
+            if PARENT_KEY in hit.payload:
+                continue
             link = canonical_of(own_id, hit.id, hit.payload)
             if link is not None:
                 return link
@@ -458,7 +571,8 @@ class Indexer:
             point = held.get(pid)
             if point is None or point.dense is None:
                 continue  # deleted meanwhile
-            sparse = point.sparse or bm25.embed_document(str(payload["text"]), self.bm25)
-            points.append(WarmPoint(pid, point.dense, sparse, payload))
+            sparse = point.sparse or bm25.embed_document(str(payload.get("text", "")), self.bm25)
+            own = {k: point.payload[k] for k in (PARENT_KEY, PASSAGE_KEY, SPAN_KEY) if k in point.payload}
+            points.append(WarmPoint(pid, point.dense, sparse, own | payload))
         if points:
             self.store.upsert(points)

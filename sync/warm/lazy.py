@@ -62,6 +62,13 @@ class LazyEmbedder:
         """Seconds since a text was last embedded (or since this wrapper was made)."""
         return max(0.0, self._clock() - self._last_used)
 
+    @property
+    def passage_tokens(self) -> int:
+        return self._model(use=False).passage_tokens
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self._model().count_tokens(texts) if texts else []
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return self._model().embed_documents(texts) if texts else []
 

@@ -87,6 +87,18 @@ class SearchRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Passage:
+    """The part of a long episode that matched best: passage ``index`` of ``count``, ``text[start:end]``
+    of the result's text."""
+
+    index: int
+    count: int
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class SearchResult:
     id: str
     site: str
@@ -104,6 +116,7 @@ class SearchResult:
     duplicates: int = 0  # near-duplicates collapsed into this result
     archived: bool = False  # its body is in the cold archive (``memsync archive restore`` brings it back)
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
+    passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
 
     def to_wire(self) -> dict[str, Any]:
         """The result in the backbone's field names (``export`` uses the same): the control
@@ -115,4 +128,6 @@ class SearchResult:
         fields: dict[str, Any] = {name: data.get(WIRE_NAMES.get(name, name)) for name in cls.__dataclass_fields__}
         fields["archived"] = fields.get("archived") is True  # absent from an older daemon's answer
         fields["duplicates"] = fields.get("duplicates") or 0
+        passage = fields.get("passage")
+        fields["passage"] = Passage(**passage) if isinstance(passage, Mapping) else None
         return cls(**fields)

@@ -4,7 +4,8 @@ The pipeline, in order: the query is embedded twice (dense by the collection's o
 Qdrant computes it); the store runs a dense and a BM25 prefetch under the same filter, in one engine
 call; the two lists are fused (``sync.warm.fusion``: relative scores by default, or RRF); the
 winners are read back with their payloads and cosine similarity; the fused scores are decayed by
-age, gated by similarity (``sync.warm.rank``);
+age, gated by similarity (``sync.warm.rank``); a long episode's passages are grouped under it, its
+best passage ranking it and shown with it (``by_episode``);
 near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
 survivors and MMR trades a little relevance for diversity. More candidates than asked for are
 fetched, so that collapsing and MMR still leave ``limit`` results.
@@ -20,11 +21,14 @@ from typing import Final
 from sync.warm import bm25
 from sync.warm.embedders import Embedder
 from sync.warm.fusion import DEFAULT_FUSION, Fusion, fuse
-from sync.warm.indexer import DUPLICATE_KEY
+from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
 from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
-from sync.warm.request import SearchFilter, SearchRequest, SearchResult
+from sync.warm.request import Passage, SearchFilter, SearchRequest, SearchResult
 from sync.warm.rerank import Reranker
 from sync.warm.store import DEFAULT_PREFETCH_LIMIT, Hit, VectorStore
+
+# Where ``by_episode`` leaves which passage matched, in a result's payload (never stored).
+MATCH_KEY: Final = "_match"
 
 # λ = 0.5, the even trade of Carbonell & Goldstein's MMR: whoever asks for --mmr wants variety, and
 # at 0.3 a near-twin with the same fused score still beats anything under 70% of the top score.
@@ -53,6 +57,25 @@ def hybrid(
     return [replace(points[w.id], score=w.score) for w in winners if w.id in points]
 
 
+def by_episode(store: VectorStore, hits: Sequence[Hit]) -> list[Hit]:
+    """Hits (best first) as episodes: each episode once, at its best passage's place and score, with
+    its own payload (read for those whose best hit was a further passage) and that passage's index
+    and span under ``MATCH_KEY``. An episode deleted since the search is left out."""
+    best: dict[str, Hit] = {}
+    for hit in hits:
+        best.setdefault(str(hit.payload.get(PARENT_KEY) or hit.id), hit)
+    wanted = [episode for episode, hit in best.items() if hit.id != episode]
+    held = {p.id: p.payload for p in store.get(wanted)} if wanted else {}
+    out: list[Hit] = []
+    for episode, hit in best.items():
+        payload = hit.payload if hit.id == episode else held.get(episode)
+        if payload is None:
+            continue
+        match = {MATCH_KEY: (int(hit.payload.get(PASSAGE_KEY) or 0), hit.payload.get(SPAN_KEY))}
+        out.append(replace(hit, id=episode, payload=payload | match))
+    return out
+
+
 def _hits(store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Fusion) -> list[Hit]:
     if request.mode == "bm25":
         return store.sparse_search(bm25.embed_query(request.query), limit=wanted, filter=request.filter)
@@ -74,7 +97,7 @@ def search(
     request.check()
     if request.rerank and reranker is None:
         raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
-    hits = _hits(store, embedder, request, candidates_for(request), fusion)
+    hits = by_episode(store, _hits(store, embedder, request, candidates_for(request), fusion))
     ranked = apply_decay(
         [Ranked(h.id, h.score, h.similarity, _int(h.payload.get("ts")), h.payload) for h in hits], now_ms
     )
@@ -118,4 +141,17 @@ def _result(r: Ranked, duplicates: int) -> SearchResult:
         duplicates=max(0, duplicates),
         archived=p.get("archived") is True,
         approval_status=str(p["approvalStatus"]) if p.get("approvalStatus") else None,
+        passage=_passage(p),
     )
+
+
+def _passage(payload: dict[str, object]) -> Passage | None:
+    """The matching passage of a long episode; None for an episode of one passage."""
+    count, match, text = passage_count(payload), payload.get(MATCH_KEY), str(payload.get("text", ""))
+    if count == 1 or not isinstance(match, tuple):
+        return None
+    index, span = match
+    if not (isinstance(span, list | tuple) and len(span) == 2):
+        return None
+    start, end = int(span[0]), int(span[1])
+    return Passage(index=int(index), count=count, start=start, end=end, text=text[start:end])

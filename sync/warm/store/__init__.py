@@ -22,6 +22,7 @@ from sync.warm.store.base import (
     StoredPoint,
     VectorStore,
     WarmPoint,
+    passage_id,
     point_id,
 )
 from sync.warm.store.edge import EdgeStore
@@ -42,5 +43,6 @@ __all__ = [
     "StoredPoint",
     "VectorStore",
     "WarmPoint",
+    "passage_id",
     "point_id",
 ]

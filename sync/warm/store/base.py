@@ -60,6 +60,16 @@ def point_id(site: str, source_id: str) -> str:
     return str(uuid.uuid5(POINT_ID_NAMESPACE, json.dumps([site, source_id], ensure_ascii=False)))
 
 
+def passage_id(site: str, source_id: str, index: int) -> str:
+    """The point id of an episode's passage ``index``: the episode's own id for the first (so a short
+    episode, one passage, keeps the id it always had), a UUID5 of (site, sourceId, index) after it.
+    Derived, not stored: the episode's first point records how many there are, which is all that a
+    delete or a rewrite needs to reach every one."""
+    if index == 0:
+        return point_id(site, source_id)
+    return str(uuid.uuid5(POINT_ID_NAMESPACE, json.dumps([site, source_id, index], ensure_ascii=False)))
+
+
 @dataclass(frozen=True, slots=True)
 class CollectionSpec:
     """What a collection was built with: vectors from another spec are not comparable."""
