@@ -156,8 +156,13 @@ class NumpyBert:
         self.batch_size = batch_size
         self.name = "all-MiniLM-L6-v2-fp32-numpy"
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._counter = Tokenizer.from_file(str(folder / "tokenizer.json"))  # no truncation: counts
         self._tokenizer.enable_truncation(max_length=max_length)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.passage_tokens = max_length - 2  # [CLS] and [SEP], as LocalEmbedder
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in self._counter.encode_batch(list(texts), add_special_tokens=False)]
 
     def _norm(self, x: Matrix, prefix: str) -> Matrix:
         mean = x.mean(axis=-1, keepdims=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sync.warm.fusion import fuse, relative_scores
+from sync.warm.fusion import RELATIVE_ALPHA as A
+from sync.warm.fusion import FusionSpec, fuse, relative_scores, spec_of
 from sync.warm.store import Scored
 
 
@@ -36,13 +37,13 @@ def test_relative_scores_min_max_over_the_list(hits: list[Scored], expected: dic
 @pytest.mark.parametrize(
     ("d", "s", "method", "expected_order", "expected_scores"),
     [
-        # Relative: 0.75 x dense + 0.25 x BM25, a list a point is missing from counting 0.
+        # Relative: A x dense + (1 - A) x BM25, a list a point is missing from counting 0.
         (
             dense(("a", 0.9), ("b", 0.8), ("c", 0.5)),
             bm25(("c", 10.0), ("a", 2.0)),
             "relative",
             ["a", "b", "c"],
-            [0.75, 0.5625, 0.25],
+            [A, A * 0.75, 1 - A],
         ),
         # A far BM25 lead (an exact identifier) beats a near dense lead (its near-twin)...
         (
@@ -50,7 +51,7 @@ def test_relative_scores_min_max_over_the_list(hits: list[Scored], expected: dic
             bm25(("answer", 12.0), ("twin", 3.0), ("other", 2.0)),
             "relative",
             ["answer", "twin", "other"],
-            [0.75 * 0.99875 + 0.25, 0.75 + 0.025, 0.0],
+            [A * 0.99875 + (1 - A), A + (1 - A) * 0.1, 0.0],
         ),
         # ...and a far dense lead (a paraphrase) beats BM25's barely-ahead first hit.
         (
@@ -58,7 +59,7 @@ def test_relative_scores_min_max_over_the_list(hits: list[Scored], expected: dic
             bm25(("common", 10.0), ("answer", 9.5), ("x", 0.0)),
             "relative",
             ["answer", "common", "x"],
-            [0.75 + 0.25 * 0.95, 0.75 * 0.5 + 0.25, 0.0],
+            [A + (1 - A) * 0.95, A * 0.5 + (1 - A), 0.0],
         ),
         # RRF as Qdrant computes it: sum of 1 / (rank + 2), rank from 0.
         (
@@ -84,7 +85,7 @@ def test_relative_scores_min_max_over_the_list(hits: list[Scored], expected: dic
             [1 / 2 + 1 / 3, 1 / 2 + 1 / 3, 2 / 4],
         ),
         # Complete ties (one list, level scores) fall back to the id: the same order on every engine.
-        (dense(("b", 0.5), ("a", 0.5)), [], "relative", ["a", "b"], [0.75, 0.75]),
+        (dense(("b", 0.5), ("a", 0.5)), [], "relative", ["a", "b"], [A, A]),
         ([], bm25(("z", 1.0)), "rrf", ["z"], [0.5]),
         ([], [], "relative", [], []),
     ],
@@ -116,3 +117,60 @@ def test_alpha_moves_the_weight_between_the_lists() -> None:
 def test_bad_arguments_are_named(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         fuse(dense(("a", 1.0)), [], **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("d", "s", "alpha", "expected_order"),
+    [
+        # What cost the old default (dense weighted 0.75) its place below BM25 alone on LoCoMo: a
+        # conversation's turns sit close together in meaning, so the dense list is a crowd in which
+        # a wrong first place is still "far ahead" once min-max scaled, while BM25's clear first place
+        # (a name and a rare word of the question) counts a quarter.
+        (
+            dense(("chat", 0.52), ("x", 0.50), ("answer", 0.46), ("y", 0.45), ("z", 0.30)),
+            bm25(("answer", 14.0), ("chat", 8.0), ("x", 3.0)),
+            0.75,
+            ["chat", "answer", "x", "y", "z"],
+        ),
+        (
+            dense(("chat", 0.52), ("x", 0.50), ("answer", 0.46), ("y", 0.45), ("z", 0.30)),
+            bm25(("answer", 14.0), ("chat", 8.0), ("x", 3.0)),
+            A,
+            ["answer", "chat", "x", "y", "z"],
+        ),
+    ],
+)
+def test_weight_cases(d: list[Scored], s: list[Scored], alpha: float, expected_order: list[str]) -> None:
+    assert order(fuse(d, s, "relative", alpha=alpha)) == expected_order
+
+
+def test_the_heads_are_scaled_among_themselves_and_rank_before_the_rest() -> None:
+    """With head 2: a, b (dense's best two) and d, e (BM25's) are fused on their own scales and come
+    first; c, third in both lists, follows though one scale over the whole lists puts it third (the
+    tail's extent, which depends on the collection's size and the depth, no longer sets the scale)."""
+    d = dense(("a", 0.90), ("b", 0.60), ("c", 0.58), ("f", 0.10))
+    s = bm25(("d", 10.0), ("e", 4.0), ("c", 3.9), ("g", 0.5))
+    assert order(fuse(d, s, "relative", alpha=0.5, head=None)) == ["a", "d", "c", "b", "e", "f", "g"]
+    fused = fuse(d, s, "relative", alpha=0.5, head=2)
+    assert order(fused) == ["a", "d", "b", "e", "c", "f", "g"]
+    assert [h.score for h in fused[:4]] == pytest.approx([1.5, 1.5, 1.0, 1.0])  # tier one, lifted by 1
+    assert all(h.score <= 1.0 for h in fused[4:])
+
+
+def test_short_lists_are_one_tier() -> None:
+    d, s = dense(("a", 0.9), ("b", 0.1)), bm25(("b", 9.0), ("a", 1.0))
+    assert fuse(d, s, head=2) == fuse(d, s, head=None)
+
+
+def test_rrf_weight_favours_one_list() -> None:
+    d, s = dense(("a", 0.9), ("b", 0.8)), bm25(("b", 9.0), ("a", 1.0))
+    assert [h.score for h in fuse(d, s, "rrf", rrf_weight=0.5)] == pytest.approx([1 / 2 + 1 / 3] * 2)
+    assert order(fuse(d, s, "rrf", rrf_weight=0.3)) == ["b", "a"]
+    assert order(fuse(d, s, "rrf", rrf_weight=0.7)) == ["a", "b"]
+
+
+def test_a_spec_names_the_method_with_its_defaults() -> None:
+    assert spec_of("rrf") == FusionSpec(method="rrf")
+    assert FusionSpec().weight() == A
+    assert FusionSpec(method="rrf").weight() == 0.5
+    assert FusionSpec(method="rrf", alpha=0.3).weight() == 0.3

@@ -17,16 +17,16 @@ NOW = 1_800_000_000_000
         pytest.param(0.90, 400, 1.0, id="close match: no decay at any age"),
         pytest.param(0.85, 400, 1.0, id="0.85 is close"),
         pytest.param(0.80, 3, 1.0, id="related, under 7 days"),
-        pytest.param(0.80, 7, 0.98, id="related, 7 days"),
-        pytest.param(0.80, 29.9, 0.98, id="related, to 30"),
-        pytest.param(0.80, 30, 0.96, id="related, 30 days"),
-        pytest.param(0.70, 89, 0.96, id="0.70 is related"),
-        pytest.param(0.80, 90, 0.95, id="related, beyond 90"),
+        pytest.param(0.80, 7, 0.995, id="related, 7 days"),
+        pytest.param(0.80, 29.9, 0.995, id="related, to 30"),
+        pytest.param(0.80, 30, 0.99, id="related, 30 days"),
+        pytest.param(0.70, 89, 0.99, id="0.70 is related"),
+        pytest.param(0.80, 90, 0.985, id="related, beyond 90"),
         pytest.param(0.69, 3, 1.0, id="distant, under 7 days"),
-        pytest.param(0.50, 10, 0.95, id="distant, to 30"),
-        pytest.param(0.50, 60, 0.90, id="distant, to 90"),
-        pytest.param(0.10, 1000, 0.85, id="distant, beyond"),
-        pytest.param(None, 1000, 0.85, id="no similarity known: treated as distant"),
+        pytest.param(0.50, 10, 0.99, id="distant, to 30"),
+        pytest.param(0.50, 60, 0.98, id="distant, to 90"),
+        pytest.param(0.10, 1000, 0.97, id="distant, beyond"),
+        pytest.param(None, 1000, 0.97, id="no similarity known: treated as distant"),
     ],
 )
 def test_decay_follows_the_table(similarity: float | None, age_days: float, factor: float) -> None:
@@ -37,17 +37,19 @@ def hit(id_: str, score: float, similarity: float | None = None, age_days: float
     return Ranked(id_, score, similarity, NOW - int(age_days * DAY_MS), payload)
 
 
-def test_decay_reorders_old_weak_matches_below_fresh_ones() -> None:
+def test_decay_breaks_near_ties_towards_the_fresh_but_never_buries_a_clearly_better_old_match() -> None:
     ranked = apply_decay(
         [
-            hit("old", 1.00, 0.5, age_days=200),
+            hit("old", 1.00, 0.5, age_days=200),  # the one old answer to "when did ...?"
             hit("new", 0.90, 0.5, age_days=1),
+            hit("old-level", 0.98, 0.5, age_days=200),  # level with a fresh one: the fresh goes first
+            hit("new-level", 0.96, 0.5, age_days=1),
             hit("close-old", 0.95, 0.9, age_days=500),
         ],
         NOW,
     )
-    assert [r.id for r in ranked] == ["close-old", "new", "old"]
-    assert [round(r.score, 4) for r in ranked] == [0.95, 0.9, 0.85]
+    assert [r.id for r in ranked] == ["old", "new-level", "old-level", "close-old", "new"]
+    assert [round(r.score, 4) for r in ranked] == [0.97, 0.96, 0.9506, 0.95, 0.9]
 
 
 def test_ties_are_broken_by_id_and_future_times_do_not_inflate() -> None:

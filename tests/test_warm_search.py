@@ -14,7 +14,7 @@ from test_warm_rerank import ranking, rerank_respond
 from sync.retry import RetryPolicy
 from sync.warm import bm25
 from sync.warm.embedders import LocalEmbedder
-from sync.warm.request import SearchRequest, SearchResult
+from sync.warm.request import SearchRequest, SearchResult, when_words
 from sync.warm.rerank import VoyageReranker
 from sync.warm.search import candidates_for, search
 from sync.warm.store import EdgeStore, SearchFilter, WarmPoint, point_id
@@ -98,7 +98,9 @@ def test_fusion_is_relative_by_default_and_rrf_on_request(store: EdgeStore, loca
     relative = search(store, local, SearchRequest(query, limit=3), now_ms=NOW_MS)
     rrf = search(store, local, SearchRequest(query, limit=3), now_ms=NOW_MS, fusion="rrf")
     assert relative[0].source_id == rrf[0].source_id == "1"
-    # First in both lists: relative 0.75 x 1 + 0.25 x 1; RRF 1/(0+2) + 1/(0+2). Nothing decays (ts = now).
+    assert relative[0].when is not None
+    assert relative[0].when == when_words(relative[0].ts)
+    # First in both lists: relative A x 1 + (1 - A) x 1; RRF 1/(0+2) + 1/(0+2). Nothing decays (ts = now).
     assert relative[0].score == pytest.approx(1.0)
     assert rrf[0].score == pytest.approx(1.0)
     [doc] = local.embed_documents([TEXTS[1]])
@@ -131,3 +133,19 @@ def test_the_wire_form_round_trips_and_bad_requests_are_named() -> None:
     for wire, message in bad:
         with pytest.raises(ValueError, match=message):
             SearchRequest.from_wire(wire)
+
+
+@pytest.mark.parametrize(
+    ("ts_ms", "words"),
+    [
+        (None, None),
+        (1_683_554_160_000, "8 May 2023, 1:56 pm UTC"),
+        (1_704_067_200_000, "1 January 2024, 12:00 am UTC"),
+        (1_704_110_400_000, "1 January 2024, 12:00 pm UTC"),
+    ],
+)
+def test_a_result_says_when_in_words(ts_ms: int | None, words: str | None) -> None:
+    """A temporal question ("when did ...?") is answered from the memory's date, as a person writes it."""
+    assert when_words(ts_ms) == words
+    result = SearchResult("p", "vm", "3", 0.5, 0.9, ts_ms, None, None, None, [], None, None, "text", when=words)
+    assert result.to_wire()["when"] == words

@@ -175,7 +175,7 @@ def render_results(results: list[SearchResult], out: IO[str], *, color: bool = F
         out.write("no matches\n")
         return
     for rank, r in enumerate(results, 1):
-        extras = [r.agent or "?", _age(r.ts, now)]
+        extras = [r.agent or "?", f"{r.when} ({_age(r.ts, now)})" if r.when else _age(r.ts, now)]
         if r.similarity is not None:
             extras.append(f"similarity {r.similarity:.2f}")
         if r.reward is not None:

@@ -22,6 +22,7 @@ that set.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from sync.warm.store import Scored
@@ -29,8 +30,31 @@ from sync.warm.store import Scored
 Fusion = Literal["relative", "rrf"]
 FUSIONS: Final[tuple[Fusion, ...]] = ("relative", "rrf")
 DEFAULT_FUSION: Final[Fusion] = "relative"
-RELATIVE_ALPHA: Final = 0.75  # weight of the dense list; Weaviate's default
+RELATIVE_ALPHA: Final = 0.6  # weight of the dense list (see the module's docstring)
+HEAD: Final = 20  # how many of each list's best compete for the first places, scaled among themselves
 RRF_K: Final = 2  # Qdrant's default
+DEPTH: Final = 50  # candidates taken from each list
+
+
+@dataclass(frozen=True, slots=True)
+class FusionSpec:
+    """How to fuse: the method, its parameters, and how deep each list is prefetched. ``alpha`` is
+    the dense list's weight (relative: the convex weight; rrf: 0.5 is plain RRF, else weighted)."""
+
+    method: Fusion = DEFAULT_FUSION
+    alpha: float | None = None  # None: the method's own default
+    k: float = RRF_K
+    depth: int = DEPTH
+    head: int | None = HEAD  # None: one scale over the whole depth
+
+    def weight(self) -> float:
+        if self.alpha is not None:
+            return self.alpha
+        return RELATIVE_ALPHA if self.method == "relative" else 0.5
+
+
+def spec_of(fusion: Fusion | FusionSpec) -> FusionSpec:
+    return fusion if isinstance(fusion, FusionSpec) else FusionSpec(method=fusion)
 
 
 def relative_scores(hits: Sequence[Scored]) -> dict[str, float]:
@@ -49,8 +73,21 @@ def fuse(
     *,
     alpha: float = RELATIVE_ALPHA,
     k: float = RRF_K,
+    rrf_weight: float = 0.5,
+    head: int | None = HEAD,
 ) -> list[Scored]:
-    """One ranking, best first, each hit carrying its fused score (the lists are best first)."""
+    """One ranking, best first, each hit carrying its fused score (the lists are best first).
+
+    With ``head``, relative fusion ranks in two tiers: the points among either list's best
+    ``head``, fused with each list scaled over those ``head`` alone, then every other point, fused
+    over the whole lists; a tier-two point scores below every tier-one point."""
+    if method == "relative" and head is not None and (len(dense) > head or len(sparse) > head):
+        first = fuse(dense[:head], sparse[:head], method, alpha=alpha, head=None)
+        rest = [
+            hit for hit in fuse(dense, sparse, method, alpha=alpha, head=None) if hit.id not in {f.id for f in first}
+        ]
+        # Tier one's fused scores lie in 0..1, as do tier two's: lift tier one above them all.
+        return [Scored(hit.id, hit.score + 1.0) for hit in first] + rest
     if method not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {method!r}")
     if not 0.0 <= alpha <= 1.0:
@@ -61,14 +98,14 @@ def fuse(
     if method == "relative":
         fused: Mapping[str, float] = relative
     else:
-        fused = _rrf((dense, sparse), k)
+        fused = _rrf(((dense, 2 * rrf_weight), (sparse, 2 * (1 - rrf_weight))), k)
     order = sorted(points, key=lambda i: (-fused[i], -relative[i], i))
     return [Scored(i, fused[i]) for i in order]
 
 
-def _rrf(lists: Sequence[Sequence[Scored]], k: float) -> dict[str, float]:
+def _rrf(lists: Sequence[tuple[Sequence[Scored], float]], k: float) -> dict[str, float]:
     scores: dict[str, float] = {}
-    for hits in lists:
+    for hits, weight in lists:
         for rank, hit in enumerate(hits):
-            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (rank + k)
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (rank + k)
     return scores

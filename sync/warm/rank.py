@@ -17,8 +17,12 @@ DAY_MS = 86_400_000
 # (age limit in days, factor) for each similarity band; past the last limit the last factor holds.
 _CLOSE = 0.85
 _RELATED = 0.70
-_RELATED_DECAY = ((7, 1.0), (30, 0.98), (90, 0.96), (math.inf, 0.95))
-_DISTANT_DECAY = ((7, 1.0), (30, 0.95), (90, 0.90), (math.inf, 0.85))
+# Recency breaks near-ties; it never overrules relevance. The old table (down to 0.85) moved a
+# question's one old answer below fresher chatter: a MiniLM cosine of a right answer to its question
+# is mostly below 0.70, "distant" by this table. On LoCoMo it held hybrid search 0.1 below BM25 at
+# recall@5 (temporal questions, "when did ...?": 72.9 against 74.2 now; docs/BENCHMARKS.md).
+_RELATED_DECAY = ((7, 1.0), (30, 0.995), (90, 0.99), (math.inf, 0.985))
+_DISTANT_DECAY = ((7, 1.0), (30, 0.99), (90, 0.98), (math.inf, 0.97))
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 MAX_LIMIT: Final = 100
@@ -21,6 +22,16 @@ WIRE_NAMES: Final = {
     "session": "sessionId",
     "approval_status": "approvalStatus",
 }
+
+
+def when_words(ts_ms: int | None) -> str | None:
+    """An episode's time as a person writes it, ``8 May 2023, 1:56 pm UTC``: an agent answering
+    "when did ...?" reads the date, not a count of milliseconds."""
+    if ts_ms is None:
+        return None
+    moment = datetime.fromtimestamp(ts_ms / 1000, tz=UTC)
+    hour = moment.hour % 12 or 12
+    return f"{moment.day} {moment:%B %Y}, {hour}:{moment:%M} {'am' if moment.hour < 12 else 'pm'} UTC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +128,7 @@ class SearchResult:
     archived: bool = False  # its body is in the cold archive (``memsync archive restore`` brings it back)
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
+    when: str | None = None  # ``ts`` in words (``when_words``)
 
     def to_wire(self) -> dict[str, Any]:
         """The result in the backbone's field names (``export`` uses the same): the control

@@ -20,12 +20,12 @@ from typing import Final
 
 from sync.warm import bm25
 from sync.warm.embedders import Embedder
-from sync.warm.fusion import DEFAULT_FUSION, Fusion, fuse
+from sync.warm.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, spec_of
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
 from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
-from sync.warm.request import Passage, SearchFilter, SearchRequest, SearchResult
+from sync.warm.request import Passage, SearchFilter, SearchRequest, SearchResult, when_words
 from sync.warm.rerank import Reranker
-from sync.warm.store import DEFAULT_PREFETCH_LIMIT, Hit, VectorStore
+from sync.warm.store import Hit, VectorStore
 
 # Where ``by_episode`` leaves which passage matched, in a result's payload (never stored).
 MATCH_KEY: Final = "_match"
@@ -46,12 +46,15 @@ def hybrid(
     sparse_query: bm25.SparseVector,
     limit: int,
     filter: SearchFilter | None = None,
-    fusion: Fusion = DEFAULT_FUSION,
+    fusion: Fusion | FusionSpec = DEFAULT_FUSION,
 ) -> list[Hit]:
     """The best ``limit`` of the fused dense and BM25 lists, best first: each hit's score is its
     fused score, its similarity its cosine to the query."""
-    found = store.prefetch(dense_query, sparse_query, limit=max(DEFAULT_PREFETCH_LIMIT, limit), filter=filter)
-    winners = fuse(found.dense, found.sparse, fusion)[:limit]
+    spec = spec_of(fusion)
+    found = store.prefetch(dense_query, sparse_query, limit=max(spec.depth, limit), filter=filter)
+    winners = fuse(
+        found.dense, found.sparse, spec.method, alpha=spec.weight(), k=spec.k, rrf_weight=spec.weight(), head=spec.head
+    )[:limit]
     # A winner deleted since the prefetch is simply left out.
     points = {hit.id: hit for hit in store.score(dense_query, [w.id for w in winners])}
     return [replace(points[w.id], score=w.score) for w in winners if w.id in points]
@@ -76,7 +79,9 @@ def by_episode(store: VectorStore, hits: Sequence[Hit]) -> list[Hit]:
     return out
 
 
-def _hits(store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Fusion) -> list[Hit]:
+def _hits(
+    store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Fusion | FusionSpec
+) -> list[Hit]:
     if request.mode == "bm25":
         return store.sparse_search(bm25.embed_query(request.query), limit=wanted, filter=request.filter)
     dense = embedder.embed_query(request.query)
@@ -92,15 +97,16 @@ def search(
     *,
     now_ms: int,
     reranker: Reranker | None = None,
-    fusion: Fusion = DEFAULT_FUSION,
+    fusion: Fusion | FusionSpec = DEFAULT_FUSION,
+    decay: bool = True,
 ) -> list[SearchResult]:
     request.check()
     if request.rerank and reranker is None:
         raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
     hits = by_episode(store, _hits(store, embedder, request, candidates_for(request), fusion))
-    ranked = apply_decay(
-        [Ranked(h.id, h.score, h.similarity, _int(h.payload.get("ts")), h.payload) for h in hits], now_ms
-    )
+    ranked = [Ranked(h.id, h.score, h.similarity, _int(h.payload.get("ts")), h.payload) for h in hits]
+    if decay:
+        ranked = apply_decay(ranked, now_ms)
     members = Counter(str(r.payload.get(DUPLICATE_KEY) or r.id) for r in ranked)
     if request.collapse:
         ranked = collapse_duplicates(ranked, DUPLICATE_KEY)
@@ -142,6 +148,7 @@ def _result(r: Ranked, duplicates: int) -> SearchResult:
         archived=p.get("archived") is True,
         approval_status=str(p["approvalStatus"]) if p.get("approvalStatus") else None,
         passage=_passage(p),
+        when=when_words(_int(p.get("ts"))),
     )
 
 
