@@ -552,9 +552,13 @@ def main() -> None:
     parser.add_argument("--conversations", nargs="+", metavar="NAME", help="only these conversations (file stems)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the result here")
     args = parser.parse_args()
+    if args.limit_questions is not None and args.limit_questions < 1:
+        parser.exit(2, "recall: --limit-questions must be 1 or more\n")
     if args.locomo is not None:
         try:
-            load_locomo(args.locomo, args.conversations)  # say what is wrong with the data before any work
+            # Say what is wrong with the data before any work.
+            if not any(c.questions for c in load_locomo(args.locomo, args.conversations)):
+                parser.exit(2, f"recall: {args.locomo} has no question of categories 1-4 with evidence\n")
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             parser.exit(
                 2, f"recall: {args.locomo} is not in LoCoMo's format ({type(exc).__name__}: {exc}); see --help\n"
