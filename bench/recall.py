@@ -25,7 +25,7 @@ labelled set, through the search path an agent's hook takes.
 The paper's Table 3 (dialog turns as the unit, retriever DRAGON) is the reference beside the figures.
 
     python -m bench.recall LOCOMO [--modes default bm25 dense] [--limit-questions N]
-                           [--conversations 26 30 ...] [--json OUT]
+                           [--conversations 26 30 ...] [--json OUT] [--older-by DAYS]
 """
 
 from __future__ import annotations
@@ -551,6 +551,14 @@ def main() -> None:
     parser.add_argument("--limit-questions", type=int, metavar="N", help="only the first N questions (quick runs)")
     parser.add_argument("--conversations", nargs="+", metavar="NAME", help="only these conversations (file stems)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the result here")
+    parser.add_argument(
+        "--older-by",
+        type=float,
+        default=0.0,
+        metavar="DAYS",
+        help="set every episode's time this many days further back (the newest then began DAYS days and an hour "
+        "ago): how much the recency decay weighs in the figures",
+    )
     args = parser.parse_args()
     if args.limit_questions is not None and args.limit_questions < 1:
         parser.exit(2, "recall: --limit-questions must be 1 or more\n")
@@ -565,7 +573,9 @@ def main() -> None:
             )
         except ValueError as exc:
             parser.exit(2, f"recall: {exc}\n")
-    res = run(args.locomo, args.modes, args.limit_questions, args.conversations)
+    now = time.time() - args.older_by * 86400
+    res = run(args.locomo, args.modes, args.limit_questions, args.conversations, now)
+    res["params"]["older_by_days"] = args.older_by
     emit(res)
     print(tables(res["runs"]), flush=True)
     if args.json:
