@@ -92,6 +92,14 @@ def test_questions_of_categories_1_to_4_with_the_evidence_they_name() -> None:
     assert conv.dropped_evidence == 1
 
 
+def test_the_public_single_file_reads_as_the_folder_does(tmp_path: Path) -> None:
+    """locomo10.json holds a list of {"sample_id", "conversation", "qa"}."""
+    data = json.loads((TINY / "t1.json").read_text(encoding="utf-8"))
+    qa = data.pop("qa")
+    (tmp_path / "locomo10.json").write_text(json.dumps([{"sample_id": "t1", "conversation": data, "qa": qa}]))
+    assert load_locomo(tmp_path / "locomo10.json") == load_locomo(TINY)
+
+
 def test_evidence_entries_as_the_data_writes_them() -> None:
     known = frozenset({"D1:1", "D8:6", "D9:17", "D11:26"})
     assert evidence_ids(["D8:6; D9:17"], known) == (frozenset({"D8:6", "D9:17"}), 0)
