@@ -81,6 +81,10 @@ def at_most(metric: str, value: float, unit: str, limit: float) -> Figure:
     return Figure(metric, value, unit, f"<= {limit:g} {unit}", value <= limit)
 
 
+def at_least(metric: str, value: float, unit: str, floor: float) -> Figure:
+    return Figure(metric, value, unit, f">= {floor:g} {unit}", value >= floor)
+
+
 def result(name: str, params: dict[str, Any], runs: list[dict[str, Any]], figures: list[Figure]) -> dict[str, Any]:
     return {
         "benchmark": name,
