@@ -40,6 +40,7 @@ def make_dirs(path: Path, owner: Owner | None = None, mode: int = 0o700) -> list
     try:
         for folder in reversed(missing):
             folder.mkdir(mode=mode)
+            os.chmod(folder, mode)  # the mode asked for, whatever the umask (memsync's own is 0o077)
             created.append(folder)
             if owner is not None:
                 os.chown(folder, owner.uid, owner.gid)
