@@ -198,7 +198,7 @@ def test_the_mark_stale_job_prunes_agents_silent_past_the_configured_retention(
         hub.heartbeat_site(beat, [AgentBeat("gone", "p", now_ms - 2 * day - 1), AgentBeat("kept", "p", now_ms - day)])
         context = JobContext(settings, hub, datetime.fromtimestamp(now_ms / 1000, UTC), now_ms, None)
         summary = mark_stale_agents(context)
-        assert summary == "2 agents or sites went offline; 1 agents silent past the retention pruned"
+        assert summary == "2 agents or sites went offline; 1 agent silent past the retention pruned"
         assert [(a.agent_name, a.status) for a in hub.agents()] == [("kept", "offline")]
 
 
