@@ -16,6 +16,7 @@ from qdrant_client import QdrantClient
 
 from sync.errors import CollectionMismatch, ConfigError, PermanentError, StoreLocked, StoreRejected, TransientError
 from sync.warm import bm25
+from sync.warm.fusion import RELATIVE_ALPHA
 from sync.warm.search import hybrid
 from sync.warm.store import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
 
@@ -281,7 +282,8 @@ def test_hybrid_gives_a_bm25_only_hit_its_similarity(store: VectorStore) -> None
     [far] = [h for h in hits if h.id == point_id("site-a", "far")]
     assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=COSINE_TOLERANCE)
     assert far.payload == {"sourceId": "far"}
-    assert far.score == pytest.approx(0.25)  # relative fusion: first in BM25, absent from dense
+    # Relative fusion: first in BM25's best HEAD (tier one, lifted by 1), absent from dense's.
+    assert far.score == pytest.approx(1.0 + (1.0 - RELATIVE_ALPHA))
     assert all(h.similarity is not None for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
