@@ -14,12 +14,15 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from sync.warm.embedders import Embedder, LocalEmbedder
 
 pytest_plugins = ["convex_fixtures", "fake_providers"]
 
@@ -37,6 +40,35 @@ os.environ["XDG_CACHE_HOME"] = str(_CACHE)
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+class CountingEmbedder:
+    """A real embedder, counting the texts it is asked to embed (``documents``) and to count
+    tokens of (``counted``): what proves a rebuild copied rather than embedded."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.dims, self.passage_tokens = inner, inner.name, inner.dims, inner.passage_tokens
+        self.documents: list[str] = []
+        self.counted: list[str] = []
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        self.counted.extend(texts)
+        return self.inner.count_tokens(texts)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.documents.extend(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    """The real local embedder, loaded once a module."""
+    from sync.warm.embedders import LocalEmbedder
+
+    return LocalEmbedder()
 
 
 class FakeClock:

@@ -46,11 +46,6 @@ def unit(vector: list[float]) -> np.ndarray[Any, np.dtype[np.float64]]:
 # Local model, for real
 
 
-@pytest.fixture(scope="module")
-def local() -> LocalEmbedder:
-    return LocalEmbedder()
-
-
 def test_local_shapes_norms_and_determinism(local: LocalEmbedder) -> None:
     embedder: Embedder = local
     texts = ["The deploy failed with error E1042.", "Rotate the API keys every quarter.", "x"]

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import CountingEmbedder
 from qdrant_client import QdrantClient
 
 from sync.backbone.base import Change, PointRecord, PushItem
@@ -333,32 +334,6 @@ def test_link_within_page_links_to_the_earliest_member() -> None:
 
 
 # --- end to end ---------------------------------------------------------------------------------
-
-
-class CountingEmbedder:
-    """The real local embedder, counting what it is asked to embed."""
-
-    def __init__(self, inner: LocalEmbedder) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dims = inner.dims
-        self.passage_tokens = inner.passage_tokens
-        self.documents: list[str] = []
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self.inner.count_tokens(texts)
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        self.documents.extend(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)
-
-
-@pytest.fixture(scope="module")
-def local() -> LocalEmbedder:
-    return LocalEmbedder()
 
 
 @pytest.fixture(params=["edge", "server"])

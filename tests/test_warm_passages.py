@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import CountingEmbedder
 from fake_providers import KEY, gemini_respond, serve
 from qdrant_client import QdrantClient
 
@@ -20,7 +21,7 @@ from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.retry import RetryPolicy
 from sync.warm.cursor import CursorFile
-from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder
+from sync.warm.embedders import GeminiEmbedder, LocalEmbedder
 from sync.warm.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count
 from sync.warm.request import Mode, SearchRequest, SearchResult
 from sync.warm.search import search
@@ -45,31 +46,6 @@ SHORT_TASKS = [
     "rotate the TLS certificate on the edge proxy",
     "write unit tests for parse_retry_after",
 ]
-
-
-class CountingEmbedder:
-    """A real embedder, counting the texts it embeds and counts."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner, self.name, self.dims, self.passage_tokens = inner, inner.name, inner.dims, inner.passage_tokens
-        self.documents: list[str] = []
-        self.counted: list[str] = []
-
-    def count_tokens(self, texts: Any) -> list[int]:
-        self.counted.extend(texts)
-        return self.inner.count_tokens(texts)
-
-    def embed_documents(self, texts: Any) -> list[list[float]]:
-        self.documents.extend(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)
-
-
-@pytest.fixture(scope="module")
-def local() -> LocalEmbedder:
-    return LocalEmbedder()
 
 
 @pytest.fixture(params=["edge", "server"])

@@ -30,11 +30,6 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def local() -> LocalEmbedder:
-    return LocalEmbedder()
-
-
 @pytest.fixture
 def store(tmp_path: Path, local: LocalEmbedder) -> Iterator[EdgeStore]:
     opened = EdgeStore(tmp_path / "q")
