@@ -58,7 +58,7 @@ from sync.warm.text import episode_text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from test_warm_relevance import CLASSES, TOP, load_set, shared_rank  # noqa: E402  (the test's own scoring)
+from test_warm_relevance import CLASSES, TOP, load_set, set_points, shared_rank  # noqa: E402  (the test's own scoring)
 
 KS = (5, 10, 25, 50)
 CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial) has no evidence to find
@@ -233,17 +233,7 @@ def relevance(embedder: Embedder, root: Path) -> dict[str, float]:
     """MRR@10 of dense-only and hybrid (default fusion) on the labelled set, overall and per class."""
     data = load_set()
     texts = [episode_text(e) for e in data.episodes]
-    vectors = embedder.embed_documents(texts)
-    points = [
-        WarmPoint(
-            point_id(e["site"], e["id"]),
-            vector,
-            bm25.embed_document(text),
-            {"site": e["site"], "agent": e["agent"], "session": e["session"], "tags": e["tags"], "ts": e["ts"]}
-            | {"sourceId": e["id"]},
-        )
-        for e, text, vector in zip(data.episodes, texts, vectors, strict=True)
-    ]
+    points = set_points(data, texts, embedder.embed_documents(texts))
     store = EdgeStore(root / "relevance")
     rr: dict[tuple[str, str], float] = {}
     try:

@@ -61,6 +61,10 @@ from bench.common import (
     workdir,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+# The labelled set is scored as its test scores it: one function, not a copy.
+from test_warm_relevance import shared_rank_of as shared_rank
+
 KS: Final = (5, 10, 25, 50)
 DEPTH: Final = 50  # results asked for per LoCoMo question: the largest k
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -72,7 +76,6 @@ NEWEST_AGE_S: Final = 3600
 LABELLED: Final = ROOT / "tests" / "data" / "warm_relevance.json"
 LABELLED_TOP: Final = 10
 LABELLED_CLASSES: Final = ("identifier", "paraphrase")
-TIE: Final = 1e-6  # scores closer than this are a tie (as tests/test_warm_relevance.py counts them)
 MEMSYNC: Final = Path(sys.executable).parent / "memsync"
 SESSION_KEY: Final = re.compile(r"^session_(\d+)$")
 EVIDENCE: Final = re.compile(r"^D:?(\d+):(\d+)$")  # "D1:3"; one entry in the data reads "D:11:26"
@@ -284,19 +287,6 @@ def locomo_record(mode: str, answers: Sequence[Answered]) -> dict[str, Any]:
         "p50_ms": percentile(latencies, 50),
         "p99_ms": percentile(latencies, 99),
     }
-
-
-def shared_rank(hits: Sequence[tuple[str, float]], relevant: frozenset[str]) -> tuple[float, int | None]:
-    """(reciprocal rank with tied scores sharing their ranks, worst rank among the ties) of the first
-    relevant hit; (0, None) when there is none."""
-    for key, score in hits:
-        if key not in relevant:
-            continue
-        ahead = sum(1 for _, s in hits if s > score + TIE)
-        tied = sum(1 for k, s in hits if abs(s - score) <= TIE and k not in relevant)
-        ranks = range(ahead + 1, ahead + tied + 2)
-        return math.fsum(1.0 / r for r in ranks) / len(ranks), ranks[-1]
-    return 0.0, None
 
 
 @dataclass(frozen=True, slots=True)

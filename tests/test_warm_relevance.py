@@ -109,14 +109,35 @@ def load_set(path: Path = DATA) -> RelevanceSet:
 
 def shared_rank(hits: Sequence[Hit], relevant: frozenset[str]) -> tuple[float, int | None]:
     """(reciprocal rank with ties shared, worst rank among the ties) of the first relevant hit."""
-    for hit in hits:
-        if hit.payload["sourceId"] not in relevant:
+    return shared_rank_of([(str(h.payload["sourceId"]), h.score) for h in hits], relevant)
+
+
+def shared_rank_of(scored: Sequence[tuple[str, float]], relevant: frozenset[str]) -> tuple[float, int | None]:
+    """``shared_rank`` over (key, score) pairs, best first: what ``bench.recall`` reads from the CLI."""
+    for key, score in scored:
+        if key not in relevant:
             continue
-        ahead = sum(1 for h in hits if h.score > hit.score + TIE)
-        tied = sum(1 for h in hits if abs(h.score - hit.score) <= TIE and h.payload["sourceId"] not in relevant)
+        ahead = sum(1 for _, s in scored if s > score + TIE)
+        tied = sum(1 for k, s in scored if abs(s - score) <= TIE and k not in relevant)
         ranks = range(ahead + 1, ahead + tied + 2)
         return math.fsum(1.0 / r for r in ranks) / len(ranks), ranks[-1]
     return 0.0, None
+
+
+def set_points(
+    relevance_set: RelevanceSet, texts: Sequence[str], vectors: Sequence[Sequence[float]]
+) -> list[WarmPoint]:
+    """The set's episodes as the indexer's points: their dense vectors, BM25 and payload."""
+    return [
+        WarmPoint(
+            point_id(e["site"], e["id"]),
+            vector,
+            bm25.embed_document(text),
+            {"site": e["site"], "agent": e["agent"], "session": e["session"], "tags": e["tags"], "ts": e["ts"]}
+            | {"sourceId": e["id"]},
+        )
+        for e, text, vector in zip(relevance_set.episodes, texts, vectors, strict=True)
+    ]
 
 
 # --- fixtures ----------------------------------------------------------------------------------
@@ -132,16 +153,7 @@ def embedded(relevance_set: RelevanceSet) -> Embedded:
     embedder = LocalEmbedder()
     texts = [episode_text(e) for e in relevance_set.episodes]
     vectors = embedder.embed_documents(texts)
-    points = tuple(
-        WarmPoint(
-            point_id(e["site"], e["id"]),
-            vector,
-            bm25.embed_document(text),
-            {"site": e["site"], "agent": e["agent"], "session": e["session"], "tags": e["tags"], "ts": e["ts"]}
-            | {"sourceId": e["id"]},
-        )
-        for e, text, vector in zip(relevance_set.episodes, texts, vectors, strict=True)
-    )
+    points = tuple(set_points(relevance_set, texts, vectors))
     queries = {q.id: (embedder.embed_query(q.text), bm25.embed_query(q.text)) for q in relevance_set.queries}
     dense = {e["id"]: v for e, v in zip(relevance_set.episodes, vectors, strict=True)}
     return Embedded(embedder.name, embedder.dims, points, dense, queries)
