@@ -25,15 +25,14 @@ import argparse
 import hashlib
 import json
 import math
-import re
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from bench import recall
 from bench.common import CACHE, ROOT, progress
 from sync.warm.request import Mode
 
@@ -46,7 +45,6 @@ KS: Final = (5, 10, 25, 50)
 LIMIT: Final = 50
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 LABELLED: Final = ROOT / "tests" / "data" / "warm_relevance.json"
-_DATE = re.compile(r"^\s*(\d{1,2}:\d{2}\s*[ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})\s*$", re.IGNORECASE)
 
 
 # -- the data ------------------------------------------------------------------------------------
@@ -67,44 +65,19 @@ class Question:
     category: int
 
 
-def session_time(text: str) -> datetime:
-    """``1:56 pm on 8 May, 2023``, read as UTC (the data gives no zone; the machine's must not matter)."""
-    match = _DATE.match(text)
-    if match is None:
-        raise ValueError(f"unreadable session date {text!r}")
-    clock, day, month, year = match.groups()
-    moment = datetime.strptime(f"{day} {month} {year} {clock.replace(' ', '').upper()}", "%d %B %Y %I:%M%p")
-    return moment.replace(tzinfo=UTC)
-
-
 def load_locomo(folder: Path) -> tuple[list[Turn], list[Question]]:
-    files = sorted(folder.glob("*.json"))
-    if not files:
-        raise SystemExit(f"{folder}: no LoCoMo conversation files (*.json) there; pass the data folder")
-    raw: list[tuple[str, int, datetime, list[Mapping[str, Any]]]] = []
-    questions: list[Question] = []
-    for path in files:
-        conv = path.stem
-        data = json.loads(path.read_text(encoding="utf-8"))
-        for key, said in data.items():
-            if (m := re.fullmatch(r"session_(\d+)", key)) and said:
-                raw.append((conv, int(m[1]), session_time(data[f"{key}_date_time"]), said))
-        for qa in data.get("qa", []):
-            evidence = frozenset(
-                e.strip() for entry in qa.get("evidence", []) for e in str(entry).split(";") if e.strip()
-            )
-            if qa.get("category") in CATEGORIES and evidence:
-                questions.append(Question(conv, str(qa["question"]), evidence, int(qa["category"])))
-    newest = max(when for _, _, when, _ in raw)
+    """The conversations as ``bench.recall`` reads them (its turn text too), each turn's time its
+    session's shifted so that the newest session of all began an hour before ``NOW_MS``."""
+    conversations = recall.load_locomo(folder)
+    newest = max(s.began for c in conversations for s in c.sessions)
     shift_ms = NOW_MS - HOUR_MS - int(newest.timestamp() * 1000)
-    turns: list[Turn] = []
-    for conv, session, when, items in sorted(raw, key=lambda r: (r[0], r[1])):
-        start = int(when.timestamp() * 1000) + shift_ms
-        for i, t in enumerate(items):
-            task = f"{t['speaker']}: {t['text']}"
-            if t.get("blip_caption"):
-                task += f" [shares a photo of {t['blip_caption']}]"
-            turns.append(Turn(conv, session, str(t["dia_id"]), task, start + i * TURN_MS))
+    turns = [
+        Turn(c.name, s.number, t.dia_id, recall.turn_task(t), int(s.began.timestamp() * 1000) + shift_ms + i * TURN_MS)
+        for c in conversations
+        for s in c.sessions
+        for i, t in enumerate(s.turns)
+    ]
+    questions = [Question(c.name, q.text, q.evidence, q.category) for c in conversations for q in c.questions]
     return turns, questions
 
 

@@ -60,6 +60,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from test_warm_relevance import CLASSES, TOP, load_set, set_points, shared_rank  # noqa: E402  (the test's own scoring)
 
+from bench import recall as recall_bench  # noqa: E402  (one LoCoMo reader)
+
 KS = (5, 10, 25, 50)
 CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial) has no evidence to find
 Matrix = npt.NDArray[np.float32]
@@ -264,27 +266,15 @@ class Conversation:
 
 
 def load_locomo(folder: Path) -> list[Conversation]:
-    conversations = []
-    for path in sorted(folder.glob("*.json")):
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        sessions = sorted(
-            (int(k.removeprefix("session_")), v)
-            for k, v in raw.items()
-            if k.startswith("session_") and k.removeprefix("session_").isdigit() and isinstance(v, list)
+    """The conversations as ``bench.recall`` reads them; a turn's text without its photo caption."""
+    return [
+        Conversation(
+            c.name,
+            tuple((t.dia_id, f"{t.speaker}: {t.text}") for s in c.sessions for t in s.turns),
+            tuple((q.text, q.category, q.evidence) for q in c.questions),
         )
-        turns = tuple((t["dia_id"], f"{t['speaker']}: {t['text']}") for _, turns in sessions for t in turns)
-        ids = {dia for dia, _ in turns}
-        questions = []
-        for qa in raw["qa"]:
-            # An entry may hold several ids separated by ";"; ids naming no turn are dropped.
-            evidence = frozenset(
-                part.strip() for entry in qa.get("evidence", []) for part in str(entry).split(";") if part.strip()
-            )
-            evidence &= ids
-            if qa.get("category") in CATEGORIES and evidence:
-                questions.append((str(qa["question"]), int(qa["category"]), evidence))
-        conversations.append(Conversation(path.stem, turns, tuple(questions)))
-    return conversations
+        for c in recall_bench.load_locomo(folder)
+    ]
 
 
 def recall(found: Sequence[str], evidence: frozenset[str], k: int) -> float:
