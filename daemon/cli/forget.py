@@ -184,18 +184,18 @@ def _forget_text_here(settings: Settings, text: str) -> list[dict[str, Any]]:
     from sync.sidecar import Sidecar
 
     found: list[dict[str, Any]] = []
-    if exists(settings.state_path, "state.path"):
-        sidecar = Sidecar(settings.state_path)
+    opener: type[Sidecar] | type[AlertStore]
+    for path, key, opener in (
+        (settings.state_path, "state.path", Sidecar),
+        (settings.alerts_path, "alerts", AlertStore),
+    ):
+        if not exists(path, key):
+            continue
+        held = opener(path)
         try:
-            found.append({"file": str(settings.state_path), "rows": sidecar.forget_text(text)})
+            found.append({"file": str(path), "rows": held.forget_text(text)})
         finally:
-            sidecar.close()
-    if exists(settings.alerts_path, "the alerts file"):
-        store = AlertStore(settings.alerts_path)
-        try:
-            found.append({"file": str(settings.alerts_path), "rows": store.forget_text(text)})
-        finally:
-            store.close()
+            held.close()
     return [entry for entry in found if entry["rows"]]
 
 
