@@ -113,6 +113,11 @@ def remember(settings: Settings, config: Path | None, key: dict[str, Any], envir
     }
     try:
         target = _entry_file(config, environ)  # RuntimeError: no HOME to keep it in
+        try:
+            if json.loads(target.read_text(encoding="utf-8")) == entry:
+                return  # every command comes here: an unchanged entry is not written again
+        except (OSError, ValueError):
+            pass
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".settings-", suffix=".json")
         try:

@@ -83,9 +83,8 @@ def fuse(
     over the whole lists; a tier-two point scores below every tier-one point."""
     if method == "relative" and head is not None and (len(dense) > head or len(sparse) > head):
         first = fuse(dense[:head], sparse[:head], method, alpha=alpha, head=None)
-        rest = [
-            hit for hit in fuse(dense, sparse, method, alpha=alpha, head=None) if hit.id not in {f.id for f in first}
-        ]
+        placed = {hit.id for hit in first}
+        rest = [hit for hit in fuse(dense, sparse, method, alpha=alpha, head=None) if hit.id not in placed]
         # Tier one's fused scores lie in 0..1, as do tier two's: lift tier one above them all.
         return [Scored(hit.id, hit.score + 1.0) for hit in first] + rest
     if method not in FUSIONS:
