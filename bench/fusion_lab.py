@@ -222,7 +222,7 @@ class Recall:
         for cat in (None, category):
             self.counts[cat] = self.counts.get(cat, 0) + 1
             for k in KS:
-                share = len(evidence & set(found[:k])) / len(evidence)
+                share = recall.found_share(found, evidence, k)
                 self.sums[cat, k] = self.sums.get((cat, k), 0.0) + share
 
     def at(self, k: int, category: int | None = None) -> float:
@@ -232,12 +232,12 @@ class Recall:
 def locomo_recall(
     store: Any, embedder: Any, keys: Mapping[str, str], questions: Iterable[Question], variant: Variant
 ) -> Recall:
-    recall = Recall()
+    measured = Recall()
     for q in questions:
         results = _search(store, embedder, variant, q.text, (q.conv,), LIMIT, NOW_MS)
         found = [keys[r.source_id].split(":", 1)[1] for r in results if keys[r.source_id].startswith(f"{q.conv}:")]
-        recall.add(q.category, found, q.evidence)
-    return recall
+        measured.add(q.category, found, q.evidence)
+    return measured
 
 
 @dataclass(frozen=True, slots=True)

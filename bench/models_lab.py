@@ -277,10 +277,6 @@ def load_locomo(folder: Path) -> list[Conversation]:
     ]
 
 
-def recall(found: Sequence[str], evidence: frozenset[str], k: int) -> float:
-    return len(evidence.intersection(found[:k])) / len(evidence)
-
-
 def locomo(embedder: Embedder, conversations: Sequence[Conversation], root: Path) -> dict[str, Any]:
     texts = [text for c in conversations for _, text in c.turns]
     started = time.perf_counter()
@@ -317,8 +313,8 @@ def locomo(embedder: Embedder, conversations: Sequence[Conversation], root: Path
                 fused = hybrid(store, query, bm25.embed_query(question), max(KS), SearchFilter(tags=(c.key,)))
                 fused_ids = [str(hit.payload["sourceId"]) for hit in fused]
                 for k in KS:
-                    dense_recall[k].append(recall(ranked, evidence, k))
-                    hybrid_recall[k].append(recall(fused_ids, evidence, k))
+                    dense_recall[k].append(recall_bench.found_share(ranked, evidence, k))
+                    hybrid_recall[k].append(recall_bench.found_share(fused_ids, evidence, k))
     finally:
         store.close()
     return {
