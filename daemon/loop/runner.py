@@ -122,7 +122,9 @@ class Daemon:
             if backbone is None:
                 return 0
             with Site(self.settings, backbone, retry=self.retry, take_over=self.take_over) as site:
-                site.sidecar.set_many({"daemon_started_at": time.time(), "daemon_pid": os.getpid()})
+                # The backlog the last run left is not this run's: unknown until this run's first pass,
+                # so that a heartbeat sent before it never calls the site idle on stale figures.
+                site.sidecar.set_many({"daemon_started_at": time.time(), "daemon_pid": os.getpid(), "backlog": None})
                 if site.backbone_changed:
                     log.warning(
                         "backbone changed since the last run: every episode will be pushed again",
