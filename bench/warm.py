@@ -13,13 +13,18 @@
    pushes them), then one ``Indexer.run()`` into a fresh EdgeStore with the local embedder, against
    the bare ``LocalEmbedder.embed_documents`` over the same texts in the same pages of 64, in feed
    order. The two alternate, bare first.
+   The same for long episodes (``--long``, e.g. 100): each carries a log excerpt of 60 to 120 lines
+   (1,500 to 3,000 MiniLM tokens), so the indexer cuts it into passages (``split_passages``) and
+   embeds each; against the bare embedder over those passages' texts in pages of 64. Both figures
+   are per episode and per passage: what a long episode costs, and whether a passage costs more
+   than a short episode does.
 3. Search latency on the embedded store at 10k and 100k points: the product's whole search
    (``sync.warm.search.search``: query embedding, BM25 query, dense and BM25 prefetch, fusion,
    decay, collapse) for 200 varied queries, and its store part alone (``sync.warm.search.hybrid``,
    the same request, the query vectors computed beforehand). The points are synthetic (see ``build_points``).
    qdrant-edge's ``optimize()`` is never called: the product does not call it either.
 
-    python -m bench.warm [--runs 3] [--probes 40] [--preexisting 400] [--episodes 500]
+    python -m bench.warm [--runs 3] [--probes 40] [--preexisting 400] [--episodes 500] [--long 100]
                          [--points 10000 100000] [--queries 200] [--passes 3]
                          [--parts searchable throughput search]
 """
@@ -309,6 +314,18 @@ def corpus(n: int, seed: int) -> tuple[list[Family], list[dict[str, Any]]]:
     return families, [agent_episode(rng, fam) for fam in families]
 
 
+def long_corpus(n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` episodes whose input ends in a log excerpt of 60 to 120 lines: each is several passages."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        fam = make_family(rng)
+        ep = agent_episode(rng, fam)
+        log = "\n".join(_log_lines(rng, fam, rng.randint(60, 120)))
+        out.append(ep | {"input": f"{ep['input'] or ep['task']}\nLogs:\n{log}"})
+    return out
+
+
 def texts_of(episodes: Sequence[dict[str, Any]]) -> list[str]:
     from sync.warm.text import episode_text
 
@@ -520,6 +537,43 @@ def throughput_runs(
     return records, families, eps, np.asarray(vectors, dtype=np.float32)
 
 
+def long_runs(embedder: Any, runs: int, episodes: int) -> list[dict[str, Any]]:
+    """Indexing long episodes: the indexer (which splits them) against the bare embedder over the
+    passages it embeds, alternating, bare first."""
+    from sync.warm.text import split_passages
+
+    eps = long_corpus(episodes, seed=11)
+    texts = texts_of(eps)
+    passages = [
+        text[start:end]
+        for text in texts
+        for start, end in split_passages(text, embedder.passage_tokens, embedder.count_tokens)
+    ]
+    counts = [len(split_passages(t, embedder.passage_tokens, embedder.count_tokens)) for t in texts]
+    converted = [convert_episode(SITE, i + 1, ep, NOW_MS - (episodes - i) * 60_000) for i, ep in enumerate(eps)]
+    records = []
+    for run in range(1, runs + 1):
+        bare_s, _ = bare_pass(embedder, passages)
+        with workdir("warm-long") as root:
+            index_s, embedded = indexer_pass(embedder, converted, root)
+        record = {
+            "part": "long",
+            "run": run,
+            "episodes": embedded,
+            "passages": len(passages),
+            "passages_p50": percentile(counts, 50),
+            "tokens_p50": percentile(embedder.count_tokens(texts), 50),
+            "indexer_per_s": embedded / index_s,
+            "indexer_passages_per_s": len(passages) / index_s,
+            "bare_passages_per_s": len(passages) / bare_s,
+            "ratio": bare_s / index_s,
+            "load1": load1(),
+        }
+        progress(f"  {describe_run(record)}")
+        records.append(record)
+    return records
+
+
 # -- 3. search latency ----------------------------------------------------------------------------
 def build_points(
     store: Any, families: Sequence[Family], eps: Sequence[dict[str, Any]], bases: Vectors, start: int, stop: int
@@ -725,6 +779,12 @@ def _describe(r: dict[str, Any]) -> str:
             f"throughput run {r['run']}: indexer {r['indexer_per_s']:.1f}/s vs bare embedder "
             f"{r['bare_per_s']:.1f}/s ({r['ratio']:.2f}x)"
         )
+    if r["part"] == "long":
+        return (
+            f"long run {r['run']}: {r['episodes']} episodes, {r['passages']} passages (p50 {r['passages_p50']:g} an "
+            f"episode, {r['tokens_p50']:g} tokens): indexer {r['indexer_per_s']:.2f} episodes/s = "
+            f"{r['indexer_passages_per_s']:.1f} passages/s vs bare {r['bare_passages_per_s']:.1f}/s ({r['ratio']:.2f}x)"
+        )
     return (
         f"search {r['points']:,} pass {r['run']}: full p50 {r['p50_ms']:.1f} / p99 {r['p99_ms']:.1f} ms, "
         f"hybrid alone p50 {r['hybrid_p50_ms']:.1f} / p99 {r['hybrid_p99_ms']:.1f} ms "
@@ -749,6 +809,27 @@ def figures(records: list[dict[str, Any]]) -> list[Figure]:
         out.append(Figure("indexing rate, indexer", median([r["indexer_per_s"] for r in throughput]), "episodes/s"))
         out.append(Figure("indexing rate, bare embedder", median([r["bare_per_s"] for r in throughput]), "episodes/s"))
         out.append(Figure("indexer / bare embedder rate", ratio, "x", f">= {TARGET_RATIO:g} x", ratio >= TARGET_RATIO))
+    long = [r for r in records if r["part"] == "long"]
+    if long:
+        per = median([r["passages_p50"] for r in long])
+        out.append(
+            Figure(
+                f"long episodes ({per:g} passages p50): indexing rate",
+                median([r["indexer_per_s"] for r in long]),
+                "episodes/s",
+            )
+        )
+        out.append(
+            Figure("long episodes: passages indexed", median([r["indexer_passages_per_s"] for r in long]), "passages/s")
+        )
+        out.append(
+            Figure(
+                "long episodes: bare embedder over the passages",
+                median([r["bare_passages_per_s"] for r in long]),
+                "passages/s",
+            )
+        )
+        out.append(Figure("long episodes: indexer / bare embedder rate", median([r["ratio"] for r in long]), "x"))
     for size in sorted({r["points"] for r in records if r["part"] == "search"}):
         mine = [r for r in records if r["part"] == "search" and r["points"] == size]
         label = f"({size // 1000}k points)"
@@ -768,7 +849,7 @@ def figures(records: list[dict[str, Any]]) -> list[Figure]:
     return out
 
 
-PARTS: Final = ("searchable", "throughput", "search")
+PARTS: Final = ("searchable", "throughput", "long", "search")
 
 
 def run(
@@ -780,6 +861,7 @@ def run(
     queries: int = 200,
     passes: int = 3,
     parts: tuple[str, ...] = PARTS,
+    long: int = 100,
 ) -> dict[str, Any]:
     from sync.warm.embedders import LocalEmbedder
 
@@ -791,8 +873,11 @@ def run(
                 record = searchable_run(i, probes, preexisting)
                 progress(f"  {describe_run(record)}")
                 records.append(record)
-        if "throughput" in parts or "search" in parts:
+        if {"throughput", "long", "search"} & set(parts):
             embedder = LocalEmbedder(batch_size=PAGE)
+            if "long" in parts:
+                progress(f"warm: indexing {long} long episodes vs the bare embedder over their passages, {runs} runs")
+                records += long_runs(embedder, runs, long)
             if "throughput" in parts:
                 progress(f"warm: indexing {episodes} episodes vs the bare embedder, {runs} runs each, alternating")
                 done, families, eps, bases = throughput_runs(embedder, runs, episodes)
@@ -808,6 +893,7 @@ def run(
         "probes_per_mode": probes,
         "preexisting": preexisting,
         "episodes": episodes,
+        "long": long,
         "points": list(points),
         "queries": queries,
         "passes": passes,
@@ -823,6 +909,7 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=40, help="episodes per search mode per daemon run")
     parser.add_argument("--preexisting", type=int, default=400, help="episodes in the AgentDB file at start")
     parser.add_argument("--episodes", type=int, default=500, help="episodes indexed per pass (part 2)")
+    parser.add_argument("--long", type=int, default=100, help="long episodes indexed per pass (part 2)")
     parser.add_argument("--points", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--passes", type=int, default=3, help="timed passes over the queries at each size")
@@ -838,6 +925,7 @@ def main() -> None:
             args.queries,
             args.passes,
             tuple(args.parts),
+            args.long,
         )
     )
 

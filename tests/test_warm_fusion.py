@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from sync.warm.bm25 import SparseVector
+from sync.warm.fusion import (
+    DENSE_WEIGHT_FULL_MATCH,
+    DENSE_WEIGHT_NO_MATCH,
+    FusionSpec,
+    adaptive_weight,
+    fuse,
+    lexical_coverage,
+    relative_scores,
+    spec_of,
+)
 from sync.warm.fusion import RELATIVE_ALPHA as A
-from sync.warm.fusion import FusionSpec, fuse, relative_scores, spec_of
 from sync.warm.store import Scored
 
 
@@ -169,8 +179,68 @@ def test_rrf_weight_favours_one_list() -> None:
     assert order(fuse(d, s, "rrf", rrf_weight=0.7)) == ["a", "b"]
 
 
+def terms(*ids: int) -> SparseVector:
+    return SparseVector(tuple(sorted(ids)), tuple(1.0 for _ in ids))
+
+
+@pytest.mark.parametrize(
+    ("query", "hit", "expected"),
+    [
+        (terms(1, 2, 3, 4), terms(1, 2, 3, 4, 9), 1.0),  # every query term (an identifier, say)
+        (terms(1, 2, 3, 4), terms(2, 7), 0.25),  # one of four: a paraphrase's chance match
+        (terms(1, 2), terms(7, 8), 0.0),
+        (terms(), terms(1), 0.0),  # a query of stopwords only
+        (terms(1, 2), None, 0.0),  # a point without a sparse vector
+    ],
+)
+def test_lexical_coverage_is_the_share_of_query_terms_the_hit_holds(
+    query: SparseVector, hit: SparseVector | None, expected: float
+) -> None:
+    assert lexical_coverage(query, hit) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("coverage", "expected"),
+    [
+        (0.0, DENSE_WEIGHT_NO_MATCH),
+        (1.0, DENSE_WEIGHT_FULL_MATCH),
+        (0.5, A),  # the fixed weight is the middle of the range
+        (0.25, 0.7),
+        (-1.0, DENSE_WEIGHT_NO_MATCH),  # clamped
+        (2.0, DENSE_WEIGHT_FULL_MATCH),
+    ],
+)
+def test_adaptive_weight_falls_as_the_lexical_match_grows(coverage: float, expected: float) -> None:
+    assert adaptive_weight(coverage) == pytest.approx(expected)
+    assert FusionSpec().weight(coverage) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("coverage", "expected_order"),
+    [
+        # The labelled set's "RAM keeps climbing in the realtime connection service": BM25's first
+        # hit shares two of six terms ("connection", "service") and is a different incident; dense
+        # finds the memory leak. At a fixed 0.6 BM25's hit wins; read by its coverage, dense does.
+        (2 / 6, ["leak", "pool", "other"]),
+        # The same lists when BM25's first hit holds every term of the query: it is the answer.
+        (1.0, ["pool", "leak", "other"]),
+    ],
+)
+def test_the_coverage_of_bm25s_best_hit_sets_the_weight(coverage: float, expected_order: list[str]) -> None:
+    d = dense(("leak", 0.45), ("pool", 0.33), ("other", 0.21))
+    s = bm25(("pool", 9.4), ("other", 5.0), ("leak", 2.3), ("far", 1.0))
+    assert order(fuse(d, s, "relative", alpha=A))[0] == "pool"  # the fixed middle weight
+    fused = fuse(d, s, "relative", alpha=FusionSpec().weight(coverage))
+    assert order(fused)[:3] == expected_order
+
+
 def test_a_spec_names_the_method_with_its_defaults() -> None:
     assert spec_of("rrf") == FusionSpec(method="rrf")
+    assert FusionSpec().adaptive
+    assert not FusionSpec(alpha=0.5).adaptive
+    assert not FusionSpec(method="rrf").adaptive
     assert FusionSpec().weight() == A
+    assert FusionSpec(alpha=0.3).weight(1.0) == 0.3
+    assert FusionSpec(method="rrf").weight(1.0) == 0.5
     assert FusionSpec(method="rrf").weight() == 0.5
     assert FusionSpec(method="rrf", alpha=0.3).weight() == 0.3

@@ -316,6 +316,17 @@ def test_hybrid_beats_dense_and_bm25_overall(runs: dict[str, Run], store: str) -
     assert run.mrr("hybrid") > run.mrr("bm25") + 0.01
 
 
+# The figures before issue 20 (relative fusion at a fixed 0.75): LoCoMo's recall was gained without
+# giving any of them back.
+BEFORE_ISSUE_20: Final = {None: 0.949, "identifier": 0.963, "paraphrase": 0.935}
+
+
+@pytest.mark.parametrize("store", STORES)
+@pytest.mark.parametrize("cls", list(BEFORE_ISSUE_20))
+def test_the_default_keeps_the_labelled_figures(runs: dict[str, Run], store: str, cls: str | None) -> None:
+    assert runs[store].mrr("hybrid", cls) >= BEFORE_ISSUE_20[cls] - 0.0005  # the figures are rounded
+
+
 @pytest.mark.parametrize("store", STORES)
 def test_rrf_beats_bm25_but_not_dense(runs: dict[str, Run], store: str) -> None:
     """Why RRF is not the default: ranks alone cannot see that BM25's first hit on a paraphrase is

@@ -16,7 +16,7 @@ from qdrant_client import QdrantClient
 
 from sync.errors import CollectionMismatch, ConfigError, PermanentError, StoreLocked, StoreRejected, TransientError
 from sync.warm import bm25
-from sync.warm.fusion import RELATIVE_ALPHA
+from sync.warm.fusion import DENSE_WEIGHT_FULL_MATCH
 from sync.warm.search import hybrid
 from sync.warm.store import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
 
@@ -282,8 +282,9 @@ def test_hybrid_gives_a_bm25_only_hit_its_similarity(store: VectorStore) -> None
     [far] = [h for h in hits if h.id == point_id("site-a", "far")]
     assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=COSINE_TOLERANCE)
     assert far.payload == {"sourceId": "far"}
-    # Relative fusion: first in BM25's best HEAD (tier one, lifted by 1), absent from dense's.
-    assert far.score == pytest.approx(1.0 + (1.0 - RELATIVE_ALPHA))
+    # Relative fusion: first in BM25's best HEAD (tier one, lifted by 1), absent from dense's; it
+    # holds every term of the query, so the dense list weighs DENSE_WEIGHT_FULL_MATCH.
+    assert far.score == pytest.approx(1.0 + (1.0 - DENSE_WEIGHT_FULL_MATCH))
     assert all(h.similarity is not None for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 

@@ -14,9 +14,16 @@ Two methods, both over the same two prefetched lists (same filter, same depth):
   lists swap their top two; ties go to the larger relative score, then to the id, so the order is
   the same on every run and every engine.
 
-On the committed labelled set (``tests/test_warm_relevance.py``) relative fusion beats dense-only and
-BM25-only on MRR; RRF beats BM25-only but not dense-only. Alpha was taken from Weaviate, not fitted to
-that set.
+The dense list's weight is not one number: it follows how much of the query BM25's best hit holds
+(``lexical_coverage``: the share of the query's distinct BM25 terms found in that hit's own sparse
+vector). When the best lexical hit holds every word of the query (an exact identifier, a question
+whose rare words a memory repeats), BM25 is right and the dense weight is 0.4; when it holds few (a
+paraphrase: BM25's first hit merely shares "service" or "CI"), the lexical list is noise and the
+dense weight rises to 0.8; between, it is linear (0.6 at half). No single weight served both the
+labelled set and LoCoMo (docs/ARCHITECTURE.md, "Fusion"): paraphrases need about 0.75, LoCoMo's
+questions about 0.5. It is a query-performance predictor read from the lists themselves, with no
+model and no corpus statistics, so it holds for any collection. An explicit ``alpha`` (or
+``rrf``) turns it off.
 """
 
 from __future__ import annotations
@@ -25,12 +32,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from sync.warm.bm25 import SparseVector
 from sync.warm.store import Scored
 
 Fusion = Literal["relative", "rrf"]
 FUSIONS: Final[tuple[Fusion, ...]] = ("relative", "rrf")
 DEFAULT_FUSION: Final[Fusion] = "relative"
-RELATIVE_ALPHA: Final = 0.6  # weight of the dense list (see the module's docstring)
+RELATIVE_ALPHA: Final = 0.6  # the dense weight when BM25's best hit's coverage is not known
+DENSE_WEIGHT_NO_MATCH: Final = 0.8  # the dense weight when BM25's best hit holds none of the query's terms
+DENSE_WEIGHT_FULL_MATCH: Final = 0.4  # ...and when it holds all of them; linear between
 HEAD: Final = 20  # how many of each list's best compete for the first places, scaled among themselves
 RRF_K: Final = 2  # Qdrant's default
 DEPTH: Final = 50  # candidates taken from each list
@@ -42,15 +52,36 @@ class FusionSpec:
     the dense list's weight (relative: the convex weight; rrf: 0.5 is plain RRF, else weighted)."""
 
     method: Fusion = DEFAULT_FUSION
-    alpha: float | None = None  # None: the method's own default
+    alpha: float | None = None  # None: the method's own default (relative: from the coverage)
     k: float = RRF_K
     depth: int = DEPTH
     head: int | None = HEAD  # None: one scale over the whole depth
 
-    def weight(self) -> float:
+    @property
+    def adaptive(self) -> bool:
+        """Whether the dense weight follows BM25's best hit (``weight`` wants its coverage)."""
+        return self.method == "relative" and self.alpha is None
+
+    def weight(self, coverage: float | None = None) -> float:
         if self.alpha is not None:
             return self.alpha
-        return RELATIVE_ALPHA if self.method == "relative" else 0.5
+        if self.method != "relative":
+            return 0.5
+        return RELATIVE_ALPHA if coverage is None else adaptive_weight(coverage)
+
+
+def lexical_coverage(query: SparseVector, hit: SparseVector | None) -> float:
+    """The share of the query's distinct BM25 terms that a hit's sparse vector holds: 0..1 (0 for a
+    query with no terms or a hit without a sparse vector)."""
+    if not query.indices or hit is None:
+        return 0.0
+    return len(set(query.indices).intersection(hit.indices)) / len(set(query.indices))
+
+
+def adaptive_weight(coverage: float) -> float:
+    """The dense list's weight for a query whose best BM25 hit holds ``coverage`` of its terms."""
+    share = min(1.0, max(0.0, coverage))
+    return DENSE_WEIGHT_NO_MATCH + (DENSE_WEIGHT_FULL_MATCH - DENSE_WEIGHT_NO_MATCH) * share
 
 
 def spec_of(fusion: Fusion | FusionSpec) -> FusionSpec:

@@ -20,12 +20,12 @@ from typing import Final
 
 from sync.warm import bm25
 from sync.warm.embedders import Embedder
-from sync.warm.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, spec_of
+from sync.warm.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
 from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
 from sync.warm.request import Passage, SearchFilter, SearchRequest, SearchResult, when_words
 from sync.warm.rerank import Reranker
-from sync.warm.store import Hit, VectorStore
+from sync.warm.store import Hit, Scored, VectorStore
 
 # Where ``by_episode`` leaves which passage matched, in a result's payload (never stored).
 MATCH_KEY: Final = "_match"
@@ -52,12 +52,22 @@ def hybrid(
     fused score, its similarity its cosine to the query."""
     spec = spec_of(fusion)
     found = store.prefetch(dense_query, sparse_query, limit=max(spec.depth, limit), filter=filter)
-    winners = fuse(
-        found.dense, found.sparse, spec.method, alpha=spec.weight(), k=spec.k, rrf_weight=spec.weight(), head=spec.head
-    )[:limit]
+    weight = spec.weight(best_lexical_coverage(store, sparse_query, found.sparse) if spec.adaptive else None)
+    winners = fuse(found.dense, found.sparse, spec.method, alpha=weight, k=spec.k, rrf_weight=weight, head=spec.head)[
+        :limit
+    ]
     # A winner deleted since the prefetch is simply left out.
     points = {hit.id: hit for hit in store.score(dense_query, [w.id for w in winners])}
     return [replace(points[w.id], score=w.score) for w in winners if w.id in points]
+
+
+def best_lexical_coverage(store: VectorStore, sparse_query: bm25.SparseVector, sparse: Sequence[Scored]) -> float:
+    """How much of the query BM25's first hit holds (``sync.warm.fusion.lexical_coverage``), read
+    from that point's own sparse vector: one point, so one small read. 0 when BM25 found nothing."""
+    if not sparse:
+        return 0.0
+    points = store.get([sparse[0].id], with_vectors=True)
+    return lexical_coverage(sparse_query, points[0].sparse) if points else 0.0
 
 
 def by_episode(store: VectorStore, hits: Sequence[Hit]) -> list[Hit]:
