@@ -16,6 +16,7 @@ from daemon import version
 from daemon.cli import (
     approval,
     archive,
+    capture,
     demo,
     export,
     fleet,
@@ -57,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
         fleet,
         heartbeat,
         hooks,
+        capture,
         approval,
         telegram,
         service,
