@@ -395,3 +395,16 @@ def test_cli_status_runs_the_memsync_on_path(seams: tuple[Path, Path, dict[str, 
     assert f"memsync on PATH: {launcher}" in done.stdout, done.stdout + done.stderr
     assert f"daemon: not running (nothing answers on {tmp_path / 'data'}" in done.stdout
     assert "context check: " in done.stdout
+
+
+def test_the_readme_shows_what_install_writes() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Give your agents the memory") :]
+    claude = section[section.index("```json\n") + 8 : section.index("\n```", section.index("```json\n"))]
+    after = install("claude-code", "user", {}, per_prompt=True)
+    assert json.loads(claude) == json.loads(after[HOME / ".claude/settings.json"] or "")
+    assert json.loads(after[HOME / ".claude.json"] or "") == {
+        "mcpServers": {"memsync": {"command": "memsync", "args": ["mcp"]}}
+    }
+    toml = section[section.index("```toml\n") + 8 : section.index("```", section.index("```toml\n") + 8)]
+    assert install("codex", "user", {})[HOME / ".codex/config.toml"] == toml
