@@ -16,6 +16,7 @@ from daemon import version
 from daemon.cli import (
     approval,
     archive,
+    context,
     demo,
     export,
     fleet,
@@ -48,6 +49,7 @@ def parser() -> argparse.ArgumentParser:
         sync_command,
         status,
         search,
+        context,
         export,
         forget,
         archive,
