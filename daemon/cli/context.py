@@ -304,7 +304,9 @@ def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
     session = hook.session_id
     exclude = given(state, hook.tool, session) if session and not decided.start else frozenset()
     try:
-        found, recent = gather(socket, decided.query, limit=args.limit, project=project, deadline=deadline)
+        # More than the limit by what the session was given, so that leaving those out leaves enough.
+        limit = args.limit + len(exclude)
+        found, recent = gather(socket, decided.query, limit=limit, project=project, deadline=deadline)
     except DaemonNotListening as exc:
         raise _Quiet(f"{exc}: start it (memsync run, or memsync service install)") from None
 
