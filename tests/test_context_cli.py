@@ -249,3 +249,34 @@ def test_context_through_a_real_daemon_for_each_tool(
     gone = hook("gemini", site.config, stdin_for("gemini", "BeforeAgent", project, prompt=prompt))
     assert (gone.returncode, gone.stdout) == (0, "{}\n")
     assert "no daemon is listening" in gone.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "named"),
+    [
+        (["--help"], 0, ""),
+        (["--limit", "x", "deploy"], 2, "argument -n/--limit: invalid int value: 'x'"),
+        ([], 2, "give a QUERY"),
+        (["why", "did", "the", "deploy", "fail", "--budget-tokens", "0"], 2, "--budget-tokens must be at least 1"),
+        (["why", "did", "the", "deploy", "fail"], 75, "no daemon is listening"),
+    ],
+)
+def test_by_hand_a_problem_is_one_sentence_and_its_exit_code(
+    argv: list[str], code: int, named: str, site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path
+) -> None:
+    site = site_files("laptop", warm=warm(tmp_path, short_dir))
+    done = subprocess.run(
+        [sys.executable, "-m", "daemon", "context", *argv, "-c", str(site.config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == code, done.stderr
+    if code == 0:
+        assert done.stdout.startswith("usage: memsync context ")
+        assert done.stderr == ""
+    else:
+        assert done.stderr.count(named) == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        assert done.stdout == ""
