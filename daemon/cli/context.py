@@ -139,7 +139,7 @@ def gather(
     socket: Path, query: str, *, limit: int, project: str | None, deadline: float
 ) -> tuple[list[SearchResult], list[SearchResult]]:
     """The search's results for ``query`` and the project's recent episodes, from the daemon. A
-    daemon without the ``recent`` op (older than this command) has no recent results."""
+    daemon without the ``recent`` op (older than this command), or refusing it, has no recent results."""
     from daemon.loop.control_client import ask
     from sync.errors import ControlError
 
@@ -154,8 +154,9 @@ def gather(
         try:
             recent = _results(ask(socket, {"op": "recent", "request": wire}, timeout=_left(deadline)))
         except ControlError as exc:
+            # The search's memories are worth giving without the latest sessions.
             if "unknown op" not in str(exc):
-                raise
+                say(f"context: the daemon refused `recent` ({exc}); no latest sessions this time")
     return found, recent
 
 
