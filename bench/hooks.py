@@ -5,6 +5,9 @@
   Python), ``memsync search QUERY -c F`` through a running daemon whose warm worker is loaded, from
   spawn to exit, ``--calls`` times; beside it, in the same run and alternating call by call,
   ``python -c pass`` with the same interpreter: the floor any Python command pays.
+- **Context hook wall time**: ``memsync context --for claude-code -c F`` fed a UserPromptSubmit
+  JSON on stdin (a new session each call, so nothing is left out as already given), through the
+  same daemon, from spawn to exit, alternating with ``python -c pass`` likewise.
 - **Hook wait**: a live agent (the real agentdb package, driven over stdin by ``agent.mjs``) saves
   an episode; the moment its save returns, the hook runs ``memsync sync --wait`` (then, in a second
   series, ``--wait --searchable``); the figure is from the save to the hook's return. The daemon
@@ -44,13 +47,14 @@ from bench.common import (
 )
 
 TARGET_SEARCH_P50_MS = 200.0
+TARGET_CONTEXT_P50_MS = 150.0
 MEMSYNC = Path(sys.executable).parent / "memsync"
 QUERY = "duplicate key on users.email"
 
 
-def wall_ms(argv: list[str]) -> float:
+def wall_ms(argv: list[str], stdin: bytes | None = None) -> float:
     started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, check=False)
+    done = subprocess.run(argv, input=stdin, capture_output=True, check=False)
     took = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode(errors='replace')}")
@@ -116,6 +120,38 @@ def search_calls(site: SiteFiles, calls: int) -> dict[str, Any]:
     }
 
 
+def prompt_json(session: str, cwd: Path) -> bytes:
+    """What Claude Code sends its UserPromptSubmit hook (tests/data/hooks has the documented shape)."""
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": str(cwd / "transcript.jsonl"),
+            "cwd": str(cwd),
+            "permission_mode": "default",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": f"why do we get a {QUERY} error on signup?",
+        }
+    ).encode()
+
+
+def context_calls(site: SiteFiles, calls: int) -> dict[str, Any]:
+    context = [str(MEMSYNC), "context", "--for", "claude-code", "--config", str(site.config)]
+    floor = [sys.executable, "-c", "pass"]
+    cwd = site.config.parent
+    warmup = subprocess.run(context, input=prompt_json("warmup", cwd), capture_output=True, check=False)
+    if warmup.returncode != 0 or not warmup.stdout.strip():
+        raise RuntimeError(f"memsync context gave no block: {warmup.stderr.decode(errors='replace')}")
+    ours, baseline = [], []
+    for i in range(calls):
+        ours.append(wall_ms(context, prompt_json(f"bench-{i}", cwd)))
+        baseline.append(wall_ms(floor))
+    return {
+        "context_p50_ms": percentile(ours, 50),
+        "context_p99_ms": percentile(ours, 99),
+        "context_python_p50_ms": percentile(baseline, 50),
+    }
+
+
 def hook_waits(site: SiteFiles, agent: Agent, calls: int, *, searchable: bool) -> dict[str, Any]:
     flags = ["--wait", "--searchable"] if searchable else ["--wait"]
     waits = []
@@ -154,6 +190,7 @@ def repetition(index: int, calls: int, episodes: int) -> dict[str, Any]:
             wait_caught_up(site, daemon, episodes, timeout=300)
             wait_indexed(site, daemon, timeout=600)
             record = search_calls(site, calls)
+            record |= context_calls(site, calls)
             agent = Agent(site.agentdb)
             try:
                 record |= hook_waits(site, agent, calls, searchable=False)
@@ -167,6 +204,8 @@ def describe_run(r: dict[str, Any]) -> str:
     return (
         f"search p50 {r['search_p50_ms']:.0f} / p99 {r['search_p99_ms']:.0f} ms "
         f"(python -c pass {r['python_p50_ms']:.0f} / {r['python_p99_ms']:.0f}); "
+        f"context hook p50 {r['context_p50_ms']:.0f} / p99 {r['context_p99_ms']:.0f} ms "
+        f"(python -c pass {r['context_python_p50_ms']:.0f}); "
         f"sync --wait p50 {r['wait_p50_ms']:.0f} / p99 {r['wait_p99_ms']:.0f} ms; "
         f"--searchable p50 {r['searchable_p50_ms']:.0f} / p99 {r['searchable_p99_ms']:.0f} ms"
     )
@@ -188,6 +227,9 @@ def run(repetitions: int = 3, calls: int = 30, episodes: int = 1000) -> dict[str
         Figure("search CLI wall time p99", med("search_p99_ms"), "ms"),
         Figure("python -c pass p50 (same run)", med("python_p50_ms"), "ms"),
         Figure("search p50 / python -c pass p50", med("search_p50_ms") / med("python_p50_ms"), "x"),
+        at_most("context hook wall time p50 (daemon running)", med("context_p50_ms"), "ms", TARGET_CONTEXT_P50_MS),
+        Figure("context hook wall time p99", med("context_p99_ms"), "ms"),
+        Figure("python -c pass p50 (beside context)", med("context_python_p50_ms"), "ms"),
         Figure("hook sync --wait, save to return, p50", med("wait_p50_ms"), "ms"),
         Figure("hook sync --wait p99", med("wait_p99_ms"), "ms"),
         Figure("hook sync --wait --searchable p50", med("searchable_p50_ms"), "ms"),

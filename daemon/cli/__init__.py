@@ -1,8 +1,8 @@
 """The ``memsync`` command. This module stays light: what agents' hooks call on every prompt or
-episode, ``memsync search`` and ``memsync sync [--wait]`` with a daemon running, is answered
-without importing the rest of the CLI (``fast_search``, ``fast_sync``); every other command, and
-anything the light paths cannot answer, goes to the full parser (``daemon.cli.app``), one module
-per command."""
+episode, ``memsync search``, ``context`` and ``sync [--wait]`` with a daemon running, is answered
+without importing the rest of the CLI (``fast_search``, ``fast_context``, ``fast_sync``); every
+other command, and anything the light paths cannot answer, goes to the full parser
+(``daemon.cli.app``), one module per command."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def main() -> None:
         from daemon.cli.sync import fast_sync
 
         code = fast_sync(argv[1:])
+    elif argv[:1] == ["context"]:
+        from daemon.cli.context import fast_context
+
+        code = fast_context(argv[1:])
     elif argv[:1] == ["heartbeat"]:
         from daemon.cli.heartbeat import fast_heartbeat
 

@@ -1,0 +1,332 @@
+"""``memsync context [QUERY...] [--for claude-code|codex|gemini]``: the memories that matter for a
+task or a prompt, as a block an agent's prompt can take (``daemon.context.compose``).
+
+Without ``--for`` it prints the block for QUERY. With it, it is an agent tool's hook
+(``daemon.context.hook``): the tool's JSON on stdin, the tool's JSON on stdout, and whatever
+happens, exit 0 within ``--timeout`` seconds of wall time: with no daemon, a daemon that does not
+answer, a config that does not validate or a stdin that is not the tool's, it prints nothing (``{}``
+for Gemini) and says why in one sentence on stderr. An agent must never wait on its memory.
+
+Both take the light path (``fast_context``): the control socket's location from the settings cache
+(``daemon.cli.locate``), one ``search`` and one ``recent`` request to the daemon, standard library
+only; the full settings are read only when the cache cannot answer (and then remembered).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import Any, Final
+
+from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, parse_or_none, say
+from daemon.context.compose import Block, compose
+from daemon.context.hook import TOOLS
+from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
+
+DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
+DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice
+DEFAULT_TIMEOUT: Final = 2.0
+RECENT_LIMIT: Final = 12
+MAX_STDIN: Final = 4 * 1024 * 1024  # a hook's JSON is small; a prompt pasted with a file may not be
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "context",
+        help="the memories that matter for a task or prompt, as a block for an agent's prompt (or its hook)",
+        description="Search the memory for QUERY and print the top memories and this project's latest sessions "
+        "as one fenced block of reference data within a budget. With --for TOOL it is that agent tool's "
+        "SessionStart / per-prompt hook: its JSON on stdin, its JSON on stdout, always exit 0 within --timeout.",
+    )
+    add_context_arguments(parser)
+    parser.set_defaults(run=main)
+
+
+def add_context_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", nargs="*", help="what the task or prompt is about (not with --for: read from stdin)")
+    add_config(parser)
+    parser.add_argument("--for", dest="tool", choices=TOOLS, help="answer as this tool's hook (JSON in and out)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--budget-chars", type=int, metavar="N", help=f"the block's size (default: {DEFAULT_BUDGET})")
+    budget.add_argument("--budget-tokens", type=int, metavar="N", help="the block's size in tokens (4 characters each)")
+    parser.add_argument(
+        "-n", "--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help="results to weigh (default: 12)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="give up after (default: 2)"
+    )
+    add_json(parser)
+
+
+class _OutOfTime(BaseException):
+    """The hook's time is up (a BaseException: nothing on the way may swallow it)."""
+
+
+class _Quiet(Exception):
+    """The hook cannot answer; the message says why, in one sentence."""
+
+
+def budget_of(args: argparse.Namespace) -> int | None:
+    """The budget asked for, in characters; ValueError if it is not a positive number."""
+    if args.budget_tokens is not None:
+        if args.budget_tokens < 1:
+            raise ValueError(f"--budget-tokens must be at least 1, got {args.budget_tokens}")
+        return int(args.budget_tokens) * 4
+    if args.budget_chars is not None:
+        if args.budget_chars < 1:
+            raise ValueError(f"--budget-chars must be at least 1, got {args.budget_chars}")
+        return int(args.budget_chars)
+    return None
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[float]:
+    """Raise _OutOfTime after ``seconds`` of wall time, wherever the hook is (reading stdin, loading
+    settings, waiting on the socket); yields the deadline on the monotonic clock."""
+
+    def expired(signum: int, frame: FrameType | None) -> None:
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, seconds))
+    try:
+        yield time.monotonic() + seconds
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _left(deadline: float) -> float:
+    return max(0.05, deadline - time.monotonic())
+
+
+def _paths(config: Path | None) -> tuple[Path | None, Path]:
+    """The control socket (None: the search index is off) and the state file: from the light
+    paths' cache, else from the full settings (which validate, and are remembered for next time)."""
+    from daemon.cli.locate import quick_paths, remember, stamps
+
+    quick = quick_paths(config, os.environ)
+    if quick is not None:
+        return quick.socket, quick.state
+    from daemon.config import load_settings
+
+    try:
+        key: dict[str, Any] | None = stamps(config, os.environ)
+    except (OSError, RuntimeError):
+        key = None
+    settings = load_settings(config)
+    if key is not None:
+        remember(settings, config, key, os.environ)
+    return (settings.socket_path if settings.warm.enabled else None), settings.state_path
+
+
+def _results(reply: Any) -> list[SearchResult]:
+    if not isinstance(reply, list):
+        return []
+    return [SearchResult.from_wire(r) for r in reply if isinstance(r, Mapping)]
+
+
+def gather(
+    socket: Path, query: str, *, limit: int, project: str | None, deadline: float
+) -> tuple[list[SearchResult], list[SearchResult]]:
+    """The search's results for ``query`` and the project's recent episodes, from the daemon. A
+    daemon without the ``recent`` op (older than this command), or refusing it, has no recent results."""
+    from daemon.loop.control_client import ask
+    from sync.errors import ControlError
+
+    request = SearchRequest(query=query, limit=max(1, min(MAX_LIMIT, limit)))
+    request.check()
+    found = _results(ask(socket, {"op": "search", "request": request.to_wire()}, timeout=_left(deadline)))
+    recent: list[SearchResult] = []
+    if project:
+        # The shape of a search request's filter (``SearchRequest.to_wire``), with no query.
+        wanted = SearchFilter(tags=(f"project:{project}",))
+        wire = {"limit": RECENT_LIMIT, "filter": {**asdict(wanted), "tags": list(wanted.tags)}}
+        try:
+            recent = _results(ask(socket, {"op": "recent", "request": wire}, timeout=_left(deadline)))
+        except ControlError as exc:
+            # The search's memories are worth giving without the latest sessions.
+            if "unknown op" not in str(exc):
+                say(f"context: the daemon refused `recent` ({exc}); no latest sessions this time")
+    return found, recent
+
+
+def _tool_in(argv: Sequence[str]) -> str | None:
+    """The --for value in arguments the parser refused: a hook must still answer as its tool."""
+    for i, arg in enumerate(argv):
+        if arg == "--for" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--for="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def fast_context(argv: Sequence[str]) -> int | None:
+    """The command on the light path; None when the full path must answer (help, a mistake by
+    hand, anything to explain without ``--for``)."""
+    args = parse_or_none("memsync context", add_context_arguments, argv)
+    if args is None:
+        tool = _tool_in(argv)
+        if tool is None:
+            return None
+        say(f"context: arguments not understood ({' '.join(argv)}): see `memsync context --help`")
+        sys.stdout.write("{}\n" if tool == "gemini" else "")
+        return 0
+    if args.tool is not None:
+        return run_hook(args)
+    from sync.errors import MemsyncError
+
+    try:
+        text, block, project = _by_hand(args, deadline=time.monotonic() + args.timeout)
+    except (ValueError, MemsyncError, OSError, _Quiet):
+        return None  # the full path says what is wrong
+    _show(args, text, block, project)
+    return 0
+
+
+def _by_hand(args: argparse.Namespace, *, deadline: float) -> tuple[str, Block, str | None]:
+    query = " ".join(" ".join(args.query).split())
+    if not query:
+        raise ValueError("give a QUERY (what the task is about), or --for TOOL to answer a hook's stdin")
+    budget = budget_of(args) or DEFAULT_BUDGET
+    socket, _ = _paths(args.config)
+    if socket is None:
+        raise _Quiet("the search index is off (warm.enabled = false): there is nothing to search")
+    from daemon.context.files import project_name
+
+    project = project_name(os.getcwd())
+    found, recent = gather(socket, query, limit=args.limit, project=project, deadline=deadline)
+    block = compose(found, recent, budget=budget, start=False, query=query, project=project)
+    return query, block, project
+
+
+def _show(args: argparse.Namespace, query: str, block: Block, project: str | None) -> None:
+    if args.as_json:
+        payload = {"query": query, "project": project, "ids": list(block.ids), "block": block.text}
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    elif block.text:
+        sys.stdout.write(block.text)
+    else:
+        say("context: no memories for this query")
+
+
+def main(args: argparse.Namespace) -> int:
+    """The full path: the same, with every problem explained and its exit code."""
+    from daemon.context.files import project_name
+    from sync.errors import EX_TEMPFAIL, DaemonNotListening
+
+    if args.tool is not None:
+        return run_hook(args)
+    query = " ".join(" ".join(args.query).split())
+    with handled():
+        try:
+            budget = budget_of(args) or DEFAULT_BUDGET
+        except ValueError as exc:
+            fail(f"context: {exc}", EX_USAGE)
+        if not query:
+            fail("context: give a QUERY (what the task is about), or --for TOOL to answer a hook's stdin", EX_USAGE)
+        settings = load(args, log_level="error")
+        if not settings.warm.enabled:
+            fail("context: the search index is off (warm.enabled = false): there is nothing to search", 1)
+        project = project_name(os.getcwd())
+        try:
+            found, recent = gather(
+                settings.socket_path,
+                query,
+                limit=args.limit,
+                project=project,
+                deadline=time.monotonic() + args.timeout,
+            )
+        except DaemonNotListening as exc:
+            fail(f"context: {exc}: start it (memsync run, or memsync service install)", EX_TEMPFAIL)
+        except ValueError as exc:
+            fail(f"context: {exc}", EX_USAGE)
+    block = compose(found, recent, budget=budget, start=False, query=query, project=project)
+    _show(args, query, block, project)
+    return 0
+
+
+def run_hook(args: argparse.Namespace) -> int:
+    """Answer the tool's hook: always exit 0, within ``args.timeout`` seconds."""
+    tool: str = args.tool
+    from daemon.context.hook import reply_for_error
+
+    try:
+        with _time_limit(args.timeout) as deadline:
+            out = _hook_answer(args, deadline)
+    except _OutOfTime:
+        say(f"context: gave up after {args.timeout:g}s (the daemon did not answer in time); no memories this time")
+        out = reply_for_error(tool)
+    except _Quiet as exc:
+        say(f"context: {exc}; no memories this time")
+        out = reply_for_error(tool)
+    except Exception as exc:  # noqa: BLE001 - a hook never fails its agent: one sentence, and the agent goes on
+        from sync.errors import MemsyncError
+
+        said = str(exc) if isinstance(exc, MemsyncError | ValueError | OSError) else type(exc).__name__
+        say(f"context: {said}; no memories this time")
+        out = reply_for_error(tool)
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    return 0
+
+
+def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
+    from daemon.context.files import given, last_prompt, project_name, remember_given
+    from daemon.context.hook import POINTER, fitted, plan, read_input, render
+    from sync.errors import DaemonNotListening
+
+    try:
+        hook = read_input(args.tool, sys.stdin.read(MAX_STDIN))
+        asked = budget_of(args)
+    except ValueError as exc:
+        raise _Quiet(str(exc)) from None
+    project = project_name(hook.cwd) if hook.cwd else None
+    last = None
+    if hook.source == "resume" and hook.transcript_path:
+        last = last_prompt(hook.transcript_path)
+    decided = plan(hook, project=project, last_prompt=last, budget=asked)
+    if decided.action == "skip":
+        return render(hook.tool, hook.event, "")
+    if decided.action == "pointer":
+        return render(hook.tool, hook.event, POINTER)
+    socket, state = _paths(args.config)
+    if socket is None:
+        raise _Quiet("the search index is off (warm.enabled = false)")
+    session = hook.session_id
+    exclude = given(state, hook.tool, session) if session and not decided.start else frozenset()
+    try:
+        # More than the limit by what the session was given, so that leaving those out leaves enough.
+        limit = args.limit + len(exclude)
+        found, recent = gather(socket, decided.query, limit=limit, project=project, deadline=deadline)
+    except DaemonNotListening as exc:
+        raise _Quiet(f"{exc}: start it (memsync run, or memsync service install)") from None
+
+    def make(budget: int) -> tuple[str, Block]:
+        block = compose(
+            found,
+            recent,
+            budget=budget,
+            start=decided.start,
+            query=decided.query,
+            project=project,
+            exclude=exclude,
+        )
+        return block.text, block
+
+    out, block = fitted(hook.tool, hook.event, decided.budget, make)
+    if session and (decided.start or (block is not None and block.ids)):
+        remember_given(state, hook.tool, session, block.ids if block is not None else (), fresh=decided.start)
+    return str(out)
+
+
+__all__ = ["add_context_arguments", "fast_context", "register"]
