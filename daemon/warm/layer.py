@@ -3,9 +3,10 @@
 One process owns an embedded store, so the daemon opens it once and everything else goes through
 here: the run loop pokes the indexer after each pass that pushed episodes (and, on the embedded hub,
 the hub file's changes poke it when other sites push); the control socket's threads search,
-read recent episodes and one episode with its neighbours (``sync.warm.browse``), and reindex. The embedding model stays loaded while it is used, so a search costs one query embedding,
-and is let go after ``warm.unload_after`` idle seconds (``sync.warm.lazy``): an idle daemon does not
-keep 160 MB for a search that may not come.
+read recent episodes and one episode with its neighbours (``sync.warm.browse``), and reindex.
+The embedding model stays loaded while it is used, so a search costs one query embedding, and is
+let go after ``warm.unload_after`` idle seconds (``sync.warm.lazy``): an idle daemon does not keep
+160 MB for a search that may not come.
 
 Failures never stop syncing. A transient one (store busy, provider down) backs off and retries; an
 exhausted quota pauses indexing until the provider says to come back, and ``status`` shows it; a
