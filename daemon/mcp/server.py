@@ -89,8 +89,6 @@ class Tools:
     def search(
         self, query: str, limit: int, site: str | None, agent: str | None, tags: list[str] | None, since: str | None
     ) -> Memories:
-        from sync.warm.request import SearchResult
-
         search_filter = SearchFilter(
             site=site, agent=agent, tags=tuple(tags or ()), since_ms=_since_ms(since, self.clock())
         )
@@ -100,7 +98,7 @@ class Tools:
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         reply = self._ask({"op": "search", "request": request.to_wire()}, SEARCH_TIMEOUT)
-        return Memories.of([SearchResult.from_wire(r) for r in reply])
+        return Memories.model_validate({"results": reply})  # the wire's fields are the schema's
 
     def episode(self, id: str, neighbours: int) -> Episode:
         from sync.warm.request import EpisodeView
@@ -127,8 +125,6 @@ class Tools:
         return Episode.of(view)
 
     def recent(self, limit: int, site: str | None, agent: str | None, since: str | None) -> Memories:
-        from sync.warm.request import SearchResult
-
         request = RecentRequest(
             limit=limit, filter=SearchFilter(site=site, agent=agent, since_ms=_since_ms(since, self.clock()))
         )
@@ -140,7 +136,7 @@ class Tools:
                     "the running daemon is older than this memsync: restart it for recent activity"
                 ) from None
             raise
-        return Memories.of([SearchResult.from_wire(r) for r in reply])
+        return Memories.model_validate({"results": reply})
 
     def health(self) -> Health:
         from daemon.status import gather
