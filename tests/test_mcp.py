@@ -75,7 +75,8 @@ def test_without_a_daemon_a_tool_says_so_and_the_server_keeps_serving(site: Site
     for result in (searched, recent, fetched):
         assert result.is_error
         text = result.content[0].text
-        assert "daemon is not running for site laptop" in text and "memsync run" in text
+        assert "daemon is not running for site laptop" in text
+        assert "memsync run" in text
         assert "Traceback" not in text
     assert not health.is_error, "health answers from the site's files, daemon or not"
     assert health.structured_content["daemonRunning"] is False
@@ -143,7 +144,8 @@ def test_http_without_a_token_is_refused_before_serving(site: SiteFiles) -> None
     done = memsync("mcp", "--http", "--config", str(site.config), env={"MEMSYNC_MCP__TOKEN": ""}, timeout=30)
     assert done.returncode == 78
     assert "MEMSYNC_MCP__TOKEN" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
 
 
 def _free_port() -> int:
@@ -160,7 +162,7 @@ def _post(port: int, body: dict[str, Any], token: str | None) -> tuple[int, str]
         f"http://127.0.0.1:{port}/mcp", data=json.dumps(body).encode(), headers=headers, method="POST"
     )
     try:
-        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - a fixed local URL
+        with urllib.request.urlopen(request, timeout=10) as answer:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -199,7 +201,8 @@ def test_http_wants_the_bearer_token_and_never_logs_it(site: SiteFiles, tmp_path
         assert _post(port, initialize, "")[0] == 401
         status, body = _post(port, initialize, token)
         assert status == 200, body
-        assert '"serverInfo"' in body and '"memsync"' in body
+        assert '"serverInfo"' in body
+        assert '"memsync"' in body
     finally:
         proc.terminate()
         proc.wait(30)

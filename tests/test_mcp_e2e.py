@@ -108,10 +108,12 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     assert [r["ts"] for r in recent] == sorted((r["ts"] for r in recent), reverse=True)
 
     health = out["memory_health"]
-    assert health["daemonRunning"] is True and health["site"] == "laptop"
+    assert health["daemonRunning"] is True
+    assert health["site"] == "laptop"
     assert health["index"]["enabled"] is True
 
-    assert out["bad_arguments"]["isError"] is True and "limit" in out["bad_arguments"]["text"]
+    assert out["bad_arguments"]["isError"] is True
+    assert "limit" in out["bad_arguments"]["text"]
 
     # The approval pair: asked, still pending after a short wait, approved from a terminal, then seen.
     asked = out["request_approval"]

@@ -61,8 +61,10 @@ def test_recent_is_newest_first_episodes_only_repeats_folded(store: EdgeStore) -
     found = recent(store, RecentRequest(limit=5))
     assert _ids(found) == ["laptop#7", "laptop#6", "laptop#4", "vm#1", "laptop#3"]
     assert found[1].duplicates == 1, "episode 5 is folded into its newer retry 6"
-    assert found[0].score == 0.0 and found[0].similarity is None
-    assert found[0].when is not None and found[0].tags == ["project:memsync"]
+    assert found[0].score == 0.0
+    assert found[0].similarity is None
+    assert found[0].when is not None
+    assert found[0].tags == ["project:memsync"]
 
 
 def test_recent_filters_like_search(store: EdgeStore) -> None:
@@ -90,14 +92,16 @@ def test_recent_reads_further_when_passages_and_repeats_fill_the_first_look() ->
 
 def test_episode_by_id_or_by_site_and_source_id_with_its_session_neighbours(store: EdgeStore) -> None:
     view = episode(store, EpisodeRequest(site="laptop", source_id="3", neighbours=2))
-    assert view.episode is not None and _ids([view.episode]) == ["laptop#3"]
+    assert view.episode is not None
+    assert _ids([view.episode]) == ["laptop#3"]
     assert _ids(view.before) == ["laptop#1", "laptop#2"], "time order, same site's session only"
     assert _ids(view.after) == ["laptop#5", "laptop#6"]
     by_id = episode(store, EpisodeRequest(id=point_id("laptop", "3"), neighbours=1))
     assert (_ids(by_id.before), _ids(by_id.after)) == (["laptop#2"], ["laptop#5"])
     # A further passage's id (a search hit's) leads to its episode.
     via_passage = episode(store, EpisodeRequest(id=passage_id("laptop", "3", 1), neighbours=0))
-    assert via_passage.episode is not None and via_passage.episode.id == point_id("laptop", "3")
+    assert via_passage.episode is not None
+    assert via_passage.episode.id == point_id("laptop", "3")
     assert (via_passage.before, via_passage.after) == ([], [])
     assert episode(store, EpisodeRequest(site="laptop", source_id="404")).episode is None
 
@@ -144,3 +148,29 @@ def test_the_wire_round_trips(store: EdgeStore) -> None:
     view = episode(store, asked)
     assert EpisodeView.from_wire(view.to_wire()) == view
     assert set(view.to_wire()["episode"]) >= {"pointId", "sourceSite", "sourceId", "agentName", "sessionId", "when"}
+
+
+def test_a_daemon_older_than_the_ops_means_nothing_to_show_not_a_failure(short_dir: Path) -> None:
+    from daemon.loop.browse_client import ask_episode, ask_recent
+    from daemon.loop.control import ControlServer, listen
+    from sync.errors import ControlError
+
+    path = short_dir / "old.sock"
+    # What a daemon from before these ops serves: search and nothing of browse.
+    server = ControlServer(listen(path), {"search": lambda _request, _progress: []}).start()
+    try:
+        assert ask_recent(path, RecentRequest(limit=3)) == []
+        assert ask_episode(path, EpisodeRequest(id="x")) == EpisodeView(None)
+    finally:
+        server.close()
+
+    # A daemon that knows the op and refuses the request still says why.
+    def refuse(_request: object, _progress: object) -> object:
+        raise ValueError("limit must be 1..100")
+
+    server = ControlServer(listen(path), {"recent": refuse}).start()
+    try:
+        with pytest.raises(ControlError, match="limit must be"):
+            ask_recent(path, RecentRequest(limit=3))
+    finally:
+        server.close()
