@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 GEN    := tests/agentdb_gen
 V139   := tests/agentdb_variants/v139
 V3     := tests/agentdb_variants/v3alpha
+MCPC   := tests/mcp_client
 # Convex's npm project sits at the root (its CLI wants package.json beside convex.json).
 CONVEX := node_modules/.stamp-node
 NPM    := npm --no-audit --no-fund --loglevel=error
@@ -52,13 +53,18 @@ $(V3)/node_modules/.stamp-node: $(V3)/package-lock.json
 	cd $(V3) && $(NPM) install --ignore-scripts --omit=optional
 	@touch $@
 
+# The official MCP TypeScript SDK: a client no one here wrote, driving `memsync mcp` in the tests.
+$(MCPC)/node_modules/.stamp-node: $(MCPC)/package-lock.json
+	cd $(MCPC) && $(NPM) ci --ignore-scripts
+	@touch $@
+
 # convex, convex-test and vitest: for cloud_functions' tests and the local Convex the Python tests use.
 $(CONVEX): package.json package-lock.json
 	$(NPM) ci
 	@touch $@
 
 bootstrap: $(BIN)/.stamp-python
-node: $(GEN)/node_modules/.stamp-node $(V139)/node_modules/.stamp-node $(V3)/node_modules/.stamp-node $(CONVEX)
+node: $(GEN)/node_modules/.stamp-node $(V139)/node_modules/.stamp-node $(V3)/node_modules/.stamp-node $(MCPC)/node_modules/.stamp-node $(CONVEX)
 
 lint: bootstrap
 	$(BIN)/ruff check daemon sync tests bench
@@ -98,4 +104,4 @@ bench: bootstrap $(GEN)/node_modules/.stamp-node $(CONVEX)
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf $(VENV) node_modules $(GEN)/node_modules $(V139)/node_modules $(V3)/node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) node_modules $(MCPC)/node_modules $(GEN)/node_modules $(V139)/node_modules $(V3)/node_modules .mypy_cache .ruff_cache .pytest_cache

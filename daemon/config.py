@@ -38,6 +38,7 @@ _ENV_ONLY = (
     ("warm", "rerank_api_key"),
     ("telegram", "bot_token"),
     ("telegram", "webhook_secret"),
+    ("mcp", "token"),
 )
 SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
@@ -355,6 +356,14 @@ class PrivacySection(_Section):
         return Redactor.configured(self.patterns, self.allow) if self.redact else None
 
 
+class McpSection(_Section):
+    """``memsync mcp --http``: the port it listens on (127.0.0.1 only) and the bearer token a client
+    must send (from the environment or .env only: MEMSYNC_MCP__TOKEN). Over stdio neither is used."""
+
+    port: int = Field(8765, ge=1, le=65535)
+    token: SecretStr | None = None
+
+
 class LogSection(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
@@ -381,6 +390,7 @@ class Settings(BaseSettings):
     telegram: TelegramSection = TelegramSection()
     alerts: AlertsSection = AlertsSection()
     privacy: PrivacySection = PrivacySection()
+    mcp: McpSection = McpSection()
     log: LogSection = LogSection()
     data_dir: Path | None = None
     config_file: Path | None = None

@@ -487,3 +487,14 @@ def test_server_store_unreachable_server_is_transient() -> None:
     with pytest.raises(TransientError, match="cannot reach Qdrant"):
         store.open_or_create(COLLECTION, MODEL, DIMS)
     store.close()
+
+
+def test_in_time_order_reads_newest_or_oldest_first_under_a_filter(store: VectorStore) -> None:
+    newest = store.in_time_order(limit=3)
+    assert [p.payload["sourceId"] for p in newest] == ["5", "4", "3"]
+    oldest = store.in_time_order(limit=2, newest_first=False)
+    assert [p.payload["sourceId"] for p in oldest] == ["1", "2"]
+    coder = store.in_time_order(SearchFilter(agent="coder"), limit=10)
+    assert [p.payload["sourceId"] for p in coder] == ["3", "1"]
+    assert [p.payload["sourceId"] for p in store.in_time_order(SearchFilter(since_ms=4_000), limit=10)] == ["5", "4"]
+    assert newest[0].dense is None, "payloads only"

@@ -115,41 +115,15 @@ def _view(a: Approval) -> dict[str, Any]:
 
 
 def _announce(settings: Settings, backbone: Backbone, approval_id: str, *, new: bool) -> None:
-    """On the embedded hub, queue the approval's message (or the edit it now needs) and send it at
-    once; the daemon's next round sends it otherwise. Convex does this itself."""
-    if settings.backbone.kind != "local" or not settings.telegram.enabled:
-        return
-    from daemon.alerts.messages import approval_message
-    from daemon.alerts.quiet import send_after
-    from daemon.alerts.store import AlertStore, Queued
-    from daemon.telegram.presses import reconcile, track
-    from daemon.telegram.sender import send_now
+    from daemon.approval_calls import announce
 
-    store = AlertStore(settings.alerts_path)
-    try:
-        telegram = settings.telegram
-        if new:
-            approval = backbone.approval(approval_id)
-            assert approval is not None
-            # A high or critical approval goes at once; the others wait out the quiet hours.
-            severity = "critical" if approval.priority in ("high", "critical") else "warning"
-            when = send_after(severity, store.now_ms(), telegram.quiet_hours, telegram.timezone)
-            store.enqueue(Queued(f"approval:{approval_id}", approval_message(approval), severity, when))
-            track(store, approval_id)
-        else:
-            reconcile(backbone, store, only=approval_id)
-        assert telegram.bot_token is not None
-        assert telegram.chat_id is not None
-        done = send_now(store, telegram.bot_token.get_secret_value(), telegram.api_base, telegram.chat_id)
-        if done.held is not None:
-            console(stderr=True).print(f"Telegram message queued, not sent yet: {done.held}")
-    except Exception as exc:  # noqa: BLE001 - the approval stands; the daemon sends what is queued
-        console(stderr=True).print(f"Telegram message not sent now ({exc}); the daemon will send it")
-    finally:
-        store.close()
+    note = announce(settings, backbone, approval_id, new=new)
+    if note is not None:
+        console(stderr=True).print(note)
 
 
 def request_main(args: argparse.Namespace) -> int:
+    from daemon import approval_calls
     from daemon.site import open_backbone
     from sync.errors import BackboneNotFound
 
@@ -157,29 +131,25 @@ def request_main(args: argparse.Namespace) -> int:
         settings = load(args, log_level="error")
         if args.cost is not None and not args.cost >= 0:
             fail(f"--cost {args.cost}: give an amount in USD, not negative", EX_USAGE)
-        agent = args.agent or settings.site.defaults.agent_name or "agent"
-        timeout = settings.jobs.approval_timeout_ms(args.category)
-        now = int(time.time() * 1000)
         backbone = open_backbone(settings)
         try:
             try:
-                approval_id = backbone.create_approval(
-                    agent_name=agent,
-                    action_type=args.category,
-                    priority=args.priority,
-                    reviewers=[str(r) for r in settings.telegram.reviewers],
-                    expires_at=now + max(timeout, 60_000),
-                    timeout_ms=timeout,
-                    cost_usd=args.cost,
-                    tests_passed=True if args.tests_passed else None,
+                approval_id, approval, note = approval_calls.request(
+                    settings,
+                    backbone,
+                    category=args.category,
                     summary=args.summary,
-                    source_id=args.episode,
+                    agent=args.agent,
+                    episode=args.episode,
+                    cost=args.cost,
+                    tests_passed=args.tests_passed,
+                    priority=args.priority,
+                    now_ms=int(time.time() * 1000),
                 )
             except BackboneNotFound as exc:  # the episode it is about: nothing to attach the decision to
                 fail(f"{exc}: give the id of one of this site's synced episodes, or leave out --episode", EXIT_UNKNOWN)
-            approval = backbone.approval(approval_id)
-            if approval is not None and approval.status == "pending":
-                _announce(settings, backbone, approval_id, new=True)
+            if note is not None:
+                console(stderr=True).print(note)
         finally:
             backbone.close()
     if args.as_json:
@@ -192,36 +162,27 @@ def request_main(args: argparse.Namespace) -> int:
 
 
 def wait_main(args: argparse.Namespace) -> int:
+    from daemon import approval_calls
     from daemon.site import open_backbone
-    from sync.approvals import effective_expiry
 
     with handled():
         settings = load(args, log_level="error")
-        deadline = None if args.timeout is None else time.monotonic() + max(args.timeout, 0)
-        interval = 0.5 if settings.backbone.kind == "local" else 2.0  # Convex: each look is a function call
         backbone = open_backbone(settings, create=False)
         try:
-            while True:
-                approval = backbone.approval(args.approval_id)
-                if approval is None:
-                    fail(f"no approval {args.approval_id!r}: `memsync approvals` lists them", EXIT_UNKNOWN)
-                if approval.status == "approved":
-                    say(f"approved by {approval.resolved_by}")
-                    return EXIT_APPROVED
-                if approval.status == "rejected":
-                    say(f"rejected by {approval.resolved_by}")
-                    return EXIT_REJECTED
-                timeout = settings.jobs.approval_timeout_ms(approval.action_type)
-                expiry = effective_expiry(approval.created_at, approval.expires_at, timeout, approval.defer_count)
-                if approval.status == "expired" or time.time() * 1000 >= expiry:
-                    say("expired unanswered")
-                    return EXIT_EXPIRED
-                if deadline is not None and time.monotonic() >= deadline:
-                    say(f"still pending after {args.timeout:g} s")
-                    return EXIT_EXPIRED
-                time.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
+            try:
+                waited = approval_calls.wait(settings, backbone, args.approval_id, args.timeout)
+            except LookupError as exc:
+                fail(str(exc), EXIT_UNKNOWN)
         finally:
             backbone.close()
+    if waited.status == "approved":
+        say(f"approved by {waited.resolved_by}")
+        return EXIT_APPROVED
+    if waited.status == "rejected":
+        say(f"rejected by {waited.resolved_by}")
+        return EXIT_REJECTED
+    say("expired unanswered" if waited.status == "expired" else f"still pending after {args.timeout:g} s")
+    return EXIT_EXPIRED
 
 
 def list_main(args: argparse.Namespace) -> int:

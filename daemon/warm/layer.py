@@ -2,10 +2,11 @@
 
 One process owns an embedded store, so the daemon opens it once and everything else goes through
 here: the run loop pokes the indexer after each pass that pushed episodes (and, on the embedded hub,
-the hub file's changes poke it when other sites push); the control socket's threads search and
-reindex. The embedding model stays loaded while it is used, so a search costs one query embedding,
-and is let go after ``warm.unload_after`` idle seconds (``sync.warm.lazy``): an idle daemon does not
-keep 160 MB for a search that may not come.
+the hub file's changes poke it when other sites push); the control socket's threads search,
+read recent episodes and one episode with its neighbours (``sync.warm.browse``), and reindex.
+The embedding model stays loaded while it is used, so a search costs one query embedding, and is
+let go after ``warm.unload_after`` idle seconds (``sync.warm.lazy``): an idle daemon does not keep
+160 MB for a search that may not come.
 
 Failures never stop syncing. A transient one (store busy, provider down) backs off and retries; an
 exhausted quota pauses indexing until the provider says to come back, and ``status`` shows it; a
@@ -42,12 +43,13 @@ from sync.backbone.base import ChangeFeed
 from sync.errors import CollectionMismatch, ConfigError, MemsyncError, QuotaExhausted, TransientError
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
+from sync.warm import browse
 from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lazy import LazyEmbedder
 from sync.warm.locked import LockedStore
-from sync.warm.request import SearchRequest, SearchResult
+from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 from sync.warm.rerank import Reranker, VoyageReranker
 from sync.warm.search import search
 from sync.warm.store import CollectionSpec, EdgeStore, ServerStore, VectorStore
@@ -341,6 +343,14 @@ class WarmLayer:
             if not was_loaded and self._thread is not None:
                 self._write_status()  # status no longer says the model was let go
 
+    def recent(self, request: RecentRequest) -> list[SearchResult]:
+        """The latest episodes under a filter (``sync.warm.browse``): no query, no model."""
+        return browse.recent(self._open_collection(), request)
+
+    def episode(self, request: EpisodeRequest) -> EpisodeView:
+        """One episode and its session's neighbours (``sync.warm.browse``)."""
+        return browse.episode(self._open_collection(), request)
+
     def _retire(self, physical: str) -> None:
         """Drop a collection that no longer serves (the old one after a switch, or a half-built one)."""
         store = self._store or LockedStore(open_store(self.settings))
@@ -502,6 +512,12 @@ def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
     def do_search(request: Mapping[str, Any], _progress: Progress) -> Any:
         return [r.to_wire() for r in layer.search(SearchRequest.from_wire(request.get("request") or {}))]
 
+    def do_recent(request: Mapping[str, Any], _progress: Progress) -> Any:
+        return [r.to_wire() for r in layer.recent(RecentRequest.from_wire(request.get("request") or {}))]
+
+    def do_episode(request: Mapping[str, Any], _progress: Progress) -> Any:
+        return layer.episode(EpisodeRequest.from_wire(request.get("request") or {})).to_wire()
+
     def do_reindex(_request: Mapping[str, Any], progress: Progress) -> Any:
         return asdict(layer.reindex(lambda report: progress(asdict(report))))
 
@@ -518,7 +534,14 @@ def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
         done = layer.wait_purged(through, max(0.0, min(float(request.get("timeout") or 0), 3600.0)))
         return {"through": through, "done": done}
 
-    return {"search": do_search, "reindex": do_reindex, "indexed": do_indexed, "purged": do_purged}
+    return {
+        "search": do_search,
+        "recent": do_recent,
+        "episode": do_episode,
+        "reindex": do_reindex,
+        "indexed": do_indexed,
+        "purged": do_purged,
+    }
 
 
 @contextmanager

@@ -77,6 +77,12 @@ class LockedStore:
         with self._lock:
             return self.inner.get(ids, with_vectors)
 
+    def in_time_order(
+        self, filter: SearchFilter | None = None, limit: int = 10, newest_first: bool = True
+    ) -> list[StoredPoint]:
+        with self._lock:
+            return self.inner.in_time_order(filter, limit, newest_first)
+
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
             self.inner.delete(ids)

@@ -34,6 +34,10 @@ def when_words(ts_ms: int | None) -> str | None:
     return f"{moment.day} {moment:%B %Y}, {hour}:{moment:%M} {'am' if moment.hour < 12 else 'pm'} UTC"
 
 
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 @dataclass(frozen=True, slots=True)
 class SearchFilter:
     """Conditions every hit must meet (all of them); ``tags`` matches a point carrying any of them."""
@@ -136,6 +140,43 @@ class SearchResult:
         return {WIRE_NAMES.get(name, name): value for name, value in asdict(self).items()}
 
     @classmethod
+    def from_payload(
+        cls,
+        point: str,
+        payload: Mapping[str, Any],
+        *,
+        score: float = 0.0,
+        similarity: float | None = None,
+        duplicates: int = 0,
+        passage: Passage | None = None,
+    ) -> SearchResult:
+        """An episode's point payload as a result: a search's hit, or an episode read without a
+        query (``sync.warm.browse``: score 0, no similarity)."""
+        reward = payload.get("reward")
+        success = payload.get("success")
+        ts = _int(payload.get("ts"))
+        return cls(
+            id=point,
+            site=str(payload.get("site", "")),
+            source_id=str(payload.get("sourceId", "")),
+            score=score,
+            similarity=similarity,
+            ts=ts,
+            agent=payload.get("agent"),
+            session=payload.get("session"),
+            task=payload.get("task"),
+            tags=[str(t) for t in payload.get("tags") or []],
+            reward=float(reward) if isinstance(reward, int | float) and not isinstance(reward, bool) else None,
+            success=success if isinstance(success, bool) else None,
+            text=str(payload.get("text", "")),
+            duplicates=max(0, duplicates),
+            archived=payload.get("archived") is True,
+            approval_status=str(payload["approvalStatus"]) if payload.get("approvalStatus") else None,
+            passage=passage,
+            when=when_words(ts),
+        )
+
+    @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> SearchResult:
         fields: dict[str, Any] = {name: data.get(WIRE_NAMES.get(name, name)) for name in cls.__dataclass_fields__}
         fields["archived"] = fields.get("archived") is True  # absent from an older daemon's answer
@@ -143,3 +184,107 @@ class SearchResult:
         passage = fields.get("passage")
         fields["passage"] = Passage(**passage) if isinstance(passage, Mapping) else None
         return cls(**fields)
+
+
+# --- episodes read without a query (``sync.warm.browse``): the ``recent`` and ``episode`` ops ------
+
+MAX_NEIGHBOURS: Final = 20
+
+
+def _filter_from_wire(data: Mapping[str, Any]) -> SearchFilter:
+    flt = dict(data.get("filter") or {})
+    return SearchFilter(
+        site=flt.get("site"),
+        agent=flt.get("agent"),
+        session=flt.get("session"),
+        tags=tuple(str(t) for t in flt.get("tags") or ()),
+        since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RecentRequest:
+    """The latest episodes under a filter, newest first."""
+
+    limit: int = 10
+    filter: SearchFilter = field(default_factory=SearchFilter)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"limit": self.limit, "filter": {**asdict(self.filter), "tags": list(self.filter.tags)}}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> RecentRequest:
+        """ValueError names what is wrong with it."""
+        try:
+            request = cls(limit=int(data.get("limit", 10)), filter=_filter_from_wire(data))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"malformed recent request: {exc}") from None
+        request.check()
+        return request
+
+    def check(self) -> None:
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be 1..{MAX_LIMIT}, got {self.limit}")
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeRequest:
+    """One episode, by its point id or by (site, sourceId), and up to ``neighbours`` episodes of its
+    session on each side of it."""
+
+    id: str | None = None
+    site: str | None = None
+    source_id: str | None = None
+    neighbours: int = 3
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"id": self.id, "site": self.site, "sourceId": self.source_id, "neighbours": self.neighbours}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> EpisodeRequest:
+        """ValueError names what is wrong with it."""
+        try:
+            request = cls(
+                id=None if data.get("id") is None else str(data["id"]),
+                site=None if data.get("site") is None else str(data["site"]),
+                source_id=None if data.get("sourceId") is None else str(data["sourceId"]),
+                neighbours=int(data.get("neighbours", 3)),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"malformed episode request: {exc}") from None
+        request.check()
+        return request
+
+    def check(self) -> None:
+        by_id = bool(self.id and self.id.strip())
+        by_source = bool(self.site and self.source_id)
+        if by_id == by_source:
+            raise ValueError("name the episode by its id (pointId), or by its site and sourceId, not both")
+        if not 0 <= self.neighbours <= MAX_NEIGHBOURS:
+            raise ValueError(f"neighbours must be 0..{MAX_NEIGHBOURS}, got {self.neighbours}")
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeView:
+    """An episode (None: no such episode in the index) and its session's episodes just before and
+    just after it, each list in time order."""
+
+    episode: SearchResult | None
+    before: list[SearchResult] = field(default_factory=list)
+    after: list[SearchResult] = field(default_factory=list)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "episode": None if self.episode is None else self.episode.to_wire(),
+            "before": [r.to_wire() for r in self.before],
+            "after": [r.to_wire() for r in self.after],
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> EpisodeView:
+        found = data.get("episode")
+        return cls(
+            episode=SearchResult.from_wire(found) if isinstance(found, Mapping) else None,
+            before=[SearchResult.from_wire(r) for r in data.get("before") or ()],
+            after=[SearchResult.from_wire(r) for r in data.get("after") or ()],
+        )

@@ -23,7 +23,7 @@ from sync.warm.embedders import Embedder
 from sync.warm.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
 from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
-from sync.warm.request import Passage, SearchFilter, SearchRequest, SearchResult, when_words
+from sync.warm.request import Passage, SearchFilter, SearchRequest, SearchResult
 from sync.warm.rerank import Reranker
 from sync.warm.store import Hit, Scored, VectorStore
 
@@ -137,28 +137,8 @@ def _int(value: object) -> int | None:
 
 
 def _result(r: Ranked, duplicates: int) -> SearchResult:
-    p = r.payload
-    reward = p.get("reward")
-    success = p.get("success")
-    return SearchResult(
-        id=r.id,
-        site=str(p.get("site", "")),
-        source_id=str(p.get("sourceId", "")),
-        score=r.score,
-        similarity=r.similarity,
-        ts=_int(p.get("ts")),
-        agent=p.get("agent"),
-        session=p.get("session"),
-        task=p.get("task"),
-        tags=[str(t) for t in p.get("tags") or []],
-        reward=float(reward) if isinstance(reward, int | float) and not isinstance(reward, bool) else None,
-        success=success if isinstance(success, bool) else None,
-        text=str(p.get("text", "")),
-        duplicates=max(0, duplicates),
-        archived=p.get("archived") is True,
-        approval_status=str(p["approvalStatus"]) if p.get("approvalStatus") else None,
-        passage=_passage(p),
-        when=when_words(_int(p.get("ts"))),
+    return SearchResult.from_payload(
+        r.id, r.payload, score=r.score, similarity=r.similarity, duplicates=duplicates, passage=_passage(r.payload)
     )
 
 

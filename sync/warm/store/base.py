@@ -185,6 +185,13 @@ class VectorStore(Protocol):
 
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]: ...
 
+    def in_time_order(
+        self, filter: SearchFilter | None = None, limit: int = 10, newest_first: bool = True
+    ) -> list[StoredPoint]:
+        """Up to ``limit`` points under ``filter`` by their payload's ``ts`` (indexed), newest first
+        or oldest first, payloads only: recent activity and a session's episodes, no query needed."""
+        ...
+
     def delete(self, ids: Sequence[str]) -> None: ...
 
     def count(self, filter: SearchFilter | None = None) -> int: ...

@@ -286,6 +286,24 @@ class EdgeStore(StoreBase):
             )
         return out
 
+    def in_time_order(
+        self, filter: SearchFilter | None = None, limit: int = 10, newest_first: bool = True
+    ) -> list[StoredPoint]:
+        import qdrant_edge as qe
+
+        shard = self._live()
+        direction = qe.Direction.Desc if newest_first else qe.Direction.Asc
+        request = qe.ScrollRequest(
+            limit=limit,
+            filter=_edge_filter(qe, filter),
+            with_payload=True,
+            with_vector=False,
+            order_by=qe.OrderBy("ts", direction=direction),
+        )
+        with self._edge_errors("read points in time order"):
+            records, _next = shard.scroll(request)
+        return [StoredPoint(str(r.id), dict(r.payload or {})) for r in records]
+
     def delete(self, ids: Sequence[str]) -> None:
         import qdrant_edge as qe
 

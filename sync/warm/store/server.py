@@ -313,6 +313,24 @@ class ServerStore(StoreBase):
             with self._client_errors("delete points"):
                 self._client.delete(collection, qm.PointIdsList(points=list(ids)), wait=True)
 
+    def in_time_order(
+        self, filter: SearchFilter | None = None, limit: int = 10, newest_first: bool = True
+    ) -> list[StoredPoint]:
+        from qdrant_client import models as qm
+
+        collection, _ = self._opened()
+        direction = qm.Direction.DESC if newest_first else qm.Direction.ASC
+        with self._client_errors("read points in time order"):
+            records, _next = self._client.scroll(
+                collection,
+                scroll_filter=_qm_filter(filter),
+                limit=limit,
+                with_payload=True,
+                with_vectors=False,
+                order_by=qm.OrderBy(key="ts", direction=direction),
+            )
+        return [StoredPoint(str(r.id), dict(r.payload or {})) for r in records]
+
     def count(self, filter: SearchFilter | None = None) -> int:
         collection, _ = self._opened()
         with self._client_errors("count points"):
