@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SiteFiles, wait_for, wait_started
+from conftest import AgentProcess, SiteFiles, episode, wait_for, wait_started
 
-from daemon.context.compose import CLOSE, OPEN
+from daemon.context.compose import CLOSE, LATEST, MEMORIES, OPEN
 from daemon.context.hook import CAPS, POINTER, TOOLS
 
 HOOKS = Path(__file__).parent / "data" / "hooks"
@@ -280,3 +280,75 @@ def test_by_hand_a_problem_is_one_sentence_and_its_exit_code(
         assert done.stderr.count(named) == 1, done.stderr
         assert "Traceback" not in done.stderr
         assert done.stdout == ""
+
+
+def test_a_session_start_shows_the_projects_latest_sessions_through_the_recent_op(
+    site_files: Callable[..., SiteFiles],
+    make_agentdb: Callable[..., Path],
+    agents: Callable[[Path], AgentProcess],
+    short_dir: Path,
+    tmp_path: Path,
+    daemons: Callable[..., subprocess.Popen[bytes]],
+) -> None:
+    """The daemon's ``recent`` op feeds the block: this project's latest sessions (the tag
+    ``project:<git top-level>``) are shown at session start, another project's are not among them."""
+    db = make_agentdb(60)
+    agent = agents(db)
+    work = [
+        ("wired the refund webhook to the ledger", "refunds now post ledger entries"),
+        ("moved checkout retries behind a feature flag", "the flag defaults off in staging"),
+    ]
+    mine = [
+        agent.store(episode(100 + i, sessionId=f"shop-{i}", task=task, output=out, tags=["project:zephyr"]))
+        for i, (task, out) in enumerate(work)
+    ]
+    other = agent.store(episode(200, sessionId="blog-1", task="tuned the blog's RSS feed", tags=["project:blog"]))
+    agent.close()
+    site = site_files("laptop", db, warm=warm(tmp_path, short_dir))
+    log = tmp_path / "daemon.log"
+    proc = daemons(site.config, log)
+    wait_started(site, proc, log)
+
+    def indexed() -> bool:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "daemon",
+                "search",
+                "refund checkout RSS",
+                "--json",
+                "-n",
+                "50",
+                "-c",
+                str(site.config),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        ids = {r["sourceId"] for r in json.loads(done.stdout)["results"]} if done.returncode == 0 else set()
+        seen[:] = [done.returncode, sorted(ids), done.stderr[-300:]]
+        return {str(i) for i in (*mine, other)} <= ids
+
+    seen: list[object] = []
+
+    try:
+        wait_for(indexed, timeout=90, what="the project's episodes in the index")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {mine} {other}, last search {seen}") from None
+    project = tmp_path / "zephyr"
+    (project / ".git").mkdir(parents=True)
+    start = hook("claude-code", site.config, stdin_for("claude-code", "SessionStart", project, session_id="s-new"))
+    assert start.returncode == 0, start.stderr
+    assert said(start) == []
+    block = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+    shown = set(REF.findall(block))
+    assert {f"laptop#{i}" for i in mine} <= shown  # in either section: the search may find them too
+    # The latest sessions' section is there (first, at a start) and holds this project's episodes only
+    # (the other project's may be among the related memories, never here).
+    latest_title = LATEST.format(project=" (zephyr)")
+    assert latest_title in block
+    latest = set(REF.findall(block.split(latest_title, 1)[1].split(MEMORIES, 1)[0]))
+    assert latest
+    assert latest <= {f"laptop#{i}" for i in mine}

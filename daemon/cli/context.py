@@ -22,7 +22,6 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any, Final
@@ -30,7 +29,7 @@ from typing import Any, Final
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, parse_or_none, say
 from daemon.context.compose import Block, compose
 from daemon.context.hook import TOOLS
-from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
+from sync.warm.request import MAX_LIMIT, RecentRequest, SearchFilter, SearchRequest, SearchResult
 
 DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
 DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice
@@ -140,6 +139,7 @@ def gather(
 ) -> tuple[list[SearchResult], list[SearchResult]]:
     """The search's results for ``query`` and the project's recent episodes, from the daemon. A
     daemon without the ``recent`` op (older than this command), or refusing it, has no recent results."""
+    from daemon.loop.browse_client import ask_recent
     from daemon.loop.control_client import ask
     from sync.errors import ControlError
 
@@ -148,15 +148,13 @@ def gather(
     found = _results(ask(socket, {"op": "search", "request": request.to_wire()}, timeout=_left(deadline)))
     recent: list[SearchResult] = []
     if project:
-        # The shape of a search request's filter (``SearchRequest.to_wire``), with no query.
-        wanted = SearchFilter(tags=(f"project:{project}",))
-        wire = {"limit": RECENT_LIMIT, "filter": {**asdict(wanted), "tags": list(wanted.tags)}}
+        wanted = RecentRequest(limit=RECENT_LIMIT, filter=SearchFilter(tags=(f"project:{project}",)))
         try:
-            recent = _results(ask(socket, {"op": "recent", "request": wire}, timeout=_left(deadline)))
+            # A daemon older than the op answers with no recent episodes, not an error.
+            recent = ask_recent(socket, wanted, timeout=_left(deadline))
         except ControlError as exc:
             # The search's memories are worth giving without the latest sessions.
-            if "unknown op" not in str(exc):
-                say(f"context: the daemon refused `recent` ({exc}); no latest sessions this time")
+            say(f"context: the daemon refused `recent` ({exc}); no latest sessions this time")
     return found, recent
 
 
