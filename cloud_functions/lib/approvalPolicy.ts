@@ -5,7 +5,7 @@ const MINUTE = 60_000;
 /**
  * The design's approval policy: how long a pending approval of each category (its actionType)
  * waits before it expires; 0 approves it at once. A copy of sync/approvals.py's
- * APPROVAL_TIMEOUTS_MS (the daemon's jobs.approval_timeouts starts from the same table): the
+ * APPROVAL_TIMEOUTS_MS, both held to contracts/approval_policy.json (the daemon's jobs.approval_timeouts starts from the same table): the
  * expire-pending-approvals cron runs with it, and create applies it when no timeout is given.
  */
 export const APPROVAL_TIMEOUTS_MS: Record<string, number> = {
@@ -62,5 +62,22 @@ export function effectiveExpiry(
   defaultMs: number = DEFAULT_APPROVAL_TIMEOUT_MS,
 ): number {
   if ((approval.deferCount ?? 0) > 0) return approval.expiresAt;
-  return Math.min(approval.expiresAt, approval.createdAt + timeoutOf(approval.actionType, timeoutsMs, defaultMs));
+  // A negative timeout counts as 0, as in sync/approvals.py (contracts/approval_policy.json).
+  return Math.min(approval.expiresAt, approval.createdAt + Math.max(timeoutOf(approval.actionType, timeoutsMs, defaultMs), 0));
+}
+
+/**
+ * The new deadline when a person defers a pending approval at `now`: its effective expiry pushed
+ * out by its category's timeout; null when it may not be deferred (past its deadline, or deferred
+ * MAX_DEFERS times already). sync/approvals.py's deferred_expiry.
+ */
+export function deferredExpiry(
+  approval: Pick<Doc<"approvals">, "actionType" | "createdAt" | "expiresAt" | "deferCount">,
+  now: number,
+  timeoutsMs: Record<string, number> = APPROVAL_TIMEOUTS_MS,
+  defaultMs: number = DEFAULT_APPROVAL_TIMEOUT_MS,
+): number | null {
+  const current = effectiveExpiry(approval, timeoutsMs, defaultMs);
+  if ((approval.deferCount ?? 0) >= MAX_DEFERS || now >= current) return null;
+  return current + Math.max(timeoutOf(approval.actionType, timeoutsMs, defaultMs), 0);
 }
