@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from contract import contract
+
 from sync.approvals import (
     APPROVAL_TIMEOUTS_MS,
     APPROVED_BY_POLICY,
@@ -24,10 +24,10 @@ POLICY = contract("approval_policy.json")
 
 def test_the_table_is_the_contract() -> None:
     assert dict(APPROVAL_TIMEOUTS_MS) == POLICY["timeouts_ms"]
-    assert DEFAULT_APPROVAL_TIMEOUT_MS == POLICY["default_timeout_ms"]
-    assert APPROVED_BY_POLICY == POLICY["approved_by_policy"]
-    assert AUTO_APPROVE_UNDER_USD == POLICY["auto_approve_under_usd"]
-    assert MAX_DEFERS == POLICY["max_defers"]
+    assert POLICY["default_timeout_ms"] == DEFAULT_APPROVAL_TIMEOUT_MS
+    assert POLICY["approved_by_policy"] == APPROVED_BY_POLICY
+    assert POLICY["auto_approve_under_usd"] == AUTO_APPROVE_UNDER_USD
+    assert POLICY["max_defers"] == MAX_DEFERS
 
 
 @pytest.mark.parametrize("case", POLICY["approved_at_creation"])

@@ -11,7 +11,6 @@ import pytest
 from daemon.alerts.quiet import send_after
 from daemon.schedule import plan
 from daemon.schedule.jobs import covered_day
-from sync.leases import Claim, Lease, decide
 
 JOBS = {job.name: job for job in plan.DEFAULT_JOBS}
 
@@ -71,20 +70,6 @@ def test_slot_grace_and_next_fire_at_fixed_instants(
 )
 def test_the_day_a_digest_covers(slot_start: str, covered: str) -> None:
     assert covered_day(at(slot_start)) == covered
-
-
-@pytest.mark.parametrize(
-    ("current", "now_ms", "claim"),
-    [
-        (None, 0, Claim.TAKE),
-        (Lease("j", "s", "vm", 1000), 999, Claim.SKIP),
-        (Lease("j", "s", "vm", 1000), 1000, Claim.TAKE_OVER),
-        (Lease("j", "s", "laptop", 1000), 5000, Claim.KEEP),
-        (Lease("j", "s", "vm", 1000, done=True), 5000, Claim.SKIP),
-    ],
-)
-def test_a_slots_lease_is_decided_by_the_instant_given(current: Lease | None, now_ms: int, claim: Claim) -> None:
-    assert decide(current, "laptop", now_ms) is claim
 
 
 def ms(text: str) -> int:
