@@ -13,8 +13,7 @@ import pytest
 
 from daemon.alerts.machine import REMINDERS_MS, AlertState, Notice, Observation, SignalSpec, mute, snooze, step
 from daemon.alerts.messages import alert_id, approval_outcome, digest_message, notice_message
-from daemon.alerts.quiet import parse_quiet_hours, send_after
-from daemon.alerts.signals import SIGNALS, Subject, duration, observe_approvals, observe_sites, severity_of
+from daemon.alerts.signals import SIGNALS, Subject, observe_approvals, observe_sites, severity_of
 from daemon.counts import counted
 from daemon.telegram.callbacks import Action, parse, refusal
 from sync.backbone.base import Approval, SiteState
@@ -51,46 +50,6 @@ def test_the_machine_gives_the_shared_answers(case: dict[str, Any]) -> None:
 
 def _utc(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
-
-
-@pytest.mark.parametrize(
-    ("severity", "at", "window", "zone", "expected"),
-    [
-        ("warning", "2026-11-23 23:30", "22:00-07:00", "UTC", "2026-11-24 07:00"),  # across midnight
-        ("warning", "2026-11-24 03:10", "22:00-07:00", "UTC", "2026-11-24 07:00"),
-        ("warning", "2026-11-24 07:00", "22:00-07:00", "UTC", "2026-11-24 07:00"),  # the end is not inside
-        ("warning", "2026-11-24 21:59", "22:00-07:00", "UTC", "2026-11-24 21:59"),
-        ("critical", "2026-11-23 23:30", "22:00-07:00", "UTC", "2026-11-23 23:30"),  # critical goes through
-        ("warning", "2026-11-24 12:30", "13:00-14:00", "Europe/Paris", "2026-11-24 13:00"),  # 13:30 in Paris
-        ("warning", "2026-11-24 11:30", "13:00-14:00", "Europe/Paris", "2026-11-24 11:30"),
-        ("warning", "2026-11-24 12:30", "12:00-13:00", "UTC", "2026-11-24 13:00"),
-    ],
-)
-def test_quiet_hours_hold_warnings_until_they_end(
-    severity: str, at: str, window: str, zone: str, expected: str
-) -> None:
-    assert send_after(severity, _utc(at), window, zone) == _utc(expected)
-
-
-@pytest.mark.parametrize("text", ["22-07", "25:00-07:00", "07:00-07:00", "7:5-8:00", ""])
-def test_malformed_quiet_hours_are_refused(text: str) -> None:
-    with pytest.raises(ValueError, match=r"quiet hours|HH:MM|time of day"):
-        parse_quiet_hours(text)
-
-
-@pytest.mark.parametrize(
-    ("ms", "said"),
-    [
-        (0, "0 s"),
-        (59_999, "59 s"),
-        (60_000, "1 min"),
-        (3_600_000, "1 h"),
-        (7_500_000, "2 h 5 min"),
-        (90_000_000, "1 d 1 h"),
-    ],
-)
-def test_durations_read_as_people_say_them(ms: int, said: str) -> None:
-    assert duration(ms) == said
 
 
 def _site(name: str, **changes: Any) -> SiteState:
