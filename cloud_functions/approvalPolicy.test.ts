@@ -12,6 +12,8 @@ import {
   deferredExpiry,
   effectiveExpiry,
   MAX_DEFERS,
+  PRIORITY_SEVERITY,
+  severityOfPriority,
 } from "./lib/approvalPolicy";
 import { contract } from "./test.contracts";
 
@@ -28,6 +30,7 @@ type Policy = {
 };
 
 const policy = contract<Policy>("approval_policy.json");
+const loudness = contract<{ table: Record<string, string>; cases: { priority: string; severity: string }[] }>("priority_severity.json");
 
 /** An approval of category "c" whose timeout is the case's. */
 const approvalOf = (c: Expiry) => ({ actionType: "c", createdAt: c.created_at, expiresAt: c.expires_at, deferCount: c.defer_count });
@@ -51,5 +54,15 @@ describe("the approval policy (contracts/approval_policy.json)", () => {
 
   test.each(policy.deferred_expiry.map((c) => [c.why, c] as const))("deferredExpiry: %s", (_, c) => {
     expect(deferredExpiry(approvalOf(c), c.now!, { c: c.timeout_ms })).toBe(c.expiry);
+  });
+});
+
+describe("an approval's priority to its messages' severity (contracts/priority_severity.json)", () => {
+  test("the table is the contract's", () => {
+    expect(PRIORITY_SEVERITY).toEqual(loudness.table);
+  });
+
+  test.each(loudness.cases.map((c) => [c.priority, c.severity] as const))("%j is %s", (priority, severity) => {
+    expect(severityOfPriority(priority)).toBe(severity);
   });
 });

@@ -1,5 +1,6 @@
 """The approval policy (sync/approvals.py), which both backbones apply: its table and the cases of
-its rules come from contracts/approval_policy.json, which cloud_functions/approvals.test.ts runs too."""
+its rules come from contracts/approval_policy.json, and the severity of its messages by priority from
+contracts/priority_severity.json; cloud_functions/approvalPolicy.test.ts runs both too."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ from sync.approvals import (
     AUTO_APPROVE_UNDER_USD,
     DEFAULT_APPROVAL_TIMEOUT_MS,
     MAX_DEFERS,
+    PRIORITY_SEVERITY,
     approved_at_creation,
     deferred_expiry,
     effective_expiry,
+    severity_of_priority,
 )
 
 POLICY = contract("approval_policy.json")
+LOUDNESS = contract("priority_severity.json")
 
 
 def test_the_table_is_the_contract() -> None:
@@ -48,3 +52,12 @@ def test_deferred_expiry(case: dict[str, Any]) -> None:
         case["created_at"], case["expires_at"], case["timeout_ms"], case["defer_count"], case["now"]
     )
     assert answer == case["expiry"]
+
+
+def test_the_priority_table_is_the_contract() -> None:
+    assert dict(PRIORITY_SEVERITY) == LOUDNESS["table"]
+
+
+@pytest.mark.parametrize("case", LOUDNESS["cases"], ids=lambda c: repr(c["priority"]))
+def test_severity_of_priority(case: dict[str, Any]) -> None:
+    assert severity_of_priority(case["priority"]) == case["severity"]

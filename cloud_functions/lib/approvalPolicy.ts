@@ -1,4 +1,5 @@
 import type { Doc } from "../_generated/dataModel";
+import type { Severity } from "./alertMachine";
 
 const MINUTE = 60_000;
 
@@ -80,4 +81,20 @@ export function deferredExpiry(
   const current = effectiveExpiry(approval, timeoutsMs, defaultMs);
   if ((approval.deferCount ?? 0) >= MAX_DEFERS || now >= current) return null;
   return current + Math.max(timeoutOf(approval.actionType, timeoutsMs, defaultMs), 0);
+}
+
+/**
+ * How loud an approval's Telegram messages are, by its priority: a critical message goes at once
+ * and may wake people; a warning waits out the quiet hours. An unknown priority is a warning.
+ * sync/approvals.py's PRIORITY_SEVERITY (contracts/priority_severity.json).
+ */
+export const PRIORITY_SEVERITY: Readonly<Record<string, Severity>> = {
+  low: "warning",
+  normal: "warning",
+  high: "critical",
+  critical: "critical",
+};
+
+export function severityOfPriority(priority: string): Severity {
+  return Object.prototype.hasOwnProperty.call(PRIORITY_SEVERITY, priority) ? PRIORITY_SEVERITY[priority] : "warning";
 }
