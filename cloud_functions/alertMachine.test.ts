@@ -1,11 +1,11 @@
 /**
  * lib/alertMachine.ts gives the answers of daemon/alerts/machine.py: both run the shared case table
- * tests/data/alert_cases.json. And lib/alertSignals.ts reads the fleet as signals.py does.
+ * contracts/alert_cases.json. And lib/alertSignals.ts reads the fleet as signals.py does.
  */
-import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { type AlertState, initialState, mute, type Notice, signalSpec, snooze, step } from "./lib/alertMachine";
 import { idle, observeApprovals, observeSites, SIGNALS, type SiteView } from "./lib/alertSignals";
+import { contract } from "./test.contracts";
 
 type Step = { at: number; bad?: boolean; value?: number; badSince?: number; snooze?: number; mute?: number; expect?: Partial<Notice>[] };
 type Case = {
@@ -14,9 +14,9 @@ type Case = {
   steps: Step[];
 };
 
-const table = JSON.parse(readFileSync(new URL("../tests/data/alert_cases.json", import.meta.url), "utf8")) as { cases: Case[] };
+const table = contract<{ cases: Case[] }>("alert_cases.json");
 
-describe("the shared cases (tests/data/alert_cases.json)", () => {
+describe("the shared cases (contracts/alert_cases.json)", () => {
   test("there are cases to run", () => {
     expect(table.cases.length).toBeGreaterThan(5);
   });

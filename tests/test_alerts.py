@@ -3,13 +3,12 @@ hours, what is observed of the fleet, what messages say, and what a button press
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
+from contract import contract
 
 from daemon.alerts.machine import REMINDERS_MS, AlertState, Notice, Observation, SignalSpec, mute, snooze, step
 from daemon.alerts.messages import alert_id, approval_outcome, digest_message, notice_message
@@ -18,8 +17,8 @@ from daemon.counts import counted
 from daemon.telegram.callbacks import Action, parse, refusal
 from sync.backbone.base import Approval, SiteState
 
-CASES = json.loads((Path(__file__).parent / "data" / "alert_cases.json").read_text(encoding="utf-8"))["cases"]
-MESSAGES = json.loads((Path(__file__).parent / "data" / "alert_messages.json").read_text(encoding="utf-8"))
+CASES = contract("alert_cases.json")["cases"]
+MESSAGES = contract("alert_messages.json")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
