@@ -11,7 +11,7 @@ import pytest
 from contract import contract
 
 from daemon.alerts.machine import REMINDERS_MS, AlertState, Notice, Observation, SignalSpec, mute, snooze, step
-from daemon.alerts.messages import alert_id, approval_outcome, digest_message, notice_message
+from daemon.alerts.messages import alert_id, approval_outcome, notice_message
 from daemon.alerts.signals import SIGNALS, Subject, observe_approvals, observe_sites, severity_of
 from daemon.counts import counted
 from daemon.telegram.callbacks import Action, parse, refusal
@@ -199,60 +199,6 @@ def test_an_approvals_message_follows_its_outcome() -> None:
     deferred = approval_outcome(asked)
     assert deferred.text.startswith("⏸ Deferred until 15:00 UTC")
     assert [b.data for b in deferred.buttons[0]] == ["a:7", "r:7", "d:7"]
-
-
-def test_the_digest_reads_as_one_message() -> None:
-    digest = {
-        "day": "2026-11-22",
-        "episodes": 12,
-        "sites": [
-            {
-                "site": "laptop",
-                "episodes": 12,
-                "successRate": 0.75,
-                "meanReward": 0.5,
-                "health": "up",
-                "quarantined": 2,
-                "conflicts": 0,
-                "redacted": 5,
-                "topTasks": ["fix the build", "write docs"],
-                "agents": [{"agent": "claude", "episodes": 12, "successRate": 0.75}],
-            },
-            {"site": "vm", "episodes": 0, "successRate": None, "meanReward": None, "health": "down", "agents": []},
-        ],
-        "approvals": {"pending": 1, "expired": 2},
-    }
-    text = digest_message(digest).text
-    assert text.splitlines()[:2] == [
-        "☀️ memsync digest for 2026-11-22",
-        "12 episodes from 1 of 2 sites · approvals: 1 pending, 2 expired",
-    ]
-    assert "▪ laptop: 12 episodes, success 75%, reward 0.50; syncing; 2 quarantined, 5 redacted" in text
-    assert "   claude: 12 episodes, success 75%" in text
-    assert "▪ vm: 0 episodes, success n/a, reward n/a; SILENT" in text
-    one = digest_message(
-        {
-            "day": "2026-11-22",
-            "episodes": 1,
-            "sites": [
-                {
-                    "site": "pi",
-                    "episodes": 1,
-                    "successRate": 1.0,
-                    "meanReward": 1.0,
-                    "health": "up",
-                    "conflicts": 1,
-                    "agents": [{"agent": "coder", "episodes": 1, "successRate": 1.0}],
-                }
-            ],
-            "approvals": {"pending": 0, "expired": 0},
-        }
-    ).text.splitlines()
-    assert one[1] == "1 episode from 1 of 1 site · approvals: 0 pending, 0 expired"
-    assert one[3:] == [
-        "▪ pi: 1 episode, success 100%, reward 1.00; syncing; 1 conflict",
-        "   coder: 1 episode, success 100%",
-    ]
 
 
 def _press(data: str, from_id: int = 42) -> dict[str, Any]:
