@@ -1,11 +1,11 @@
 /**
  * lib/alertMachine.ts gives the answers of daemon/alerts/machine.py: both run the shared case table
- * tests/data/alert_cases.json. And lib/alertSignals.ts reads the fleet as signals.py does.
+ * contracts/alert_cases.json. And lib/alertSignals.ts reads the fleet as signals.py does.
  */
-import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { type AlertState, initialState, mute, type Notice, signalSpec, snooze, step } from "./lib/alertMachine";
-import { duration, idle, observeApprovals, observeSites, SIGNALS, type SiteView } from "./lib/alertSignals";
+import { idle, observeApprovals, observeSites, SIGNALS, type SiteView } from "./lib/alertSignals";
+import { contract } from "./test.contracts";
 
 type Step = { at: number; bad?: boolean; value?: number; badSince?: number; snooze?: number; mute?: number; expect?: Partial<Notice>[] };
 type Case = {
@@ -14,9 +14,9 @@ type Case = {
   steps: Step[];
 };
 
-const table = JSON.parse(readFileSync(new URL("../tests/data/alert_cases.json", import.meta.url), "utf8")) as { cases: Case[] };
+const table = contract<{ cases: Case[] }>("alert_cases.json");
 
-describe("the shared cases (tests/data/alert_cases.json)", () => {
+describe("the shared cases (contracts/alert_cases.json)", () => {
   test("there are cases to run", () => {
     expect(table.cases.length).toBeGreaterThan(5);
   });
@@ -40,24 +40,6 @@ describe("the shared cases (tests/data/alert_cases.json)", () => {
       );
       expect(got, `step ${i} at ${s.at}`).toEqual(want);
     }
-  });
-});
-
-describe("duration: how people say how long (signals.py's strings)", () => {
-  test.each([
-    [-5, "0 s"],
-    [0, "0 s"],
-    [999, "0 s"],
-    [45_000, "45 s"],
-    [59_999, "59 s"],
-    [60_000, "1 min"],
-    [12 * 60_000 + 30_000, "12 min"],
-    [3_600_000, "1 h"],
-    [2 * 3_600_000 + 5 * 60_000, "2 h 5 min"],
-    [24 * 3_600_000, "1 d"],
-    [3 * 86_400_000 + 4 * 3_600_000 + 59 * 60_000, "3 d 4 h"],
-  ])("%d ms -> %s", (ms, text) => {
-    expect(duration(ms)).toBe(text);
   });
 });
 

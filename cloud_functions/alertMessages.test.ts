@@ -1,12 +1,12 @@
 /**
  * lib/alertText.ts and lib/alertSignals.ts say what daemon/alerts/messages.py and signals.py say:
- * both run the shared table tests/data/alert_messages.json, texts and figures exactly.
+ * both run the shared table contracts/alert_messages.json, texts and figures exactly.
  */
-import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { type AlertState, type Notice, step } from "./lib/alertMachine";
 import { observeSites, plural, SIGNALS, type SiteView, subjectKey } from "./lib/alertSignals";
 import { noticeText } from "./lib/alertText";
+import { contract } from "./test.contracts";
 
 type Said = { signal: string; kind: string; downForMs: number; text: string };
 type Table = {
@@ -14,7 +14,7 @@ type Table = {
   fleet: { name: string; site: SiteView; steps: { at: number; site?: Partial<SiteView>; expect: Said[] }[] }[];
 };
 
-const table = JSON.parse(readFileSync(new URL("../tests/data/alert_messages.json", import.meta.url), "utf8")) as Table;
+const table = contract<Table>("alert_messages.json");
 
 describe("each notice says the shared text", () => {
   test.each(table.notices.map((c) => [c.text, c] as const))("%s", (_, c) => {

@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
-import { approvedAtCreation } from "./approvals";
 import { item } from "./test.fixtures";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 
@@ -197,16 +196,6 @@ describe("approvals", () => {
     const after = await t.query(api.approvals.list, { ...laptop, status: "approved" });
     expect(after.find((a) => a._id === given.approvalId)).toMatchObject({ resolvedBy: "policy", costUsd: 5 });
     expect(await errorCode(ofCategory("external_api", { costUsd: -0.01 }))).toBe("INVALID");
-  });
-
-  test("approvedAtCreation: the rule of sync/approvals.py", () => {
-    expect(approvedAtCreation("research", 0, undefined, undefined)).toBe(true);
-    expect(approvedAtCreation("external_api", 15 * 60_000, 0.099, undefined)).toBe(true);
-    expect(approvedAtCreation("external_api", 15 * 60_000, 0.1, undefined)).toBe(false);
-    expect(approvedAtCreation("external_api", 15 * 60_000, undefined, true)).toBe(false);
-    expect(approvedAtCreation("code_commit", 30 * 60_000, undefined, true)).toBe(true);
-    expect(approvedAtCreation("code_commit", 30 * 60_000, 0, false)).toBe(false);
-    expect(approvedAtCreation("deploy", 60 * 60_000, 0, true)).toBe(false);
   });
 
   test("expirePending by category: the timeouts table, the default, and the approval's own deadline", async () => {

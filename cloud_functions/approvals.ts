@@ -9,6 +9,7 @@ import {
   approvedAtCreation,
   DEFAULT_APPROVAL_TIMEOUT_MS,
   effectiveExpiry,
+  severityOfPriority,
   timeoutOf,
 } from "./lib/approvalPolicy";
 import { authenticate, siteArgs } from "./lib/auth";
@@ -24,10 +25,6 @@ export {
   DEFAULT_APPROVAL_TIMEOUT_MS,
   MAX_DEFERS,
 } from "./lib/approvalPolicy";
-
-/** A high or critical approval may wake people (quiet hours hold the others). */
-const severityOf = (priority: Doc<"approvals">["priority"]) =>
-  priority === "high" || priority === "critical" ? ("critical" as const) : ("warning" as const);
 
 /**
  * A new approval of category `actionType`, stored with `costUsd` and `testsPassed` (what the
@@ -94,7 +91,7 @@ export const create = mutation({
       const messageKey = `approval:${approvalId}`;
       const queued = await enqueue(
         ctx,
-        { kind: "send", key: messageKey, text: approvalText(approval), buttons: approvalButtons(approvalId), severity: severityOf(approval.priority) },
+        { kind: "send", key: messageKey, text: approvalText(approval), buttons: approvalButtons(approvalId), severity: severityOfPriority(approval.priority) },
         now,
       );
       if (queued) await ctx.db.patch(approvalId, { messageKey });

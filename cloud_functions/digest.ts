@@ -277,23 +277,10 @@ export const get = query({
   },
 });
 
-/** The day's approvals settled by a person or the policy (the document counts pending and expired). */
-async function settledOn(db: QueryCtx["db"], day: string): Promise<{ approved: number; rejected: number }> {
-  const { since, until } = dayBounds(day);
-  const of = async (status: "approved" | "rejected") =>
-    (
-      await db
-        .query("approvals")
-        .withIndex("by_status_resolved", (q) => q.eq("status", status).gte("resolvedAt", since).lt("resolvedAt", until))
-        .collect()
-    ).length;
-  return { approved: await of("approved"), rejected: await of("rejected") };
-}
-
 /** Queues the stored digest `found` as one Telegram message under `key`; false if not queued. */
 async function queueDigest(ctx: MutationCtx, found: Doc<"digests">, key: string, severity: "warning" | "critical", now: number) {
   const digest = JSON.parse(found.bodyJson) as DigestDocument;
-  const text = digestMessage(digest, { ...digest.approvals, ...(await settledOn(ctx.db, found.day)) });
+  const text = digestMessage(digest);
   return await enqueue(ctx, { kind: "send", key, text, severity }, now);
 }
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
-import { decide, RUNS_KEPT_MS, type Claim, type Lease } from "./jobs";
+import { RUNS_KEPT_MS } from "./jobs";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 
 const NOW = 1_770_000_000_000;
@@ -24,21 +24,6 @@ const claim = (auth: typeof laptop, leaseMs = LEASE, which = slot) =>
 const finish = (auth: typeof laptop, outcome: "ok" | "failed" = "ok", summary = "done") =>
   t.mutation(api.jobs.finishJob, { ...auth, ...slot, outcome, summary });
 const runs = (job?: string) => t.query(api.jobs.runs, { ...laptop, job });
-
-describe("decide: the rule of sync/leases.py", () => {
-  const held = (holder: string, expiresAt: number, done = false): Lease => ({ holder, expiresAt, done });
-  test.each<[string, Lease | null, string, number, Claim]>([
-    ["nobody holds it", null, "laptop", NOW, "take"],
-    ["ours already (a retry)", held("laptop", NOW + 1), "laptop", NOW, "keep"],
-    ["another site holds it", held("vm", NOW + 1), "laptop", NOW, "skip"],
-    ["its holder's lease expired", held("vm", NOW), "laptop", NOW, "take-over"],
-    ["done, by another site", held("vm", NOW + 1, true), "laptop", NOW, "skip"],
-    ["done, even by us", held("laptop", NOW + 1, true), "laptop", NOW, "skip"],
-    ["done and expired", held("vm", NOW - 1, true), "laptop", NOW, "skip"],
-  ])("%s", (_, lease, site, now, expected) => {
-    expect(decide(lease, site, now)).toBe(expected);
-  });
-});
 
 describe("claimJob", () => {
   test("take, keep, skip; the holder's run is recorded as running", async () => {

@@ -1,41 +1,33 @@
+/**
+ * lib/quietHours.ts reads windows and zones, and holds warnings, as daemon/alerts/quiet.py does:
+ * both run contracts/quiet_hours.json (tests/test_quiet_hours.py is the Python side).
+ */
 import { describe, expect, test } from "vitest";
-import { parseQuietHours, releaseAt } from "./lib/quietHours";
+import type { Severity } from "./lib/alertMachine";
+import { readQuietHours, releaseAt, zoneProblem } from "./lib/quietHours";
+import { contract } from "./test.contracts";
 
-const at = (iso: string) => Date.parse(iso);
+type Quiet = {
+  parse: { text: string; window?: [number, number]; problem?: string }[];
+  zones: { zone: string; problem?: string }[];
+  send_after: { why: string; quiet_hours: string | null; zone: string; severity: Severity; at: string; sends: string }[];
+};
 
-describe("parseQuietHours", () => {
-  test.each([
-    ["22:00-07:00", { startMin: 1320, endMin: 420 }],
-    [" 9:30 - 17:45 ", { startMin: 570, endMin: 1065 }],
-    ["", null],
-    [undefined, null],
-    ["22-07", null],
-    ["25:00-07:00", null],
-    ["07:00-07:00", null], // an empty window
-  ])("%j", (text, window) => {
-    expect(parseQuietHours(text)).toEqual(window);
+const quiet = contract<Quiet>("quiet_hours.json");
+
+describe("quiet hours (contracts/quiet_hours.json)", () => {
+  test.each(quiet.parse.map((c) => [c.text, c] as const))("reading %j", (_, c) => {
+    const expected = c.window !== undefined ? { startMin: c.window[0], endMin: c.window[1] } : { problem: c.problem };
+    expect(readQuietHours(c.text)).toEqual(expected);
   });
-});
 
-describe("releaseAt: a warning waits for the end of the quiet hours; a critical never waits", () => {
-  const night = parseQuietHours("22:00-07:00");
-  const day = parseQuietHours("09:00-17:00");
-  test.each([
-    ["before the window", night, "UTC", "warning", "2026-01-15T21:59:59Z", "2026-01-15T21:59:59Z"],
-    ["at its start", night, "UTC", "warning", "2026-01-15T22:00:00Z", "2026-01-16T07:00:00Z"],
-    ["before midnight", night, "UTC", "warning", "2026-01-15T23:30:00Z", "2026-01-16T07:00:00Z"],
-    ["after midnight", night, "UTC", "warning", "2026-01-16T03:15:20.5Z", "2026-01-16T07:00:00Z"],
-    ["at its end", night, "UTC", "warning", "2026-01-16T07:00:00Z", "2026-01-16T07:00:00Z"],
-    ["critical", night, "UTC", "critical", "2026-01-15T23:30:00Z", "2026-01-15T23:30:00Z"],
-    ["no quiet hours", null, "UTC", "warning", "2026-01-15T23:30:00Z", "2026-01-15T23:30:00Z"],
-    ["a window inside one day", day, "UTC", "warning", "2026-01-15T12:00:00Z", "2026-01-15T17:00:00Z"],
-    // Berlin is UTC+1 in winter: 22:30 UTC is 23:30 there, and 07:00 there is 06:00 UTC.
-    ["Berlin, winter", night, "Europe/Berlin", "warning", "2026-01-15T22:30:00Z", "2026-01-16T06:00:00Z"],
-    ["Berlin, not yet quiet", night, "Europe/Berlin", "warning", "2026-01-15T20:30:00Z", "2026-01-15T20:30:00Z"],
-    // New York, the night summer time starts (2026-03-08, 02:00 -> 03:00): 07:00 EDT is 11:00 UTC.
-    ["New York, the night clocks go forward", night, "America/New_York", "warning", "2026-03-08T04:00:00Z", "2026-03-08T11:00:00Z"],
-    ["Tokyo", night, "Asia/Tokyo", "warning", "2026-01-15T14:00:00Z", "2026-01-15T22:00:00Z"],
-  ] as const)("%s", (_, window, zone, severity, now, expected) => {
-    expect(new Date(releaseAt(at(now), severity, window, zone)).toISOString()).toBe(new Date(at(expected)).toISOString());
+  test.each(quiet.zones.map((c) => [c.zone, c] as const))("the zone %s", (_, c) => {
+    expect(zoneProblem(c.zone)).toBe(c.problem ?? null);
+  });
+
+  test.each(quiet.send_after.map((c) => [c.why, c] as const))("%s", (_, c) => {
+    const window = c.quiet_hours === null ? null : readQuietHours(c.quiet_hours);
+    if (window !== null && "problem" in window) throw new Error(window.problem);
+    expect(new Date(releaseAt(Date.parse(c.at), c.severity, window, c.zone)).toISOString()).toBe(new Date(Date.parse(c.sends)).toISOString());
   });
 });

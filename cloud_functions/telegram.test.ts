@@ -185,12 +185,19 @@ describe("quiet hours", () => {
     expect(tg.bot.of("editMessageText")).toEqual([]);
   });
 
-  test("a malformed window or zone holds nothing back", async () => {
+  test("a malformed window or zone holds nothing back, and the log says why in the hub's words", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     configureTelegram(tg.bot, { TELEGRAM_QUIET_HOURS: "all night", TELEGRAM_TIMEZONE: "Mars/Olympus" });
     vi.setSystemTime(NIGHT);
     await approval({ expiresAt: NIGHT + 3_600_000 });
     await settle();
     expect(tg.bot.of("sendMessage")).toHaveLength(1);
+    const said = new Set(logged.mock.calls.map((call) => String(call[0])));
+    logged.mockRestore();
+    expect([...said].sort()).toEqual([
+      "TELEGRAM_QUIET_HOURS: write quiet hours as HH:MM-HH:MM (e.g. 22:00-07:00), not 'all night'; warnings go out at once until it is fixed",
+      "TELEGRAM_TIMEZONE: unknown time zone 'Mars/Olympus' (use an IANA name such as Europe/Paris); quiet hours are read in UTC until it is fixed",
+    ]);
   });
 });
 

@@ -237,7 +237,7 @@ describe("the digest", () => {
     await tg.t.action(internal.scheduled.dailyDigest, {});
     await tg.t.action(internal.scheduled.dailyDigest, {});
     await settle();
-    expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual([expect.stringMatching(/^📊 memsync digest for 2026-01-14: 0 episodes\n/)]);
+    expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual([expect.stringMatching(/^☀️ memsync digest for 2026-01-14\n0 episodes from /)]);
     expect((await outbox()).map((r) => r.key)).toEqual(["digest:2026-01-14"]);
     vi.setSystemTime(NOW + MINUTE);
     expect(await tg.t.mutation(api.digest.send, tg.vm)).toEqual({ day: "2026-01-14", queued: true });

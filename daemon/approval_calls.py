@@ -112,6 +112,7 @@ def announce(settings: Settings, backbone: Backbone, approval_id: str, *, new: b
     from daemon.alerts.store import AlertStore, Queued
     from daemon.telegram.presses import reconcile, track
     from daemon.telegram.sender import send_now
+    from sync.approvals import severity_of_priority
 
     store = AlertStore(settings.alerts_path)
     try:
@@ -120,7 +121,7 @@ def announce(settings: Settings, backbone: Backbone, approval_id: str, *, new: b
             approval = backbone.approval(approval_id)
             assert approval is not None
             # A high or critical approval goes at once; the others wait out the quiet hours.
-            severity = "critical" if approval.priority in ("high", "critical") else "warning"
+            severity = severity_of_priority(approval.priority)
             when = send_after(severity, store.now_ms(), telegram.quiet_hours, telegram.timezone)
             store.enqueue(Queued(f"approval:{approval_id}", approval_message(approval), severity, when))
             track(store, approval_id)

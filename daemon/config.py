@@ -40,7 +40,10 @@ _ENV_ONLY = (
     ("telegram", "webhook_secret"),
     ("mcp", "token"),
 )
-SITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+# A site's name (contracts/site_names.json; Convex's sites.ts registers by the same rule). Matched
+# whole (fullmatch): "$" would let a trailing newline through.
+SITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+SITE_NAME_RULE = "use letters, digits, '.', '_' or '-' (at most 63), starting with a letter or digit"
 
 
 class _Section(BaseModel):
@@ -68,8 +71,8 @@ class SiteSection(_Section):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not SITE_NAME.match(value):
-            raise ValueError("use letters, digits, '.', '_' or '-' (at most 63), starting with a letter or digit")
+        if not SITE_NAME.fullmatch(value):
+            raise ValueError(SITE_NAME_RULE)
         return value
 
 

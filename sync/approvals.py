@@ -11,7 +11,7 @@ policy approves is resolved by ``APPROVED_BY_POLICY``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Literal
 
 # In ms: how long a pending approval of each category waits before it expires; 0 approves it at
 # once, when it is requested. The daemon's config (jobs.approval_timeouts, in minutes) starts from
@@ -62,3 +62,18 @@ def deferred_expiry(created_at: int, expires_at: int, timeout_ms: int, defer_cou
     if defer_count >= MAX_DEFERS or now_ms >= current:
         return None
     return current + max(timeout_ms, 0)
+
+
+# How loud an approval's Telegram messages are, by its priority: a critical message goes at once and
+# may wake people; a warning waits out the quiet hours. An unknown priority is a warning.
+PRIORITY_SEVERITY: Final[Mapping[str, Literal["warning", "critical"]]] = {
+    "low": "warning",
+    "normal": "warning",
+    "high": "critical",
+    "critical": "critical",
+}
+
+
+def severity_of_priority(priority: str) -> Literal["warning", "critical"]:
+    """The severity of an approval's messages (its announcement, its expiry warning)."""
+    return PRIORITY_SEVERITY.get(priority, "warning")

@@ -1,6 +1,6 @@
 """Leases on job slots: who may run a global job's slot. Pure; both backbones apply ``decide``
 inside one transaction (the hub here, Convex in ``cloud_functions/jobs.ts``, which keeps the
-same rule), so two sites can never both run a slot.
+same rule; both are held to ``contracts/job_leases.json``), so two sites can never both run a slot.
 
 A lease ends when its holder finishes the slot, whatever the outcome (a failed run is recorded and
 waits for the next slot rather than being retried by another site at once), or when it expires: a

@@ -3,24 +3,22 @@ hours, what is observed of the fleet, what messages say, and what a button press
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
+from contract import contract
 
 from daemon.alerts.machine import REMINDERS_MS, AlertState, Notice, Observation, SignalSpec, mute, snooze, step
-from daemon.alerts.messages import alert_id, approval_outcome, digest_message, notice_message
-from daemon.alerts.quiet import parse_quiet_hours, send_after
-from daemon.alerts.signals import SIGNALS, Subject, duration, observe_approvals, observe_sites, severity_of
+from daemon.alerts.messages import alert_id, approval_outcome, notice_message
+from daemon.alerts.signals import SIGNALS, Subject, observe_approvals, observe_sites, severity_of
 from daemon.counts import counted
 from daemon.telegram.callbacks import Action, parse, refusal
 from sync.backbone.base import Approval, SiteState
 
-CASES = json.loads((Path(__file__).parent / "data" / "alert_cases.json").read_text(encoding="utf-8"))["cases"]
-MESSAGES = json.loads((Path(__file__).parent / "data" / "alert_messages.json").read_text(encoding="utf-8"))
+CASES = contract("alert_cases.json")["cases"]
+MESSAGES = contract("alert_messages.json")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -51,46 +49,6 @@ def test_the_machine_gives_the_shared_answers(case: dict[str, Any]) -> None:
 
 def _utc(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
-
-
-@pytest.mark.parametrize(
-    ("severity", "at", "window", "zone", "expected"),
-    [
-        ("warning", "2026-11-23 23:30", "22:00-07:00", "UTC", "2026-11-24 07:00"),  # across midnight
-        ("warning", "2026-11-24 03:10", "22:00-07:00", "UTC", "2026-11-24 07:00"),
-        ("warning", "2026-11-24 07:00", "22:00-07:00", "UTC", "2026-11-24 07:00"),  # the end is not inside
-        ("warning", "2026-11-24 21:59", "22:00-07:00", "UTC", "2026-11-24 21:59"),
-        ("critical", "2026-11-23 23:30", "22:00-07:00", "UTC", "2026-11-23 23:30"),  # critical goes through
-        ("warning", "2026-11-24 12:30", "13:00-14:00", "Europe/Paris", "2026-11-24 13:00"),  # 13:30 in Paris
-        ("warning", "2026-11-24 11:30", "13:00-14:00", "Europe/Paris", "2026-11-24 11:30"),
-        ("warning", "2026-11-24 12:30", "12:00-13:00", "UTC", "2026-11-24 13:00"),
-    ],
-)
-def test_quiet_hours_hold_warnings_until_they_end(
-    severity: str, at: str, window: str, zone: str, expected: str
-) -> None:
-    assert send_after(severity, _utc(at), window, zone) == _utc(expected)
-
-
-@pytest.mark.parametrize("text", ["22-07", "25:00-07:00", "07:00-07:00", "7:5-8:00", ""])
-def test_malformed_quiet_hours_are_refused(text: str) -> None:
-    with pytest.raises(ValueError, match=r"quiet hours|HH:MM|time of day"):
-        parse_quiet_hours(text)
-
-
-@pytest.mark.parametrize(
-    ("ms", "said"),
-    [
-        (0, "0 s"),
-        (59_999, "59 s"),
-        (60_000, "1 min"),
-        (3_600_000, "1 h"),
-        (7_500_000, "2 h 5 min"),
-        (90_000_000, "1 d 1 h"),
-    ],
-)
-def test_durations_read_as_people_say_them(ms: int, said: str) -> None:
-    assert duration(ms) == said
 
 
 def _site(name: str, **changes: Any) -> SiteState:
@@ -241,60 +199,6 @@ def test_an_approvals_message_follows_its_outcome() -> None:
     deferred = approval_outcome(asked)
     assert deferred.text.startswith("⏸ Deferred until 15:00 UTC")
     assert [b.data for b in deferred.buttons[0]] == ["a:7", "r:7", "d:7"]
-
-
-def test_the_digest_reads_as_one_message() -> None:
-    digest = {
-        "day": "2026-11-22",
-        "episodes": 12,
-        "sites": [
-            {
-                "site": "laptop",
-                "episodes": 12,
-                "successRate": 0.75,
-                "meanReward": 0.5,
-                "health": "up",
-                "quarantined": 2,
-                "conflicts": 0,
-                "redacted": 5,
-                "topTasks": ["fix the build", "write docs"],
-                "agents": [{"agent": "claude", "episodes": 12, "successRate": 0.75}],
-            },
-            {"site": "vm", "episodes": 0, "successRate": None, "meanReward": None, "health": "down", "agents": []},
-        ],
-        "approvals": {"pending": 1, "expired": 2},
-    }
-    text = digest_message(digest).text
-    assert text.splitlines()[:2] == [
-        "☀️ memsync digest for 2026-11-22",
-        "12 episodes from 1 of 2 sites · approvals: 1 pending, 2 expired",
-    ]
-    assert "▪ laptop: 12 episodes, success 75%, reward 0.50; syncing; 2 quarantined, 5 redacted" in text
-    assert "   claude: 12 episodes, success 75%" in text
-    assert "▪ vm: 0 episodes, success n/a, reward n/a; SILENT" in text
-    one = digest_message(
-        {
-            "day": "2026-11-22",
-            "episodes": 1,
-            "sites": [
-                {
-                    "site": "pi",
-                    "episodes": 1,
-                    "successRate": 1.0,
-                    "meanReward": 1.0,
-                    "health": "up",
-                    "conflicts": 1,
-                    "agents": [{"agent": "coder", "episodes": 1, "successRate": 1.0}],
-                }
-            ],
-            "approvals": {"pending": 0, "expired": 0},
-        }
-    ).text.splitlines()
-    assert one[1] == "1 episode from 1 of 1 site · approvals: 0 pending, 0 expired"
-    assert one[3:] == [
-        "▪ pi: 1 episode, success 100%, reward 1.00; syncing; 1 conflict",
-        "   coder: 1 episode, success 100%",
-    ]
 
 
 def _press(data: str, from_id: int = 42) -> dict[str, Any]:

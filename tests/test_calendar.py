@@ -8,10 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from daemon.alerts.quiet import send_after
 from daemon.schedule import plan
 from daemon.schedule.jobs import covered_day
-from sync.leases import Claim, Lease, decide
 
 JOBS = {job.name: job for job in plan.DEFAULT_JOBS}
 
@@ -71,40 +69,3 @@ def test_slot_grace_and_next_fire_at_fixed_instants(
 )
 def test_the_day_a_digest_covers(slot_start: str, covered: str) -> None:
     assert covered_day(at(slot_start)) == covered
-
-
-@pytest.mark.parametrize(
-    ("current", "now_ms", "claim"),
-    [
-        (None, 0, Claim.TAKE),
-        (Lease("j", "s", "vm", 1000), 999, Claim.SKIP),
-        (Lease("j", "s", "vm", 1000), 1000, Claim.TAKE_OVER),
-        (Lease("j", "s", "laptop", 1000), 5000, Claim.KEEP),
-        (Lease("j", "s", "vm", 1000, done=True), 5000, Claim.SKIP),
-    ],
-)
-def test_a_slots_lease_is_decided_by_the_instant_given(current: Lease | None, now_ms: int, claim: Claim) -> None:
-    assert decide(current, "laptop", now_ms) is claim
-
-
-def ms(text: str) -> int:
-    return int(at(text).timestamp() * 1000)
-
-
-@pytest.mark.parametrize(
-    ("raised_utc", "severity", "sends_utc"),
-    [
-        # Paris in winter is UTC+1: quiet 22:00-07:00 local is 21:00-06:00 UTC.
-        ("2026-11-25 20:59", "warning", "2026-11-25 20:59"),
-        ("2026-11-25 21:00", "warning", "2026-11-26 06:00"),
-        ("2026-11-25 21:00", "critical", "2026-11-25 21:00"),
-        ("2026-12-31 23:59", "warning", "2027-01-01 06:00"),
-        # The night Paris moves to summer time (29 March 2026, 02:00 -> 03:00): 07:00 local is 05:00 UTC.
-        ("2026-03-28 22:00", "warning", "2026-03-29 05:00"),
-        # The night it moves back (25 October 2026, 03:00 -> 02:00): 07:00 local is 06:00 UTC.
-        ("2026-10-24 22:00", "warning", "2026-10-25 06:00"),
-        ("2026-10-25 06:00", "warning", "2026-10-25 06:00"),
-    ],
-)
-def test_quiet_hours_in_paris_across_its_clock_changes(raised_utc: str, severity: str, sends_utc: str) -> None:
-    assert send_after(severity, ms(raised_utc), "22:00-07:00", "Europe/Paris") == ms(sends_utc)

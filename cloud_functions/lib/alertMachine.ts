@@ -1,6 +1,6 @@
 /**
  * The alert state machine: from observations, what to say and when. Pure (no clock, no I/O). A
- * line-for-line copy of daemon/alerts/machine.py, which the daemons run (tests/data/alert_cases.json
+ * line-for-line copy of daemon/alerts/machine.py, which the daemons run (contracts/alert_cases.json
  * holds both to the same answers): change both together.
  *
  * One machine per (signal, subject), e.g. ("silent", "laptop"):

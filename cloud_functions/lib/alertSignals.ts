@@ -6,6 +6,7 @@
  * for the table's sake: only a site's own daemon can observe them.
  */
 import { type Observation, type Severity, type SignalSpec, signalSpec } from "./alertMachine";
+import { severityOfPriority } from "./approvalPolicy";
 
 export const MINUTE_MS = 60_000;
 
@@ -162,7 +163,7 @@ export function severityOf(subject: Subject, approvals: ReadonlyMap<string, Appr
   const spec = SIGNALS[subject.signal];
   if (subject.signal === "expiring") {
     const found = approvals.get(subject.subject);
-    if (found !== undefined && (found.priority === "high" || found.priority === "critical")) return "critical";
+    if (found !== undefined && severityOfPriority(found.priority) === "critical") return "critical";
   }
   return spec.severity;
 }

@@ -5,7 +5,7 @@
  */
 import type { Doc } from "../_generated/dataModel";
 import type { MutationCtx } from "../_generated/server";
-import { effectiveExpiry, MAX_DEFERS, timeoutOf } from "./approvalPolicy";
+import { deferredExpiry, effectiveExpiry, MAX_DEFERS } from "./approvalPolicy";
 import { approvalButtons, deferredText, expiredText, resolvedText } from "./approvalMessage";
 import { ChangeSequence } from "./changes";
 import { fail } from "./errors";
@@ -61,9 +61,9 @@ export async function settle(ctx: MutationCtx, approval: Approval, status: "appr
 export async function defer(ctx: MutationCtx, approval: Approval, by: string, now: number) {
   const closed = closedReason(approval, now);
   if (closed !== null) fail("CONFLICT", `approval is ${closed}`);
+  const expiresAt = deferredExpiry(approval, now);
+  if (expiresAt === null) fail("CONFLICT", `approval was deferred ${MAX_DEFERS} times already`);
   const deferCount = (approval.deferCount ?? 0) + 1;
-  if (deferCount > MAX_DEFERS) fail("CONFLICT", `approval was deferred ${MAX_DEFERS} times already`);
-  const expiresAt = effectiveExpiry(approval) + timeoutOf(approval.actionType);
   await ctx.db.patch(approval._id, { expiresAt, deferCount });
   if (approval.messageKey !== undefined) {
     const deferred = { ...approval, expiresAt, deferCount };

@@ -1,11 +1,12 @@
 import type { Doc } from "../_generated/dataModel";
+import type { Severity } from "./alertMachine";
 
 const MINUTE = 60_000;
 
 /**
  * The design's approval policy: how long a pending approval of each category (its actionType)
  * waits before it expires; 0 approves it at once. A copy of sync/approvals.py's
- * APPROVAL_TIMEOUTS_MS (the daemon's jobs.approval_timeouts starts from the same table): the
+ * APPROVAL_TIMEOUTS_MS, both held to contracts/approval_policy.json (the daemon's jobs.approval_timeouts starts from the same table): the
  * expire-pending-approvals cron runs with it, and create applies it when no timeout is given.
  */
 export const APPROVAL_TIMEOUTS_MS: Record<string, number> = {
@@ -62,5 +63,38 @@ export function effectiveExpiry(
   defaultMs: number = DEFAULT_APPROVAL_TIMEOUT_MS,
 ): number {
   if ((approval.deferCount ?? 0) > 0) return approval.expiresAt;
-  return Math.min(approval.expiresAt, approval.createdAt + timeoutOf(approval.actionType, timeoutsMs, defaultMs));
+  // A negative timeout counts as 0, as in sync/approvals.py (contracts/approval_policy.json).
+  return Math.min(approval.expiresAt, approval.createdAt + Math.max(timeoutOf(approval.actionType, timeoutsMs, defaultMs), 0));
+}
+
+/**
+ * The new deadline when a person defers a pending approval at `now`: its effective expiry pushed
+ * out by its category's timeout; null when it may not be deferred (past its deadline, or deferred
+ * MAX_DEFERS times already). sync/approvals.py's deferred_expiry.
+ */
+export function deferredExpiry(
+  approval: Pick<Doc<"approvals">, "actionType" | "createdAt" | "expiresAt" | "deferCount">,
+  now: number,
+  timeoutsMs: Record<string, number> = APPROVAL_TIMEOUTS_MS,
+  defaultMs: number = DEFAULT_APPROVAL_TIMEOUT_MS,
+): number | null {
+  const current = effectiveExpiry(approval, timeoutsMs, defaultMs);
+  if ((approval.deferCount ?? 0) >= MAX_DEFERS || now >= current) return null;
+  return current + Math.max(timeoutOf(approval.actionType, timeoutsMs, defaultMs), 0);
+}
+
+/**
+ * How loud an approval's Telegram messages are, by its priority: a critical message goes at once
+ * and may wake people; a warning waits out the quiet hours. An unknown priority is a warning.
+ * sync/approvals.py's PRIORITY_SEVERITY (contracts/priority_severity.json).
+ */
+export const PRIORITY_SEVERITY: Readonly<Record<string, Severity>> = {
+  low: "warning",
+  normal: "warning",
+  high: "critical",
+  critical: "critical",
+};
+
+export function severityOfPriority(priority: string): Severity {
+  return Object.prototype.hasOwnProperty.call(PRIORITY_SEVERITY, priority) ? PRIORITY_SEVERITY[priority] : "warning";
 }

@@ -10,23 +10,32 @@ const DAY = 24 * 60 * MINUTE;
 
 export type QuietHours = { startMin: number; endMin: number }; // minutes after local midnight
 
-/** "22:00-07:00" -> the window; null for nothing, a malformed text, or an empty window (start = end). */
-export function parseQuietHours(text: string | undefined): QuietHours | null {
-  const found = /^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$/.exec(text ?? "");
-  if (found === null) return null;
-  const [h1, m1, h2, m2] = found.slice(1).map(Number);
-  if (h1 > 23 || h2 > 23 || m1 > 59 || m2 > 59) return null;
-  const window = { startMin: h1 * 60 + m1, endMin: h2 * 60 + m2 };
-  return window.startMin === window.endMin ? null : window;
+/** Python's repr of a string, as daemon/alerts/quiet.py quotes a setting in its sentences. */
+function quoted(text: string): string {
+  if (text.includes("'") && !text.includes('"')) return `"${text}"`;
+  return `'${text.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
 }
 
-/** Is `timeZone` a zone Intl knows? (A typo in the deployment's settings must not stop alerts.) */
-export function isTimeZone(timeZone: string): boolean {
+/**
+ * "22:00-07:00" -> the window, or the one sentence that refuses the text: daemon/alerts/quiet.py's
+ * parse_quiet_hours, word for word (contracts/quiet_hours.json holds both to the same answers).
+ */
+export function readQuietHours(text: string): QuietHours | { problem: string } {
+  const found = /^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$/.exec(text);
+  if (found === null) return { problem: `write quiet hours as HH:MM-HH:MM (e.g. 22:00-07:00), not ${quoted(text)}` };
+  const [h1, m1, h2, m2] = found.slice(1).map(Number);
+  if (h1 > 23 || h2 > 23 || m1 > 59 || m2 > 59) return { problem: `${quoted(text)} is not a time of day range` };
+  if (h1 === h2 && m1 === m2) return { problem: `quiet hours ${quoted(text)} start and end at the same minute` };
+  return { startMin: h1 * 60 + m1, endMin: h2 * 60 + m2 };
+}
+
+/** Why `timeZone` is refused (daemon/alerts/quiet.py's zone, word for word), or null when Intl knows it. */
+export function zoneProblem(timeZone: string): string | null {
   try {
     new Intl.DateTimeFormat("en-US", { timeZone });
-    return true;
+    return null;
   } catch {
-    return false;
+    return `unknown time zone ${quoted(timeZone)} (use an IANA name such as Europe/Paris)`;
   }
 }
 

@@ -5,7 +5,7 @@
  * failures are told by method name, HTTP status and Telegram's own description (with the token cut
  * out should it ever appear there).
  */
-import { isTimeZone, parseQuietHours, type QuietHours } from "./quietHours";
+import { type QuietHours, readQuietHours, zoneProblem } from "./quietHours";
 
 // Convex gives every function the deployment's environment variables as process.env (no @types/node here).
 declare const process: { env: Record<string, string | undefined> };
@@ -29,14 +29,28 @@ export function telegramConfig(env: Env = process.env): TelegramConfig | null {
   const token = env.TELEGRAM_BOT_TOKEN?.trim() ?? "";
   const chatId = env.TELEGRAM_CHAT_ID?.trim() ?? "";
   if (token === "" || chatId === "") return null;
-  const zone = env.TELEGRAM_TIMEZONE?.trim() || "UTC";
   return {
     token,
     chatId,
     apiBase: (env.TELEGRAM_API_BASE?.trim() || DEFAULT_API_BASE).replace(/\/+$/, ""),
-    quietHours: parseQuietHours(env.TELEGRAM_QUIET_HOURS),
-    timeZone: isTimeZone(zone) ? zone : "UTC",
+    ...quietSettings(env),
   };
+}
+
+/**
+ * TELEGRAM_QUIET_HOURS and TELEGRAM_TIMEZONE. The hub refuses a bad window or zone when it reads
+ * its settings; a deployment cannot refuse its environment, and a typo must not stop alerts, so a
+ * bad one is said in the deployment's log, in the hub's words, each time it is read, and left out
+ * (no quiet hours; UTC) until someone fixes it.
+ */
+function quietSettings(env: Env): { quietHours: QuietHours | null; timeZone: string } {
+  const window = env.TELEGRAM_QUIET_HOURS?.trim() ?? "";
+  const read = window === "" ? null : readQuietHours(env.TELEGRAM_QUIET_HOURS!);
+  if (read !== null && "problem" in read) console.error(`TELEGRAM_QUIET_HOURS: ${read.problem}; warnings go out at once until it is fixed`);
+  const zone = env.TELEGRAM_TIMEZONE?.trim() || "UTC";
+  const problem = zoneProblem(zone);
+  if (problem !== null) console.error(`TELEGRAM_TIMEZONE: ${problem}; quiet hours are read in UTC until it is fixed`);
+  return { quietHours: read !== null && "problem" in read ? null : read, timeZone: problem === null ? zone : "UTC" };
 }
 
 /** The secret Telegram sends back in X-Telegram-Bot-Api-Secret-Token (setWebhook's secret_token); "" = none. */

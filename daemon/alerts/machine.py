@@ -1,6 +1,6 @@
 """The alert state machine: from observations, what to say and when. Pure (no clock, no I/O): the
 daemon's alert job, its run loop and the logs use it, and ``cloud_functions/lib/alertMachine.ts``
-is a line-for-line copy that Convex runs (``tests/data/alert_cases.json`` holds both to the same
+is a line-for-line copy that Convex runs (``contracts/alert_cases.json`` holds both to the same
 answers).
 
 One machine per (signal, subject), e.g. ("silent", "laptop"):

@@ -16,6 +16,7 @@ from typing import Final
 
 from daemon.alerts.machine import Observation, SignalSpec
 from daemon.counts import counted
+from sync.approvals import severity_of_priority
 from sync.backbone.base import Approval, SiteState
 
 MINUTE_MS: Final = 60_000
@@ -130,6 +131,6 @@ def severity_of(subject: Subject, approvals: Mapping[str, Approval]) -> str:
     spec = SIGNALS[subject.signal]
     if subject.signal == "expiring":
         found = approvals.get(subject.subject)
-        if found is not None and found.priority in ("high", "critical"):
+        if found is not None and severity_of_priority(found.priority) == "critical":
             return "critical"
     return spec.severity

@@ -65,7 +65,7 @@ class ServiceSpec:
     watchdog_sec: int = 60
 
     def __post_init__(self) -> None:
-        if not SITE_NAME.match(self.site):
+        if not SITE_NAME.fullmatch(self.site):
             raise ValueError(f"site name {self.site!r} cannot name a service")
         paths = {
             "executable": self.executable,
