@@ -5,11 +5,12 @@
  */
 import type { Doc } from "../_generated/dataModel";
 import type { MutationCtx } from "../_generated/server";
-import { effectiveExpiry, MAX_DEFERS, timeoutOf } from "./approvalPolicy";
+import { MAX_DEFERS } from "./approvalPolicy";
 import { approvalButtons, deferredText, expiredText, resolvedText } from "./approvalMessage";
 import { ChangeSequence } from "./changes";
 import { fail } from "./errors";
 import { enqueue } from "./outbox";
+import { deploymentExpiry, deploymentTimeoutOf } from "./settings";
 
 type Approval = Doc<"approvals">;
 type Status = Approval["status"];
@@ -35,7 +36,7 @@ export function closedReason(approval: Approval, now: number): string | null {
     return `already ${approval.status}${approval.resolvedBy ? ` by ${approval.resolvedBy}` : ""}`;
   }
   // Past its deadline but not yet swept by the cron: as good as expired.
-  if (effectiveExpiry(approval) <= now) return "already expired";
+  if (deploymentExpiry(approval) <= now) return "already expired";
   return null;
 }
 
@@ -63,7 +64,7 @@ export async function defer(ctx: MutationCtx, approval: Approval, by: string, no
   if (closed !== null) fail("CONFLICT", `approval is ${closed}`);
   const deferCount = (approval.deferCount ?? 0) + 1;
   if (deferCount > MAX_DEFERS) fail("CONFLICT", `approval was deferred ${MAX_DEFERS} times already`);
-  const expiresAt = effectiveExpiry(approval) + timeoutOf(approval.actionType);
+  const expiresAt = deploymentExpiry(approval) + deploymentTimeoutOf(approval.actionType);
   await ctx.db.patch(approval._id, { expiresAt, deferCount });
   if (approval.messageKey !== undefined) {
     const deferred = { ...approval, expiresAt, deferCount };
