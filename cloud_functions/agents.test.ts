@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
-import { agentRetentionMs, liveness, MAX_AGENT_BEATS } from "./agents";
+import { liveness, MAX_AGENT_BEATS } from "./agents";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 
 let t: Backend;
@@ -152,12 +152,6 @@ test("liveness: online while the last sign of life is at most staleAfterMs old",
   expect(liveness(null, T0, 180_000)).toBe("offline");
 });
 
-test("the retention comes from MEMSYNC_AGENT_RETENTION_DAYS, else 30 days", () => {
-  expect(agentRetentionMs(undefined)).toBe(30 * 86_400_000);
-  expect(agentRetentionMs("7")).toBe(7 * 86_400_000);
-  for (const wrong of ["", "0", "-1", "thirty"]) expect(agentRetentionMs(wrong)).toBe(30 * 86_400_000);
-});
-
 test("a site's beat carries its agents: last seen when seen, never after now, never going back", async () => {
   await t.mutation(api.agents.heartbeatSite, {
     ...laptop,
@@ -216,13 +210,13 @@ test("pruneAgents: agents of every site silent past the retention leave, online 
 
 test("the mark-stale-agents cron prunes past the deployment's retention", async () => {
   await t.mutation(api.agents.heartbeatSite, { ...laptop, ...beat, agents: [{ agentName: "gone", platform: "p", seenAt: T0 - 8 * 86_400_000 }] });
-  process.env.MEMSYNC_AGENT_RETENTION_DAYS = "7";
+  process.env.MEMSYNC_JOBS__AGENT_RETENTION_DAYS = "7";
   try {
     expect(await t.action(internal.scheduled.markStaleAgents, {})).toBe(
       "1 agent or site went offline; 1 agent silent past the retention pruned",
     );
   } finally {
-    delete process.env.MEMSYNC_AGENT_RETENTION_DAYS;
+    delete process.env.MEMSYNC_JOBS__AGENT_RETENTION_DAYS;
   }
   expect(await t.query(api.agents.list, laptop)).toEqual([]);
 });

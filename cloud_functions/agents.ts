@@ -3,13 +3,9 @@ import { type DatabaseWriter, internalMutation, mutation, query } from "./_gener
 import { authenticate, siteArgs } from "./lib/auth";
 import { fail } from "./lib/errors";
 import { fleet, siteRow } from "./lib/fleet";
+import { agentRetentionMs, staleAfterMs as deploymentStaleAfterMs } from "./lib/settings";
 import { agentStatus, isCount, nullable } from "./lib/validators";
 
-// "Offline after three missed heartbeats" with agents beating once a minute (the daemon's
-// jobs.stale_after defaults to the same 180 s).
-export const STALE_AFTER_MS = 3 * 60 * 1000;
-// An agent silent this long leaves the registry (the daemons' jobs.agent_retention_days).
-export const AGENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 // An agents:heartbeatSite call carries at most this many agents (sync/backbone/convex.py sends more
 // in several calls): an upsert costs an index read an agent.
 export const MAX_AGENT_BEATS = 200;
@@ -21,17 +17,6 @@ const PRUNE_BATCH = 500;
  */
 export function liveness(lastSeen: number | null, now: number, staleAfterMs: number): "online" | "offline" {
   return lastSeen !== null && now - lastSeen <= staleAfterMs ? "online" : "offline";
-}
-
-/**
- * The retention in ms: the deployment's MEMSYNC_AGENT_RETENTION_DAYS (`npx convex env set`), as the
- * daemons' `jobs.agent_retention_days`; 30 days when unset or not a positive number.
- */
-export function agentRetentionMs(value: string | undefined): number {
-  const days = Number(value);
-  return value !== undefined && value.trim() !== "" && Number.isFinite(days) && days > 0
-    ? days * 86_400_000
-    : AGENT_RETENTION_MS;
 }
 
 const agentBeat = v.object({
@@ -199,8 +184,9 @@ export const list = query({
 });
 
 /**
- * Sweep mark-stale-agents: online agents and sites silent for `staleAfterMs` go offline. `now` and
- * `staleAfterMs` let an admin (or a test) sweep as of another time or rule; the cron leaves them out.
+ * Sweep mark-stale-agents: online agents and sites silent for `staleAfterMs` (the deployment's
+ * MEMSYNC_JOBS__STALE_AFTER, lib/settings.ts) go offline. `now` and `staleAfterMs` let an admin (or
+ * a test) sweep as of another time or rule; the cron leaves them out.
  */
 export const markStale = internalMutation({
   args: { now: v.optional(v.number()), staleAfterMs: v.optional(v.number()) },
@@ -211,7 +197,7 @@ export const markStale = internalMutation({
   }),
   handler: async (ctx, args) => {
     const now = args.now ?? Date.now();
-    const staleAfterMs = args.staleAfterMs ?? STALE_AFTER_MS;
+    const staleAfterMs = args.staleAfterMs ?? deploymentStaleAfterMs();
     const cutoff = now - staleAfterMs;
     const agents = (
       await ctx.db
@@ -242,7 +228,7 @@ export const pruneAgents = internalMutation({
   args: { now: v.optional(v.number()), retentionMs: v.optional(v.number()), limit: v.optional(v.number()) },
   returns: v.object({ pruned: v.array(v.object({ site: v.string(), agentName: v.string() })) }),
   handler: async (ctx, args) => {
-    const cutoff = (args.now ?? Date.now()) - (args.retentionMs ?? AGENT_RETENTION_MS);
+    const cutoff = (args.now ?? Date.now()) - (args.retentionMs ?? agentRetentionMs());
     const limit = args.limit ?? PRUNE_BATCH;
     const pruned: { site: string; agentName: string }[] = [];
     for (const status of ["offline", "online"] as const) {

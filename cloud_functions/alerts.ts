@@ -7,18 +7,21 @@
 import { v } from "convex/values";
 import { internalMutation } from "./_generated/server";
 import { step } from "./lib/alertMachine";
-import { type ApprovalView, observeApprovals, observeSites, SIGNALS, severityOf, subjectKey } from "./lib/alertSignals";
+import { type ApprovalView, observeApprovals, observeSites, severityOf, subjectKey } from "./lib/alertSignals";
 import { machineByKey, saveMachine, stateOf } from "./lib/alertStore";
 import { noticeButtons, noticeText } from "./lib/alertText";
-import { effectiveExpiry } from "./lib/approvalPolicy";
 import { fleet } from "./lib/fleet";
 import { enqueue } from "./lib/outbox";
+import { alertsEnabled, approvalLeadMs, deploymentExpiry, signalSpecs } from "./lib/settings";
 
 export const sweep = internalMutation({
   args: { now: v.optional(v.number()) },
   returns: v.object({ observed: v.number(), notices: v.array(v.string()) }),
   handler: async (ctx, args) => {
     const now = args.now ?? Date.now();
+    // As the hub's alerts.enabled = false: no machine is stepped, nothing is said.
+    if (!alertsEnabled()) return { observed: 0, notices: [] };
+    const specs = signalSpecs();
     const pending = await ctx.db
       .query("approvals")
       .withIndex("by_status_expires", (q) => q.eq("status", "pending"))
@@ -29,7 +32,7 @@ export const sweep = internalMutation({
         {
           approvalId: a._id,
           status: a.status,
-          expiresAt: effectiveExpiry(a),
+          expiresAt: deploymentExpiry(a),
           actionType: a.actionType,
           agentName: a.agentName,
           site: a.site,
@@ -37,12 +40,12 @@ export const sweep = internalMutation({
         },
       ]),
     );
-    const observed = [...observeSites(await fleet(ctx.db), now), ...observeApprovals(approvals.values(), now)];
+    const observed = [...observeSites(await fleet(ctx.db), now), ...observeApprovals(approvals.values(), now, approvalLeadMs())];
     const said: string[] = [];
     for (const seen of observed) {
       const found = await machineByKey(ctx.db, subjectKey(seen));
       const before = found === null ? null : stateOf(found);
-      const [after, notices] = step(SIGNALS[seen.signal], before, seen.observation);
+      const [after, notices] = step(specs[seen.signal], before, seen.observation);
       const machine = await saveMachine(ctx, seen, found, after);
       for (const raw of notices) {
         const notice = { ...raw, severity: severityOf(seen, approvals) };

@@ -3,18 +3,11 @@ import type { Doc } from "./_generated/dataModel";
 import { type QueryCtx, internalMutation, mutation, query } from "./_generated/server";
 import { defer as deferApproval, expire, markEpisode, settle } from "./lib/approvalFlow";
 import { approvalButtons, approvalText } from "./lib/approvalMessage";
-import {
-  APPROVAL_TIMEOUTS_MS,
-  APPROVED_BY_POLICY,
-  approvedAtCreation,
-  DEFAULT_APPROVAL_TIMEOUT_MS,
-  effectiveExpiry,
-  severityOfPriority,
-  timeoutOf,
-} from "./lib/approvalPolicy";
+import { APPROVED_BY_POLICY, approvedAtCreation, effectiveExpiry, severityOfPriority } from "./lib/approvalPolicy";
 import { authenticate, siteArgs } from "./lib/auth";
 import { fail } from "./lib/errors";
 import { enqueue } from "./lib/outbox";
+import { approvalTimeouts, deploymentTimeoutOf } from "./lib/settings";
 import { approvalPriority, approvalStatus, isCount } from "./lib/validators";
 
 export {
@@ -30,7 +23,7 @@ export {
  * A new approval of category `actionType`, stored with `costUsd` and `testsPassed` (what the
  * request says of itself, if anything), `summary` (what a person reads) and `sourceId` (the
  * caller's episode it is about, whose approvalStatus then follows the approval). `timeoutMs` is the
- * category's timeout under the caller's policy (left out: APPROVAL_TIMEOUTS_MS). What
+ * category's timeout under the caller's policy (left out: the deployment's, lib/settings.ts). What
  * approvedAtCreation approves never waits for a person: approved at once, by "policy"; a pending
  * one is put to the reviewers on Telegram (if configured). A negative or non-finite cost is INVALID.
  */
@@ -53,7 +46,7 @@ export const create = mutation({
     const site = await authenticate(ctx, args);
     const now = Date.now();
     if (!(args.expiresAt > now)) fail("INVALID", `expiresAt ${args.expiresAt} is not in the future`);
-    const timeout = args.timeoutMs ?? timeoutOf(args.actionType);
+    const timeout = args.timeoutMs ?? deploymentTimeoutOf(args.actionType);
     if (!isCount(timeout)) fail("INVALID", `timeoutMs must be a whole number of ms, not ${timeout}`);
     const { costUsd, testsPassed, summary, sourceId } = args;
     if (costUsd !== undefined && !(Number.isFinite(costUsd) && costUsd >= 0)) {
@@ -179,7 +172,8 @@ export const get = query({
  * (lib/approvalPolicy.ts's effectiveExpiry: its own expiresAt or, never deferred, its category's
  * timeout after creation if sooner, timeoutsMs[C] or defaultMs for a category not in the table).
  * Its episode's approvalStatus turns "expired", and its Telegram message says so. The cron leaves
- * every argument out (the policy above, the time now); an admin or a test may give them.
+ * every argument out (the deployment's policy, lib/settings.ts, and the time now); an admin or a
+ * test may give them.
  */
 export const expirePending = internalMutation({
   args: {
@@ -190,8 +184,9 @@ export const expirePending = internalMutation({
   returns: v.object({ expired: v.array(v.object({ approvalId: v.id("approvals"), site: v.string() })) }),
   handler: async (ctx, args) => {
     const now = args.now ?? Date.now();
-    const timeouts = args.timeoutsMs ?? APPROVAL_TIMEOUTS_MS;
-    const defaultMs = args.defaultMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+    const policy = args.timeoutsMs === undefined || args.defaultMs === undefined ? approvalTimeouts() : null;
+    const timeouts = args.timeoutsMs ?? policy!.timeoutsMs;
+    const defaultMs = args.defaultMs ?? policy!.defaultMs;
     const pending = await ctx.db
       .query("approvals")
       .withIndex("by_status_expires", (q) => q.eq("status", "pending"))

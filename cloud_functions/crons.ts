@@ -1,7 +1,7 @@
 import { cronJobs } from "convex/server";
 import { internal } from "./_generated/api";
 
-export { ARCHIVE_AFTER_MS } from "./scheduled";
+export { ARCHIVE_AFTER_MS } from "./lib/settings";
 
 /**
  * The seven periodic jobs (scheduled.ts: each runs its sweep and records the run in jobRuns). The

@@ -2,10 +2,9 @@ import { v } from "convex/values";
 import { internalMutation, query } from "./_generated/server";
 import { authenticate, siteArgs } from "./lib/auth";
 import { cursorOf } from "./lib/cursor";
+import { silentAfterMs } from "./lib/settings";
 import { isCount } from "./lib/validators";
 
-// The daemon's jobs.silent_after defaults to the same hour.
-export const SILENT_AFTER_MS = 60 * 60 * 1000;
 
 const transition = v.object({
   site: v.string(),
@@ -36,7 +35,7 @@ export const syncHealth = query({
 
 /**
  * Sweep sync-health (the sync-health-alert cron): a site whose last sync (its cursor's
- * lastSyncedAt) is `silentAfterMs` old or older is "down", else "up". Only a change of judgement
+ * lastSyncedAt) is `silentAfterMs` (the deployment's MEMSYNC_JOBS__SILENT_AFTER) old or older is "down", else "up". Only a change of judgement
  * is recorded and returned, so an alert goes out once when a site falls silent and once when it is
  * back; a site first judged healthy is no news, first judged silent is. The same rule as the
  * embedded hub's sync_health (sync/backbone/hub/health.py).
@@ -46,7 +45,7 @@ export const syncHealthAlert = internalMutation({
   returns: v.array(transition),
   handler: async (ctx, args) => {
     const now = args.now ?? Date.now();
-    const silentAfter = args.silentAfterMs ?? SILENT_AFTER_MS;
+    const silentAfter = args.silentAfterMs ?? silentAfterMs();
     const transitions: { site: string; state: "up" | "down"; at: number; silentForS: number }[] = [];
     const cursors = (await ctx.db.query("syncCursors").collect()).sort((a, b) =>
       a.site < b.site ? -1 : a.site > b.site ? 1 : 0,

@@ -3,7 +3,8 @@ import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
 import type { ActionCtx } from "./_generated/server";
 import { cronRun, slotOf } from "./lib/cronRun";
-import { ARCHIVE_AFTER_MS, archiveAfterDays, SCHEDULES } from "./scheduled";
+import { ARCHIVE_AFTER_MS } from "./lib/settings";
+import { SCHEDULES } from "./scheduled";
 import { backend, registerSite, type Backend } from "./test.setup";
 import { item } from "./test.fixtures";
 
@@ -101,9 +102,3 @@ describe("each cron records its run", () => {
   });
 });
 
-test("the retention comes from MEMSYNC_ARCHIVE_AFTER_DAYS, else 90 days", () => {
-  expect(archiveAfterDays(undefined)).toBe(90);
-  expect(archiveAfterDays("30")).toBe(30);
-  expect(archiveAfterDays("0.5")).toBe(0.5);
-  for (const wrong of ["", " ", "0", "-3", "ninety", "Infinity"]) expect(archiveAfterDays(wrong)).toBe(90);
-});

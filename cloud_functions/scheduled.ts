@@ -8,21 +8,11 @@
 import { v } from "convex/values";
 import { internal } from "./_generated/api";
 import { internalAction } from "./_generated/server";
-import { agentRetentionMs } from "./agents";
 import { archiveRun, ORPHAN_GRACE_MS } from "./lib/archiveWrite";
 import { cronRun, type Schedule } from "./lib/cronRun";
 import { plural } from "./lib/alertSignals";
+import { agentRetentionMs, archiveAfterDays } from "./lib/settings";
 
-export const ARCHIVE_AFTER_MS = 90 * 24 * 60 * 60 * 1000;
-
-/**
- * The retention, in days: the deployment's MEMSYNC_ARCHIVE_AFTER_DAYS (`npx convex env set`), as
- * the daemons' `jobs.archive_after_days`; 90 when unset or not a positive number.
- */
-export function archiveAfterDays(value: string | undefined): number {
-  const days = Number(value);
-  return value !== undefined && value.trim() !== "" && Number.isFinite(days) && days > 0 ? days : ARCHIVE_AFTER_MS / 86_400_000;
-}
 const ARCHIVE_BATCH = 1000;
 // One run's cap on pruning batches (agents:pruneAgents); what is left goes at the next run.
 const PRUNE_MAX_BATCHES = 20;
@@ -48,7 +38,7 @@ export const markStaleAgents = internalAction({
   handler: (ctx): Promise<string> =>
     cronRun(ctx, "mark-stale-agents", SCHEDULES["mark-stale-agents"], async () => {
       const { marked } = await ctx.runMutation(internal.agents.markStale, {});
-      const retentionMs = agentRetentionMs(process.env.MEMSYNC_AGENT_RETENTION_DAYS);
+      const retentionMs = agentRetentionMs();
       let pruned = 0;
       for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
         const gone = (await ctx.runMutation(internal.agents.pruneAgents, { retentionMs })).pruned.length;
@@ -113,7 +103,7 @@ export const cleanupOldEpisodes = internalAction({
     cronRun(ctx, "cleanup-old-episodes", SCHEDULES["cleanup-old-episodes"], async (now) => {
       // One cutoff for the whole run; each week's file is written, verified and committed in turn
       // (lib/archiveWrite.ts), and the run recorded for archive:lastRun.
-      const days = archiveAfterDays(process.env.MEMSYNC_ARCHIVE_AFTER_DAYS);
+      const days = archiveAfterDays();
       const cutoff = now - days * 86_400_000;
       const run = await archiveRun(ctx, cutoff, ARCHIVE_BATCH * ARCHIVE_MAX_BATCHES, ORPHAN_GRACE_MS);
       const failed = run.failures.length === 0 ? "" : `; ${run.failures.length} weeks failed: ${run.failures.join("; ")}`;

@@ -12,7 +12,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from daemon.alerts.quiet import parse_quiet_hours, zone
 from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
-from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, with_overrides
+from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
 from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.episode import Attribution
 from sync.errors import ConfigError, PathProblem
@@ -203,8 +203,16 @@ class JobOverride(_Section):
 DEFAULT_APPROVAL_TIMEOUTS = {category: ms / 60_000 for category, ms in APPROVAL_TIMEOUTS_MS.items()}
 
 
+# A duration or a count of minutes: a number, 0 or more, finite (as the Convex deployment reads the
+# same settings, cloud_functions/lib/settings.ts).
+_Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
 class JobsSection(_Section):
-    """The scheduler (``daemon/schedule``): what the periodic jobs do, and their schedules."""
+    """The scheduler (``daemon/schedule``): what the periodic jobs do, and their schedules. The
+    settings of contracts/settings.json are the Convex deployment's too, from its environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     enabled: bool = True
     heartbeat_interval: float = Field(60.0, ge=1.0, description="seconds between this site's registry heartbeats")
@@ -212,7 +220,7 @@ class JobsSection(_Section):
     agent_retention_days: float = Field(30.0, gt=0, description="days without a sign of life before an agent is pruned")
     silent_after: float = Field(3600.0, gt=0, description="seconds without a sync before a site is down")
     archive_after_days: float = Field(90.0, gt=0)
-    approval_timeouts: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL_TIMEOUTS))
+    approval_timeouts: dict[str, _Amount] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL_TIMEOUTS))
     default_approval_timeout: float = Field(
         DEFAULT_APPROVAL_TIMEOUT_MS / 60_000, ge=0, description="minutes, for a category not in the table"
     )
@@ -314,13 +322,15 @@ class AlertsSection(_Section):
     """What the alerts say and when (``daemon/alerts``); they go to the log always, and to Telegram
     when it is configured."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
     enabled: bool = True
-    reminders: list[float] = Field(default_factory=lambda: [1.0, 4.0, 24.0], description="hours down")
+    reminders: list[_Amount] = Field(default_factory=lambda: [1.0, 4.0, 24.0], description="hours down")
     approval_lead: float = Field(10.0, ge=0, description="minutes before an unanswered approval expires")
     backbone_grace: float = Field(5.0, ge=0, description="minutes the backbone may be unreachable unsaid")
     # Minutes a signal may stay bad before it is said, by signal (silent, offline, quarantine,
     # paused, expiring, backbone, agentdb): a flap shorter than this says nothing.
-    grace: dict[str, float] = Field(default_factory=dict)
+    grace: dict[str, _Amount] = Field(default_factory=dict)
 
     @field_validator("grace")
     @classmethod
@@ -330,8 +340,6 @@ class AlertsSection(_Section):
         unknown = sorted(set(value) - set(SIGNALS))
         if unknown:
             raise ValueError(f"no signal named {', '.join(unknown)} (signals: {', '.join(SIGNALS)})")
-        if any(v < 0 for v in value.values()):
-            raise ValueError("a grace is a number of minutes, not negative")
         return value
 
 
@@ -543,10 +551,14 @@ def _unknown_keys(values: dict[str, Any], where: str, variables: dict[str, tuple
 
 
 def _origin(loc: tuple[Any, ...], where: str, variables: dict[str, tuple[str, str]]) -> str:
-    """Where the value at ``loc`` came from: a variable (named) or the config file."""
-    name = ENV_PREFIX + "__".join(str(part).upper() for part in loc)
-    found = variables.get(name)
-    return f"{name} in {found[1]}" if found else where
+    """Where the value at ``loc`` came from: a variable (named) or the config file. A variable may
+    hold a whole table or list (MEMSYNC_ALERTS__GRACE='{"offline": -1}' for alerts.grace.offline)."""
+    for end in range(len(loc), 0, -1):
+        name = ENV_PREFIX + "__".join(str(part).upper() for part in loc[:end])
+        found = variables.get(name)
+        if found:
+            return f"{name} in {found[1]}"
+    return where
 
 
 def load_settings(config: Path | None) -> Settings:
@@ -578,9 +590,32 @@ def load_settings(config: Path | None) -> Settings:
         values = _anchor(values, config.resolve().parent)
         values["config_file"] = str(config.resolve())
     try:
-        return Settings(**values, _env_file=dotenv[0])
+        settings = Settings(**values, _env_file=dotenv[0])
     except ValidationError as exc:
         described = "; ".join(
             f"{_describe(dict(e), Settings)} (from {_origin(tuple(e['loc']), where, variables)})" for e in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {described}") from None
+    _refuse_what_convex_cannot_apply(settings, where)
+    return settings
+
+
+def _refuse_what_convex_cannot_apply(settings: Settings, source: str) -> None:
+    """The settings the Convex deployment cannot honour (contracts/settings.json's "refused"): the
+    schedules of the jobs its crons run, which crons.ts fixes at deploy time."""
+    if settings.backbone.kind != "convex":
+        return
+    specs = {spec.name: spec for spec in DEFAULT_JOBS}
+    crons = sorted(
+        name
+        for name in settings.jobs.schedules
+        if where(specs[name], backbone="convex", store=settings.warm.store) is Where.CONVEX
+    )
+    if crons:
+        tables = ", ".join(f"[jobs.{name}]" for name in crons)
+        them = "that job" if len(crons) == 1 else "those jobs"
+        raise ConfigError(
+            f"{tables} in {source} cannot apply on Convex (backbone.kind = 'convex'): the deployment's crons "
+            f"run {them} on the schedule cloud_functions/crons.ts gives, so remove {tables} or change crons.ts "
+            "and deploy it"
+        )

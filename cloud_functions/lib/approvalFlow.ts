@@ -5,11 +5,12 @@
  */
 import type { Doc } from "../_generated/dataModel";
 import type { MutationCtx } from "../_generated/server";
-import { deferredExpiry, effectiveExpiry, MAX_DEFERS } from "./approvalPolicy";
+import { deferredExpiry, MAX_DEFERS } from "./approvalPolicy";
 import { approvalButtons, deferredText, expiredText, resolvedText } from "./approvalMessage";
 import { ChangeSequence } from "./changes";
 import { fail } from "./errors";
 import { enqueue } from "./outbox";
+import { approvalTimeouts, deploymentExpiry } from "./settings";
 
 type Approval = Doc<"approvals">;
 type Status = Approval["status"];
@@ -35,7 +36,7 @@ export function closedReason(approval: Approval, now: number): string | null {
     return `already ${approval.status}${approval.resolvedBy ? ` by ${approval.resolvedBy}` : ""}`;
   }
   // Past its deadline but not yet swept by the cron: as good as expired.
-  if (effectiveExpiry(approval) <= now) return "already expired";
+  if (deploymentExpiry(approval) <= now) return "already expired";
   return null;
 }
 
@@ -61,7 +62,9 @@ export async function settle(ctx: MutationCtx, approval: Approval, status: "appr
 export async function defer(ctx: MutationCtx, approval: Approval, by: string, now: number) {
   const closed = closedReason(approval, now);
   if (closed !== null) fail("CONFLICT", `approval is ${closed}`);
-  const expiresAt = deferredExpiry(approval, now);
+  // The deployment's timeouts (lib/settings.ts), by the policy both servers share (deferredExpiry).
+  const { timeoutsMs, defaultMs } = approvalTimeouts();
+  const expiresAt = deferredExpiry(approval, now, timeoutsMs, defaultMs);
   if (expiresAt === null) fail("CONFLICT", `approval was deferred ${MAX_DEFERS} times already`);
   const deferCount = (approval.deferCount ?? 0) + 1;
   await ctx.db.patch(approval._id, { expiresAt, deferCount });

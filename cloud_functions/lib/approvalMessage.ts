@@ -1,6 +1,6 @@
-/** What Telegram shows of an approval, and of what became of it. Pure. */
+/** What Telegram shows of an approval, and of what became of it. Pure but for the deployment's approval timeouts. */
 import type { Doc } from "../_generated/dataModel";
-import { effectiveExpiry } from "./approvalPolicy";
+import { deploymentExpiry } from "./settings";
 import type { Button } from "./telegram";
 
 /** "HH:MM UTC": the one clock the whole fleet shares. */
@@ -18,7 +18,7 @@ export function approvalText(approval: Shown): string {
     `🟡 Approval needed: ${approval.actionType} by ${approval.agentName} on ${approval.site}`,
     ...(approval.summary ? [approval.summary] : []),
     ...(approval.costUsd === undefined ? [] : [`cost $${approval.costUsd.toFixed(2)}`]),
-    `expires ${clockUtc(effectiveExpiry(approval))}`,
+    `expires ${clockUtc(deploymentExpiry(approval))}`,
   ].join("\n");
 }
 
@@ -39,7 +39,7 @@ export function resolvedText(approval: Shown, status: "approved" | "rejected", b
 }
 
 export function deferredText(approval: Shown, by: string): string {
-  return `⏸ Deferred by ${by} until ${clockUtc(effectiveExpiry(approval))}\n${approvalText(approval)}`;
+  return `⏸ Deferred by ${by} until ${clockUtc(deploymentExpiry(approval))}\n${approvalText(approval)}`;
 }
 
 export function expiredText(approval: Shown, at: number): string {
