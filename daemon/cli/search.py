@@ -110,7 +110,7 @@ def fast_search(argv: Sequence[str]) -> int | None:
     """Search through a running daemon with the fewest imports; None when the full path must answer
     (no daemon listening, or anything to explain)."""
     from daemon.cli.locate import quick_paths
-    from daemon.loop.control_client import ask
+    from daemon.control.client import ask
     from sync.errors import MemsyncError
 
     args = parse_or_none("memsync search", add_search_arguments, argv)

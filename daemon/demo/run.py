@@ -26,8 +26,8 @@ from rich.table import Table
 
 from daemon.cli.search import render_results
 from daemon.config import load_settings
+from daemon.control.lock import holder_pid
 from daemon.demo.agents import Agent
-from daemon.loop.lock import holder_pid
 from daemon.warm.files import read_status
 from daemon.warm.recall import run_search
 from sync.backbone.hub import HubBackbone

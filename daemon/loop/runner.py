@@ -31,8 +31,8 @@ import structlog
 from daemon import modes
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
+from daemon.control.lock import SiteLock
 from daemon.loop.changes import ChangeWaker
-from daemon.loop.lock import SiteLock
 from daemon.loop.notify import Notifier
 from daemon.paths import check_site
 from daemon.site import Site, open_backbone, sweeps_of

@@ -71,7 +71,7 @@ class Tools:
         self.clock = clock
 
     def _ask(self, request: dict[str, Any], timeout: float) -> Any:
-        from daemon.loop.control_client import ask
+        from daemon.control.client import ask
 
         if not self.settings.warm.enabled:
             raise ToolError("the search index is off on this site (warm.enabled = false): memory cannot be read")
