@@ -55,7 +55,7 @@ def _no_daemon(settings: Settings) -> str:
 def _since_ms(since: str | None, now: float) -> int | None:
     if since is None or not since.strip():
         return None
-    from daemon.cli.search import parse_since
+    from daemon.warm.results import parse_since
 
     try:
         return parse_since(since, now)
