@@ -429,7 +429,7 @@ class DaemonProcess(ChildProcess):
         return [sys.executable, "-m", "daemon", "run", "--config", str(self.site.config)]
 
     def start(self) -> Self:
-        from daemon.loop.lock import holder_pid
+        from daemon.control.lock import holder_pid
 
         lock = self.site.settings().lock_path
         super().start()

@@ -261,7 +261,7 @@ def after_idle(daemon: DaemonProcess, site: SiteFiles, unload_after: float) -> d
     from its save until a search through the daemon finds it (the worker starts, loads the model,
     indexes); then, once the worker has gone again, one search (it starts the worker) and the next."""
     from bench.warm import LiveAgent, first_found
-    from daemon.loop.control_client import ask
+    from daemon.control.client import ask
 
     socket = site.settings().socket_path
 

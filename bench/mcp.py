@@ -85,7 +85,7 @@ def ready_times(site: SiteFiles, starts: int) -> list[float]:
 
 
 async def search_times(site: SiteFiles, calls: int) -> tuple[list[float], list[float]]:
-    from daemon.loop.control_client import ask
+    from daemon.control.client import ask
     from sync.warm.request import SearchRequest
 
     socket = site.settings().socket_path

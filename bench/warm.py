@@ -398,7 +398,7 @@ def first_found(socket: Path, query: str, token: str, mode: str, timeout: float)
     earlier episode with a similar task first (dense weighs more than BM25), so the episode must be
     among the results, not necessarily the first. A limit of 10 costs what a
     limit of 1 does: the search fetches max(4 x limit, 40) candidates either way."""
-    from daemon.loop.control_client import ask
+    from daemon.control.client import ask
     from sync.warm.request import SearchRequest
 
     wire = SearchRequest(query=query, limit=SEARCH_LIMIT, mode=mode).to_wire()  # type: ignore[arg-type]

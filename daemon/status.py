@@ -16,9 +16,9 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 
 from daemon.config import Settings
+from daemon.control.lock import holder_pid
 from daemon.counts import counted
 from daemon.health import Facts, Level, assess, lag_seconds
-from daemon.loop.lock import holder_pid
 from daemon.paths import agentdb_problem, writable_problem
 from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status

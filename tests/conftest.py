@@ -478,7 +478,7 @@ def status_json(config: Path, **kwargs: Any) -> tuple[int, dict[str, Any]]:
 
 def wait_started(site: SiteFiles, proc: subprocess.Popen[bytes], log: Path) -> None:
     """Until this daemon holds the site lock and has logged "started" (its signal handlers are in place)."""
-    from daemon.loop.lock import holder_pid
+    from daemon.control.lock import holder_pid
 
     def started() -> bool:
         if proc.poll() is not None:

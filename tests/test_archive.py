@@ -25,7 +25,7 @@ from test_backbone_conformance import item
 
 from sync.archive import codec
 from sync.archive.files import ArchiveFolder
-from sync.backbone.base import ArchiveFile
+from sync.archive.manifest import ArchiveFile
 from sync.backbone.hub import HubBackbone
 from sync.errors import BackboneBroken
 

@@ -36,7 +36,7 @@ from conftest import (
     write_config,
 )
 
-from daemon.loop.lock import holder_pid
+from daemon.control.lock import holder_pid
 
 EXPORT_KEYS = [
     "sourceSite",

@@ -151,8 +151,8 @@ def test_the_wire_round_trips(store: EdgeStore) -> None:
 
 
 def test_a_daemon_older_than_the_ops_means_nothing_to_show_not_a_failure(short_dir: Path) -> None:
-    from daemon.loop.browse_client import ask_episode, ask_recent
-    from daemon.loop.control import ControlServer, listen
+    from daemon.control.browse_client import ask_episode, ask_recent
+    from daemon.control.server import ControlServer, listen
     from sync.errors import ControlError
 
     path = short_dir / "old.sock"

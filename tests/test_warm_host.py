@@ -13,7 +13,7 @@ import pytest
 from conftest import SiteFiles, wait_for
 
 from daemon.config import load_settings
-from daemon.loop.control_client import ask
+from daemon.control.client import ask
 from daemon.warm.files import write_status
 from daemon.warm.host import WarmHost
 from daemon.warm.worker import should_exit

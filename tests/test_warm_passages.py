@@ -15,7 +15,7 @@ from conftest import CountingEmbedder
 from fake_providers import KEY, gemini_respond, serve
 from qdrant_client import QdrantClient
 
-from daemon.cli.search import render_results
+from daemon.warm.results import render_results
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json

@@ -20,7 +20,8 @@ from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console,
 from daemon.counts import counted
 
 if TYPE_CHECKING:
-    from sync.backbone.base import ArchiveFile, Backbone
+    from sync.archive.manifest import ArchiveFile
+    from sync.backbone.base import Backbone
 
 T = TypeVar("T")
 

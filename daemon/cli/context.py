@@ -139,8 +139,8 @@ def gather(
 ) -> tuple[list[SearchResult], list[SearchResult]]:
     """The search's results for ``query`` and the project's recent episodes, from the daemon. A
     daemon without the ``recent`` op (older than this command), or refusing it, has no recent results."""
-    from daemon.loop.browse_client import ask_recent
-    from daemon.loop.control_client import ask
+    from daemon.control.browse_client import ask_recent
+    from daemon.control.client import ask
     from sync.errors import ControlError
 
     request = SearchRequest(query=query, limit=max(1, min(MAX_LIMIT, limit)))

@@ -45,9 +45,9 @@ def _count(value: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.cli.search import parse_since
     from daemon.paths import exists
     from daemon.site import open_backbone
+    from daemon.warm.results import parse_since
 
     with handled():
         settings = load(args, log_level="error")

@@ -227,7 +227,7 @@ def _indexes(settings: Settings, backbone: Backbone) -> list[dict[str, Any]]:
     starts."""
     import time
 
-    from daemon.loop.lock import holder_pid
+    from daemon.control.lock import holder_pid
 
     if not settings.warm.enabled:
         return []
@@ -250,7 +250,7 @@ def _purge_here(settings: Settings, backbone: Backbone, indexes: list[dict[str, 
     """This site's search index purged of what was forgotten before ``forget`` returns: by its
     daemon, waited for through the control socket; with none running, here (the catch-up that
     ``sync`` runs, which purges once it has read the feed's tombstones)."""
-    from daemon.loop.control_client import ask
+    from daemon.control.client import ask
     from daemon.warm.layer import offline_layer
 
     mine = next((i for i in indexes if i["site"] == settings.site.name), None)

@@ -55,7 +55,7 @@ def spool(state: Path, agent: str, platform: str, interface: str | None, at: flo
 def fast_heartbeat(argv: Sequence[str]) -> int | None:
     """Into the spool of a running daemon; None when the full path must answer."""
     from daemon.cli.locate import quick_paths
-    from daemon.loop.lock import DAEMON, lock_holder
+    from daemon.control.lock import DAEMON, lock_holder
 
     args = parse_or_none("memsync heartbeat", add_heartbeat_arguments, argv)
     if args is None or not AGENT_NAME.match(args.agent):
@@ -77,7 +77,7 @@ def fast_heartbeat(argv: Sequence[str]) -> int | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.loop.lock import DAEMON, lock_holder
+    from daemon.control.lock import DAEMON, lock_holder
     from daemon.site import open_backbone
 
     with handled():

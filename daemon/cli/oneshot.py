@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from daemon.loop.lock import DAEMON, ONCE, SiteLock, lock_holder
+from daemon.control.lock import DAEMON, ONCE, SiteLock, lock_holder
 from sync.sidecar import Sidecar
 
 if TYPE_CHECKING:

@@ -125,7 +125,7 @@ def through_daemon(paths: QuickPaths, pid: int, args: argparse.Namespace, asked_
 
 
 def _wait_searchable(paths: QuickPaths, deadline: float, timeout: float) -> None:
-    from daemon.loop.control_client import ask
+    from daemon.control.client import ask
 
     if paths.socket is None:
         fail("--searchable: the search index is off (warm.enabled = false)", EX_CONFIG)

@@ -31,8 +31,8 @@ import structlog
 from daemon import modes
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
+from daemon.control.lock import SiteLock
 from daemon.loop.changes import ChangeWaker
-from daemon.loop.lock import SiteLock
 from daemon.loop.notify import Notifier
 from daemon.paths import check_site
 from daemon.site import Site, open_backbone, sweeps_of
@@ -40,8 +40,8 @@ from daemon.warm.host import WarmHost
 
 if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
-    from daemon.alerts.worker import AlertWorker
     from daemon.schedule.worker import Scheduler
+    from daemon.telegram.worker import AlertWorker
 from sync.backbone.base import Backbone
 from sync.engine import PassReport
 from sync.errors import ConfigError, Interrupted, SnapshotNotReady, SourceConflict, SourceMissing, SourceUnavailable
@@ -181,7 +181,7 @@ class Daemon:
         It has a backbone client of its own, like the scheduler."""
         if alerts is None:
             return None
-        from daemon.alerts.worker import AlertWorker
+        from daemon.telegram.worker import AlertWorker
 
         coordination = self._open_backbone() if self.settings.telegram.enabled else None
         return AlertWorker(

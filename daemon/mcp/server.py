@@ -55,7 +55,7 @@ def _no_daemon(settings: Settings) -> str:
 def _since_ms(since: str | None, now: float) -> int | None:
     if since is None or not since.strip():
         return None
-    from daemon.cli.search import parse_since
+    from daemon.warm.results import parse_since
 
     try:
         return parse_since(since, now)
@@ -71,7 +71,7 @@ class Tools:
         self.clock = clock
 
     def _ask(self, request: dict[str, Any], timeout: float) -> Any:
-        from daemon.loop.control_client import ask
+        from daemon.control.client import ask
 
         if not self.settings.warm.enabled:
             raise ToolError("the search index is off on this site (warm.enabled = false): memory cannot be read")

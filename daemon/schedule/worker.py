@@ -291,7 +291,7 @@ def index_catch_up(settings: Settings, feed: ChangeFeed) -> str:
     its catch-up pass, asked of the warm worker (started for it). When it is not, nothing: starting
     the worker every five minutes to find nothing would keep the embedding stack in memory for good
     (it exits only after ``warm.unload_after`` idle seconds)."""
-    from daemon.loop.control_client import ask
+    from daemon.control.client import ask
     from daemon.warm.files import Collections
     from sync.warm.cursor import CursorFile
 

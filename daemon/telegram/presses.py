@@ -1,6 +1,6 @@
 """Button presses on the embedded hub, and approval messages kept true to their approvals.
 
-Presses arrive through getUpdates, polled by one daemon (``daemon/alerts/worker.py``). Each
+Presses arrive through getUpdates, polled by one daemon (``daemon/telegram/worker.py``). Each
 approval press is applied once: the backbone's resolve is a compare-and-set (a double tap or a
 redelivered update finds it decided and is answered so), and the update's offset is stored after
 it is handled. Approval messages are edited from the approval as the backbone has it

@@ -29,7 +29,7 @@ from typing import IO
 import structlog
 
 from daemon.config import Settings
-from daemon.loop.control import listen, unlink
+from daemon.control.server import listen, unlink
 from daemon.warm.files import Collections, read_status
 from sync.backbone.base import ChangeFeed
 from sync.errors import MemsyncError

@@ -36,8 +36,8 @@ import structlog
 
 from daemon import logs
 from daemon.config import Settings
-from daemon.loop.control import Handler
-from daemon.loop.control_client import Progress
+from daemon.control.client import Progress
+from daemon.control.server import Handler
 from daemon.warm.files import Collections, status_path, write_status
 from sync.backbone.base import ChangeFeed
 from sync.errors import CollectionMismatch, ConfigError, MemsyncError, QuotaExhausted, TransientError

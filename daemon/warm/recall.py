@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from daemon.config import Settings
+from daemon.control.client import ask
+from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
-from daemon.loop.control_client import ask
-from daemon.loop.lock import DAEMON, lock_holder
 from daemon.paths import exists
 from daemon.site import open_backbone
 from daemon.warm.lag import episodes_behind

@@ -33,7 +33,7 @@ import structlog
 
 from daemon import logs
 from daemon.config import Settings, load_settings
-from daemon.loop.control import ControlServer
+from daemon.control.server import ControlServer
 from daemon.site import open_backbone
 from daemon.warm.layer import WarmLayer, warm_handlers
 from sync.errors import ConfigError, MemsyncError

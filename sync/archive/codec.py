@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from sync.backbone.base import ArchiveFile
+from sync.archive.manifest import ArchiveFile
 
 # Level 6: zlib's default; level 9 costs about twice the time for a few percent.
 LEVEL = 6

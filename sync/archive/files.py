@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import asdict
 from pathlib import Path
 
-from sync.backbone.base import ArchiveFile
+from sync.archive.manifest import ArchiveFile
 from sync.jsonfile import write_json_atomically
 
 SUFFIX = ".jsonl.gz"

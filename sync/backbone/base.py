@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Protocol
 
+from sync.archive.manifest import ArchiveFile
 from sync.leases import Claim
 
 
@@ -464,24 +465,6 @@ class Sweeps(Protocol):
         per site and ISO week, written and verified before the bodies leave the hot table; the
         keys stay); how many."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveFile:
-    """One site's archived episodes of one ISO week: a gzip-compressed JSON Lines file and its
-    manifest (``sync.archive.codec``)."""
-
-    site: str
-    week: str  # "2026-W08": the ISO week of the episodes' ts, UTC
-    count: int  # episodes (lines) in the file
-    sha256: str  # of the compressed file's bytes
-    bytes: int  # the compressed file's size
-    first_id: str  # the key range: the first and last sourceId in the file's order (ts, sourceId)
-    last_id: str
-    from_ts: int  # the oldest and newest episode's ts, ms
-    to_ts: int
-    written_at: int  # ms
-    location: str  # where it is: a path beside the hub, a Convex storage id
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,12 +20,12 @@ from typing import Any, Literal
 import httpx
 
 from sync import http as http_policy
+from sync.archive.manifest import ArchiveFile
 from sync.backbone.base import (
     AgentBeat,
     AgentState,
     Approval,
     ArchiveCheck,
-    ArchiveFile,
     ArchiveRun,
     Change,
     Forgotten,

@@ -3,7 +3,7 @@ neighbours. The daemon's control socket serves them as the ``recent`` and ``epis
 ``memsync context`` and ``memsync mcp`` ask for); they read the search index's payloads, which hold
 every indexed episode's fields and text, so a look costs one ordered scroll and no embedding.
 
-The ops, on the control socket's JSON lines (``daemon.loop.control``):
+The ops, on the control socket's JSON lines (``daemon.control.server``):
 
     {"op": "recent", "request": {"limit": 10, "filter": {"site": null, "agent": null,
         "session": null, "tags": [], "since_ms": null}}}
@@ -19,7 +19,7 @@ The ops, on the control socket's JSON lines (``daemon.loop.control``):
        in time order; "episode" null when the index holds no such episode.
 
 A daemon older than these ops answers ``{"ok": false, "kind": "invalid", "error": "unknown op
-'recent'; known: ..."}``: a caller reads that as "nothing to show" (``daemon.loop.browse_client``).
+'recent'; known: ..."}``: a caller reads that as "nothing to show" (``daemon.control.browse_client``).
 Bad requests are ``invalid`` with one sentence saying what is wrong.
 """
 

@@ -27,7 +27,8 @@ from typing import Any
 
 from sync.archive import codec
 from sync.archive.files import ArchiveFolder, location_of
-from sync.backbone.base import ArchiveCheck, ArchiveFile, ArchiveRun, Forgotten
+from sync.archive.manifest import ArchiveFile
+from sync.backbone.base import ArchiveCheck, ArchiveRun, Forgotten
 from sync.backbone.hub.connection import HubConnection
 from sync.backbone.hub.digest import rebuild_stored_digest
 from sync.backbone.hub.episodes import exported, with_approval

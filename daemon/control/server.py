@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import structlog
 
-from daemon.loop.control_client import Progress
+from daemon.control.client import Progress
 from sync.errors import ConfigError, QuotaExhausted, TransientError
 
 log = structlog.get_logger("memsync.control")

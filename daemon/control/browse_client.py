@@ -1,18 +1,18 @@
 """Ask a running daemon for recent episodes or one episode with its neighbours (the ``recent`` and
 ``episode`` ops, described in ``sync.warm.browse``), from light code: the standard library,
-``daemon.loop.control_client`` and the wire types of ``sync.warm.request``, nothing heavier.
+``daemon.control.client`` and the wire types of ``sync.warm.request``, nothing heavier.
 
 ``memsync context`` (a hook on every prompt) and ``memsync mcp`` call these. A daemon older than the
 ops answers "unknown op": ``ask_recent`` reads that as no recent episodes, never as a failure;
 ``ask_episode`` as no such episode. DaemonNotListening, TransientError and ControlError reach the
-caller as ``control_client.ask`` raises them.
+caller as ``client.ask`` raises them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.loop.control_client import ask
+from daemon.control.client import ask
 from sync.errors import ControlError
 from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchResult
 

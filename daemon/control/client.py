@@ -3,7 +3,7 @@
 Standard library only, and nothing from the rest of memsync but its errors: ``memsync search``
 through a running daemon imports this and little else (``daemon.cli.light``), so that an agent's
 hook that searches on every prompt pays for a Python start-up, not for the whole CLI. The protocol
-is described in ``daemon.loop.control``, which serves it.
+is described in ``daemon.control.server``, which serves it.
 """
 
 from __future__ import annotations
