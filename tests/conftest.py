@@ -497,6 +497,12 @@ def wait_started(site: SiteFiles, proc: subprocess.Popen[bytes], log: Path) -> N
     wait_for(started, timeout=60, what="the daemon to start")
 
 
+def warm_section(tmp_path: Path, short_dir: Path, name: str = "laptop") -> str:
+    """A site's [warm] settings for tests that search through a daemon: the index under tmp_path,
+    the control socket under short_dir (socket paths are short), a quick catch-up."""
+    return f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / f"{name}.sock"}"\ncatch_up_interval = 0.5\n'
+
+
 @pytest.fixture
 def short_dir() -> Iterator[Path]:
     """Unix socket paths are limited to ~100 bytes; pytest's tmp paths can be longer."""

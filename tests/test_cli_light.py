@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import SiteFiles, wait_for, wait_started
+from conftest import SiteFiles, wait_for, wait_started, warm_section
 
 from daemon.cli.locate import quick_paths, remember, stamps
 from daemon.config import load_settings
@@ -144,7 +144,7 @@ def test_search_and_sync_through_a_daemon_import_nothing_heavy(
     tmp_path: Path,
     daemons: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
-    warm = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 0.5\n'
+    warm = warm_section(tmp_path, short_dir)
     site = site_files("laptop", make_agentdb(20), warm=warm)
     log = tmp_path / "daemon.log"
     proc = daemons(site.config, log)

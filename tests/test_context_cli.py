@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import AgentProcess, SiteFiles, episode, wait_for, wait_started
+from conftest import AgentProcess, SiteFiles, episode, wait_for, wait_started, warm_section
 
 from daemon.context.compose import CLOSE, LATEST, MEMORIES, OPEN
 from daemon.context.hook import CAPS, POINTER, TOOLS
@@ -51,7 +51,7 @@ def said(done: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def warm(tmp_path: Path, short_dir: Path, name: str = "laptop") -> str:
-    return f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / f"{name}.sock"}"\ncatch_up_interval = 0.5\n'
+    return warm_section(tmp_path, short_dir, name)
 
 
 @pytest.fixture

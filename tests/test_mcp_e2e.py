@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import SiteFiles, memsync, require_node_modules, wait_for, wait_started
+from conftest import SiteFiles, memsync, require_node_modules, wait_for, wait_started, warm_section
 
 CLIENT = Path(__file__).parent / "mcp_client"
 HEAVY = ("onnxruntime", "numpy", "tokenizers", "qdrant_edge", "qdrant_client", "sync.warm.embedders")
@@ -63,7 +63,7 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     daemons: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
     require_node_modules(CLIENT)
-    warm = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 0.5\n'
+    warm = warm_section(tmp_path, short_dir)
     site = site_files("laptop", make_agentdb(20), warm=warm)
     log = tmp_path / "daemon.log"
     proc = daemons(site.config, log)

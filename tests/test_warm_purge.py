@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import AgentProcess, SiteFiles, episode, memsync, stop_daemon, wait_for, wait_started
+from conftest import AgentProcess, SiteFiles, episode, memsync, stop_daemon, wait_for, wait_started, warm_section
 
 from daemon.warm.files import read_status
 from daemon.warm.layer import WarmLayer
@@ -32,7 +32,7 @@ KEPT = "rotate the TLS certificate on the edge proxy"
 
 
 def warm_site(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path, warm: str = "") -> SiteFiles:
-    settings = f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\ncatch_up_interval = 0.5\n'
+    settings = warm_section(tmp_path, short_dir)
     return site_files(warm=settings + warm)
 
 
