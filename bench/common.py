@@ -26,10 +26,16 @@ from types import TracebackType
 from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parents[1]
-GEN = ROOT / "tests" / "agentdb_gen"
+# One harness with the tests: the generator of AgentDB files and the wait on an event (tests/harness.py).
+sys.path.insert(0, str(ROOT / "tests"))
+from harness import FIXED_TS, GEN, generate_agentdb, wait_for  # noqa: E402
+
+# What this module takes from tests/harness.py and the benchmarks import from here; the names this
+# module defines are importable without being listed.
+__all__ = ["FIXED_TS", "GEN", "wait_for"]
+
 CACHE = ROOT / "bench" / ".cache"
 RESULTS = ROOT / "bench" / "results"
-FIXED_TS = 1735689600
 SITE = "bench"
 
 
@@ -54,15 +60,6 @@ def stopwatch() -> Iterator[Callable[[], float]]:
     """``with stopwatch() as elapsed:`` ... ``elapsed()`` is the seconds since the block began."""
     started = time.perf_counter()
     yield lambda: time.perf_counter() - started
-
-
-def wait_for(predicate: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 # -- figures and output --------------------------------------------------------------------------
@@ -135,18 +132,15 @@ def agentdb_fixture(n: int, *, seed: int = 42) -> Path:
     path = CACHE / f"agentdb-n{n}-s{seed}-ts{FIXED_TS}.db"
     if path.exists():
         return path
-    if not (GEN / "node_modules").is_dir():
-        raise RuntimeError(f"{GEN}/node_modules is missing: run `make node`")
     CACHE.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".partial-{os.getpid()}")
     partial.unlink(missing_ok=True)
     progress(f"generating {n} episodes with the agentdb package into {path.name} (cached for next time)")
-    argv = ["node", str(GEN / "generate.mjs"), "--db", str(partial), "--n", str(n), "--seed", str(seed)]
-    argv += ["--fixed-ts", str(FIXED_TS)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
-    if done.returncode != 0:
+    try:
+        generate_agentdb(partial, n, seed=seed, fixed_ts=FIXED_TS, timeout=1800)
+    except BaseException:
         partial.unlink(missing_ok=True)
-        raise RuntimeError(f"generate.mjs failed: {done.stderr[-2000:]}")
+        raise
     partial.replace(path)
     return path
 

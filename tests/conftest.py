@@ -12,7 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,17 +19,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from harness import FIXED_TS, GEN, ROOT, node_modules_missing, wait_for
+from harness import generate_agentdb as _generate
 
 if TYPE_CHECKING:
     from sync.warm.embedders import Embedder, LocalEmbedder
 
 pytest_plugins = ["convex_fixtures", "fake_providers"]
 
-ROOT = Path(__file__).resolve().parents[1]
-GEN = ROOT / "tests" / "agentdb_gen"
+# What this module takes from harness.py (shared with bench/, and free of pytest) and the tests
+# import from here; the names this module defines are importable without being listed.
+__all__ = ["FIXED_TS", "GEN", "ROOT", "wait_for"]
+
 V139 = ROOT / "tests" / "agentdb_variants" / "v139"
 V3ALPHA = ROOT / "tests" / "agentdb_variants" / "v3alpha"
-FIXED_TS = 1735689600
 
 # The light paths' settings cache (daemon/cli/locate.py) lives under XDG_CACHE_HOME: the suite's
 # own, so that its child processes neither read nor leave entries in the user's cache.
@@ -82,8 +84,8 @@ class FakeClock:
 
 
 def require_node_modules(folder: Path) -> None:
-    if not (folder / "node_modules").is_dir():
-        pytest.fail(f"{folder}/node_modules is missing: run `make node` (make test does it)")
+    if (missing := node_modules_missing(folder)) is not None:
+        pytest.fail(missing)
 
 
 def wal_commits(agentdb: Path, commits: int, *, interval_ms: int = 60, hold_ms: int = 1000) -> None:
@@ -111,29 +113,7 @@ def generate_agentdb(
 ) -> dict[str, Any]:
     """Write ``n`` episodes into ``path`` with the real package; returns the generator's summary."""
     require_node_modules(GEN)
-    argv = [
-        "node",
-        str(GEN / "generate.mjs"),
-        "--db",
-        str(path),
-        "--n",
-        str(n),
-        "--seed",
-        str(seed),
-        "--sessions",
-        str(sessions),
-    ]
-    if edge_cases:
-        argv.append("--edge-cases")
-    if fixed_ts is not None:
-        argv += ["--fixed-ts", str(fixed_ts)]
-    if append:
-        argv.append("--append")
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"generate.mjs failed: {done.stderr[-2000:]}")
-    summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return summary
+    return _generate(path, n, seed=seed, sessions=sessions, edge_cases=edge_cases, fixed_ts=fixed_ts, append=append)
 
 
 @pytest.fixture(scope="session")
@@ -376,15 +356,6 @@ def stop_daemon(proc: subprocess.Popen[bytes], timeout: float = 20) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 30, interval: float = 0.05, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
 
 
 def flat(text: str) -> str:

@@ -259,7 +259,7 @@ def test_kill_9_during_archiving_loses_and_duplicates_nothing(tmp_path: Path) ->
         )
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
-        time.sleep(delay)
+        time.sleep(delay)  # on purpose: the kill lands at a different point of the archiving each time
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)
             kills += 1
@@ -290,7 +290,7 @@ def test_the_weekly_job_archive_commands_export_and_status(
     site = write_config(tmp_path / "laptop", "laptop", db, hub_path, extra="[jobs]\narchive_after_days = 0.00001\n")
     config = str(site.config)
     assert memsync("sync", "--config", config).returncode == 0
-    time.sleep(1.2)
+    time.sleep(1.2)  # on purpose: the retention (0.864 s) passes, so what was synced is old enough
     ran = memsync("jobs", "run", "cleanup-old-episodes", "--config", config)
     assert ran.returncode == 0, ran.stderr
     assert "4 episodes older than" in ran.stderr

@@ -925,7 +925,7 @@ def test_sync_health_goes_down_after_silence_and_up_again_after_a_sync(open_site
     vm.backbone.push([item(1)], cursor=1)
     start = _now_ms()
     assert laptop.sweeps.sync_health(_now_ms(), silent_after) == []  # first judged healthy: no news
-    time.sleep(1.2)
+    time.sleep(1.2)  # on purpose: silent_after passes on both servers' clocks (Convex's is not ours to set)
     went_down = laptop.sweeps.sync_health(_now_ms(), silent_after)
     assert [(t.site, t.state) for t in went_down] == [(laptop.site, "down"), (vm.site, "down")]
     assert all(t.silent_for_s >= 1.0 for t in went_down)

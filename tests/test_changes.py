@@ -61,7 +61,7 @@ def test_each_file_wakes_its_own_event_even_with_the_same_name(tmp_path: Path) -
         assert not wake.is_set()
         poke.clear()
         assert touch_until(agentdb, wake)
-        time.sleep(0.5)
+        time.sleep(0.5)  # on purpose: an event for the other file would have come by now
         assert not poke.is_set()
 
 
@@ -73,7 +73,7 @@ def test_other_files_in_a_watched_folder_wake_nothing(tmp_path: Path) -> None:
         wake.clear()
         for name in ("notes.txt", "agentdb.db.bak", "hub.db-wal"):
             (tmp_path / name).write_text("x", encoding="utf-8")
-        time.sleep(1.0)
+        time.sleep(1.0)  # on purpose: an event for these files would have come by now
         assert not wake.is_set()
 
 
@@ -162,13 +162,13 @@ def test_the_hub_and_other_files_beside_the_agentdb_file_never_wake_the_watcher(
 
     try:
         assert agent_commits_until_seen()  # the watcher is up
-        time.sleep(0.5)  # the tail of that commit's events
+        time.sleep(0.5)  # the tail of that commit's events (nothing observable says it has ended)
         wake.clear()
         before = waker.wakeups
         commit_often(hub, 100)
         for i in range(20):
             notes.write_text(f"line {i}\n", encoding="utf-8")  # rewritten in place: no new name
-        time.sleep(1.0)
+        time.sleep(1.0)  # on purpose: a wake-up by these writes would have come by now
         assert waker.wakeups == before, f"woken {waker.wakeups - before} times by files that are not watched"
         assert not wake.is_set()
         assert agent_commits_until_seen(), "the AgentDB file's own commit must still wake it"
@@ -188,7 +188,7 @@ def test_a_temp_file_renamed_over_the_database_wakes_it_and_the_new_file_is_watc
     wake = threading.Event()
     with watching({db: wake}):
         assert touch_until(db, wake)
-        time.sleep(0.5)
+        time.sleep(0.5)  # the tail of those writes' events (nothing observable says it has ended)
         wake.clear()
         for save in range(3):
             temp = tmp_path / f".agentdb.db.4242.{save:08d}-uuid.tmp"
@@ -200,7 +200,7 @@ def test_a_temp_file_renamed_over_the_database_wakes_it_and_the_new_file_is_watc
             temp.rename(db)
             assert wake.wait(SEEN_WITHIN_S), f"save {save}: the rename over the database must wake it"
             wake.clear()
-        time.sleep(0.5)
+        time.sleep(0.5)  # the tail of the renames' events (nothing observable says it has ended)
         wake.clear()
         assert touch_until(db, wake), "a write into the renamed-in file must wake it (its inode is watched)"
 
@@ -235,7 +235,7 @@ def test_a_daemon_with_the_hub_beside_the_agentdb_file_runs_a_pass_per_commit_an
         (tmp_path / "notes.txt").write_text("x" * 10_000, encoding="utf-8")
         (tmp_path / ".wal.db.4242.uuid.tmp").write_bytes(b"a temp file never renamed")
         (tmp_path / "wal.db.bak").write_bytes(files.agentdb.read_bytes())
-        time.sleep(2.0)  # ten polls' worth
+        time.sleep(2.0)  # on purpose: ten polls' worth, in which no pass may run
         assert passes_of(files) == quiet, "files that are not the AgentDB file's ran passes"
     finally:
         assert stop_daemon(proc) == 0

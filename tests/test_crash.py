@@ -123,7 +123,7 @@ def test_kill_9_at_random_points_under_a_live_writer_keeps_exactly_once(
                 writers.append(writer)
             proc = daemons(site.config, log)
             wait_started(site, proc, log)
-            time.sleep(rng.uniform(0.05, 0.8))
+            time.sleep(rng.uniform(0.05, 0.8))  # on purpose: the kill lands at a random point of the work
             assert proc.poll() is None, f"cycle {cycle}: the daemon died on its own (exit {proc.returncode})"
             kills_while_writing += writer.running()
             proc.send_signal(signal.SIGKILL)
@@ -201,6 +201,7 @@ def test_backbone_outage_under_writes_is_reported_then_everything_arrives_once(
             raise AssertionError(f"{exc}; last status: {json.dumps(seen)[:2000]}") from None
         assert seen["health"] != "ok", seen
         assert proc.poll() is None, "the daemon died while the backbone was locked"
+        # On purpose: the lock is held four seconds in all, to show that nothing gets through it meanwhile.
         time.sleep(max(0.0, 4.0 - (time.monotonic() - locked_at)))
         # Nothing got through the lock.
         assert blocker.execute("SELECT count(*) FROM episodes").fetchone()[0] == 5

@@ -15,7 +15,7 @@ from sync.backbone.hub import HubBackbone
 from sync.backbone.hub.connection import classify, current_ms
 from sync.backbone.hub.schema import SCHEMA_VERSION
 from sync.episode import EXPORT_FIELDS, canonical_json
-from sync.errors import BackboneBroken, BackboneUnavailable, MemsyncError, PathProblem
+from sync.errors import BackboneBroken, BackboneConflict, BackboneUnavailable, MemsyncError, PathProblem
 from sync.leases import Claim
 
 
@@ -488,3 +488,72 @@ def test_every_time_the_hub_records_comes_from_its_clock(tmp_path: Path) -> None
             "tombstone": conn.execute("SELECT deleted_at FROM tombstones").fetchall(),
         }
     assert stamps == {name: [(instant,)] for name in stamps}
+
+
+def test_the_hub_decides_by_its_clock_leases_runs_approvals_sources_the_archive_and_the_digest(
+    tmp_path: Path,
+) -> None:
+    """Where the hub decides by time (a lease lapsed, an approval expired, which day is today) it asks
+    the clock it was given, never the machine's."""
+    start = 1_798_761_540_000  # 2026-12-31 23:59 UTC
+    now = [start]
+    laptop = HubBackbone(tmp_path / "hub.db", "laptop", clock=lambda: now[0])
+    vm = HubBackbone(tmp_path / "hub.db", "vm", clock=lambda: now[0])
+    try:
+        # A job's lease lapses by the clock: held off while it runs, taken over after.
+        assert laptop.claim_job("alerts", "slot", 60_000) is Claim.TAKE
+        now[0] = start + 59_999
+        assert vm.claim_job("alerts", "slot", 60_000) is Claim.SKIP
+        now[0] = start + 60_000
+        assert vm.claim_job("alerts", "slot", 60_000) is Claim.TAKE_OVER
+        now[0] = start + 61_000
+        vm.finish_job("alerts", "slot", "ok", "fine")
+        runs = {(r.site, r.outcome): (r.started_at, r.ended_at) for r in laptop.job_runs("alerts")}
+        assert runs == {
+            ("laptop", "abandoned"): (start, start + 60_000),
+            ("vm", "ok"): (start + 60_000, start + 61_000),
+        }
+
+        # An approval is resolved at the clock's time, and expires by it.
+        def ask() -> str:
+            return laptop.create_approval(
+                agent_name="coder", action_type="deploy", priority="low", reviewers=[], expires_at=now[0] + 60_000
+            )
+
+        now[0] = start
+        answered, lapsing = ask(), ask()
+        now[0] = start + 30_000
+        assert laptop.resolve_approval(answered, "approved", "alice") == "approved"
+        found = laptop.approval(answered)
+        assert found is not None
+        assert (found.created_at, found.resolved_at) == (start, start + 30_000)
+        now[0] = start + 60_000
+        with pytest.raises(BackboneConflict, match="expired"):
+            laptop.defer_approval(lapsing, "alice", 60_000)
+        with pytest.raises(BackboneConflict, match="expired"):
+            laptop.resolve_approval(lapsing, "approved", "alice")
+
+        # The source's claim and last sight, the archive's run: stamped at the clock's time.
+        record = SourceRecord("instance", "machine", "host", "/agentdb.db")
+        assert laptop.set_source(record, expected=None)
+        now[0] = start + 90_000
+        assert laptop.set_source(record, expected="instance")
+        source = laptop.source_of()
+        assert source is not None
+        assert (source.claimed_at, source.last_seen_at) == (start + 60_000, start + 90_000)
+        laptop.push([item("1")], cursor=1)
+        assert laptop.archive_older_than(cutoff_ms=start, limit=10) == 1
+        last = laptop.last_archive_run()
+        assert last is not None
+        assert last.at == start + 90_000
+
+        # Today is the clock's day: the digest of 2027-01-01 is on demand only once the clock is past midnight.
+        now[0] = start
+        with pytest.raises(ValueError, match=r"only today's digest \(2026-12-31\)"):
+            laptop.build_today_digest("2027-01-01")
+        assert laptop.build_today_digest("2026-12-31")["builtAt"] == start
+        now[0] = start + 120_000
+        assert laptop.build_today_digest("2027-01-01")["builtAt"] == start + 120_000
+    finally:
+        vm.close()
+        laptop.close()

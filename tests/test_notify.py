@@ -68,6 +68,11 @@ class Listener:
     def pings_after(self, moment: float) -> int:
         return sum(1 for t, m in self.drain() if t > moment and "WATCHDOG=1" in m)
 
+    def silent_for(self, seconds: float) -> bool:
+        """A ping was read, and none in the last ``seconds``: the loop that pinged has stopped."""
+        pings = [t for t, m in self.drain() if "WATCHDOG=1" in m]
+        return bool(pings) and time.monotonic() - pings[-1] >= seconds
+
 
 @pytest.fixture
 def listener(tmp_path: Path) -> Iterator[Listener]:
@@ -104,9 +109,12 @@ def test_a_daemon_under_systemd_says_ready_status_pings_and_stopping(
         holder.execute("BEGIN EXCLUSIVE")
         agent = agents(site.agentdb)
         agent.store(episode(100))
-        time.sleep(1.0)  # the pass starts and blocks inside the push
-        listener.drain()  # what was sent before now (times are when this test reads them)
+        # The pass starts and blocks inside the push: the idle loop pinged every 0.3 s, so four
+        # periods without a ping is the loop held (however long the pass took to start).
+        ping_every = WATCHDOG_USEC / 2e6
+        wait_for(lambda: listener.silent_for(4 * ping_every), timeout=30, what="the loop held in its push")
         held = time.monotonic()
+        # On purpose: a duration passes (four watchdog intervals) to show that no ping comes while held.
         time.sleep(4 * WATCHDOG_USEC / 1e6)
         assert listener.pings_after(held) == 0, "a loop held in a call must stop pinging the watchdog"
 

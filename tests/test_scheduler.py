@@ -112,7 +112,7 @@ def test_a_claimant_killed_mid_run_is_taken_over_once(
     ghost.kill()
     ghost.wait(10)
     ghost.stdout.close()
-    time.sleep(0.6)  # the ghost's lease (0.5 s) has expired
+    time.sleep(0.6)  # on purpose: the ghost's lease (0.5 s) expires, by the daemons' real clocks
     procs = [daemons(s.config, tmp_path / f"{s.name}.log") for s in (laptop, vm)]
     for site, proc in zip((laptop, vm), procs, strict=True):
         wait_started(site, proc, tmp_path / f"{site.name}.log")
@@ -121,7 +121,9 @@ def test_a_claimant_killed_mid_run_is_taken_over_once(
         return any(r.outcome == "ok" for r in runs(hub, "sync-health") if r.slot == slot)
 
     wait_for(settled, timeout=30, what="the slot taken over and finished")
-    time.sleep(2)  # both daemons have fired at start by now
+    # On purpose: both daemons have fired at start by now (a skipped fire leaves no trace to wait for),
+    # and neither ran the finished slot again.
+    time.sleep(2)
     mine = [r for r in runs(hub, "sync-health") if r.slot == slot]
     assert sorted(r.outcome for r in mine) == ["abandoned", "ok"], mine
     assert next(r for r in mine if r.outcome == "abandoned").site == "ghost"
@@ -136,11 +138,11 @@ def test_a_daemon_stopped_across_fire_times_runs_the_slot_once(
     wait_started(site, proc, log)
     wait_for(lambda: len(runs(site.hub, "mark-stale-agents")) >= 1, what="a first run")
     proc.send_signal(signal.SIGSTOP)
-    time.sleep(5)  # two or three fire times pass while it is stopped
+    time.sleep(5)  # on purpose: two or three fire times pass while it is stopped
     before = len(runs(site.hub, "mark-stale-agents"))
     proc.send_signal(signal.SIGCONT)
     wait_for(lambda: len(runs(site.hub, "mark-stale-agents")) > before, what="the run after waking")
-    time.sleep(1)
+    time.sleep(1)  # on purpose: a second run of a missed slot would come now, right after the first
     after = runs(site.hub, "mark-stale-agents")
     per_slot = Counter(r.slot for r in after)
     assert max(per_slot.values()) == 1, per_slot
@@ -224,7 +226,7 @@ def test_on_convex_the_daemon_runs_no_global_job_and_the_crons_runs_show_in_jobs
             return any(s["site"] == "sched-convex" and s["online"] for s in report.get("sites", []))
 
         wait_for(heartbeat_seen, timeout=30, what="the daemon's heartbeat in Convex")
-        time.sleep(3)  # a daemon that ran global jobs would have run their current slots by now
+        time.sleep(3)  # on purpose: a daemon that ran global jobs would have run their current slots by now
         local_convex.admin("action", "scheduled:markStaleAgents", {})  # what the cron runs
         listed = memsync("jobs", "--json", "--config", str(site.config), env=env)
         rows = {r["job"]: r for r in json.loads(listed.stdout)}

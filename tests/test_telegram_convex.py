@@ -152,7 +152,7 @@ def test_reject_expiry_and_policy_on_convex(site: Site, convex: LocalConvex, tg:
     fourth = json.loads(site.ask("code_commit", "--tests-passed", "--json"))
     assert (fourth["status"], fourth["resolvedBy"]) == ("approved", "policy")
     assert site.run("approval", "wait", fourth["approvalId"]).returncode == 0
-    time.sleep(1)
+    time.sleep(1)  # on purpose: a message about the policy's approval would have been sent by now
     assert not any(fourth["approvalId"] in json.dumps(m) for m in tg.messages())
     assert all(f"/bot{TOKEN}/" in path for path in tg.requests_log)
 
@@ -191,7 +191,7 @@ def test_convex_says_a_stopped_site_itself_with_no_daemon_running(
         return [m["text"] for m in tg.messages() if m["text"].split(" ", 2)[1:2] == [site.name]]
 
     wait_for(lambda: len(about_site()) >= 2, timeout=20, what="the deployment's alerts")
-    time.sleep(1)
+    time.sleep(1)  # on purpose: a third message (the same alert said again) would have come by now
     said = about_site()
     assert sorted(t.split(" ", 2)[0] for t in said) == sorted(["🟠", "🔴"]), said
     assert any("daemon silent" in t for t in said)

@@ -122,7 +122,7 @@ def test_a_stopped_site_is_said_once_and_its_recovery_once_through_an_outage_and
     for s in (laptop, desk, vm):
         wait_started(s, procs[s.name], logs[s.name])
     wait_for(lambda: all(online(laptop.hub, n) for n in ("laptop", "desk", "vm")), what="three sites online")
-    time.sleep(6)  # past silent_after: idle sites with nothing to sync are not silent
+    time.sleep(6)  # on purpose, past silent_after: idle sites with nothing to sync are not silent
     assert texts(tg) == []
 
     # Telegram goes down; vm stops. Its alerts wait in the outbox.
@@ -160,7 +160,7 @@ def test_a_stopped_site_is_said_once_and_its_recovery_once_through_an_outage_and
     # both after its start, so at most this long.
     down_for, up_for = time.monotonic() - stopped, time.monotonic() - began
     wait_for(lambda: len(texts(tg, "vm")) >= 4, timeout=60, what="vm's two recoveries")
-    time.sleep(4)  # and nothing more
+    time.sleep(4)  # on purpose: and nothing more is said
     said = texts(tg, "vm")
     assert len(said) == 4, said
     recoveries = [t for t in said if t.startswith("✅ vm recovered after ")]
@@ -237,7 +237,7 @@ def test_a_flap_inside_the_grace_says_nothing(
         procs["vm"] = daemons(vm.config, tmp_path / "vm.log")
         wait_started(vm, procs["vm"], tmp_path / "vm.log")
         wait_for(lambda: offline_state() == "ok", timeout=30, what="vm observed back")
-    time.sleep(3)
+    time.sleep(3)  # on purpose: sweeps run past the flap, and none of them says anything
     store.close()
     assert texts(tg) == []
 
