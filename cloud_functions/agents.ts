@@ -6,8 +6,8 @@ import { fleet, siteRow } from "./lib/fleet";
 import { agentRetentionMs, staleAfterMs as deploymentStaleAfterMs } from "./lib/settings";
 import { agentStatus, isCount, nullable } from "./lib/validators";
 
-// An agents:heartbeatSite call carries at most this many agents (sync/backbone/convex.py sends more
-// in several calls): an upsert costs an index read an agent.
+// An agents:heartbeatSite call carries at most this many agents (sync/backbone/convex/registry.py
+// sends more in several calls): an upsert costs an index read an agent.
 export const MAX_AGENT_BEATS = 200;
 const PRUNE_BATCH = 500;
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from daemon.config import Settings
-    from sync.backbone.base import Approval, Backbone
+    from sync.backbone.base import Approval, Approvals
 
 Decision = Literal["approved", "rejected", "expired", "pending"]
 
@@ -32,7 +32,7 @@ class Waited:
 
 def request(
     settings: Settings,
-    backbone: Backbone,
+    backbone: Approvals,
     *,
     category: str,
     summary: str,
@@ -70,7 +70,7 @@ def request(
 
 def wait(
     settings: Settings,
-    backbone: Backbone,
+    backbone: Approvals,
     approval_id: str,
     timeout: float | None,
     *,
@@ -101,7 +101,7 @@ def wait(
         sleep(interval if deadline is None else max(0.0, min(interval, deadline - monotonic())))
 
 
-def announce(settings: Settings, backbone: Backbone, approval_id: str, *, new: bool) -> str | None:
+def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: bool) -> str | None:
     """On the embedded hub, queue the approval's message (or the edit it now needs) and send it at
     once; the daemon's next round sends it otherwise. Convex does this itself. A note to show when
     the message could not go now."""

@@ -23,7 +23,7 @@ from daemon.fleet import fleet_report
 from daemon.schedule.beats import Beats
 from daemon.schedule.jobs import JobContext, mark_stale_agents
 from sync.agents import AgentsSeen, agents_due, liveness
-from sync.backbone.base import AgentBeat, AgentState, Backbone, Coordination, SiteBeat
+from sync.backbone.base import AgentBeat, AgentState, Backbone, Registry, SiteBeat
 from sync.backbone.convex import MAX_AGENT_BEATS, ConvexBackbone
 from sync.backbone.hub import HubBackbone
 from sync.sidecar import Sidecar
@@ -137,7 +137,7 @@ def test_a_hundred_agents_seen_in_a_day_cost_one_backbone_call_a_minute(
     if kind == "local":
         backbone = HubBackbone(tmp_path / "hub.db", files.name)
         counting = CountingRegistry(backbone)
-        calls, coordination = counting.calls, cast(Coordination, counting)
+        calls, coordination = counting.calls, cast(Registry, counting)
     else:
         convex: LocalConvex = request.getfixturevalue("local_convex")
         transport = CountingTransport()

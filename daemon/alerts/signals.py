@@ -1,6 +1,6 @@
 """What memsync watches, and how each observation is read from what the backbone knows. Pure.
 
-Fleet signals are read from the registry (``Coordination.sites``) and the pending approvals, by
+Fleet signals are read from the registry (``Registry.sites``) and the pending approvals, by
 whoever runs the global ``alerts`` job: on the embedded hub one daemon under the slot's lease; on
 Convex the deployment's own cron (``cloud_functions/alerts.ts``, the same table), so that a site
 that stopped is reported even when every site has stopped. Local signals are what only the site's

@@ -26,7 +26,7 @@ from sync.backbone.base import APPROVAL_PRIORITIES
 
 if TYPE_CHECKING:
     from daemon.config import Settings
-    from sync.backbone.base import Approval, Backbone
+    from sync.backbone.base import Approval, Approvals
 
 EXIT_APPROVED, EXIT_REJECTED, EXIT_EXPIRED = 0, 1, 2
 # sysexits' EX_USAGE: an id that names nothing (an approval, or the episode a request is about).
@@ -114,7 +114,7 @@ def _view(a: Approval) -> dict[str, Any]:
     }
 
 
-def _announce(settings: Settings, backbone: Backbone, approval_id: str, *, new: bool) -> None:
+def _announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: bool) -> None:
     from daemon.approval_calls import announce
 
     note = announce(settings, backbone, approval_id, new=new)
@@ -252,7 +252,7 @@ def decide_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _category(backbone: Backbone, approval_id: str) -> str:
+def _category(backbone: Approvals, approval_id: str) -> str:
     from sync.errors import BackboneNotFound
 
     found = backbone.approval(approval_id)

@@ -17,7 +17,7 @@ from sync.errors import EX_CONFIG, BackboneRejected
 
 if TYPE_CHECKING:
     from daemon.config import Settings
-    from sync.backbone.base import Backbone, Coordination
+    from sync.backbone.base import Backbone, Reports
 
 
 def register(commands: Commands) -> None:
@@ -186,7 +186,7 @@ def _send_digest(settings: Settings, backbone: Backbone, day: str, digest: dict[
     return f"digest for {day} sent to Telegram"
 
 
-def _latest(backbone: Coordination, newest: datetime, days: int = 7) -> tuple[str, dict[str, Any] | None]:
+def _latest(backbone: Reports, newest: datetime, days: int = 7) -> tuple[str, dict[str, Any] | None]:
     """The newest stored digest of the ``days`` days up to ``newest``."""
     for back in range(days):
         day = (newest - timedelta(days=back)).strftime("%Y-%m-%d")
@@ -196,7 +196,7 @@ def _latest(backbone: Coordination, newest: datetime, days: int = 7) -> tuple[st
     return newest.strftime("%Y-%m-%d"), None
 
 
-def _stored_or_built(backbone: Backbone, day: str, today: str) -> dict[str, Any] | None:
+def _stored_or_built(backbone: Reports, day: str, today: str) -> dict[str, Any] | None:
     """The stored digest of ``day``; for today, built now ("today so far": the episodes created
     since 00:00 UTC, and every site's figures as they are now; stored under today's date until
     the next 06:00 run builds the whole day in its place)."""

@@ -20,7 +20,7 @@ from daemon.config import Settings
 from daemon.config_paths import heartbeat_spool_for
 from daemon.warm.files import read_status
 from sync.agents import agents_due
-from sync.backbone.base import Coordination, SiteBeat
+from sync.backbone.base import Registry, SiteBeat
 from sync.sidecar import Sidecar
 
 
@@ -64,7 +64,7 @@ class Beats:
     that the next forwards only the agents with a newer one; a daemon's first beat forwards every
     agent of the sidecar (within the retention), in case the registry lost them."""
 
-    def __init__(self, settings: Settings, coordination: Coordination, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, settings: Settings, coordination: Registry, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.coordination = coordination
         self.clock = clock

@@ -11,16 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from daemon.alerts.signals import observe_approvals, observe_sites, severity_of
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from daemon.counts import counted
-from sync.backbone.base import Coordination, Sweeps
+from sync.backbone.base import Approvals, Registry, Sweeps
 
 # Episodes one archiving call takes (a week at a time, each week's file written once per call): a
 # week of a busy site fits, and a call never holds more than this in memory.
 ARCHIVE_BATCH = 20_000
+
+
+class FleetView(Registry, Approvals, Protocol):
+    """What the alerts job reads: every site's registry row and the pending approvals."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +36,7 @@ class JobContext:
     now_ms: int
     index_catch_up: Callable[[], str] | None  # the warm layer's catch-up, through its worker
     stopping: Callable[[], bool] = lambda: False  # the daemon is stopping: a long body stops between batches
-    coordination: Coordination | None = None  # the registry and approvals, for the alerts job
+    coordination: FleetView | None = None  # the registry and approvals, for the alerts job
     alerts: Alerts | None = None  # where alerts are said (the log) and queued (Telegram)
     manual: bool = False  # `memsync jobs run`: no slot of the schedule's
 

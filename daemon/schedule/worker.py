@@ -2,7 +2,7 @@
 ``plan`` says run here, and the registry heartbeat.
 
 Thin on purpose: when a job fires, ``run_job`` works out its slot (``plan.slot_key``), takes the
-slot's lease when the job is global (``Coordination.claim_job``: one site per slot), runs the body
+slot's lease when the job is global (``JobLeases.claim_job``: one site per slot), runs the body
 and records the run (``finish_job`` / ``record_run``). APScheduler only decides *when*: coalesce (a
 laptop that slept through several fires runs once), one instance of a job at a time, and a grace
 per job within which a missed fire still runs. Shutdown does not wait for a job in flight: every
@@ -17,19 +17,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from daemon.schedule import plan
-from daemon.schedule.jobs import BODIES, JobContext
-from sync.backbone.base import ChangeFeed, Coordination, JobRun, Sweeps
+from daemon.schedule.jobs import BODIES, FleetView, JobContext
+from sync.backbone.base import ChangeFeed, JobLeases, JobRun, Sweeps
 from sync.leases import Claim
 from sync.problems import ProblemLog
 
 log = structlog.get_logger("memsync.jobs")
+
+
+class LeasesAndFleet(JobLeases, FleetView, Protocol):
+    """What running a job takes: its lease and run record, and the fleet the alerts job reads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +48,7 @@ class Outcome:
 def run_job(
     spec: plan.JobSpec,
     settings: Settings,
-    coordination: Coordination,
+    coordination: LeasesAndFleet,
     sweeps: Sweeps | None,
     *,
     now: float,
@@ -88,7 +92,7 @@ def _body(spec: plan.JobSpec, ctx: JobContext) -> tuple[str, str]:
 def run_job_now(
     spec: plan.JobSpec,
     settings: Settings,
-    coordination: Coordination,
+    coordination: LeasesAndFleet,
     sweeps: Sweeps | None,
     *,
     now: float,
@@ -159,7 +163,7 @@ class Scheduler:
     def __init__(
         self,
         settings: Settings,
-        coordination: Coordination,
+        coordination: LeasesAndFleet,
         sweeps: Sweeps | None,
         *,
         heartbeat: Callable[[], None],
@@ -282,7 +286,7 @@ class Scheduler:
             self.on_stop()
 
 
-def runs_for(coordination: Coordination, job: str | None = None, limit: int = 50) -> list[JobRun]:
+def runs_for(coordination: JobLeases, job: str | None = None, limit: int = 50) -> list[JobRun]:
     return coordination.job_runs(job, limit)
 
 

@@ -15,7 +15,7 @@ from daemon.alerts.machine import mute, snooze
 from daemon.alerts.messages import approval_outcome, hhmm
 from daemon.alerts.store import AlertStore, Queued
 from daemon.telegram.callbacks import HOLD_MS, Action, Press, refusal
-from sync.backbone.base import Coordination
+from sync.backbone.base import Approvals
 from sync.errors import BackboneConflict, BackboneNotFound
 
 log = structlog.get_logger("memsync.telegram")
@@ -23,7 +23,7 @@ log = structlog.get_logger("memsync.telegram")
 
 def apply(
     press: Press,
-    coordination: Coordination,
+    coordination: Approvals,
     store: AlertStore,
     *,
     chat_id: str | None = None,
@@ -76,7 +76,7 @@ def track(store: AlertStore, approval_id: str) -> None:
     store.track(approval_id, "pending", 0)
 
 
-def reconcile(coordination: Coordination, store: AlertStore, *, only: str | None = None) -> int:
+def reconcile(coordination: Approvals, store: AlertStore, *, only: str | None = None) -> int:
     """Queue an edit of every followed approval's message that no longer says what the approval
     is (decided, expired, deferred); how many."""
     edits = 0

@@ -28,7 +28,7 @@ from daemon.telegram.callbacks import parse
 from daemon.telegram.client import BotApi
 from daemon.telegram.presses import apply, reconcile
 from daemon.telegram.sender import deliver
-from sync.backbone.base import Coordination
+from sync.backbone.base import Approvals
 from sync.errors import TelegramAuthError, TelegramConflict, TelegramUnavailable
 from sync.problems import ProblemLog
 
@@ -46,7 +46,7 @@ class AlertWorker:
         store: AlertStore,
         *,
         problems: Callable[[], Mapping[str, str]],
-        coordination: Coordination | None,
+        coordination: Approvals | None,
         alerts: Alerts | None = None,
         bot: BotApi | None = None,
         on_stop: Callable[[], None] = lambda: None,

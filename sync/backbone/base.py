@@ -2,10 +2,11 @@
 Convex backbone implements the same contract over HTTP.
 
 A backbone is opened for one site (the site is bound then, and no call names it again) and plays
-three roles, each a Protocol below with its part of the contract: ``EpisodeSink`` (the site's
-episodes and cursor, its source), ``ChangeFeed`` (every site's changes, for the warm layer) and
-``Coordination`` (registry, approvals, job leases and runs, the digest, forgetting). ``Backbone`` is
-all three; each consumer is typed with only the role it uses. ``Sweeps`` are the global periodic
+roles, each a Protocol below with its part of the contract: ``EpisodeSink`` (the site's episodes
+and cursor, its source), ``ChangeFeed`` (every site's changes, for the warm layer),
+``Coordination`` (itself the union of ``Registry``, ``JobLeases``, ``Approvals``, ``Reports`` and
+``Forgetting``) and ``ColdArchive``. ``Backbone`` is all of them; each consumer is typed with only
+the role it uses. ``Sweeps`` are the global periodic
 jobs' bodies: the embedded hub has them as methods (a daemon runs them under a lease); on Convex the
 deployment's crons run the same logic server-side.
 
@@ -305,21 +306,13 @@ class ChangeFeed(Protocol):
     def close(self) -> None: ...
 
 
-class Coordination(Protocol):
-    """The shared registry and coordination between sites: what the scheduler, the registry, the
-    fleet view and alerts use. Each site sees its own approvals; the fleet (sites, agents with
-    ``all_sites``, job runs, transitions, digests) is every site's.
-
-    - The registry: ``heartbeat`` (an agent of this site) and ``heartbeat_site`` (this site's
-      daemon, with the agents it saw active since its last beat) set them online with
-      last_heartbeat = their latest sign of life; the mark-stale-agents sweep sets them offline
-      after a silence (``sync.agents.liveness``) and prunes agents silent past the retention.
-    - Approvals: pending until approved, rejected or expired (at the earlier of ``expires_at`` and
-      its category's timeout, by the expire-pending-approvals sweep).
-    - Job leases (``sync.leases``): ``claim_job`` applies ``decide`` atomically, so that one site
-      runs a global job's slot; every run, wherever it ran, is recorded (``job_runs``).
-    - Tombstones: ``forget``.
-    """
+class Registry(Protocol):
+    """The registry of sites and agents: what the heartbeat sends and the fleet view and the alerts
+    job read. ``heartbeat`` (an agent of this site) and ``heartbeat_site`` (this site's daemon, with
+    the agents it saw active since its last beat) set them online with last_heartbeat = their latest
+    sign of life; the mark-stale-agents sweep sets them offline after a silence
+    (``sync.agents.liveness``) and prunes agents silent past the retention. The fleet is every
+    site's."""
 
     def heartbeat(
         self, agent_name: str, platform: str, interface: str | None = None, last_episode_at: int | None = None
@@ -343,6 +336,12 @@ class Coordination(Protocol):
         """This site's agents by name, or every site's by (site, name)."""
         ...
 
+
+class JobLeases(Protocol):
+    """Job leases and runs (``sync.leases``): what the scheduler and ``memsync jobs`` use.
+    ``claim_job`` applies ``decide`` atomically, so that one site runs a global job's slot; every
+    run, wherever it ran, is recorded (``job_runs``, every site's)."""
+
     def claim_job(self, job: str, slot: str, lease_ms: int) -> Claim:
         """``sync.leases.decide(current, this site, now)``, applied atomically. TAKE, KEEP and
         TAKE_OVER make this site the holder until now + lease_ms and record its run as "running"
@@ -364,20 +363,11 @@ class Coordination(Protocol):
         answers 500 at most)."""
         ...
 
-    def digest(self, day: str) -> dict[str, Any] | None:
-        """The stored daily digest of the UTC day "YYYY-MM-DD", or None if none was built."""
-        ...
 
-    def build_today_digest(self, day: str) -> dict[str, Any]:
-        """Today's digest built now, "so far" (the episodes created since 00:00 UTC, each site's
-        figures as they are now), and stored under ``day`` until the daily-digest job builds the
-        whole day. ``day`` must be today (UTC) by the backbone's clock: refused otherwise (the hub
-        raises ``ValueError``, Convex ``BackboneRejected``)."""
-        ...
-
-    def health_transitions(self, since_ms: int) -> list[HealthTransition]:
-        """The sync-health job's transitions at or after ``since_ms``, oldest first (at most 1000)."""
-        ...
+class Approvals(Protocol):
+    """Approvals: what ``memsync approval``, the MCP tools and Telegram's presses use. Pending until
+    approved, rejected or expired (at the earlier of ``expires_at`` and its category's timeout, by
+    the expire-pending-approvals sweep). Each site sees its own; people decide for the fleet."""
 
     def create_approval(
         self,
@@ -423,11 +413,41 @@ class Coordination(Protocol):
         """This site's approvals (or every site's), oldest first."""
         ...
 
+
+class Reports(Protocol):
+    """What the fleet's reports read: the daily digests and the sync-health job's transitions,
+    every site's."""
+
+    def digest(self, day: str) -> dict[str, Any] | None:
+        """The stored daily digest of the UTC day "YYYY-MM-DD", or None if none was built."""
+        ...
+
+    def build_today_digest(self, day: str) -> dict[str, Any]:
+        """Today's digest built now, "so far" (the episodes created since 00:00 UTC, each site's
+        figures as they are now), and stored under ``day`` until the daily-digest job builds the
+        whole day. ``day`` must be today (UTC) by the backbone's clock: refused otherwise (the hub
+        raises ``ValueError``, Convex ``BackboneRejected``)."""
+        ...
+
+    def health_transitions(self, since_ms: int) -> list[HealthTransition]:
+        """The sync-health job's transitions at or after ``since_ms``, oldest first (at most 1000)."""
+        ...
+
+
+class Forgetting(Protocol):
+    """Tombstones: ``memsync forget``'s one call."""
+
     def forget(self, source_id: str) -> Forgotten:
         """Delete one of the site's episodes for good, from the hot table and the cold archive (its
         week's file rewritten without it): a later push of the key is REJECTED as forgotten (and
         the feed lists the key as forgotten, so that every index drops it)."""
         ...
+
+
+class Coordination(Registry, JobLeases, Approvals, Reports, Forgetting, Protocol):
+    """The shared registry and coordination between sites, all its roles over one connection: what
+    a backbone implements. Consumers take only the role they use (``Registry``, ``JobLeases``,
+    ``Approvals``, ``Reports``, ``Forgetting``)."""
 
     def close(self) -> None: ...
 

@@ -1,0 +1,36 @@
+"""The Convex backbone: the same contract as the embedded hub, over Convex's HTTP API.
+
+Not the ``convex`` PyPI client: it holds the GIL while it waits, has no timeout and retries network
+errors forever (see docs/ARCHITECTURE.md). This is a plain httpx client with timeouts; retries are
+the engine's one policy (``sync.retry``), driven by how each failure is classified here.
+
+The site authenticates every call with its own secret (never the deployment's deploy key); the
+functions in ``cloud_functions/`` check it against a stored hash. The secret is sent in the request
+body, never in a URL, and never appears in a log line, an error message or ``status``.
+
+The parts mirror the hub's (``sync.backbone.hub``), one concept each, over one connection
+(``connection``): the ``EpisodeSink`` (``episodes``), the ``ChangeFeed`` (``feed``),
+``Coordination`` (``coordination``: approvals, over ``registry``, ``jobs``, ``health`` and
+``digest``) and the ``ColdArchive`` with forgetting (``archive``); ``operator`` is the deploy key's
+hand, apart.
+"""
+
+from __future__ import annotations
+
+from sync.backbone.convex.archive import ConvexArchive
+from sync.backbone.convex.connection import MAX_PAGE, classify
+from sync.backbone.convex.coordination import ConvexCoordination
+from sync.backbone.convex.episodes import ConvexEpisodes
+from sync.backbone.convex.feed import ConvexFeed
+from sync.backbone.convex.operator import ConvexOperator
+from sync.backbone.convex.registry import MAX_AGENT_BEATS
+
+
+class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive):
+    """``ConvexBackbone(url, site, secret, *, timeout=15.0, transport=None)``: the deployment at
+    ``url``, acting for ``site`` with its secret. It is a ``Backbone``."""
+
+    kind = "convex"
+
+
+__all__ = ["MAX_AGENT_BEATS", "MAX_PAGE", "ConvexBackbone", "ConvexOperator", "classify"]

@@ -1,0 +1,33 @@
+"""Reading the deployment's documents back as the hub gives them: an episode as ``export`` prints
+it, and the optional numbers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sync.episode import EXPORT_FIELDS
+
+
+def exported(episode: Mapping[str, Any]) -> dict[str, Any]:
+    """As the hub exports it: the documented fields in order, then ``approvalStatus`` only for an
+    episode an approval is about, and ``archived: true`` only for an archived episode."""
+    record = dict(episode)
+    text = record.get("metadataJson")
+    if isinstance(text, str):
+        record["metadata"] = json.loads(text)
+    out = {name: record.get(name) for name in EXPORT_FIELDS}
+    if record.get("approvalStatus") is not None:
+        out["approvalStatus"] = record["approvalStatus"]
+    if record.get("archived") is True:
+        out["archived"] = True
+    return out
+
+
+def int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
