@@ -12,15 +12,13 @@ Failures never stop syncing. A transient one (store busy, provider down) backs o
 exhausted quota pauses indexing until the provider says to come back, and ``status`` shows it; a
 collection built with another model pauses indexing until ``memsync reindex`` rebuilds it.
 
-Rebuilding is one path (``_rebuild``) for two reasons. ``memsync reindex`` asks for it. And a purge:
-a pass that deleted a forgotten episode's point leaves its bytes in the engine's files (qdrant-edge
-keeps a deleted point's payload in its WAL, and its segments until a vacuum; measured), so once the
-feed is drained the layer rebuilds the collection without it and drops the old one, whose files go
-with it. A rebuild reads the feed from 0 into a fresh collection and copies every point whose text
-is unchanged from the collection it replaces (its vectors too, while the model is the same): a
-purge embeds nothing. Searches are served by the old collection until the switch; the promises a
-crash must not lose (a purge owed, a collection to drop) are in the cursor file
-(``sync.warm.cursor``), and a restarted layer keeps them.
+Rebuilding is one path for two reasons. ``memsync reindex`` asks for it. And a purge: a pass that
+deleted a forgotten episode's point leaves its bytes in the engine's files (qdrant-edge keeps a
+deleted point's payload in its WAL, and its segments until a vacuum; measured), so once the feed is
+drained the layer rebuilds the collection without it and drops the old one, whose files go with it.
+When to do which is decided in ``sync.warm.lifecycle`` (pure); ``sync.warm.rebuilder`` rebuilds,
+switches and drops. The promises a crash must not lose (a purge owed, a collection to drop) are in
+the cursor file (``sync.warm.cursor``), and a restarted layer keeps them.
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ from daemon.control.client import Progress
 from daemon.control.server import Handler
 from daemon.warm.files import Collections, status_path, write_status
 from sync.backbone.base import ChangeFeed
-from sync.errors import CollectionMismatch, ConfigError, MemsyncError, QuotaExhausted, TransientError
+from sync.errors import CollectionMismatch, ConfigError, QuotaExhausted, TransientError
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
 from sync.warm import browse
@@ -48,7 +46,9 @@ from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lazy import LazyEmbedder
+from sync.warm.lifecycle import Facts, Step, next_step, shown_purge
 from sync.warm.locked import LockedStore
+from sync.warm.rebuilder import Rebuilder
 from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 from sync.warm.rerank import Reranker, VoyageReranker
 from sync.warm.search import search
@@ -119,6 +119,9 @@ class WarmLayer:
         self.poked = threading.Event()
         self.collections = Collections(settings)
         self.cursor_file = CursorFile(settings.warm_dir / "indexer.json")
+        self.rebuilder = Rebuilder(
+            self.collections, self.cursor_file, lambda: LockedStore(open_store(settings)), stop.is_set
+        )
         self._embedder: Embedder = (
             embedder if embedder is not None else LazyEmbedder(lambda: open_embedder(settings, stop))
         )
@@ -197,7 +200,7 @@ class WarmLayer:
     def _open_collection_once(self) -> LockedStore:
         if self._store is None:
             self._store = LockedStore(open_store(self.settings))
-            self._drop_leftovers(self._store)
+            self.rebuilder.drop_leftovers(self._store)
         if self._spec is None:
             embedder = self.embedder
             # CollectionMismatch when it was built with another model: searches and indexing wait
@@ -213,23 +216,6 @@ class WarmLayer:
             self._indexer = self._make_indexer(store, self.collections.active())
             self._indexer.spec = self._spec
         return self._indexer
-
-    def _drop_leftovers(self, store: VectorStore) -> None:
-        """Collections an interrupted rebuild left: a half-built one, or the one it replaced (whose
-        files still hold what a purge was removing). Whichever is not active goes."""
-        active = self.collections.active()
-        for name in self.cursor_file.to_drop():
-            if name == active:
-                self.cursor_file.settled(name, dropped=False)
-                continue
-            try:
-                store.drop(name)
-            except (MemsyncError, OSError):
-                # Still listed: the next start tries again; meanwhile it only takes disk space.
-                log.exception("could not drop a collection an interrupted rebuild left", collection=name)
-                continue
-            self.cursor_file.settled(name, dropped=True)
-            log.info("dropped a collection an interrupted rebuild left", collection=name)
 
     def _make_indexer(self, store: VectorStore, collection: str, previous: Previous | None = None) -> Indexer:
         warm = self.settings.warm
@@ -269,13 +255,13 @@ class WarmLayer:
         try:
             with self._work:
                 report = self._open().run(stop=self.stop.is_set)
-                if report.drained:
-                    self._purge_if_owed()
+                self._purge_if_owed(report)
         except QuotaExhausted as exc:  # a pause until the provider's reset, not a failure to back off from
             wait = exc.retry_after or MAX_BACKOFF
             self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
             return wait
         except CollectionMismatch as exc:
+            # Step.WAIT_FOR_REINDEX (``sync.warm.lifecycle``): re-embedding everything is the person's call.
             self._set("needs-reindex", f"{exc} (run: memsync reindex)")
             return 3600.0  # until a reindex (which pokes) or a restart
         self._totals.add(report)
@@ -307,12 +293,9 @@ class WarmLayer:
 
     def _write_status(self) -> None:
         active = self.collections.active()
-        purge = dict(self._purge)
-        if self.cursor_file.purge_owed(active) and purge.get("state") not in ("purging", "failed"):
-            purge["state"] = "owed"  # a forget was applied; its bytes are still in the store's files
         data = {
             **self._state,
-            "purge": purge or None,
+            "purge": shown_purge(self._purge, owed=self.cursor_file.purge_owed(active)),
             "collection": active,
             "model": None if self._spec is None else self._spec.model_name,
             "store": self.settings.warm.store,
@@ -351,24 +334,12 @@ class WarmLayer:
         """One episode and its session's neighbours (``sync.warm.browse``)."""
         return browse.episode(self._open_collection(), request)
 
-    def _retire(self, physical: str) -> None:
-        """Drop a collection that no longer serves (the old one after a switch, or a half-built one)."""
-        store = self._store or LockedStore(open_store(self.settings))
-        try:
-            store.drop(physical)
-        except Exception:
-            # Still listed to drop (``CursorFile.drop_unless_active``): the next start tries again.
-            log.exception("could not drop a retired collection; dropping it at the next start", collection=physical)
-            return
-        self.cursor_file.settled(physical, dropped=True)
-
     def catch_up(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
         """Index everything the feed holds now, in this thread: ``sync`` without a daemon, and a
         search that finds the index a little behind."""
         with self._work:
             report = self._open().run(stop=self.stop.is_set, progress=progress)
-            if report.drained:
-                self._purge_if_owed()
+            self._purge_if_owed(report)
         self._totals.add(report)
         self._set("ok", None, last_pass=report)  # for status and the registry: this index has run
         return report
@@ -420,12 +391,15 @@ class WarmLayer:
         self.poked.set()
         return report
 
-    def _purge_if_owed(self) -> None:
+    def _purge_if_owed(self, report: PassReport) -> None:
         """Rebuild the active collection if it deleted forgotten episodes' points (their bytes are
-        still in its files). Called under ``_work`` once a pass has drained the feed, so a burst
-        of forgets costs one rebuild."""
+        still in its files) and the pass drained the feed (``sync.warm.lifecycle``). Called under
+        ``_work``."""
         active = self.collections.active()
-        if self.stop.is_set() or not self.cursor_file.purge_owed(active):
+        facts = Facts(
+            drained=report.drained, stopping=self.stop.is_set(), purge_owed=self.cursor_file.purge_owed(active)
+        )
+        if next_step(facts) is not Step.PURGE:
             return
         log.info("purging forgotten episodes from the search index's files", collection=active)
         self._purge = {"state": "purging", "startedAt": self.clock()}
@@ -447,63 +421,23 @@ class WarmLayer:
         log.info("search index purged", copied=report.copied, embedded=report.embedded)
         self._write_status()
 
-    def _previous(self, old: str) -> tuple[Previous | None, VectorStore | None]:
-        """The collection being replaced, to copy from, and the handle to close afterwards if it
-        had to be opened apart (the live one is not open on it: another model built it, or nothing
-        opened it yet in this process). None when it cannot be read: everything is embedded."""
-        if self._store is not None and self._spec is not None:
-            return Previous(self._store, self._spec), None
-        handle = LockedStore(open_store(self.settings))
-        try:
-            spec = handle.open_as_built(old)
-        except MemsyncError as exc:
-            log.warning("cannot read the collection being replaced; embedding everything", error=str(exc))
-            spec = None
-        if spec is None:
-            handle.close()
-            return None, None
-        return Previous(handle, spec), handle
-
     def _rebuild(self, progress: Callable[[PassReport], None] | None, why: str) -> PassReport:
-        """Fill a fresh collection from the feed (copying from the active one what need not be
-        embedded again), switch searches to it, drop the old one. Call under ``_work``."""
-        old = self.collections.active()
-        new = self.collections.fresh()
-        fresh = LockedStore(open_store(self.settings))  # its own handle: the live one keeps serving
-        self._drop_leftovers(fresh)
-        # Listed before it exists: a crash mid-build leaves it for the next start to drop.
-        self.cursor_file.drop_unless_active(new)
-        previous, apart = self._previous(old)
-        try:
-            builder = self._make_indexer(fresh, new, previous)
-            builder.open()
-            report = builder.run(stop=self.stop.is_set, progress=progress)
-            _check_not_stopped(self.stop, why)
-        except BaseException:
-            fresh.close()
-            if apart is not None:
-                apart.close()
-            self._retire(new)
-            raise
-        # Switch: searches move to the complete new collection, then the old one goes. Listed first:
-        # a crash between the switch and the drop leaves it (forgotten bytes and all) to the next start.
-        self.cursor_file.drop_unless_active(old)
-        builder.previous = None  # from now on it keeps the new collection in step, as any indexer
-        live, self._store = self._store, fresh
-        self._indexer, self._spec = builder, builder.spec
-        self.collections.switch(new)
-        self.cursor_file.settled(new, dropped=False)
-        if live is not None:
-            live.close()
-        if apart is not None:
-            apart.close()
-        self._retire(old)
-        return report
+        """Rebuild into a fresh collection and switch searches to it (``sync.warm.rebuilder``).
+        Call under ``_work``."""
 
+        def install(fresh: LockedStore, builder: Indexer) -> LockedStore | None:
+            live, self._store = self._store, fresh
+            self._indexer, self._spec = builder, builder.spec
+            return live
 
-def _check_not_stopped(stop: threading.Event, why: str) -> None:
-    if stop.is_set():
-        raise TransientError(f"{why} interrupted; the previous collection still serves searches")
+        return self.rebuilder.rebuild(
+            live=self._store,
+            live_spec=self._spec,
+            make_indexer=self._make_indexer,
+            install=install,
+            progress=progress,
+            why=why,
+        )
 
 
 def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:

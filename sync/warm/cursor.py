@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.jsonfile import read_json_object, write_json_atomically
+from sync.warm import lifecycle
 
 _CURSORS = "cursors"
 _PURGE = "purgeOwed"
@@ -71,7 +72,8 @@ class CursorFile:
 
     def owes_work(self, active: str) -> bool:
         """A purge of the active collection, or a collection to drop: work with no change in the feed."""
-        return self.purge_owed(active) or any(name != active for name in self.to_drop())
+        data = self._data()
+        return lifecycle.owes_work(active, purge_owed=active in _names(data, _PURGE), to_drop=_names(data, _DROP))
 
     def settled(self, collection: str, *, dropped: bool) -> None:
         """``collection`` needs nothing more: it is the active one after a switch (``dropped``
