@@ -23,7 +23,7 @@ import {
 import { archiveManifest, exportedEpisode } from "./lib/validators";
 
 // zlib's default level, as the hub's archive (sync/archive/codec.py) uses.
-const LEVEL = 6;
+export const LEVEL = 6;
 // A page of records read back: well inside what an action may return.
 const MAX_PAGE_BYTES = 8 * 1024 * 1024;
 

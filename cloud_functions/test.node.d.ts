@@ -8,6 +8,7 @@ declare var process: { env: Record<string, string | undefined> };
 
 declare module "node:fs" {
   export function readFileSync(path: URL | string, encoding: "utf8"): string;
+  export function readFileSync(path: URL | string): Uint8Array;
 }
 
 declare module "node:net" {

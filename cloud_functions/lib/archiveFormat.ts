@@ -53,8 +53,47 @@ export function merge(existing: ArchiveRecord[], added: ArchiveRecord[], drop: S
   return [...byKey.values()].sort(compare);
 }
 
+/**
+ * A line's keys, in the order the hub writes them (sync/episode.py's EXPORT_FIELDS, exportEpisode's
+ * order): records reach the action that writes a file with their keys sorted, as Convex carries
+ * every object, and contracts/archive_week pins the hub's order.
+ */
+const LINE_FIELDS = [
+  "sourceSite",
+  "sourceId",
+  "sessionId",
+  "task",
+  "input",
+  "output",
+  "critique",
+  "reward",
+  "success",
+  "latencyMs",
+  "tokensUsed",
+  "tags",
+  "metadata",
+  "ts",
+  "createdAt",
+  "agentName",
+  "agentPlatform",
+  "agentInterface",
+  "parentAgent",
+  "llmProvider",
+  "llmModel",
+  "contentHash",
+  "syncedAt",
+] as const;
+
+function line(record: ArchiveRecord): string {
+  const fields: Record<string, unknown> = record;
+  const ordered: Record<string, unknown> = {};
+  for (const key of LINE_FIELDS) if (key in fields) ordered[key] = fields[key];
+  for (const [key, value] of Object.entries(fields)) if (!(key in ordered)) ordered[key] = value;
+  return JSON.stringify(ordered);
+}
+
 export function encodeLines(records: ArchiveRecord[]): string {
-  return records.map((record) => `${JSON.stringify(record)}\n`).join("");
+  return records.map((record) => `${line(record)}\n`).join("");
 }
 
 export class ArchiveDamaged extends Error {}

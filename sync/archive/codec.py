@@ -78,11 +78,18 @@ def merge(
     return sorted(by_key.values(), key=_order)
 
 
+def jsonl(records: Sequence[Mapping[str, Any]]) -> bytes:
+    """The file's text before compression: one JSON object per line, each ending in a newline,
+    UTF-8 unescaped, keys in the record's order (as Convex's ``JSON.stringify`` writes them:
+    contracts/archive_week pins these bytes)."""
+    return b"".join(orjson.dumps(record) + b"\n" for record in records)
+
+
 def encode(records: Sequence[Mapping[str, Any]]) -> bytes:
     """The file's bytes: deterministic (no name or time in the gzip header), so the same records
-    always give the same sha256."""
-    lines = b"".join(orjson.dumps(record) + b"\n" for record in records)
-    return gzip.compress(lines, compresslevel=LEVEL, mtime=0)
+    always give the same sha256. zlib writes the gzip header itself, as Node's zlib does on Convex,
+    whatever the ``gzip`` module's version would write."""
+    return zlib.compress(jsonl(records), LEVEL, wbits=31)
 
 
 def decode(data: bytes) -> list[dict[str, Any]]:
