@@ -9,7 +9,7 @@ import { agentStatus, isCount, nullable } from "./lib/validators";
 // An agents:heartbeatSite call carries at most this many agents (sync/backbone/convex/registry.py
 // sends more in several calls): an upsert costs an index read an agent.
 export const MAX_AGENT_BEATS = 200;
-const PRUNE_BATCH = 500;
+export const PRUNE_BATCH = 500;
 
 /**
  * Online while the latest sign of life is at most `staleAfterMs` old: the rule the mark-stale

@@ -7,11 +7,11 @@ import { fail } from "./lib/errors";
 import { enqueue } from "./lib/outbox";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-const TOP = 5;
+export const TOP = 5;
 const UNKNOWN_AGENT = "unknown"; // episodes that name no agent
 // Enough for a busy day across sites while staying inside one transaction's read limits; past it
 // the digest says `truncated`.
-const MAX_EPISODES = 5000;
+export const MAX_EPISODES = 5000;
 
 /** [since, until) in ms of the UTC day "YYYY-MM-DD"; INVALID for anything else. */
 export function dayBounds(day: string): { since: number; until: number } {

@@ -13,11 +13,11 @@ import { cronRun, type Schedule } from "./lib/cronRun";
 import { plural } from "./lib/alertSignals";
 import { agentRetentionMs, archiveAfterDays } from "./lib/settings";
 
-const ARCHIVE_BATCH = 1000;
 // One run's cap on pruning batches (agents:pruneAgents); what is left goes at the next run.
-const PRUNE_MAX_BATCHES = 20;
-// One run's cap, well inside an action's time limit; what is left waits for next week's run.
-const ARCHIVE_MAX_BATCHES = 200;
+export const PRUNE_MAX_BATCHES = 20;
+// One run's cap on episodes archived (in batches of lib/archiveWrite.ts's ARCHIVE_BATCH), well
+// inside an action's time limit; what is left waits for next week's run (contracts/job_bodies.json).
+export const ARCHIVE_RUN_LIMIT = 200_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export const SCHEDULES = {
@@ -105,7 +105,7 @@ export const cleanupOldEpisodes = internalAction({
       // (lib/archiveWrite.ts), and the run recorded for archive:lastRun.
       const days = archiveAfterDays();
       const cutoff = now - days * 86_400_000;
-      const run = await archiveRun(ctx, cutoff, ARCHIVE_BATCH * ARCHIVE_MAX_BATCHES, ORPHAN_GRACE_MS);
+      const run = await archiveRun(ctx, cutoff, ARCHIVE_RUN_LIMIT, ORPHAN_GRACE_MS);
       const failed = run.failures.length === 0 ? "" : `; ${run.failures.length} weeks failed: ${run.failures.join("; ")}`;
       if (run.failures.length > 0 && run.archived === 0 && run.files === 0) throw new Error(`archiving failed${failed}`);
       return `${plural(run.archived, "episode")} older than ${plural(days, "day")} archived, ${plural(run.files, "file")} written${failed}`;

@@ -70,7 +70,7 @@ export type RunResult = { archived: number; files: number; more: boolean; failur
 // A blob stored this long ago that no file row names is an orphan: no action runs this long.
 export const ORPHAN_GRACE_MS = 60 * 60 * 1000;
 
-const BATCH = 200; // episodes read a query and stripped a commit: well inside a mutation's limits
+export const ARCHIVE_BATCH = 200; // episodes read a query and stripped a commit: well inside a mutation's limits
 
 /**
  * One archive run: orphan blobs older than `orphanGraceMs` deleted, forgets that died before their
@@ -102,7 +102,7 @@ export async function archiveRun(ctx: Ctx, cutoff: number, limit: number, orphan
   let exhausted = false;
   let read = 0;
   while (read < limit) {
-    const want = Math.min(BATCH, limit - read);
+    const want = Math.min(ARCHIVE_BATCH, limit - read);
     const found: { episodes: Batch; exhausted: boolean } = await ctx.runQuery(internal.archive.oldBatch, {
       cutoff,
       afterTs,
