@@ -183,11 +183,24 @@ type Press = { fromId: string; fromName: string; data: string };
 /** The answer to an approve, reject or defer pressed by someone not among the approval's reviewers. */
 export const NOT_A_REVIEWER = "You are not a reviewer of this approval.";
 
+/** The actions a button's callback data names: approve, reject, defer an approval; snooze, mute an alert. */
+export type ButtonAction = "a" | "r" | "d" | "s" | "m";
+
+/**
+ * What a press asks: its action and target (an approval's or an alert's id), or null for data that
+ * asks nothing we know. daemon/telegram/callbacks.py's parse (contracts/button_presses.json).
+ */
+export function parseButton(data: string): { action: ButtonAction; target: string } | null {
+  // [\s\S]: a target is opaque, any non-empty text, newlines included.
+  const parsed = /^([ardsm]):([\s\S]+)$/.exec(data);
+  return parsed === null ? null : { action: parsed[1] as ButtonAction, target: parsed[2] };
+}
+
 /** What a button does; the text Telegram shows the presser. */
 async function decide(ctx: MutationCtx, press: Press, now: number): Promise<string> {
-  const parsed = /^([ardsm]):(.+)$/.exec(press.data);
+  const parsed = parseButton(press.data);
   if (parsed === null) return "unknown button";
-  const [, action, target] = parsed;
+  const { action, target } = parsed;
   if (action === "s" || action === "m") {
     const machine = await machineById(ctx.db, target);
     if (machine === null) return "this alert is gone";
