@@ -126,10 +126,11 @@ async function send(config: TelegramConfig, row: typeof claimed.type): Promise<B
 }
 
 /**
- * Sends what is due, in order. A 429 stops the run until Telegram's retry_after; a 5xx or no
- * answer retries that message after a backoff (2 s doubling, at most 5 min; given up after
- * MAX_ATTEMPTS); any other 4xx gives the message up at once, except an edit that changes nothing
- * ("message is not modified"), which is as good as done.
+ * Sends what is due, in order (contracts/bot_api_errors.json). A 429 or 5xx saying when stops the
+ * run until Telegram's retry_after; one not saying when, a 408 or no answer retries that message
+ * after a backoff (2 s doubling, at most 5 min; given up after MAX_ATTEMPTS); a refused token (401,
+ * 404) stops the run and gives nothing up; any other 4xx gives the message up at once, except an
+ * edit that changes nothing ("message is not modified"), which is as good as done.
  */
 export const deliver = internalAction({
   args: {},
@@ -152,6 +153,11 @@ export const deliver = internalAction({
         } else if (reply.outcome === "retry") {
           await ctx.runMutation(internal.telegram.release, { ids: [row.id, ...rest], notBefore: Date.now() + reply.afterMs });
           await ctx.scheduler.runAfter(reply.afterMs, internal.telegram.deliver, {});
+          return tally;
+        } else if (reply.outcome === "auth") {
+          // Only a person can fix the token: everything stays queued (the alerts cron's housekeep tries again).
+          console.error(reply.error);
+          await ctx.runMutation(internal.telegram.release, { ids: [row.id, ...rest] });
           return tally;
         } else if (reply.outcome === "transient") {
           tally.failed += 1;
