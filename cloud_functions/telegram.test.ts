@@ -54,7 +54,7 @@ describe("delivery", () => {
     expect(tg.bot.requests.map((r) => [r.token, r.method])).toEqual([[TOKEN, "sendMessage"]]);
     expect(tg.bot.of("sendMessage")[0]).toEqual({
       chat_id: CHAT,
-      text: "🟡 Approval needed: deploy by claude on laptop\nship 1.2 to prod\ncost $1.50\nexpires 13:00 UTC",
+      text: `🟡 Approval needed: deploy by claude on laptop\nship 1.2 to prod\ncost $1.50 · expires 13:00 UTC\nid ${approvalId}`,
       reply_markup: {
         inline_keyboard: [
           [
@@ -180,7 +180,7 @@ describe("quiet hours", () => {
     await wait(1);
     expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual([
       expect.any(String),
-      expect.stringMatching(/^⏸ Deferred by ada until 00:30 UTC\n🟡 Approval needed/),
+      expect.stringMatching(/^⏸ Deferred until 00:30 UTC\n🟡 Approval needed/),
     ]);
     expect(tg.bot.of("editMessageText")).toEqual([]);
   });

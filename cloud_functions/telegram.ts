@@ -126,10 +126,11 @@ async function send(config: TelegramConfig, row: typeof claimed.type): Promise<B
 }
 
 /**
- * Sends what is due, in order. A 429 stops the run until Telegram's retry_after; a 5xx or no
- * answer retries that message after a backoff (2 s doubling, at most 5 min; given up after
- * MAX_ATTEMPTS); any other 4xx gives the message up at once, except an edit that changes nothing
- * ("message is not modified"), which is as good as done.
+ * Sends what is due, in order (contracts/bot_api_errors.json). A 429 or 5xx saying when stops the
+ * run until Telegram's retry_after; one not saying when, a 408 or no answer retries that message
+ * after a backoff (2 s doubling, at most 5 min; given up after MAX_ATTEMPTS); a refused token (401,
+ * 404) stops the run and gives nothing up; any other 4xx gives the message up at once, except an
+ * edit that changes nothing ("message is not modified"), which is as good as done.
  */
 export const deliver = internalAction({
   args: {},
@@ -152,6 +153,11 @@ export const deliver = internalAction({
         } else if (reply.outcome === "retry") {
           await ctx.runMutation(internal.telegram.release, { ids: [row.id, ...rest], notBefore: Date.now() + reply.afterMs });
           await ctx.scheduler.runAfter(reply.afterMs, internal.telegram.deliver, {});
+          return tally;
+        } else if (reply.outcome === "auth") {
+          // Only a person can fix the token: everything stays queued (the alerts cron's housekeep tries again).
+          console.error(reply.error);
+          await ctx.runMutation(internal.telegram.release, { ids: [row.id, ...rest] });
           return tally;
         } else if (reply.outcome === "transient") {
           tally.failed += 1;
@@ -183,11 +189,24 @@ type Press = { fromId: string; fromName: string; data: string };
 /** The answer to an approve, reject or defer pressed by someone not among the approval's reviewers. */
 export const NOT_A_REVIEWER = "You are not a reviewer of this approval.";
 
+/** The actions a button's callback data names: approve, reject, defer an approval; snooze, mute an alert. */
+export type ButtonAction = "a" | "r" | "d" | "s" | "m";
+
+/**
+ * What a press asks: its action and target (an approval's or an alert's id), or null for data that
+ * asks nothing we know. daemon/telegram/callbacks.py's parse (contracts/button_presses.json).
+ */
+export function parseButton(data: string): { action: ButtonAction; target: string } | null {
+  // [\s\S]: a target is opaque, any non-empty text, newlines included.
+  const parsed = /^([ardsm]):([\s\S]+)$/.exec(data);
+  return parsed === null ? null : { action: parsed[1] as ButtonAction, target: parsed[2] };
+}
+
 /** What a button does; the text Telegram shows the presser. */
 async function decide(ctx: MutationCtx, press: Press, now: number): Promise<string> {
-  const parsed = /^([ardsm]):(.+)$/.exec(press.data);
+  const parsed = parseButton(press.data);
   if (parsed === null) return "unknown button";
-  const [, action, target] = parsed;
+  const { action, target } = parsed;
   if (action === "s" || action === "m") {
     const machine = await machineById(ctx.db, target);
     if (machine === null) return "this alert is gone";

@@ -103,7 +103,7 @@ describe("approval buttons", () => {
       {
         chat_id: CHAT,
         message_id: 1,
-        text: "✅ Approved by Ada Lovelace at 12:00 UTC\n🟡 Approval needed: deploy by claude on laptop\nship it\nexpires 13:00 UTC",
+        text: `✅ Approved by Ada Lovelace at 12:00 UTC\n🟡 Approval needed: deploy by claude on laptop\nship it\nepisode laptop:7 · expires 13:00 UTC\nid ${approvalId}`,
         reply_markup: { inline_keyboard: [] },
       },
     ]);
@@ -164,7 +164,7 @@ describe("approval buttons", () => {
     });
     expect(tg.bot.of("editMessageText")[0]).toMatchObject({
       message_id: 1,
-      text: "⏸ Deferred by Ada Lovelace until 14:00 UTC\n🟡 Approval needed: deploy by claude on laptop\nship it\nexpires 14:00 UTC",
+      text: `⏸ Deferred until 14:00 UTC\n🟡 Approval needed: deploy by claude on laptop\nship it\nepisode laptop:7 · expires 14:00 UTC\nid ${approvalId}`,
       reply_markup: { inline_keyboard: [[expect.objectContaining({ text: "Approve" }), expect.anything(), expect.anything()]] },
     });
     expect(await tg.t.mutation(api.approvals.defer, { ...tg.vm, approvalId, by: "bob" })).toEqual({ expiresAt: NOW + 180 * MINUTE, deferCount: 2 });

@@ -76,7 +76,7 @@ export async function defer(ctx: MutationCtx, approval: Approval, by: string, no
         kind: "edit",
         key: `approval:${approval._id}:deferred:${deferCount}`,
         refKey: approval.messageKey,
-        text: deferredText(deferred, by),
+        text: deferredText(deferred),
         buttons: approvalButtons(approval._id),
         severity: "critical",
       },

@@ -1,4 +1,7 @@
-/** What Telegram shows of an approval, and of what became of it. Pure but for the deployment's approval timeouts. */
+/**
+ * What Telegram shows of an approval, and of what became of it, as daemon/alerts/messages.py says it
+ * (contracts/approval_messages.json). Pure but for the deployment's approval timeouts.
+ */
 import type { Doc } from "../_generated/dataModel";
 import { deploymentExpiry } from "./settings";
 import type { Button } from "./telegram";
@@ -10,15 +13,33 @@ export function clockUtc(ms: number): string {
 
 type Shown = Pick<
   Doc<"approvals">,
-  "actionType" | "agentName" | "site" | "summary" | "costUsd" | "createdAt" | "expiresAt" | "deferCount"
+  | "_id"
+  | "actionType"
+  | "agentName"
+  | "site"
+  | "summary"
+  | "costUsd"
+  | "testsPassed"
+  | "sourceSite"
+  | "sourceId"
+  | "createdAt"
+  | "expiresAt"
+  | "deferCount"
 >;
 
+/** The request, what it said of itself on one line, and its id (what `memsync approvals` takes). */
 export function approvalText(approval: Shown): string {
+  const facts = [
+    ...(approval.costUsd === undefined ? [] : [`cost $${approval.costUsd.toFixed(2)}`]),
+    ...(approval.testsPassed === undefined ? [] : [approval.testsPassed ? "tests passed" : "tests failed"]),
+    ...(approval.sourceId === undefined ? [] : [`episode ${approval.sourceSite ?? approval.site}:${approval.sourceId}`]),
+    `expires ${clockUtc(deploymentExpiry(approval))}`,
+  ];
   return [
     `🟡 Approval needed: ${approval.actionType} by ${approval.agentName} on ${approval.site}`,
     ...(approval.summary ? [approval.summary] : []),
-    ...(approval.costUsd === undefined ? [] : [`cost $${approval.costUsd.toFixed(2)}`]),
-    `expires ${clockUtc(deploymentExpiry(approval))}`,
+    facts.join(" · "),
+    `id ${approval._id}`,
   ].join("\n");
 }
 
@@ -38,8 +59,9 @@ export function resolvedText(approval: Shown, status: "approved" | "rejected", b
   return `${head} at ${clockUtc(at)}\n${approvalText(approval)}`;
 }
 
-export function deferredText(approval: Shown, by: string): string {
-  return `⏸ Deferred by ${by} until ${clockUtc(deploymentExpiry(approval))}\n${approvalText(approval)}`;
+/** The hub edits its messages from the stored approval, which does not keep who deferred it: neither says. */
+export function deferredText(approval: Shown): string {
+  return `⏸ Deferred until ${clockUtc(deploymentExpiry(approval))}\n${approvalText(approval)}`;
 }
 
 export function expiredText(approval: Shown, at: number): string {

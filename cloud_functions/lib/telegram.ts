@@ -63,7 +63,8 @@ export type Button = { text: string; data: string };
 export type BotReply =
   | { outcome: "ok"; result: unknown }
   | { outcome: "retry"; afterMs: number; error: string } // 429: Telegram says when
-  | { outcome: "transient"; error: string } // 5xx or no answer: try again later
+  | { outcome: "transient"; error: string } // 408, 429 or 5xx not saying when, or no answer: try again later
+  | { outcome: "auth"; error: string } // 401 or 404: the token is refused; send nothing until it is fixed
   | { outcome: "rejected"; error: string; description: string }; // another 4xx: trying again will not help
 
 /** Telegram's inline keyboard from our rows of buttons (an empty one removes the keyboard). */
@@ -97,10 +98,16 @@ export async function callBotApi(config: TelegramConfig, method: string, body: R
   if (response.ok && reply.ok === true) return { outcome: "ok", result: reply.result };
   const description = typeof reply.description === "string" ? reply.description.split(config.token).join("<token>").slice(0, 200) : "";
   const error = `telegram ${method}: HTTP ${response.status}${description ? ` (${description})` : ""}`;
-  if (response.status === 429) {
-    const seconds = Number(reply.parameters?.retry_after);
-    return { outcome: "retry", afterMs: Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 1000, error };
+  // How each answer is taken: contracts/bot_api_errors.json, as daemon/telegram/client.py takes it.
+  if (response.status === 408 || response.status === 429 || response.status >= 500 || response.ok) {
+    const seconds = reply.parameters?.retry_after;
+    if (typeof seconds === "number" && Number.isFinite(seconds) && !response.ok) {
+      return { outcome: "retry", afterMs: Math.max(0, seconds) * 1000, error };
+    }
+    return { outcome: "transient", error };
   }
-  if (response.status >= 500 || response.ok) return { outcome: "transient", error };
+  if (response.status === 401 || response.status === 404) {
+    return { outcome: "auth", error: `telegram refused the bot token (HTTP ${response.status} on ${method}): check TELEGRAM_BOT_TOKEN` };
+  }
   return { outcome: "rejected", error, description };
 }

@@ -47,6 +47,8 @@ def parse(update: dict[str, Any]) -> Press | None:
     if not isinstance(data, str) or not isinstance(sender, dict) or ":" not in data:
         return None
     code, target = data.split(":", 1)
+    if not target:  # names nothing (Convex's parseButton refuses it too: contracts/button_presses.json)
+        return None
     try:
         action = Action(code)
     except ValueError:

@@ -1,0 +1,54 @@
+"""What a button press asks (contracts/button_presses.json): its callback data read as an action
+and a target, or refused, as cloud_functions/telegram.ts's parseButton reads it; who may press
+what; how long snooze and mute hold an alert."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from contract import contract
+
+from daemon.telegram.callbacks import APPROVAL_ACTIONS, HOLD_MS, Action, Press, parse, refusal
+
+PRESSES: dict[str, Any] = contract("button_presses.json")
+
+
+def pressed(data: str) -> dict[str, Any]:
+    """A Telegram update: Ada pressed a button carrying ``data`` under message 7 of chat -100."""
+    return {
+        "update_id": 1,
+        "callback_query": {
+            "id": "cb1",
+            "data": data,
+            "from": {"id": 42, "first_name": "Ada"},
+            "message": {"message_id": 7, "chat": {"id": -100}},
+        },
+    }
+
+
+@pytest.mark.parametrize("case", PRESSES["cases"], ids=[repr(c["data"]) for c in PRESSES["cases"]])
+def test_the_data_asks_what_the_contract_says(case: dict[str, Any]) -> None:
+    press = parse(pressed(case["data"]))
+    if case["action"] is None:
+        assert press is None
+    else:
+        assert press is not None
+        assert (Action(press.action).name.lower(), press.target) == (case["action"], case["target"])
+
+
+def test_the_actions_their_codes_and_holds() -> None:
+    actions = PRESSES["actions"]
+    assert {a.value: a.name.lower() for a in Action} == {code: a["action"] for code, a in actions.items()}
+    assert {a.value for a in APPROVAL_ACTIONS} == {code for code, a in actions.items() if a["reviewers_only"]}
+    assert {a.value: ms for a, ms in HOLD_MS.items()} == {
+        code: a["hold_ms"] for code, a in actions.items() if "hold_ms" in a
+    }
+
+
+@pytest.mark.parametrize("code", list(PRESSES["actions"]))
+def test_only_reviewers_decide_approvals(code: str) -> None:
+    press = Press("cb1", Action(code), "k1", from_id="42", from_name="Ada", message_id=7)
+    expected = PRESSES["not_a_reviewer"] if PRESSES["actions"][code]["reviewers_only"] else None
+    assert refusal(press, reviewers=("7",)) == expected
+    assert refusal(press, reviewers=("42",)) is None
