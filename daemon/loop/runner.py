@@ -35,7 +35,7 @@ from daemon.control.lock import SiteLock
 from daemon.loop.changes import ChangeWaker
 from daemon.loop.notify import Notifier
 from daemon.paths import check_site
-from daemon.site import Site, open_backbone, sweeps_of
+from daemon.site import Site, duties_of, open_backbone
 from daemon.warm.host import WarmHost
 
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ class Daemon:
         scheduler = Scheduler(
             self.settings,
             backbone,
-            sweeps_of(backbone),
+            duties_of(self.settings, backbone).sweeps,
             heartbeat=Beats(self.settings, backbone).beat,
             index_catch_up=catch_up,
             on_stop=backbone.close,

@@ -171,13 +171,14 @@ class Tools:
         priority: str,
     ) -> Approval:
         from daemon import approval_calls
-        from daemon.site import open_backbone
+        from daemon.site import duties_of, open_backbone
 
         backbone = open_backbone(self.settings)
         try:
             approval_id, approval, _note = approval_calls.request(
                 self.settings,
                 backbone,
+                duties_of(self.settings, backbone),
                 category=category,
                 summary=summary,
                 agent=agent,
