@@ -22,6 +22,12 @@ class ServerDuties(Protocol):
         crons run them."""
         ...
 
+    @property
+    def polls_presses(self) -> bool:
+        """Whether the sites' daemons receive Telegram's button presses (whichever holds the poller
+        lease long-polls getUpdates); False where the server's webhook receives them."""
+        ...
+
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
         """Have the approval's Telegram message sent (``new``), or the edit a decision needs; a note
         to show when it could not go now (it goes later)."""
@@ -46,6 +52,10 @@ class ConvexDuties:
     @property
     def sweeps(self) -> Sweeps | None:
         return None  # cloud_functions/crons.ts
+
+    @property
+    def polls_presses(self) -> bool:
+        return False  # cloud_functions/http.ts: the /telegram webhook
 
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
         return None  # cloud_functions/approvals.ts announces and edits its own messages

@@ -29,6 +29,10 @@ class HubDuties:
     def sweeps(self) -> Sweeps | None:
         return self.backbone
 
+    @property
+    def polls_presses(self) -> bool:
+        return True
+
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
         return approvals.announce(self.settings, self.backbone, approval_id, new=new)
 

@@ -178,12 +178,14 @@ class Daemon:
 
     def _start_alerts(self, site: Site, alerts: Alerts | None) -> AlertWorker | None:
         """The alert thread: the site's own signals, the Telegram outbox, button presses on the hub.
-        It has a backbone client of its own, like the scheduler."""
+        For the presses it has a backbone client of its own, like the scheduler."""
         if alerts is None:
             return None
         from daemon.telegram.worker import AlertWorker
 
-        coordination = self._open_backbone() if self.settings.telegram.enabled else None
+        # A client of its own for the presses, where the sites receive them.
+        polls = self.settings.telegram.enabled and duties_of(self.settings, site.backbone).polls_presses
+        coordination = self._open_backbone() if polls else None
         return AlertWorker(
             self.settings,
             alerts.store,

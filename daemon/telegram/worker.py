@@ -56,7 +56,9 @@ class AlertWorker:
         # Shared with the scheduler's alert job: what it queues wakes this thread to send it.
         self.alerts = alerts if alerts is not None else Alerts(settings, store)
         self.problems = problems  # the run loop's current problems, by kind
-        self.coordination = coordination  # on the hub: resolves presses, reads approvals to edit
+        # Where the sites receive presses (``ServerDuties.polls_presses``): resolves them, reads
+        # approvals to edit; None elsewhere.
+        self.coordination = coordination
         self.on_stop = on_stop  # closes the worker's own backbone client
         telegram = settings.telegram
         if bot is None and telegram.enabled:
@@ -67,9 +69,7 @@ class AlertWorker:
         self.stopping = threading.Event()
         self.issues = ProblemLog(log)
         self._thread: threading.Thread | None = None
-        self._receives = (
-            bot is not None and telegram.poll and settings.backbone.kind == "local" and coordination is not None
-        )
+        self._receives = bot is not None and telegram.poll and coordination is not None
 
     def start(self) -> AlertWorker:
         self._thread = threading.Thread(target=self._run, name="memsync-alerts", daemon=True)
