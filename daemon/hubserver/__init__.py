@@ -1,6 +1,7 @@
 """The embedded hub's server side, in one room: what Convex does in ``cloud_functions/``, the sites
 of a hub do themselves, here, in modules named after Convex's files where they match
-(``approvals``: announcing an approval; ``digest``: sending a digest now). ``HubDuties`` is the
+(``approvals``: announcing an approval; ``digest``: sending a digest now; ``scheduled``: the
+periodic jobs' bodies). ``HubDuties`` is the
 hub's ``ServerDuties`` (``daemon.duties``), the one interface the CLI and the run loop call.
 """
 

@@ -1,4 +1,5 @@
-"""The periodic jobs' bodies. Each takes what it needs (the backbone's sweeps, the warm layer,
+"""The periodic jobs' bodies (``cloud_functions/scheduled.ts`` on Convex), run by the scheduler
+(``daemon/schedule``). Each takes what it needs (the backbone's sweeps, the warm layer,
 the settings, the time) and returns a one-line summary for the job's run record; each is idempotent,
 so a slot run twice (a holder killed mid-run and taken over) does no harm.
 
