@@ -8,11 +8,28 @@ its crons. ``daemon.site.duties_of`` picks the one for a backbone: nothing else 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from sync.backbone.base import Sweeps
+    from daemon.alerts.store import AlertStore
+    from daemon.telegram.callbacks import Press
+    from sync.backbone.base import Coordination, Sweeps
     from sync.backbone.convex import ConvexBackbone
+
+
+class Presses(Protocol):
+    """What the daemon that polls Telegram does with the button presses it receives."""
+
+    def reconcile(self) -> int:
+        """Queue the edits of approval messages that no longer say what their approval is; how many."""
+        ...
+
+    def apply(self, press: Press) -> str:
+        """Do what the press asks, if the presser may; the answer to show them."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class ServerDuties(Protocol):
@@ -22,10 +39,10 @@ class ServerDuties(Protocol):
         crons run them."""
         ...
 
-    @property
-    def polls_presses(self) -> bool:
-        """Whether the sites' daemons receive Telegram's button presses (whichever holds the poller
-        lease long-polls getUpdates); False where the server's webhook receives them."""
+    def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
+        """Where the sites' daemons receive Telegram's button presses (whichever holds the poller
+        lease long-polls getUpdates), what to do with them, over a client from ``open_client`` (None:
+        the daemon is stopping); None where the server's webhook receives them."""
         ...
 
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
@@ -53,9 +70,8 @@ class ConvexDuties:
     def sweeps(self) -> Sweeps | None:
         return None  # cloud_functions/crons.ts
 
-    @property
-    def polls_presses(self) -> bool:
-        return False  # cloud_functions/http.ts: the /telegram webhook
+    def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
+        return None  # cloud_functions/http.ts: the /telegram webhook
 
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
         return None  # cloud_functions/approvals.ts announces and edits its own messages

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from conftest import SiteFiles
 
+from daemon.alerts.store import AlertStore
 from daemon.site import duties_of, open_backbone
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
@@ -25,9 +26,13 @@ def test_the_hub_site_does_its_servers_work(site_files: Callable[..., SiteFiles]
         assert isinstance(hub, HubBackbone)
         duties = duties_of(settings, hub)
         assert duties.sweeps is hub
-        assert duties.polls_presses is True
         assert duties.announce_approval("1", new=True) is None  # Telegram is off: nothing to announce
         assert "`memsync jobs run daily-digest`" in duties.digest_builder()
+        with closing(AlertStore(settings.alerts_path)) as store:
+            presses = duties.presses(store, lambda: open_backbone(settings))  # a client of its own
+            assert presses is not None
+            assert presses.reconcile() == 0  # no approval message to keep true yet
+            presses.close()
 
 
 def test_convex_asks_the_deployment_or_leaves_the_work_to_it(
@@ -47,9 +52,10 @@ def test_convex_asks_the_deployment_or_leaves_the_work_to_it(
         assert isinstance(convex, ConvexBackbone)
         duties = duties_of(settings, convex)
         assert duties.sweeps is None
-        assert duties.polls_presses is False
         assert duties.announce_approval("1", new=True) is None
         assert duties.announce_approval("1", new=False) is None
+        with closing(AlertStore(settings.alerts_path)) as store:
+            assert duties.presses(store, lambda: pytest.fail("no client: the webhook receives presses")) is None
         assert calls == []  # the deployment announces its approvals itself
         said = duties.send_digest("2026-11-25", {"sites": []})
     assert said == "digest for 2026-11-24 queued by the deployment for Telegram"  # the day it sent

@@ -1,20 +1,23 @@
 """The embedded hub's server side, in one room: what Convex does in ``cloud_functions/``, the sites
 of a hub do themselves, here, in modules named after Convex's files where they match
 (``approvals``: announcing an approval; ``digest``: sending a digest now; ``scheduled``: the
-periodic jobs' bodies). ``HubDuties`` is the
+periodic jobs' bodies; ``telegram``: button presses and approval messages kept true). ``HubDuties`` is the
 hub's ``ServerDuties`` (``daemon.duties``), the one interface the CLI and the run loop call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from daemon.hubserver import approvals
 from daemon.hubserver.digest import send
 
 if TYPE_CHECKING:
+    from daemon.alerts.store import AlertStore
     from daemon.config import Settings
-    from sync.backbone.base import Sweeps
+    from daemon.duties import Presses
+    from sync.backbone.base import Coordination, Sweeps
     from sync.backbone.hub import HubBackbone
 
 
@@ -30,9 +33,11 @@ class HubDuties:
     def sweeps(self) -> Sweeps | None:
         return self.backbone
 
-    @property
-    def polls_presses(self) -> bool:
-        return True
+    def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
+        from daemon.hubserver.telegram import HubPresses
+
+        client = open_client()
+        return None if client is None else HubPresses(self.settings, client, store)
 
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
         return approvals.announce(self.settings, self.backbone, approval_id, new=new)

@@ -19,7 +19,7 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
     from daemon.alerts.messages import approval_message
     from daemon.alerts.quiet import send_after
     from daemon.alerts.store import AlertStore, Queued
-    from daemon.telegram.presses import reconcile, track
+    from daemon.hubserver.telegram import reconcile, track
     from daemon.telegram.sender import send_now
     from sync.approvals import severity_of_priority
 

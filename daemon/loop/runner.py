@@ -183,16 +183,16 @@ class Daemon:
             return None
         from daemon.telegram.worker import AlertWorker
 
-        # A client of its own for the presses, where the sites receive them.
-        polls = self.settings.telegram.enabled and duties_of(self.settings, site.backbone).polls_presses
-        coordination = self._open_backbone() if polls else None
+        presses = None
+        if self.settings.telegram.enabled:  # where the sites receive them, on a client of their own
+            presses = duties_of(self.settings, site.backbone).presses(alerts.store, self._open_backbone)
         return AlertWorker(
             self.settings,
             alerts.store,
             alerts=alerts,
             problems=lambda: {**self.problems.current, **site.engine.problems.current},
-            coordination=coordination,
-            on_stop=(lambda: None) if coordination is None else coordination.close,
+            presses=presses,
+            on_stop=(lambda: None) if presses is None else presses.close,
         ).start()
 
     def _start_scheduler(self, indexing: bool, alerts: Alerts | None = None) -> Scheduler | None:
