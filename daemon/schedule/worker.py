@@ -23,7 +23,8 @@ import structlog
 
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
-from daemon.hubserver.scheduled import BODIES, FleetView, JobContext
+from daemon.hubserver.alerts import FleetView
+from daemon.hubserver.scheduled import BODIES, JobContext
 from daemon.schedule import plan
 from sync.backbone.base import ChangeFeed, JobLeases, JobRun, Sweeps
 from sync.leases import Claim
