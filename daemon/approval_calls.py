@@ -76,16 +76,17 @@ def wait(
     approval_id: str,
     timeout: float | None,
     *,
+    interval: float,
     clock: Callable[[], float] = time.time,
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Waited:
-    """The decision, or ``pending`` after ``timeout`` seconds (None: until the approval expires).
-    LookupError when no approval has that id."""
+    """The decision, or ``pending`` after ``timeout`` seconds (None: until the approval expires),
+    looking every ``interval`` seconds (``ServerDuties.look_interval``). LookupError when no
+    approval has that id."""
     from sync.approvals import effective_expiry
 
     deadline = None if timeout is None else monotonic() + max(timeout, 0)
-    interval = 0.5 if settings.backbone.kind == "local" else 2.0  # Convex: each look is a function call
     while True:
         approval = backbone.approval(approval_id)
         if approval is None:

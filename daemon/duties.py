@@ -45,6 +45,11 @@ class ServerDuties(Protocol):
         the daemon is stopping); None where the server's webhook receives them."""
         ...
 
+    @property
+    def look_interval(self) -> float:
+        """Seconds between two looks of a waiter at an approval: what a look costs the server."""
+        ...
+
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
         """Have the approval's Telegram message sent (``new``), or the edit a decision needs; a note
         to show when it could not go now (it goes later)."""
@@ -72,6 +77,10 @@ class ConvexDuties:
 
     def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
         return None  # cloud_functions/http.ts: the /telegram webhook
+
+    @property
+    def look_interval(self) -> float:
+        return 2.0  # each look is a function call
 
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
         return None  # cloud_functions/approvals.ts announces and edits its own messages

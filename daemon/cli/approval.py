@@ -155,14 +155,15 @@ def request_main(args: argparse.Namespace) -> int:
 
 def wait_main(args: argparse.Namespace) -> int:
     from daemon import approval_calls
-    from daemon.site import open_backbone
+    from daemon.site import duties_of, open_backbone
 
     with handled():
         settings = load(args, log_level="error")
         backbone = open_backbone(settings, create=False)
         try:
             try:
-                waited = approval_calls.wait(settings, backbone, args.approval_id, args.timeout)
+                interval = duties_of(settings, backbone).look_interval
+                waited = approval_calls.wait(settings, backbone, args.approval_id, args.timeout, interval=interval)
             except LookupError as exc:
                 fail(str(exc), EXIT_UNKNOWN)
         finally:

@@ -40,6 +40,10 @@ class HubDuties:
         client = open_client()
         return None if client is None else HubPresses(self.settings, client, store)
 
+    @property
+    def look_interval(self) -> float:
+        return 0.5  # a read of the local file
+
     def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
         return approvals.announce(self.settings, self.backbone, approval_id, new=new)
 
