@@ -45,7 +45,7 @@ def filled_hub(source: Path, root: Path) -> Path:
 
 def archive_all(hub_path: Path) -> tuple[float, int, int]:
     """Seconds to archive every episode as the job does; episodes archived; bytes written."""
-    from daemon.schedule.jobs import ARCHIVE_BATCH
+    from daemon.hubserver.scheduled import ARCHIVE_BATCH
     from sync.archive.files import ArchiveFolder
     from sync.backbone.hub import HubBackbone
 

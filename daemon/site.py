@@ -31,7 +31,7 @@ from sync.sidecar import Sidecar
 from sync.source import SourceIdentity, claim, instance_for
 
 if TYPE_CHECKING:
-    from sync.backbone.base import Sweeps
+    from daemon.duties import ServerDuties
 
 
 def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.BaseTransport | None = None) -> Backbone:
@@ -61,10 +61,18 @@ def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.B
     return opened
 
 
-def sweeps_of(backbone: Backbone) -> Sweeps | None:
-    """The global jobs' sweeps, where a daemon runs them: the embedded hub. Convex runs its own in
-    its crons (``cloud_functions/crons.ts``)."""
-    return backbone if isinstance(backbone, HubBackbone) else None
+def duties_of(settings: Settings, backbone: Backbone) -> ServerDuties:
+    """The server's duties for ``backbone`` (``daemon.duties``): on the embedded hub the sites do
+    them (``daemon.hubserver``); Convex does its own (``cloud_functions/``). The one place that
+    asks which backbone it is."""
+    from daemon.duties import ConvexDuties
+    from daemon.hubserver import HubDuties
+
+    if isinstance(backbone, ConvexBackbone):
+        return ConvexDuties(backbone)
+    if isinstance(backbone, HubBackbone):
+        return HubDuties(settings, backbone)
+    raise TypeError(f"no server duties for a {type(backbone).__name__}")
 
 
 def retry_policy(settings: Settings) -> RetryPolicy:

@@ -20,8 +20,8 @@ from convex_fixtures import LocalConvex
 
 from daemon.cli.heartbeat import spool
 from daemon.fleet import fleet_report
+from daemon.hubserver.scheduled import JobContext, mark_stale_agents
 from daemon.schedule.beats import Beats
-from daemon.schedule.jobs import JobContext, mark_stale_agents
 from sync.agents import AgentsSeen, agents_due, liveness
 from sync.backbone.base import AgentBeat, AgentState, Backbone, Registry, SiteBeat
 from sync.backbone.convex import MAX_AGENT_BEATS, ConvexBackbone

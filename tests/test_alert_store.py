@@ -17,9 +17,9 @@ from daemon.alerts.signals import Subject
 from daemon.alerts.store import AlertStore, Queued
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings, load_settings
+from daemon.hubserver.telegram import apply, reconcile, track
 from daemon.telegram.callbacks import parse
 from daemon.telegram.client import BotApi
-from daemon.telegram.presses import apply, reconcile, track
 from daemon.telegram.sender import deliver
 from sync.backbone.hub import HubBackbone
 

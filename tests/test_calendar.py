@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from daemon.hubserver.scheduled import covered_day
 from daemon.schedule import plan
-from daemon.schedule.jobs import covered_day
 
 JOBS = {job.name: job for job in plan.DEFAULT_JOBS}
 

@@ -202,7 +202,7 @@ def test_start_fires_queued_behind_a_slow_job_run_without_apschedulers_warning(
     site_files: Callable[..., SiteFiles], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from daemon.schedule.worker import Scheduler
-    from daemon.site import sweeps_of
+    from daemon.site import duties_of
 
     site = site_files(warm=f'path = "{tmp_path / "warm"}"\n', extra="[jobs]\nheartbeat_interval = 3600\n")
     settings = site.settings()
@@ -213,7 +213,8 @@ def test_start_fires_queued_behind_a_slow_job_run_without_apschedulers_warning(
         released.wait(3)  # longer than APScheduler's own 1 s grace for the fires queued behind it
         return "caught up"
 
-    scheduler = Scheduler(settings, hub, sweeps_of(hub), heartbeat=lambda: None, index_catch_up=slow_index_catch_up)
+    sweeps = duties_of(settings, hub).sweeps
+    scheduler = Scheduler(settings, hub, sweeps, heartbeat=lambda: None, index_catch_up=slow_index_catch_up)
     caplog.set_level(logging.DEBUG)
     scheduler.start()
     try:

@@ -1,7 +1,7 @@
 """Observations in, alerts out: each (signal, subject) machine stepped in the alert store, what it
 says logged and, with Telegram configured, queued (in the same transaction as the new state, so a
 crash can neither lose nor repeat a message). The fleet's observations come from the global
-``alerts`` job (``daemon/schedule/jobs.py``), the site's own from its run loop's problems
+``alerts`` job (``daemon/hubserver/scheduled.py``), the site's own from its run loop's problems
 (``local_observations``)."""
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console,
 from sync.backbone.base import APPROVAL_PRIORITIES
 
 if TYPE_CHECKING:
-    from daemon.config import Settings
     from sync.backbone.base import Approval, Approvals
 
 EXIT_APPROVED, EXIT_REJECTED, EXIT_EXPIRED = 0, 1, 2
@@ -114,17 +113,9 @@ def _view(a: Approval) -> dict[str, Any]:
     }
 
 
-def _announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: bool) -> None:
-    from daemon.approval_calls import announce
-
-    note = announce(settings, backbone, approval_id, new=new)
-    if note is not None:
-        console(stderr=True).print(note)
-
-
 def request_main(args: argparse.Namespace) -> int:
     from daemon import approval_calls
-    from daemon.site import open_backbone
+    from daemon.site import duties_of, open_backbone
     from sync.errors import BackboneNotFound
 
     with handled():
@@ -137,6 +128,7 @@ def request_main(args: argparse.Namespace) -> int:
                 approval_id, approval, note = approval_calls.request(
                     settings,
                     backbone,
+                    duties_of(settings, backbone),
                     category=args.category,
                     summary=args.summary,
                     agent=args.agent,
@@ -163,14 +155,15 @@ def request_main(args: argparse.Namespace) -> int:
 
 def wait_main(args: argparse.Namespace) -> int:
     from daemon import approval_calls
-    from daemon.site import open_backbone
+    from daemon.site import duties_of, open_backbone
 
     with handled():
         settings = load(args, log_level="error")
         backbone = open_backbone(settings, create=False)
         try:
             try:
-                waited = approval_calls.wait(settings, backbone, args.approval_id, args.timeout)
+                interval = duties_of(settings, backbone).look_interval
+                waited = approval_calls.wait(settings, backbone, args.approval_id, args.timeout, interval=interval)
             except LookupError as exc:
                 fail(str(exc), EXIT_UNKNOWN)
         finally:
@@ -224,7 +217,7 @@ def _at(ms: int) -> str:
 
 
 def decide_main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
+    from daemon.site import duties_of, open_backbone
 
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
     with handled():
@@ -245,7 +238,9 @@ def decide_main(args: argparse.Namespace) -> int:
                     args.approval_id, "approved" if args.verb == "approve" else "rejected", by
                 )
                 outcome = f"{status} by {by}"
-            _announce(settings, backbone, args.approval_id, new=False)
+            note = duties_of(settings, backbone).announce_approval(args.approval_id, new=False)
+            if note is not None:
+                console(stderr=True).print(note)
         finally:
             backbone.close()
     say(f"approval {args.approval_id} {outcome}")

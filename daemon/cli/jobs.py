@@ -16,8 +16,8 @@ from daemon.fleet import iso_ms
 from sync.errors import EX_CONFIG, BackboneRejected
 
 if TYPE_CHECKING:
-    from daemon.config import Settings
-    from sync.backbone.base import Backbone, Reports
+    from daemon.duties import ServerDuties
+    from sync.backbone.base import Reports
 
 
 def register(commands: Commands) -> None:
@@ -122,7 +122,7 @@ def list_main(args: argparse.Namespace) -> int:
 def run_main(args: argparse.Namespace) -> int:
     from daemon.schedule import plan
     from daemon.schedule.worker import index_catch_up, run_job_now
-    from daemon.site import open_backbone, sweeps_of
+    from daemon.site import duties_of, open_backbone
 
     with handled():
         settings = load(args)
@@ -144,7 +144,7 @@ def run_main(args: argparse.Namespace) -> int:
                 spec,
                 settings,
                 backbone,
-                sweeps_of(backbone),
+                duties_of(settings, backbone).sweeps,
                 now=time.time(),
                 # Through the daemon's warm worker, as the scheduler does it (without the index on,
                 # the job says so).
@@ -160,30 +160,6 @@ def run_main(args: argparse.Namespace) -> int:
             return 1
         say(f"{spec.name}, slot {done.slot}: {done.outcome}: {done.summary}")
         return 0 if done.outcome == "ok" else 1
-
-
-def _send_digest(settings: Settings, backbone: Backbone, day: str, digest: dict[str, Any]) -> str:
-    """Send the digest now: Convex sends it itself; on the hub it goes through the outbox."""
-    from daemon.alerts.messages import digest_message
-    from daemon.alerts.store import AlertStore, Queued
-    from daemon.telegram.sender import send_now
-    from sync.backbone.convex import ConvexBackbone
-
-    if isinstance(backbone, ConvexBackbone):
-        sent_day = backbone.send_digest()
-        return f"digest for {sent_day} queued by the deployment for Telegram"
-    telegram = settings.telegram
-    assert telegram.bot_token is not None
-    assert telegram.chat_id is not None
-    store = AlertStore(settings.alerts_path)
-    try:
-        store.enqueue(Queued(f"digest:{day}:sent:{store.now_ms()}", digest_message(digest)))
-        done = send_now(store, telegram.bot_token.get_secret_value(), telegram.api_base, telegram.chat_id)
-    finally:
-        store.close()
-    if done.held is not None:
-        return f"digest for {day} queued; Telegram did not take it yet ({done.held}): the daemon will send it"
-    return f"digest for {day} sent to Telegram"
 
 
 def _latest(backbone: Reports, newest: datetime, days: int = 7) -> tuple[str, dict[str, Any] | None]:
@@ -209,7 +185,7 @@ def _stored_or_built(backbone: Reports, day: str, today: str) -> dict[str, Any] 
 
 
 def digest_main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
+    from daemon.site import duties_of, open_backbone
 
     with handled():
         settings = load(args, log_level="error")
@@ -226,6 +202,7 @@ def digest_main(args: argparse.Namespace) -> int:
                 EX_CONFIG,
             )
         backbone = open_backbone(settings, create=False)
+        duties = duties_of(settings, backbone)
         try:
             if args.send and args.date is None:
                 # The latest whole day: a "today so far" built on demand is sent only when asked by date.
@@ -233,12 +210,12 @@ def digest_main(args: argparse.Namespace) -> int:
             else:
                 digest = _stored_or_built(backbone, day, today)
             if args.send and digest is not None:
-                say(_send_digest(settings, backbone, day, digest))
+                say(duties.send_digest(day, digest))
                 return 0
         finally:
             backbone.close()
         if digest is None:
-            fail(_no_digest(settings, day, today), 1)
+            fail(_no_digest(duties, day, today), 1)
     if args.as_json:
         sys.stdout.write(json.dumps(digest, indent=2) + "\n")
         return 0
@@ -262,10 +239,7 @@ def digest_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _no_digest(settings: Settings, day: str, today: str) -> str:
+def _no_digest(duties: ServerDuties, day: str, today: str) -> str:
     if day > today:
         return f"no digest for {day}: that UTC day has not begun (today is {today})"
-    convex = settings.backbone.kind == "convex"
-    how = "Convex's crons build" if convex else "the daily-digest job builds"
-    rerun = "" if convex else "; `memsync jobs run daily-digest` builds the latest day's now"
-    return f"no digest for {day}: {how} each day's at 06:00 UTC the day after{rerun}"
+    return f"no digest for {day}: {duties.digest_builder()}"

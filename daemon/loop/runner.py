@@ -35,7 +35,7 @@ from daemon.control.lock import SiteLock
 from daemon.loop.changes import ChangeWaker
 from daemon.loop.notify import Notifier
 from daemon.paths import check_site
-from daemon.site import Site, open_backbone, sweeps_of
+from daemon.site import Site, duties_of, open_backbone
 from daemon.warm.host import WarmHost
 
 if TYPE_CHECKING:
@@ -178,19 +178,21 @@ class Daemon:
 
     def _start_alerts(self, site: Site, alerts: Alerts | None) -> AlertWorker | None:
         """The alert thread: the site's own signals, the Telegram outbox, button presses on the hub.
-        It has a backbone client of its own, like the scheduler."""
+        For the presses it has a backbone client of its own, like the scheduler."""
         if alerts is None:
             return None
         from daemon.telegram.worker import AlertWorker
 
-        coordination = self._open_backbone() if self.settings.telegram.enabled else None
+        presses = None
+        if self.settings.telegram.enabled:  # where the sites receive them, on a client of their own
+            presses = duties_of(self.settings, site.backbone).presses(alerts.store, self._open_backbone)
         return AlertWorker(
             self.settings,
             alerts.store,
             alerts=alerts,
             problems=lambda: {**self.problems.current, **site.engine.problems.current},
-            coordination=coordination,
-            on_stop=(lambda: None) if coordination is None else coordination.close,
+            presses=presses,
+            on_stop=(lambda: None) if presses is None else presses.close,
         ).start()
 
     def _start_scheduler(self, indexing: bool, alerts: Alerts | None = None) -> Scheduler | None:
@@ -208,7 +210,7 @@ class Daemon:
         scheduler = Scheduler(
             self.settings,
             backbone,
-            sweeps_of(backbone),
+            duties_of(self.settings, backbone).sweeps,
             heartbeat=Beats(self.settings, backbone).beat,
             index_catch_up=catch_up,
             on_stop=backbone.close,

@@ -171,13 +171,14 @@ class Tools:
         priority: str,
     ) -> Approval:
         from daemon import approval_calls
-        from daemon.site import open_backbone
+        from daemon.site import duties_of, open_backbone
 
         backbone = open_backbone(self.settings)
         try:
             approval_id, approval, _note = approval_calls.request(
                 self.settings,
                 backbone,
+                duties_of(self.settings, backbone),
                 category=category,
                 summary=summary,
                 agent=agent,
@@ -204,11 +205,14 @@ class Tools:
 
     def wait_for_approval(self, approval_id: str, timeout_s: float) -> Decision:
         from daemon import approval_calls
-        from daemon.site import open_backbone
+        from daemon.site import duties_of, open_backbone
 
         backbone = open_backbone(self.settings, create=False)
         try:
-            waited = approval_calls.wait(self.settings, backbone, approval_id, timeout_s, clock=self.clock)
+            interval = duties_of(self.settings, backbone).look_interval
+            waited = approval_calls.wait(
+                self.settings, backbone, approval_id, timeout_s, interval=interval, clock=self.clock
+            )
         except LookupError as exc:
             raise ToolError(str(exc)) from None
         finally:

@@ -23,8 +23,9 @@ import structlog
 
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
+from daemon.hubserver.alerts import FleetView
+from daemon.hubserver.scheduled import BODIES, JobContext
 from daemon.schedule import plan
-from daemon.schedule.jobs import BODIES, FleetView, JobContext
 from sync.backbone.base import ChangeFeed, JobLeases, JobRun, Sweeps
 from sync.leases import Claim
 from sync.problems import ProblemLog

@@ -5,7 +5,8 @@
 - sends the outbox (``daemon/telegram/sender.py``), when Telegram is configured;
 - on the embedded hub, receives button presses: whichever daemon holds the poller lease long-polls
   getUpdates (a bot token allows one poller), and keeps approval messages true to their approvals
-  (``daemon/telegram/presses.py``). On Convex the deployment's webhook receives them instead.
+  (the server's ``Presses``: ``daemon/hubserver/telegram.py``). On Convex the deployment's webhook
+  receives them instead.
 
 Telegram failing never stops the daemon: a problem is logged once when it starts and once when it
 ends (``sync.problems``); messages wait in the outbox meanwhile.
@@ -24,11 +25,10 @@ import structlog
 from daemon.alerts.store import AlertStore
 from daemon.alerts.watch import Alerts, local_observations
 from daemon.config import Settings
+from daemon.duties import Presses
 from daemon.telegram.callbacks import parse
 from daemon.telegram.client import BotApi
-from daemon.telegram.presses import apply, reconcile
 from daemon.telegram.sender import deliver
-from sync.backbone.base import Approvals
 from sync.errors import TelegramAuthError, TelegramConflict, TelegramUnavailable
 from sync.problems import ProblemLog
 
@@ -46,7 +46,7 @@ class AlertWorker:
         store: AlertStore,
         *,
         problems: Callable[[], Mapping[str, str]],
-        coordination: Approvals | None,
+        presses: Presses | None,
         alerts: Alerts | None = None,
         bot: BotApi | None = None,
         on_stop: Callable[[], None] = lambda: None,
@@ -56,7 +56,7 @@ class AlertWorker:
         # Shared with the scheduler's alert job: what it queues wakes this thread to send it.
         self.alerts = alerts if alerts is not None else Alerts(settings, store)
         self.problems = problems  # the run loop's current problems, by kind
-        self.coordination = coordination  # on the hub: resolves presses, reads approvals to edit
+        self.presses = presses  # where the sites receive presses (``ServerDuties.presses``); None elsewhere
         self.on_stop = on_stop  # closes the worker's own backbone client
         telegram = settings.telegram
         if bot is None and telegram.enabled:
@@ -67,9 +67,7 @@ class AlertWorker:
         self.stopping = threading.Event()
         self.issues = ProblemLog(log)
         self._thread: threading.Thread | None = None
-        self._receives = (
-            bot is not None and telegram.poll and settings.backbone.kind == "local" and coordination is not None
-        )
+        self._receives = bot is not None and telegram.poll and presses is not None
 
     def start(self) -> AlertWorker:
         self._thread = threading.Thread(target=self._run, name="memsync-alerts", daemon=True)
@@ -133,8 +131,8 @@ class AlertWorker:
         if not self._receives or not self.store.hold_poller(self.holder, POLLER_LEASE_MS):
             return False
         assert self.bot is not None
-        assert self.coordination is not None
-        reconcile(self.coordination, self.store)
+        assert self.presses is not None
+        self.presses.reconcile()
         offset = self.store.update_offset()
         try:
             updates = self.bot.get_updates(offset, POLL_S)
@@ -153,13 +151,7 @@ class AlertWorker:
         for update in updates:
             press = parse(update)
             if press is not None:
-                answer = apply(
-                    press,
-                    self.coordination,
-                    self.store,
-                    chat_id=self.settings.telegram.chat_id,
-                    defer_timeout_ms=self._defer_timeout(press.target),
-                )
+                answer = self.presses.apply(press)
                 try:
                     self.bot.answer_callback_query(press.callback_id, answer)
                 except Exception as exc:  # noqa: BLE001 - the answer is a courtesy; the press is applied
@@ -176,11 +168,3 @@ class AlertWorker:
         if "telegram" in self.issues.current:
             self.store.set_token_refused(self.settings.site.name, None)
         self.issues.recovered("telegram")
-
-    def _defer_timeout(self, approval_id: str) -> int | None:
-        """A deferral pushes the expiry out by the category's timeout under this config's policy."""
-        assert self.coordination is not None
-        found = self.coordination.approval(approval_id) if approval_id.isdigit() else None
-        if found is None:
-            return None
-        return self.settings.jobs.approval_timeout_ms(found.action_type)

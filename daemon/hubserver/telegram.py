@@ -1,6 +1,8 @@
-"""Button presses on the embedded hub, and approval messages kept true to their approvals.
+"""Button presses on the embedded hub, and approval messages kept true to their approvals (the
+press handling of ``cloud_functions/telegram.ts`` on Convex).
 
-Presses arrive through getUpdates, polled by one daemon (``daemon/telegram/worker.py``). Each
+Presses arrive through getUpdates, polled by one daemon (``daemon/telegram/worker.py``, which hands
+each to ``HubPresses``). Each
 approval press is applied once: the backbone's resolve is a compare-and-set (a double tap or a
 redelivered update finds it decided and is answered so), and the update's offset is stored after
 it is handled. Approval messages are edited from the approval as the backbone has it
@@ -14,8 +16,9 @@ import structlog
 from daemon.alerts.machine import mute, snooze
 from daemon.alerts.messages import approval_outcome, hhmm
 from daemon.alerts.store import AlertStore, Queued
+from daemon.config import Settings
 from daemon.telegram.callbacks import HOLD_MS, Action, Press, refusal
-from sync.backbone.base import Approvals
+from sync.backbone.base import Approvals, Coordination
 from sync.errors import BackboneConflict, BackboneNotFound
 
 log = structlog.get_logger("memsync.telegram")
@@ -102,3 +105,35 @@ def reconcile(coordination: Approvals, store: AlertStore, *, only: str | None = 
         else:
             store.untrack(approval_id)
     return edits
+
+
+class HubPresses:
+    """The polling daemon's presses (``daemon.duties.Presses``), applied over a backbone client of
+    its own, which ``close`` closes."""
+
+    def __init__(self, settings: Settings, coordination: Coordination, store: AlertStore) -> None:
+        self.settings = settings
+        self.coordination = coordination
+        self.store = store
+
+    def reconcile(self) -> int:
+        return reconcile(self.coordination, self.store)
+
+    def apply(self, press: Press) -> str:
+        return apply(
+            press,
+            self.coordination,
+            self.store,
+            chat_id=self.settings.telegram.chat_id,
+            defer_timeout_ms=self._defer_timeout(press.target),
+        )
+
+    def close(self) -> None:
+        self.coordination.close()
+
+    def _defer_timeout(self, approval_id: str) -> int | None:
+        """A deferral pushes the expiry out by the category's timeout under this config's policy."""
+        found = self.coordination.approval(approval_id) if approval_id.isdigit() else None
+        if found is None:
+            return None
+        return self.settings.jobs.approval_timeout_ms(found.action_type)

@@ -1,4 +1,5 @@
-"""The periodic jobs' bodies. Each takes what it needs (the backbone's sweeps, the warm layer,
+"""The periodic jobs' bodies (``cloud_functions/scheduled.ts`` on Convex), run by the scheduler
+(``daemon/schedule``). Each takes what it needs (the backbone's sweeps, the warm layer,
 the settings, the time) and returns a one-line summary for the job's run record; each is idempotent,
 so a slot run twice (a holder killed mid-run and taken over) does no harm.
 
@@ -11,21 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
 
-from daemon.alerts.signals import observe_approvals, observe_sites, severity_of
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from daemon.counts import counted
-from sync.backbone.base import Approvals, Registry, Sweeps
+from daemon.hubserver.alerts import FleetView, sweep
+from sync.backbone.base import Sweeps
 
 # Episodes one archiving call takes (a week at a time, each week's file written once per call): a
 # week of a busy site fits, and a call never holds more than this in memory.
 ARCHIVE_BATCH = 20_000
-
-
-class FleetView(Registry, Approvals, Protocol):
-    """What the alerts job reads: every site's registry row and the pending approvals."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,15 +119,10 @@ def alerts(ctx: JobContext) -> str:
     approval, observed now, each through its machine."""
     if ctx.alerts is None or ctx.coordination is None:
         return "alerts are off"
-    pending = ctx.coordination.approvals("pending", all_sites=True)
     lead = int(ctx.settings.alerts.approval_lead * 60_000)
-    observed = observe_sites(ctx.coordination.sites(), ctx.now_ms) | observe_approvals(pending, ctx.now_ms, lead)
-    by_id = {a.approval_id: a for a in pending}
-    severity = {s: severity_of(s, by_id) for s in observed if s.signal == "expiring"}
-    said = ctx.alerts.observe(observed, severity)
-    ctx.alerts.store.drop_machines("expiring", set(by_id))
+    observed, said = sweep(ctx.coordination, ctx.alerts, approval_lead_ms=lead, now_ms=ctx.now_ms)
     if not said:
-        return f"{len(observed)} signals observed, nothing to say"
+        return f"{observed} signals observed, nothing to say"
     return "; ".join(f"{n.kind} {s.key}" for s, n in said)
 
 

@@ -1,0 +1,93 @@
+"""The server's duties that a site's CLI and run loop ask for, whatever the backbone: announce an
+approval on Telegram, send a digest now, run the global jobs' sweeps.
+
+On the embedded hub the sites themselves are the server, so these run here (``daemon.hubserver``);
+on Convex the deployment does them (``cloud_functions/``), and a site only asks or leaves them to
+its crons. ``daemon.site.duties_of`` picks the one for a backbone: nothing else asks which it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from daemon.alerts.store import AlertStore
+    from daemon.telegram.callbacks import Press
+    from sync.backbone.base import Coordination, Sweeps
+    from sync.backbone.convex import ConvexBackbone
+
+
+class Presses(Protocol):
+    """What the daemon that polls Telegram does with the button presses it receives."""
+
+    def reconcile(self) -> int:
+        """Queue the edits of approval messages that no longer say what their approval is; how many."""
+        ...
+
+    def apply(self, press: Press) -> str:
+        """Do what the press asks, if the presser may; the answer to show them."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ServerDuties(Protocol):
+    @property
+    def sweeps(self) -> Sweeps | None:
+        """The global jobs' bodies where a site's scheduler runs them; None where the server's own
+        crons run them."""
+        ...
+
+    def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
+        """Where the sites' daemons receive Telegram's button presses (whichever holds the poller
+        lease long-polls getUpdates), what to do with them, over a client from ``open_client`` (None:
+        the daemon is stopping); None where the server's webhook receives them."""
+        ...
+
+    @property
+    def look_interval(self) -> float:
+        """Seconds between two looks of a waiter at an approval: what a look costs the server."""
+        ...
+
+    def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
+        """Have the approval's Telegram message sent (``new``), or the edit a decision needs; a note
+        to show when it could not go now (it goes later)."""
+        ...
+
+    def send_digest(self, day: str, digest: dict[str, Any]) -> str:
+        """Send the digest of ``day`` to Telegram now; a sentence saying what was done."""
+        ...
+
+    def digest_builder(self) -> str:
+        """Who builds each day's digest, and how to build it now: the tail of "no digest for D: ..."."""
+        ...
+
+
+class ConvexDuties:
+    """Convex's duties: the deployment announces approvals and runs the sweeps in its crons; a site
+    only asks it to send a digest."""
+
+    def __init__(self, backbone: ConvexBackbone) -> None:
+        self.backbone = backbone
+
+    @property
+    def sweeps(self) -> Sweeps | None:
+        return None  # cloud_functions/crons.ts
+
+    def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
+        return None  # cloud_functions/http.ts: the /telegram webhook
+
+    @property
+    def look_interval(self) -> float:
+        return 2.0  # each look is a function call
+
+    def announce_approval(self, approval_id: str, *, new: bool) -> str | None:
+        return None  # cloud_functions/approvals.ts announces and edits its own messages
+
+    def send_digest(self, day: str, digest: dict[str, Any]) -> str:
+        sent_day = self.backbone.send_digest()
+        return f"digest for {sent_day} queued by the deployment for Telegram"
+
+    def digest_builder(self) -> str:
+        return "Convex's crons build each day's at 06:00 UTC the day after"

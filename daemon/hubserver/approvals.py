@@ -1,0 +1,48 @@
+"""Approval announcements on the embedded hub (``cloud_functions/approvals.ts`` and
+``telegram.ts`` on Convex): a pending approval's message with its buttons, and the edit a decision
+needs, queued in the site's outbox and sent at once when Telegram takes it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from daemon.config import Settings
+    from sync.backbone.base import Approvals
+
+
+def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: bool) -> str | None:
+    """Queue the approval's message (or the edit it now needs) and send it at once; the daemon's
+    next round sends it otherwise. A note to show when the message could not go now."""
+    if not settings.telegram.enabled:
+        return None
+    from daemon.alerts.messages import approval_message
+    from daemon.alerts.quiet import send_after
+    from daemon.alerts.store import AlertStore, Queued
+    from daemon.hubserver.telegram import reconcile, track
+    from daemon.telegram.sender import send_now
+    from sync.approvals import severity_of_priority
+
+    store = AlertStore(settings.alerts_path)
+    try:
+        telegram = settings.telegram
+        if new:
+            approval = backbone.approval(approval_id)
+            assert approval is not None
+            # A high or critical approval goes at once; the others wait out the quiet hours.
+            severity = severity_of_priority(approval.priority)
+            when = send_after(severity, store.now_ms(), telegram.quiet_hours, telegram.timezone)
+            store.enqueue(Queued(f"approval:{approval_id}", approval_message(approval), severity, when))
+            track(store, approval_id)
+        else:
+            reconcile(backbone, store, only=approval_id)
+        assert telegram.bot_token is not None
+        assert telegram.chat_id is not None
+        done = send_now(store, telegram.bot_token.get_secret_value(), telegram.api_base, telegram.chat_id)
+        if done.held is not None:
+            return f"Telegram message queued, not sent yet: {done.held}"
+    except Exception as exc:  # noqa: BLE001 - the approval stands; the daemon sends what is queued
+        return f"Telegram message not sent now ({exc}); the daemon will send it"
+    finally:
+        store.close()
+    return None
