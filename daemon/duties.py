@@ -11,11 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sync.backbone.base import Approvals
+
 if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
     from daemon.telegram.callbacks import Press
-    from sync.backbone.base import Coordination, Sweeps
+    from sync.backbone.base import Sweeps
     from sync.backbone.convex import ConvexBackbone
+
+
+class ApprovalsClient(Approvals, Protocol):
+    """The backbone client a presser opens for itself: the approvals role, and closing it."""
+
+    def close(self) -> None: ...
 
 
 class Presses(Protocol):
@@ -39,7 +47,7 @@ class ServerDuties(Protocol):
         crons run them."""
         ...
 
-    def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
+    def presses(self, store: AlertStore, open_client: Callable[[], ApprovalsClient | None]) -> Presses | None:
         """Where the sites' daemons receive Telegram's button presses (whichever holds the poller
         lease long-polls getUpdates), what to do with them, over a client from ``open_client`` (None:
         the daemon is stopping); None where the server's webhook receives them."""
@@ -75,7 +83,7 @@ class ConvexDuties:
     def sweeps(self) -> Sweeps | None:
         return None  # cloud_functions/crons.ts
 
-    def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
+    def presses(self, store: AlertStore, open_client: Callable[[], ApprovalsClient | None]) -> Presses | None:
         return None  # cloud_functions/http.ts: the /telegram webhook
 
     @property

@@ -7,7 +7,7 @@ from typing import Any
 
 from contract import contract
 
-from daemon.schedule import jobs
+from daemon.hubserver import scheduled as jobs
 from daemon.schedule.plan import DEFAULT_JOBS
 from sync.archive import files
 from sync.backbone.hub import digest

@@ -17,8 +17,8 @@ from daemon.hubserver.digest import send
 if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
     from daemon.config import Settings
-    from daemon.duties import Presses
-    from sync.backbone.base import Coordination, Sweeps
+    from daemon.duties import ApprovalsClient, Presses
+    from sync.backbone.base import Sweeps
     from sync.backbone.hub import HubBackbone
 
 
@@ -34,7 +34,7 @@ class HubDuties:
     def sweeps(self) -> Sweeps | None:
         return self.backbone
 
-    def presses(self, store: AlertStore, open_client: Callable[[], Coordination | None]) -> Presses | None:
+    def presses(self, store: AlertStore, open_client: Callable[[], ApprovalsClient | None]) -> Presses | None:
         from daemon.hubserver.telegram import HubPresses
 
         client = open_client()

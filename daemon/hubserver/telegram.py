@@ -17,8 +17,9 @@ from daemon.alerts.machine import mute, snooze
 from daemon.alerts.messages import approval_outcome, hhmm
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
+from daemon.duties import ApprovalsClient
 from daemon.telegram.callbacks import HOLD_MS, Action, Press, refusal
-from sync.backbone.base import Approvals, Coordination
+from sync.backbone.base import Approvals
 from sync.errors import BackboneConflict, BackboneNotFound
 
 log = structlog.get_logger("memsync.telegram")
@@ -111,7 +112,7 @@ class HubPresses:
     """The polling daemon's presses (``daemon.duties.Presses``), applied over a backbone client of
     its own, which ``close`` closes."""
 
-    def __init__(self, settings: Settings, coordination: Coordination, store: AlertStore) -> None:
+    def __init__(self, settings: Settings, coordination: ApprovalsClient, store: AlertStore) -> None:
         self.settings = settings
         self.coordination = coordination
         self.store = store
