@@ -1,5 +1,5 @@
 """The server's duties that a site's CLI and run loop ask for, whatever the backbone: announce an
-approval on Telegram, send a digest now, run the global jobs' sweeps.
+approval on Telegram, send a digest now, run the global jobs' sweeps, forget another site's episode.
 
 On the embedded hub the sites themselves are the server, so these run here (``daemon.hubserver``);
 on Convex the deployment does them (``cloud_functions/``), and a site only asks or leaves them to
@@ -8,16 +8,28 @@ its crons. ``daemon.site.duties_of`` picks the one for a backbone: nothing else 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from daemon import logs
 from sync.backbone.base import Approvals
+from sync.errors import BackboneAuthError, ConfigError
 
 if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
     from daemon.telegram.callbacks import Press
-    from sync.backbone.base import Sweeps
+    from sync.backbone.base import Forgotten, Sweeps
     from sync.backbone.convex import ConvexBackbone
+
+
+# The operator's credential for forgetting another site's episode on Convex: read from the shell
+# that runs ``forget``, never from a daemon's environment (it is full access to the deployment).
+OPERATOR_KEY_ENV = "CONVEX_DEPLOY_KEY"
+
+
+class OperatorRefused(ConfigError):
+    """The server refused the operator's credential; the message is the whole sentence to show."""
 
 
 class ApprovalsClient(Approvals, Protocol):
@@ -71,6 +83,12 @@ class ServerDuties(Protocol):
         """Who builds each day's digest, and how to build it now: the tail of "no digest for D: ..."."""
         ...
 
+    def forget_elsewhere(self, site: str, source_id: str) -> Forgotten | None:
+        """Forget another site's episode, hot or archived, as that site's own forget would; None
+        where this site may not (Convex without the operator's credential). Raises
+        ``OperatorRefused`` when the server refuses that credential."""
+        ...
+
 
 class ConvexDuties:
     """Convex's duties: the deployment announces approvals and runs the sweeps in its crons; a site
@@ -99,3 +117,20 @@ class ConvexDuties:
 
     def digest_builder(self) -> str:
         return "Convex's crons build each day's at 06:00 UTC the day after"
+
+    def forget_elsewhere(self, site: str, source_id: str) -> Forgotten | None:
+        # A site's secret reaches only its own episodes: another's needs the operator's deploy key.
+        deploy_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
+        if not deploy_key:
+            return None
+        logs.register_secrets([deploy_key])
+        operator = self.backbone.operator(deploy_key)
+        try:
+            return operator.forget(site, source_id)
+        except BackboneAuthError:
+            raise OperatorRefused(
+                f"the deployment {self.backbone.url} refused the deploy key in {OPERATOR_KEY_ENV}: copy a current "
+                "one from the Convex dashboard (Settings, Deploy keys) for this deployment"
+            ) from None
+        finally:
+            operator.close()

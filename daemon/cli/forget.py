@@ -25,14 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
 from daemon.counts import counted
+from daemon.duties import OPERATOR_KEY_ENV
 from sync.errors import EX_CONFIG, MemsyncError
 
 if TYPE_CHECKING:
     from daemon.config import Settings
     from sync.backbone.base import Backbone, Forgotten
-
-# The operator's credential for forgetting another site's episode on Convex.
-OPERATOR_KEY_ENV = "CONVEX_DEPLOY_KEY"
 
 # Fields --matching looks in (the text people and agents write; not hashes or ids).
 SEARCHED = ("task", "input", "output", "critique", "tags", "metadata", "sessionId")
@@ -136,27 +134,23 @@ Outcome = dict[str, list[dict[str, Any]]]
 
 
 def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]]) -> Outcome:
-    """Each key forgotten where this site may: its own; another's on the hub; another's on Convex
-    with the operator's credential."""
-    import os
+    """Each key forgotten where this site may: its own; another's where the server's duties say
+    it may (on the hub, always; on Convex, with the operator's credential)."""
+    from daemon.duties import OperatorRefused
+    from daemon.site import duties_of
 
-    from sync.backbone.hub import HubBackbone
-
+    duties = duties_of(settings, backbone)
     outcome: Outcome = {"forgotten": [], "unknown": [], "refused": [], "wal": [], "elsewhere": []}
-    operator_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
     for site, source_id in dict.fromkeys(keys):
         key = f"{site}:{source_id}"
         if site == settings.site.name:
-            done = backbone.forget(source_id)
-        elif settings.backbone.kind == "local":  # the hub is one file every site writes
-            other = HubBackbone(settings.hub_path, site)
-            try:
-                done = other.forget(source_id)
-            finally:
-                other.close()
-        elif operator_key:
-            done = _operator_forget(settings, operator_key, site, source_id)
+            done: Forgotten | None = backbone.forget(source_id)
         else:
+            try:
+                done = duties.forget_elsewhere(site, source_id)
+            except OperatorRefused as exc:
+                fail(str(exc), EX_CONFIG)
+        if done is None:
             outcome["refused"].append({"key": key})
             continue
         entry = {"key": key, "archiveWeek": done.archive_week}
@@ -197,27 +191,6 @@ def _forget_text_here(settings: Settings, text: str) -> list[dict[str, Any]]:
         finally:
             held.close()
     return [entry for entry in found if entry["rows"]]
-
-
-def _operator_forget(settings: Settings, deploy_key: str, site: str, source_id: str) -> Forgotten:
-    """Another site's episode on Convex, with the operator's deploy key."""
-    from daemon import logs
-    from sync.backbone.convex import ConvexOperator
-    from sync.errors import BackboneAuthError
-
-    logs.register_secrets([deploy_key])
-    assert settings.backbone.url is not None
-    operator = ConvexOperator(settings.backbone.url, deploy_key, timeout=settings.backbone.timeout)
-    try:
-        return operator.forget(site, source_id)
-    except BackboneAuthError:
-        fail(
-            f"the deployment {settings.backbone.url} refused the deploy key in {OPERATOR_KEY_ENV}: copy a current "
-            "one from the Convex dashboard (Settings, Deploy keys) for this deployment",
-            EX_CONFIG,
-        )
-    finally:
-        operator.close()
 
 
 def _indexes(settings: Settings, backbone: Backbone) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
     from daemon.config import Settings
     from daemon.duties import ApprovalsClient, Presses
-    from sync.backbone.base import Sweeps
+    from sync.backbone.base import Forgotten, Sweeps
     from sync.backbone.hub import HubBackbone
 
 
@@ -55,3 +55,13 @@ class HubDuties:
             "the daily-digest job builds each day's at 06:00 UTC the day after; "
             "`memsync jobs run daily-digest` builds the latest day's now"
         )
+
+    def forget_elsewhere(self, site: str, source_id: str) -> Forgotten | None:
+        # The hub is one file every site writes: this site opens the other's backbone on it.
+        from sync.backbone.hub import HubBackbone
+
+        other = HubBackbone(self.settings.hub_path, site)
+        try:
+            return other.forget(source_id)
+        finally:
+            other.close()

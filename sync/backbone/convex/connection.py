@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
@@ -22,6 +22,9 @@ from sync.errors import (
     ConfigError,
     MemsyncError,
 )
+
+if TYPE_CHECKING:
+    from sync.backbone.convex.operator import ConvexOperator
 
 # episodes:changes pages, episodes:recordPoints batches, jobs:runs and archive pages: at most this
 # many a call.
@@ -64,6 +67,8 @@ class ConvexConnection:
         self.site = site
         self._secret = secret
         self.description = f"convex {self.url}"
+        self._timeout = timeout
+        self._transport = transport
         self._client = httpx.Client(
             base_url=self.url,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
@@ -78,6 +83,13 @@ class ConvexConnection:
 
     def ping(self) -> None:
         self.call("query", "episodes:getCursor")
+
+    def operator(self, deploy_key: str) -> ConvexOperator:
+        """The operator's hand on this same deployment (its URL, timeout and HTTP transport), with
+        the deploy key: for what this site's secret cannot reach."""
+        from sync.backbone.convex.operator import ConvexOperator
+
+        return ConvexOperator(self.url, deploy_key, timeout=self._timeout, transport=self._transport)
 
     def close(self) -> None:
         self._client.close()
