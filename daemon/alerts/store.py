@@ -8,6 +8,10 @@ decision taken twice queues it once), then sent by whoever claims it. A claim la
 ``CLAIM_MS``; a sender killed before sending leaves the claim to lapse and another sends it. The one
 window left is a sender killed after Telegram accepted a message and before it was marked sent
 (milliseconds): that message goes twice, never zero times.
+
+Two hub-only tables share the file and live with their users: the approvals whose message may need
+an edit (``daemon.hubserver.tracked``) and the Telegram poller's lease and position
+(``daemon.telegram.poller``).
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -25,7 +29,6 @@ from typing import Any, Final, TypeVar
 from daemon.alerts.machine import AlertState
 from daemon.alerts.messages import Button, Keyboard, Message, alert_id
 from sync.errors import PathProblem
-from sync.leases import Claim, Lease, decide
 from sync.sqlite_db import apply_schema, forget_text, open_wal, write_tx
 
 T = TypeVar("T")
@@ -54,11 +57,6 @@ SCHEMA = (
   last_error TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS outbox_due ON outbox (sent_at, not_before)",
-    """CREATE TABLE IF NOT EXISTS tracked_approvals (
-  approval_id TEXT PRIMARY KEY,     -- an approval whose message may still need an edit
-  status TEXT NOT NULL,             -- as last shown
-  defer_count INTEGER NOT NULL
-)""",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 SCHEMA_VERSION = "1"
@@ -159,6 +157,15 @@ class AlertStore:
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock, closing(self._conn.execute(sql, params)) as cursor:
             return cursor.fetchall()
+
+    # The tables other rooms keep in this file (``daemon.hubserver.tracked``: the approvals whose
+    # message may need an edit; ``daemon.telegram.poller``: the poller's lease and position) go
+    # through these, one transaction at a time with the store's own.
+    def write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._tx()
+
+    def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        return self._read(sql, params)
 
     # -- alert machines -------------------------------------------------------------------------
     def advance(
@@ -318,44 +325,7 @@ class AlertStore:
         rows = self._read("SELECT message_id FROM outbox WHERE key = ?", (key,))
         return None if not rows or rows[0][0] is None else int(rows[0][0])
 
-    # -- approvals whose message may need an edit -----------------------------------------------
-    def track(self, approval_id: str, status: str, defer_count: int) -> None:
-        with self._tx() as tx:
-            tx.execute("INSERT OR REPLACE INTO tracked_approvals VALUES (?, ?, ?)", (approval_id, status, defer_count))
-
-    def tracked(self) -> Mapping[str, tuple[str, int]]:
-        return {
-            r[0]: (r[1], r[2]) for r in self._read("SELECT approval_id, status, defer_count FROM tracked_approvals")
-        }
-
-    def untrack(self, approval_id: str) -> None:
-        with self._tx() as tx:
-            tx.execute("DELETE FROM tracked_approvals WHERE approval_id = ?", (approval_id,))
-
-    # -- the poller's lease and position --------------------------------------------------------
-    def hold_poller(self, holder: str, lease_ms: int) -> bool:
-        """One process polls Telegram for updates per bot (a second poller gets 409): whoever holds
-        this lease (``sync.leases.decide``, renewed by its holder, taken over once it lapses)."""
-        now = self.now_ms()
-        with self._tx() as tx:
-            row = tx.execute("SELECT value FROM meta WHERE key = 'poller'").fetchone()
-            current = None if row is None else Lease(**json.loads(row[0]))
-            if decide(current, holder, now) is Claim.SKIP:
-                return False
-            lease = Lease("telegram-poller", "-", holder, now + lease_ms)
-            tx.execute("INSERT OR REPLACE INTO meta VALUES ('poller', ?)", (json.dumps(asdict(lease)),))
-            return True
-
-    def release_poller(self, holder: str) -> None:
-        with self._tx() as tx:
-            row = tx.execute("SELECT value FROM meta WHERE key = 'poller'").fetchone()
-            if row is not None and json.loads(row[0])["holder"] == holder:
-                tx.execute("DELETE FROM meta WHERE key = 'poller'")
-
-    def update_offset(self) -> int | None:
-        rows = self._read("SELECT value FROM meta WHERE key = 'offset'")
-        return int(rows[0][0]) if rows else None
-
+    # -- the bot token's standing ---------------------------------------------------------------
     def set_token_refused(self, site: str, reason: str | None) -> None:
         """Telegram refuses ``site``'s daemon's bot token (``reason``, never the token), or no longer
         does (None): for ``status``, which only a person can act on."""
@@ -364,7 +334,3 @@ class AlertStore:
                 tx.execute("DELETE FROM meta WHERE key = ?", (_token_key(site),))
             else:
                 tx.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_token_key(site), reason))
-
-    def set_update_offset(self, offset: int) -> None:
-        with self._tx() as tx:
-            tx.execute("INSERT OR REPLACE INTO meta VALUES ('offset', ?)", (str(offset),))

@@ -2,8 +2,8 @@
 of a hub do themselves, here, in modules named after Convex's files where they match
 (``approvals``: announcing an approval; ``digest``: sending a digest now; ``scheduled``: the
 periodic jobs' bodies; ``alerts``: the fleet's alert sweep; ``telegram``: button presses and
-approval messages kept true). ``HubDuties`` is the hub's ``ServerDuties`` (``daemon.duties``), the
-one interface the CLI and the run loop call.
+approval messages kept true, over ``tracked``, the approvals it follows). ``HubDuties`` is the
+hub's ``ServerDuties`` (``daemon.duties``), the one interface the CLI and the run loop call.
 """
 
 from __future__ import annotations

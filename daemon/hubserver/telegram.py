@@ -18,6 +18,7 @@ from daemon.alerts.messages import approval_outcome, hhmm
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
 from daemon.duties import ApprovalsClient
+from daemon.hubserver.tracked import TrackedApprovals
 from daemon.telegram.callbacks import HOLD_MS, Action, Press, refusal
 from sync.backbone.base import Approvals
 from sync.errors import BackboneConflict, BackboneNotFound
@@ -77,19 +78,20 @@ def _hold(press: Press, store: AlertStore, chat_id: str | None) -> str:
 
 def track(store: AlertStore, approval_id: str) -> None:
     """Follow an approval whose message was queued, to edit it as it changes."""
-    store.track(approval_id, "pending", 0)
+    TrackedApprovals(store).track(approval_id, "pending", 0)
 
 
 def reconcile(coordination: Approvals, store: AlertStore, *, only: str | None = None) -> int:
     """Queue an edit of every followed approval's message that no longer says what the approval
     is (decided, expired, deferred); how many."""
     edits = 0
-    for approval_id, (shown, defers) in store.tracked().items():
+    followed = TrackedApprovals(store)
+    for approval_id, (shown, defers) in followed.tracked().items():
         if only is not None and approval_id != only:
             continue
         approval = coordination.approval(approval_id)
         if approval is None:
-            store.untrack(approval_id)
+            followed.untrack(approval_id)
             continue
         if (approval.status, approval.defer_count) == (shown, defers):
             continue
@@ -102,9 +104,9 @@ def reconcile(coordination: Approvals, store: AlertStore, *, only: str | None = 
         )
         edits += 1
         if approval.status == "pending":
-            store.track(approval_id, approval.status, approval.defer_count)
+            followed.track(approval_id, approval.status, approval.defer_count)
         else:
-            store.untrack(approval_id)
+            followed.untrack(approval_id)
     return edits
 
 

@@ -28,6 +28,7 @@ from daemon.config import Settings
 from daemon.duties import Presses
 from daemon.telegram.callbacks import parse
 from daemon.telegram.client import BotApi
+from daemon.telegram.poller import PollerLease
 from daemon.telegram.sender import deliver
 from sync.errors import TelegramAuthError, TelegramConflict, TelegramUnavailable
 from sync.problems import ProblemLog
@@ -53,6 +54,7 @@ class AlertWorker:
     ) -> None:
         self.settings = settings
         self.store = store
+        self.poller = PollerLease(store)
         # Shared with the scheduler's alert job: what it queues wakes this thread to send it.
         self.alerts = alerts if alerts is not None else Alerts(settings, store)
         self.problems = problems  # the run loop's current problems, by kind
@@ -80,7 +82,7 @@ class AlertWorker:
         if self._thread is not None:
             self._thread.join(timeout=POLL_S + 15)
         if self._receives:
-            self.store.release_poller(self.holder)
+            self.poller.release(self.holder)
         if self.bot is not None:
             self.bot.close()
         self.on_stop()
@@ -128,12 +130,12 @@ class AlertWorker:
     def _receive(self) -> bool:
         """Poll for button presses if this daemon holds the poller lease; True if it polled (the
         long poll was the wait)."""
-        if not self._receives or not self.store.hold_poller(self.holder, POLLER_LEASE_MS):
+        if not self._receives or not self.poller.hold(self.holder, POLLER_LEASE_MS):
             return False
         assert self.bot is not None
         assert self.presses is not None
         self.presses.reconcile()
-        offset = self.store.update_offset()
+        offset = self.poller.update_offset()
         try:
             updates = self.bot.get_updates(offset, POLL_S)
         except TelegramConflict as exc:
@@ -156,7 +158,7 @@ class AlertWorker:
                     self.bot.answer_callback_query(press.callback_id, answer)
                 except Exception as exc:  # noqa: BLE001 - the answer is a courtesy; the press is applied
                     log.info("could not answer a button press", error=str(exc))
-            self.store.set_update_offset(int(update["update_id"]) + 1)
+            self.poller.set_update_offset(int(update["update_id"]) + 1)
         return True
 
     def _token_refused(self, exc: TelegramAuthError) -> None:
