@@ -18,9 +18,10 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from daemon.alerts.quiet import parse_quiet_hours, zone
 from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
-from daemon.schedule.plan import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
+from daemon.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
+from daemon.quiet_hours import parse_quiet_hours, zone
+from daemon.signal_names import SIGNAL_NAMES
 from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.episode import Attribution
 from sync.errors import ConfigError, PathProblem
@@ -335,11 +336,9 @@ class AlertsSection(_Section):
     @field_validator("grace")
     @classmethod
     def _signals(cls, value: dict[str, float]) -> dict[str, float]:
-        from daemon.alerts.signals import SIGNALS
-
-        unknown = sorted(set(value) - set(SIGNALS))
+        unknown = sorted(set(value) - set(SIGNAL_NAMES))
         if unknown:
-            raise ValueError(f"no signal named {', '.join(unknown)} (signals: {', '.join(SIGNALS)})")
+            raise ValueError(f"no signal named {', '.join(unknown)} (signals: {', '.join(SIGNAL_NAMES)})")
         return value
 
 

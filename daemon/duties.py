@@ -18,7 +18,7 @@ from sync.errors import BackboneAuthError, ConfigError
 
 if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
-    from daemon.telegram.callbacks import Press
+    from daemon.telegram.callbacks import Presses
     from sync.backbone.base import Forgotten, Sweeps
     from sync.backbone.convex import ConvexBackbone
 
@@ -34,20 +34,6 @@ class OperatorRefused(ConfigError):
 
 class ApprovalsClient(Approvals, Protocol):
     """The backbone client a presser opens for itself: the approvals role, and closing it."""
-
-    def close(self) -> None: ...
-
-
-class Presses(Protocol):
-    """What the daemon that polls Telegram does with the button presses it receives."""
-
-    def reconcile(self) -> int:
-        """Queue the edits of approval messages that no longer say what their approval is; how many."""
-        ...
-
-    def apply(self, press: Press) -> str:
-        """Do what the press asks, if the presser may; the answer to show them."""
-        ...
 
     def close(self) -> None: ...
 

@@ -10,6 +10,7 @@ import pytest
 from contract import contract
 
 from daemon.alerts.signals import APPROVAL_LEAD_MS, FLEET_SIGNALS, SIGNALS, duration
+from daemon.signal_names import SIGNAL_NAMES
 
 TABLE = contract("alert_signals.json")
 
@@ -28,6 +29,10 @@ def test_the_signal_table_is_the_contract() -> None:
     } == TABLE["signals"]
     assert list(FLEET_SIGNALS) == TABLE["fleet_signals"]
     assert TABLE["approval_lead_ms"] == APPROVAL_LEAD_MS
+
+
+def test_the_names_the_settings_accept_are_the_signal_table_s() -> None:
+    assert list(SIGNAL_NAMES) == list(SIGNALS) == list(TABLE["signals"])
 
 
 @pytest.mark.parametrize("case", TABLE["duration"], ids=lambda c: c["said"])

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 import pytest
 
 from daemon.hubserver.scheduled import covered_day
+from daemon.job_table import DEFAULT_JOBS
 from daemon.schedule import plan
 
-JOBS = {job.name: job for job in plan.DEFAULT_JOBS}
+JOBS = {job.name: job for job in DEFAULT_JOBS}
 
 
 def at(text: str) -> datetime:

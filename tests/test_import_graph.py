@@ -1,17 +1,18 @@
-"""The import graph between folders: no cycles among the folders of ``daemon/`` and of ``sync/``, and
-``sync/`` never imports ``daemon/``.
+"""The import graph between folders and loose modules: no cycles among the folders and the loose
+top-level modules of ``daemon/`` and of ``sync/``, and ``sync/`` never imports ``daemon/``.
 
 Every import counts, wherever it stands: at module level, inside a function, under
-``if TYPE_CHECKING:``. A deferred import is still a dependency of the folder that writes it (it only
+``if TYPE_CHECKING:``. A deferred import is still a dependency of the node that writes it (it only
 hides a cycle from the interpreter at load time), and a type in a signature is part of what the
-folder needs of the other. Relative imports are resolved against the importing module's package.
+node needs of the other. Relative imports are resolved against the importing module's package.
 
-A folder here is a direct subfolder of ``daemon/`` or ``sync/`` (``daemon/alerts``, ``sync/warm``);
-a folder inside it is one of its rooms (``sync/warm/store`` is part of ``sync/warm``). The loose
-modules at the top of each package (``daemon/config.py``, ``sync/errors.py``, ...) are the shared
-base every folder may use, not a folder: imports by them and of them are not edges between folders.
-(``daemon/config.py`` reads the pure parsers of ``daemon/alerts`` and ``daemon/schedule`` while
-those folders take its ``Settings``: a loop through the base, which this test does not count.)
+A node here is a direct subfolder of ``daemon/`` or ``sync/`` (``daemon/alerts``, ``sync/warm``),
+a folder inside it being one of its rooms (``sync/warm/store`` is part of ``sync/warm``), or a
+loose module at the top of either package (``daemon/config.py``, ``sync/errors.py``), each its own
+node, as is the package's ``__init__``. A loose module is no shared base exempt from the rule: a
+folder that takes ``daemon.config``'s ``Settings`` while ``daemon/config.py`` imports that folder
+is a cycle (the pure pieces the settings read, such as quiet hours and the job table, are loose
+modules of their own for that reason).
 """
 
 from __future__ import annotations
@@ -78,12 +79,15 @@ def resolve(name: str, modules: Mapping[str, Path]) -> str | None:
     return name or None
 
 
-def folder_of_path(path: Path, root: Path) -> str | None:
+def node_of_path(path: Path, root: Path) -> str:
     """``daemon/alerts/store.py`` → ``daemon.alerts``; ``sync/warm/store/edge.py`` → ``sync.warm``;
-    an ``__init__.py`` belongs to the folder it opens; None for the loose modules at a package's top
-    (``daemon/config.py``) and for the packages' own ``__init__.py``."""
+    an ``__init__.py`` belongs to the folder it opens; a loose module at a package's top is its own
+    node (``daemon/config.py`` → ``daemon.config``), and so is the package's ``__init__.py``
+    (``daemon``)."""
     parts = path.relative_to(root).parts
-    return ".".join(parts[:2]) if len(parts) >= 3 else None
+    if len(parts) >= 3:
+        return ".".join(parts[:2])
+    return ".".join(Path(*parts).with_suffix("").parts).removesuffix(".__init__")
 
 
 def import_edges(root: Path, packages: Iterable[str]) -> dict[tuple[str, str], list[ImportLine]]:
@@ -104,16 +108,17 @@ def import_edges(root: Path, packages: Iterable[str]) -> dict[tuple[str, str], l
     return edges
 
 
-def folder_edges(
+def node_edges(
     edges: Mapping[tuple[str, str], list[ImportLine]], modules: Mapping[str, Path], root: Path
 ) -> dict[tuple[str, str], list[ImportLine]]:
-    """The module edges that cross from one folder to another, grouped by the two folders."""
-    folders: dict[tuple[str, str], list[ImportLine]] = defaultdict(list)
+    """The module edges that cross from one node (a folder, a loose module) to another, grouped by
+    the two nodes."""
+    nodes: dict[tuple[str, str], list[ImportLine]] = defaultdict(list)
     for (source, target), lines in edges.items():
-        a, b = folder_of_path(modules[source], root), folder_of_path(modules[target], root)
-        if a is not None and b is not None and a != b:
-            folders[a, b].extend(lines)
-    return folders
+        a, b = node_of_path(modules[source], root), node_of_path(modules[target], root)
+        if a != b:
+            nodes[a, b].extend(lines)
+    return nodes
 
 
 def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -164,11 +169,11 @@ def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return [c for c in strongly_connected(graph) if len(c) > 1 or c[0] in graph.get(c[0], ())]
 
 
-def describe(cycle: list[str], folders: Mapping[tuple[str, str], list[ImportLine]]) -> str:
-    """A cycle's folders and, for each edge inside it, the import lines that make it."""
+def describe(cycle: list[str], nodes: Mapping[tuple[str, str], list[ImportLine]]) -> str:
+    """A cycle's folders and loose modules and, for each edge inside it, the import lines that make it."""
     members = set(cycle)
-    lines = [f"import cycle between folders: {' ⇄ '.join(cycle)}"]
-    for (a, b), made_by in sorted(folders.items()):
+    lines = [f"import cycle between folders and modules: {' ⇄ '.join(cycle)}"]
+    for (a, b), made_by in sorted(nodes.items()):
         if a in members and b in members:
             lines.append(f"  {a} → {b}:")
             lines.extend(f"    {line}" for line in made_by)
@@ -221,12 +226,19 @@ def write(root: Path, files: Mapping[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def test_imports_at_any_depth_relative_or_deferred_make_folder_edges(tmp_path: Path) -> None:
+def node_graph(nodes: Mapping[tuple[str, str], list[ImportLine]]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in nodes:
+        graph[a].add(b)
+    return graph
+
+
+def test_imports_at_any_depth_relative_or_deferred_make_edges(tmp_path: Path) -> None:
     write(
         tmp_path,
         {
             "pkg/__init__.py": "",
-            "pkg/base.py": "import pkg.one.thing\n",  # a loose module: not a folder, no edge
+            "pkg/base.py": "import json\n",  # a loose module: a node of its own
             "pkg/one/__init__.py": "",
             "pkg/one/thing.py": (
                 "from typing import TYPE_CHECKING\n"
@@ -243,29 +255,48 @@ def test_imports_at_any_depth_relative_or_deferred_make_folder_edges(tmp_path: P
         },
     )
     modules = modules_of(tmp_path, ["pkg"])
-    folders = folder_edges(import_edges(tmp_path, ["pkg"]), modules, tmp_path)
-    assert sorted(folders) == [("pkg.one", "pkg.three"), ("pkg.one", "pkg.two"), ("pkg.two", "pkg.one")]
-    assert [str(line) for line in folders["pkg.one", "pkg.three"]] == [
+    nodes = node_edges(import_edges(tmp_path, ["pkg"]), modules, tmp_path)
+    assert sorted(nodes) == [
+        ("pkg.one", "pkg.three"),
+        ("pkg.one", "pkg.two"),
+        ("pkg.three", "pkg.base"),
+        ("pkg.two", "pkg.one"),
+    ]
+    assert [str(line) for line in nodes["pkg.one", "pkg.three"]] == [
         "pkg/one/thing.py:5: from ..three.deep import leaf"
     ]
-    graph: dict[str, set[str]] = defaultdict(set)
-    for a, b in folders:
-        graph[a].add(b)
-    (cycle,) = cycles(graph)
-    message = describe(cycle, folders)
+    (cycle,) = cycles(node_graph(nodes))
+    message = describe(cycle, nodes)
     assert "pkg.one ⇄ pkg.two" in message
     assert "pkg/one/thing.py:3: from pkg.two import other" in message
     assert "pkg/two/__init__.py:1: from pkg.one import thing" in message
 
 
-def test_no_import_cycles_between_the_folders_of_daemon_and_sync() -> None:
-    modules = modules_of(ROOT, PACKAGES)
-    folders = folder_edges(import_edges(ROOT, PACKAGES), modules, ROOT)
-    graph: dict[str, set[str]] = defaultdict(set)
-    for a, b in folders:
-        graph[a].add(b)
-    found = cycles(graph)
-    assert not found, "\n\n".join(describe(cycle, folders) for cycle in found)
+def test_a_cycle_through_a_loose_module_is_a_cycle(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/config.py": "def check() -> None:\n    from pkg.alerts.quiet import parse\n",
+            "pkg/paths.py": "from pkg import config\n",  # uses the loose module, no cycle
+            "pkg/alerts/__init__.py": "",
+            "pkg/alerts/quiet.py": "",
+            "pkg/alerts/watch.py": "from pkg.config import check\n",
+        },
+    )
+    nodes = node_edges(import_edges(tmp_path, ["pkg"]), modules_of(tmp_path, ["pkg"]), tmp_path)
+    (cycle,) = cycles(node_graph(nodes))
+    assert cycle == ["pkg.alerts", "pkg.config"]
+    message = describe(cycle, nodes)
+    assert "pkg/config.py:2: from pkg.alerts.quiet import parse" in message
+    assert "pkg/alerts/watch.py:1: from pkg.config import check" in message
+    assert "pkg.paths" not in message
+
+
+def test_no_import_cycles_between_the_folders_and_loose_modules_of_daemon_and_sync() -> None:
+    nodes = node_edges(import_edges(ROOT, PACKAGES), modules_of(ROOT, PACKAGES), ROOT)
+    found = cycles(node_graph(nodes))
+    assert not found, "\n\n".join(describe(cycle, nodes) for cycle in found)
 
 
 def test_sync_never_imports_daemon() -> None:

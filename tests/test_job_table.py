@@ -1,4 +1,4 @@
-"""The periodic jobs (daemon/schedule/plan.py): their table and the slot a run works for, from
+"""The periodic jobs (daemon/job_table.py, daemon/schedule/plan.py): their table and the slot a run works for, from
 contracts/job_table.json, which cloud_functions/jobTable.test.ts runs against scheduled.ts too."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from contract import contract
 
-from daemon.schedule.plan import DEFAULT_JOBS, slot_key
+from daemon.job_table import DEFAULT_JOBS
+from daemon.schedule.plan import slot_key
 
 TABLE = contract("job_table.json")
 SPECS = {job.name: job for job in DEFAULT_JOBS}

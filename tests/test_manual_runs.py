@@ -17,6 +17,7 @@ import pytest
 from conftest import SiteFiles, memsync, write_config
 
 from daemon.config import Settings
+from daemon.job_table import JobSpec
 from daemon.schedule import plan
 from daemon.schedule.worker import run_job, run_job_now
 from sync.backbone.hub import HubBackbone
@@ -64,7 +65,7 @@ def hot(hub: HubBackbone) -> int:
         return int(conn.execute("SELECT count(*) FROM episodes WHERE archived = 0").fetchone()[0])
 
 
-def cleanup(settings: Settings) -> plan.JobSpec:
+def cleanup(settings: Settings) -> JobSpec:
     return next(s for s in settings.jobs.specs() if s.name == "cleanup-old-episodes")
 
 

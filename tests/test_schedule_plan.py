@@ -6,19 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from daemon.schedule.plan import (
-    DEFAULT_JOBS,
-    JobSpec,
-    Scope,
-    Where,
-    late_but_in_grace,
-    needs_lease,
-    next_fire,
-    runs_here,
-    slot_key,
-    where,
-    with_overrides,
-)
+from daemon.job_table import DEFAULT_JOBS, JobSpec, Scope, Where, needs_lease, runs_here, where, with_overrides
+from daemon.schedule.plan import late_but_in_grace, next_fire, slot_key
 from sync.leases import Claim, Lease, decide
 
 JOBS = {job.name: job for job in DEFAULT_JOBS}

@@ -34,7 +34,7 @@ from fake_telegram import FakeTelegram
 
 from daemon.alerts.store import AlertStore
 from daemon.alerts.watch import Alerts
-from daemon.schedule.plan import DEFAULT_JOBS
+from daemon.job_table import DEFAULT_JOBS
 from daemon.schedule.worker import run_job
 from sync.backbone.hub import HubBackbone
 

@@ -15,10 +15,10 @@ import structlog
 
 from daemon.alerts.machine import HOUR_MS, AlertState, Notice, Observation, SignalSpec, step
 from daemon.alerts.messages import Message, digest_message, notice_message
-from daemon.alerts.quiet import send_after
 from daemon.alerts.signals import MINUTE_MS, SIGNALS, Subject
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
+from daemon.quiet_hours import send_after
 
 log = structlog.get_logger("memsync.alerts")
 

@@ -60,6 +60,7 @@ def register(commands: Commands) -> None:
 
 
 def jobs_report(settings: Any, backbone: Any, now: float) -> list[dict[str, Any]]:
+    from daemon.job_table import where
     from daemon.schedule import plan
 
     moment = datetime.fromtimestamp(now, UTC)
@@ -72,7 +73,7 @@ def jobs_report(settings: Any, backbone: Any, now: float) -> list[dict[str, Any]
             {
                 "job": spec.name,
                 "schedule": f"every {spec.every_s:g}s" if spec.every_s is not None else f"cron {spec.cron} UTC",
-                "where": str(plan.where(spec, backbone=kind, store=store)),
+                "where": str(where(spec, backbone=kind, store=store)),
                 "enabled": spec.enabled,
                 "next": plan.next_fire(spec, moment).strftime("%Y-%m-%dT%H:%M:%SZ") if spec.enabled else None,
                 "last": None
@@ -120,7 +121,7 @@ def list_main(args: argparse.Namespace) -> int:
 
 
 def run_main(args: argparse.Namespace) -> int:
-    from daemon.schedule import plan
+    from daemon.job_table import JOB_NAMES, Where, where
     from daemon.schedule.worker import index_catch_up, run_job_now
     from daemon.site import duties_of, open_backbone
 
@@ -128,9 +129,9 @@ def run_main(args: argparse.Namespace) -> int:
         settings = load(args)
         spec = next((s for s in settings.jobs.specs() if s.name == args.name), None)
         if spec is None:
-            fail(f"no job named {args.name!r} (jobs: {', '.join(plan.JOB_NAMES)})", EX_USAGE)
+            fail(f"no job named {args.name!r} (jobs: {', '.join(JOB_NAMES)})", EX_USAGE)
         kind, store = settings.backbone.kind, settings.warm.store
-        if plan.where(spec, backbone=kind, store=store) is plan.Where.CONVEX:
+        if where(spec, backbone=kind, store=store) is Where.CONVEX:
             fail(f"{spec.name} runs in Convex's crons, not on a site: see its runs in `memsync jobs`", 1)
         from daemon.alerts.store import AlertStore
         from daemon.alerts.watch import Alerts

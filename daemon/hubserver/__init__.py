@@ -17,7 +17,8 @@ from daemon.hubserver.digest import send
 if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
     from daemon.config import Settings
-    from daemon.duties import ApprovalsClient, Presses
+    from daemon.duties import ApprovalsClient
+    from daemon.telegram.callbacks import Presses
     from sync.backbone.base import Forgotten, Sweeps
     from sync.backbone.hub import HubBackbone
 

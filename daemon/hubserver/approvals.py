@@ -17,9 +17,9 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
     if not settings.telegram.enabled:
         return None
     from daemon.alerts.messages import approval_message
-    from daemon.alerts.quiet import send_after
     from daemon.alerts.store import AlertStore, Queued
     from daemon.hubserver.telegram import reconcile, track
+    from daemon.quiet_hours import send_after
     from daemon.telegram.sender import send_now
     from sync.approvals import severity_of_priority
 

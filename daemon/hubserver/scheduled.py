@@ -42,7 +42,7 @@ Body = Callable[[JobContext], str]
 
 def _sweeps(ctx: JobContext) -> Sweeps:
     if ctx.sweeps is None:
-        raise RuntimeError("a global job ran on a backbone whose own crons run it")  # plan.runs_here prevents it
+        raise RuntimeError("a global job ran on a backbone whose own crons run it")  # job_table.runs_here prevents it
     return ctx.sweeps
 
 

@@ -111,7 +111,7 @@ def reconcile(coordination: Approvals, store: AlertStore, *, only: str | None = 
 
 
 class HubPresses:
-    """The polling daemon's presses (``daemon.duties.Presses``), applied over a backbone client of
+    """The polling daemon's presses (``daemon.telegram.callbacks.Presses``), applied over a backbone client of
     its own, which ``close`` closes."""
 
     def __init__(self, settings: Settings, coordination: ApprovalsClient, store: AlertStore) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from daemon import job_table
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from daemon.hubserver.alerts import FleetView
@@ -47,7 +48,7 @@ class Outcome:
 
 
 def run_job(
-    spec: plan.JobSpec,
+    spec: job_table.JobSpec,
     settings: Settings,
     coordination: LeasesAndFleet,
     sweeps: Sweeps | None,
@@ -62,7 +63,7 @@ def run_job(
     moment = datetime.fromtimestamp(now, UTC)
     slot = plan.slot_key(spec, moment)
     backbone, store = settings.backbone.kind, settings.warm.store
-    leased = plan.needs_lease(spec, backbone=backbone, store=store)
+    leased = job_table.needs_lease(spec, backbone=backbone, store=store)
     started = int(now * 1000)
     if not plan.late_but_in_grace(spec, moment):
         return Outcome(spec.name, slot, False, "skipped", "the slot's grace has passed; the next slot runs")
@@ -83,7 +84,7 @@ def run_job(
     return Outcome(spec.name, slot, True, outcome, summary)
 
 
-def _body(spec: plan.JobSpec, ctx: JobContext) -> tuple[str, str]:
+def _body(spec: job_table.JobSpec, ctx: JobContext) -> tuple[str, str]:
     try:
         return "ok", BODIES[spec.name](ctx)
     except Exception as exc:  # noqa: BLE001 - a failed run is recorded with its reason, and the next slot tries again
@@ -91,7 +92,7 @@ def _body(spec: plan.JobSpec, ctx: JobContext) -> tuple[str, str]:
 
 
 def run_job_now(
-    spec: plan.JobSpec,
+    spec: job_table.JobSpec,
     settings: Settings,
     coordination: LeasesAndFleet,
     sweeps: Sweeps | None,
@@ -138,7 +139,7 @@ def run_job_now(
     return Outcome(spec.name, slot, True, outcome, summary)
 
 
-def _busy(spec: plan.JobSpec, slot: str, earlier: JobRun) -> Outcome:
+def _busy(spec: job_table.JobSpec, slot: str, earlier: JobRun) -> Outcome:
     began = datetime.fromtimestamp(earlier.started_at / 1000, UTC).strftime("%H:%M:%S UTC")
     return Outcome(
         spec.name,
@@ -185,13 +186,13 @@ class Scheduler:
         self.stopping = threading.Event()  # long bodies stop between batches once it is set
         self._scheduler: Any = None
 
-    def specs(self) -> list[plan.JobSpec]:
+    def specs(self) -> list[job_table.JobSpec]:
         kind, store = self.settings.backbone.kind, self.settings.warm.store
         return [
             s
             for s in self.settings.jobs.specs()
-            if plan.runs_here(s, backbone=kind, store=store)
-            and (s.scope is not plan.Scope.INDEX or self.settings.warm.enabled)  # no index, nothing to catch up
+            if job_table.runs_here(s, backbone=kind, store=store)
+            and (s.scope is not job_table.Scope.INDEX or self.settings.warm.enabled)  # no index, nothing to catch up
         ]
 
     def start(self) -> Scheduler:
@@ -211,7 +212,7 @@ class Scheduler:
             trigger = (
                 IntervalTrigger(seconds=spec.every_s, start_date=epoch, timezone=UTC)
                 if spec.every_s is not None
-                else plan.trigger(spec)
+                else job_table.trigger(spec)
             )
             scheduler.add_job(
                 self.fire, trigger, args=[spec], id=spec.name, name=spec.name, misfire_grace_time=int(spec.grace_s)
@@ -242,7 +243,7 @@ class Scheduler:
         self._scheduler = scheduler
         return self
 
-    def fire(self, spec: plan.JobSpec) -> Outcome | None:
+    def fire(self, spec: job_table.JobSpec) -> Outcome | None:
         try:
             done = run_job(
                 spec,

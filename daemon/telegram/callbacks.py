@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from daemon.alerts.machine import HOUR_MS
 
@@ -36,6 +36,22 @@ class Press:
     from_name: str
     message_id: int | None
     chat_id: str | None = None  # the chat of the message pressed
+
+
+class Presses(Protocol):
+    """What the daemon that polls Telegram does with the button presses it receives: the server's
+    (``daemon.duties.ServerDuties.presses``), here beside the press so that the poller need not
+    import the duties, which name it."""
+
+    def reconcile(self) -> int:
+        """Queue the edits of approval messages that no longer say what their approval is; how many."""
+        ...
+
+    def apply(self, press: Press) -> str:
+        """Do what the press asks, if the presser may; the answer to show them."""
+        ...
+
+    def close(self) -> None: ...
 
 
 def parse(update: dict[str, Any]) -> Press | None:

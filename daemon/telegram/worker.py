@@ -25,8 +25,7 @@ import structlog
 from daemon.alerts.store import AlertStore
 from daemon.alerts.watch import Alerts, local_observations
 from daemon.config import Settings
-from daemon.duties import Presses
-from daemon.telegram.callbacks import parse
+from daemon.telegram.callbacks import Presses, parse
 from daemon.telegram.client import BotApi
 from daemon.telegram.poller import PollerLease
 from daemon.telegram.sender import deliver
