@@ -49,7 +49,7 @@ const telegramWebhook = httpAction(async (ctx, request) => {
   const chatId = query.message?.chat?.id;
   let answer: string;
   if (config !== null && chatId !== undefined && String(chatId) !== config.chatId) {
-    answer = "this bot answers in its own chat only";
+    answer = "This chat does not decide memsync's approvals."; // the hub's words (contracts/press_answers.json)
   } else {
     ({ answer } = await ctx.runMutation(internal.telegram.press, {
       callbackId,

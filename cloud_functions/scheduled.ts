@@ -11,6 +11,7 @@ import { internalAction } from "./_generated/server";
 import { archiveRun, ORPHAN_GRACE_MS } from "./lib/archiveWrite";
 import { cronRun, type Schedule } from "./lib/cronRun";
 import { plural } from "./lib/alertSignals";
+import { archiveSummary, digestSummary, expiredSummary, healthSummary, staleSummary } from "./lib/runSummary";
 import { agentRetentionMs, archiveAfterDays } from "./lib/settings";
 
 // One run's cap on pruning batches (agents:pruneAgents); what is left goes at the next run.
@@ -45,10 +46,7 @@ export const markStaleAgents = internalAction({
         pruned += gone;
         if (gone === 0) break;
       }
-      const offline = marked
-        ? `${plural(marked, "agent or site", "agents or sites")} went offline`
-        : "every agent with a recent heartbeat is online";
-      return pruned ? `${offline}; ${plural(pruned, "agent")} silent past the retention pruned` : offline;
+      return staleSummary(marked, pruned);
     }),
 });
 
@@ -58,7 +56,7 @@ export const expirePendingApprovals = internalAction({
   handler: (ctx): Promise<string> =>
     cronRun(ctx, "expire-pending-approvals", SCHEDULES["expire-pending-approvals"], async () => {
       const { expired } = await ctx.runMutation(internal.approvals.expirePending, {});
-      return `${expired.length} pending approvals expired`;
+      return expiredSummary(expired.length);
     }),
 });
 
@@ -68,7 +66,7 @@ export const syncHealth = internalAction({
   handler: (ctx): Promise<string> =>
     cronRun(ctx, "sync-health", SCHEDULES["sync-health"], async () => {
       const changed = await ctx.runMutation(internal.health.syncHealthAlert, {});
-      return changed.length === 0 ? "no site changed state" : changed.map((t) => `${t.site} ${t.state}`).join("; ");
+      return healthSummary(changed);
     }),
 });
 
@@ -92,7 +90,7 @@ export const dailyDigest = internalAction({
       const day = new Date(now - DAY_MS).toISOString().slice(0, 10);
       const digest: { episodes: number; sites: unknown[] } = await ctx.runMutation(internal.digest.build, { day, now });
       const { queued } = await ctx.runMutation(internal.digest.announce, { day });
-      return `digest for ${day}: ${plural(digest.episodes, "episode")} from ${plural(digest.sites.length, "site")}${queued ? ", sent to Telegram" : ""}`;
+      return digestSummary(day, digest.episodes, digest.sites.length, queued);
     }),
 });
 
@@ -106,9 +104,10 @@ export const cleanupOldEpisodes = internalAction({
       const days = archiveAfterDays();
       const cutoff = now - days * 86_400_000;
       const run = await archiveRun(ctx, cutoff, ARCHIVE_RUN_LIMIT, ORPHAN_GRACE_MS);
-      const failed = run.failures.length === 0 ? "" : `; ${run.failures.length} weeks failed: ${run.failures.join("; ")}`;
-      if (run.failures.length > 0 && run.archived === 0 && run.files === 0) throw new Error(`archiving failed${failed}`);
-      return `${plural(run.archived, "episode")} older than ${plural(days, "day")} archived, ${plural(run.files, "file")} written${failed}`;
+      if (run.failures.length > 0 && run.archived === 0 && run.files === 0) {
+        throw new Error(`archiving failed; ${plural(run.failures.length, "week")} failed: ${run.failures.join("; ")}`);
+      }
+      return archiveSummary(run.archived, days, run.files, run.failures);
     }),
 });
 

@@ -127,7 +127,7 @@ describe("the crons honour the deployment's environment", () => {
     at(5 * MINUTE - 1);
     expect(await tg.t.action(internal.scheduled.expirePendingApprovals, {})).toBe("0 pending approvals expired");
     at(5 * MINUTE);
-    expect(await tg.t.action(internal.scheduled.expirePendingApprovals, {})).toBe("1 pending approvals expired");
+    expect(await tg.t.action(internal.scheduled.expirePendingApprovals, {})).toBe("1 pending approval expired");
     expect((await tg.t.query(api.approvals.get, { ...tg.laptop, approvalId }))?.status).toBe("expired");
   });
 

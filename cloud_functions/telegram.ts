@@ -4,7 +4,7 @@
  */
 import { v } from "convex/values";
 import { internal } from "./_generated/api";
-import type { Id } from "./_generated/dataModel";
+import type { Doc, Id } from "./_generated/dataModel";
 import { internalAction, internalMutation, type MutationCtx } from "./_generated/server";
 import { mute, snooze } from "./lib/alertMachine";
 import { machineById, stateOf } from "./lib/alertStore";
@@ -202,33 +202,44 @@ export function parseButton(data: string): { action: ButtonAction; target: strin
   return parsed === null ? null : { action: parsed[1] as ButtonAction, target: parsed[2] };
 }
 
-/** What a button does; the text Telegram shows the presser. */
+/**
+ * Why a press may not decide this approval any more (decided, or past its deadline), in the
+ * hub's words (contracts/press_answers.json), or null.
+ */
+function closedAnswer(approval: Doc<"approvals">, now: number): string | null {
+  if (closedReason(approval, now) === null) return null;
+  if (approval.status === "pending") return `Approval ${approval._id} is expired.`;
+  return `Approval ${approval._id} is already ${approval.status}${approval.resolvedBy ? ` by ${approval.resolvedBy}` : ""}.`;
+}
+
+/** What a button does; the text Telegram shows the presser (contracts/press_answers.json). */
 async function decide(ctx: MutationCtx, press: Press, now: number): Promise<string> {
   const parsed = parseButton(press.data);
   if (parsed === null) return "unknown button";
   const { action, target } = parsed;
   if (action === "s" || action === "m") {
     const machine = await machineById(ctx.db, target);
-    if (machine === null) return "this alert is gone";
-    const state = action === "s" ? snooze(stateOf(machine), now + SNOOZE_MS) : mute(stateOf(machine), now + MUTE_MS);
+    if (machine === null) return "This alert is no longer known.";
+    const until = now + (action === "s" ? SNOOZE_MS : MUTE_MS);
+    const state = action === "s" ? snooze(stateOf(machine), until) : mute(stateOf(machine), until);
     await ctx.db.patch(machine._id, state);
-    return action === "s" ? "snoozed for 1 h" : "muted for 1 day";
+    return `${action === "s" ? "Snoozed" : "Muted"} until ${clockUtc(until)}.`;
   }
   const id: Id<"approvals"> | null = ctx.db.normalizeId("approvals", target);
   const approval = id === null ? null : await ctx.db.get(id);
-  if (approval === null) return "unknown approval";
+  if (approval === null) return "No such approval.";
   // Approve, reject and defer are the reviewers' decisions (daemon/telegram/callbacks.py's refusal).
   if (!approval.reviewers.includes(press.fromId)) return NOT_A_REVIEWER;
-  const closed = closedReason(approval, now);
+  const closed = closedAnswer(approval, now);
   if (closed !== null) return closed;
   if (action === "d") {
-    if ((approval.deferCount ?? 0) >= MAX_DEFERS) return `already deferred ${MAX_DEFERS} times: approve or reject`;
+    if ((approval.deferCount ?? 0) >= MAX_DEFERS) return `Approval ${approval._id} was deferred ${MAX_DEFERS} times already: approve or reject it.`;
     const { expiresAt } = await defer(ctx, approval, press.fromName, now);
-    return `deferred until ${clockUtc(expiresAt)}`;
+    return `Deferred until ${clockUtc(expiresAt)}.`;
   }
   const status = action === "a" ? "approved" : "rejected";
   await settle(ctx, approval, status, press.fromName, now);
-  return status;
+  return action === "a" ? "Approved." : "Rejected.";
 }
 
 /**

@@ -91,7 +91,7 @@ describe("approval buttons", () => {
   test("a reviewer's Approve: approved, the episode marked, the message edited, the press answered", async () => {
     const approvalId = await pending();
     expect((await episode())?.approvalStatus).toBe("pending");
-    expect(await press(`a:${approvalId}`)).toEqual({ status: 200, answer: "approved" });
+    expect(await press(`a:${approvalId}`)).toEqual({ status: 200, answer: "Approved." });
     expect(await tg.t.query(api.approvals.get, { ...tg.vm, approvalId })).toMatchObject({
       status: "approved",
       resolvedBy: "Ada Lovelace",
@@ -107,12 +107,12 @@ describe("approval buttons", () => {
         reply_markup: { inline_keyboard: [] },
       },
     ]);
-    expect(tg.bot.of("answerCallbackQuery")).toEqual([{ callback_query_id: `cb${updateId}`, text: "approved" }]);
+    expect(tg.bot.of("answerCallbackQuery")).toEqual([{ callback_query_id: `cb${updateId}`, text: "Approved." }]);
   });
 
   test("Reject, and a resolve from another site edits the message too", async () => {
     const first = await pending();
-    expect(await press(`r:${first}`)).toMatchObject({ answer: "rejected" });
+    expect(await press(`r:${first}`)).toMatchObject({ answer: "Rejected." });
     expect(tg.bot.of("editMessageText")[0].text).toMatch(/^❌ Rejected by Ada Lovelace at 12:00 UTC\n/);
     expect((await episode())?.approvalStatus).toBe("rejected");
     const { approvalId: second } = await tg.t.mutation(api.approvals.create, {
@@ -144,11 +144,11 @@ describe("approval buttons", () => {
 
   test("a double press and a repeated update resolve once", async () => {
     const approvalId = await pending();
-    expect(await press(`a:${approvalId}`, REVIEWER, 1)).toMatchObject({ answer: "approved" });
+    expect(await press(`a:${approvalId}`, REVIEWER, 1)).toMatchObject({ answer: "Approved." });
     vi.setSystemTime(NOW + MINUTE);
     // Telegram retrying the same update: the same answer, nothing done again.
-    expect(await press(`r:${approvalId}`, REVIEWER, 1)).toMatchObject({ status: 200, answer: "approved" });
-    expect(await press(`r:${approvalId}`, REVIEWER, 2)).toMatchObject({ answer: "already approved by Ada Lovelace" });
+    expect(await press(`r:${approvalId}`, REVIEWER, 1)).toMatchObject({ status: 200, answer: "Approved." });
+    expect(await press(`r:${approvalId}`, REVIEWER, 2)).toMatchObject({ answer: `Approval ${approvalId} is already approved by Ada Lovelace.` });
     expect(await tg.t.query(api.approvals.get, { ...tg.laptop, approvalId })).toMatchObject({ status: "approved", resolvedAt: NOW });
     expect(tg.bot.of("editMessageText")).toHaveLength(1);
     expect(await tg.t.run((ctx) => ctx.db.query("telegramUpdates").collect())).toHaveLength(2);
@@ -156,7 +156,7 @@ describe("approval buttons", () => {
 
   test("Defer pushes the deadline by the category's timeout, three times at most", async () => {
     const approvalId = await pending();
-    expect(await press(`d:${approvalId}`)).toMatchObject({ answer: "deferred until 14:00 UTC" });
+    expect(await press(`d:${approvalId}`)).toMatchObject({ answer: "Deferred until 14:00 UTC." });
     expect(await tg.t.query(api.approvals.get, { ...tg.laptop, approvalId })).toMatchObject({
       status: "pending",
       expiresAt: NOW + 120 * MINUTE,
@@ -170,7 +170,7 @@ describe("approval buttons", () => {
     expect(await tg.t.mutation(api.approvals.defer, { ...tg.vm, approvalId, by: "bob" })).toEqual({ expiresAt: NOW + 180 * MINUTE, deferCount: 2 });
     expect(await tg.t.mutation(api.approvals.defer, { ...tg.vm, approvalId, by: "bob" })).toEqual({ expiresAt: NOW + 240 * MINUTE, deferCount: 3 });
     expect(await errorCode(tg.t.mutation(api.approvals.defer, { ...tg.vm, approvalId, by: "bob" }))).toBe("CONFLICT");
-    expect(await press(`d:${approvalId}`)).toMatchObject({ answer: "already deferred 3 times: approve or reject" });
+    expect(await press(`d:${approvalId}`)).toMatchObject({ answer: `Approval ${approvalId} was deferred 3 times already: approve or reject it.` });
     // Deferred past its category's timeout: only the deferred deadline counts now.
     expect((await tg.t.mutation(internal.approvals.expirePending, { now: NOW + 239 * MINUTE })).expired).toEqual([]);
     expect((await tg.t.mutation(internal.approvals.expirePending, { now: NOW + 240 * MINUTE })).expired).toHaveLength(1);
@@ -180,7 +180,7 @@ describe("approval buttons", () => {
     const approvalId = await pending();
     vi.setSystemTime(NOW + 60 * MINUTE);
     expect(await errorCode(tg.t.mutation(api.approvals.resolve, { ...tg.laptop, approvalId, status: "approved", by: "ada" }))).toBe("CONFLICT");
-    expect(await press(`a:${approvalId}`)).toMatchObject({ answer: "already expired" });
+    expect(await press(`a:${approvalId}`)).toMatchObject({ answer: `Approval ${approvalId} is expired.` });
     await tg.t.action(internal.scheduled.expirePendingApprovals, {});
     await settle();
     expect((await episode())?.approvalStatus).toBe("expired");
@@ -207,8 +207,8 @@ describe("approval buttons", () => {
 
   test("unknown buttons and approvals, and a press from another chat", async () => {
     expect(await press("z:1")).toMatchObject({ answer: "unknown button" });
-    expect(await press("a:not-an-id")).toMatchObject({ answer: "unknown approval" });
-    expect(await press("s:0123456789abcdef")).toMatchObject({ answer: "this alert is gone" });
+    expect(await press("a:not-an-id")).toMatchObject({ answer: "No such approval." });
+    expect(await press("s:0123456789abcdef")).toMatchObject({ answer: "This alert is no longer known." });
     const approvalId = await pending();
     const response = await post({
       update_id: 99,
@@ -224,8 +224,8 @@ describe("alert buttons", () => {
     await tg.t.run((ctx) => ctx.db.insert("healthStates", { site: "laptop", state: "down", since: NOW }));
     await tg.t.mutation(internal.alerts.sweep, {});
     const id = await machineId("silent:laptop");
-    expect(await press(`s:${id}`, 999)).toMatchObject({ answer: "snoozed for 1 h" });
-    expect(await press(`m:${id}`, 999)).toMatchObject({ answer: "muted for 1 day" });
+    expect(await press(`s:${id}`, 999)).toMatchObject({ answer: "Snoozed until 13:00 UTC." });
+    expect(await press(`m:${id}`, 999)).toMatchObject({ answer: "Muted until 12:00 UTC." });
     const [machine] = await tg.t.run((ctx) => ctx.db.query("alertMachines").collect());
     expect(machine).toMatchObject({ key: "silent:laptop", snoozedUntil: NOW + 60 * MINUTE, mutedUntil: NOW + 24 * 60 * MINUTE });
   });

@@ -15,8 +15,14 @@ from datetime import UTC, datetime
 
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
-from daemon.counts import counted
 from daemon.hubserver.alerts import FleetView, sweep
+from daemon.hubserver.run_summary import (
+    archive_summary,
+    digest_summary,
+    expired_summary,
+    health_summary,
+    stale_summary,
+)
 from sync.backbone.base import Sweeps
 
 # Episodes one archiving call takes (a week at a time, each week's file written once per call): a
@@ -50,26 +56,19 @@ def mark_stale_agents(ctx: JobContext) -> str:
     jobs = ctx.settings.jobs
     gone = _sweeps(ctx).mark_stale(ctx.now_ms, int(jobs.stale_after * 1000))
     pruned = _sweeps(ctx).prune_agents(ctx.now_ms, int(jobs.agent_retention_days * 86_400_000))
-    offline = (
-        f"{gone} {'agent or site' if gone == 1 else 'agents or sites'} went offline"
-        if gone
-        else "every agent with a recent heartbeat is online"
-    )
-    return f"{offline}; {counted(pruned, 'agent')} silent past the retention pruned" if pruned else offline
+    return stale_summary(gone, pruned)
 
 
 def expire_pending_approvals(ctx: JobContext) -> str:
     jobs = ctx.settings.jobs
     timeouts: Mapping[str, int] = {k: int(v * 60_000) for k, v in jobs.approval_timeouts.items()}
     expired = _sweeps(ctx).expire_approvals(ctx.now_ms, timeouts, int(jobs.default_approval_timeout * 60_000))
-    return f"{counted(expired, 'pending approval')} expired"
+    return expired_summary(expired)
 
 
 def sync_health(ctx: JobContext) -> str:
     changed = _sweeps(ctx).sync_health(ctx.now_ms, int(ctx.settings.jobs.silent_after * 1000))
-    if not changed:
-        return "no site changed state"
-    return "; ".join(f"{t.site} {t.state}" for t in changed)
+    return health_summary([(t.site, t.state) for t in changed])
 
 
 def qdrant_episode_sync(ctx: JobContext) -> str:
@@ -98,9 +97,7 @@ def daily_digest(ctx: JobContext) -> str:
         and ctx.alerts is not None
         and ctx.alerts.queue_digest(digest, f"digest:{covered}")
     )
-    return f"digest for {covered}: {counted(episodes, 'episode')} from {counted(len(sites), 'site')}" + (
-        "; queued for Telegram" if queued else ""
-    )
+    return digest_summary(covered, episodes, len(sites), queued)
 
 
 def cleanup_old_episodes(ctx: JobContext) -> str:
@@ -111,7 +108,7 @@ def cleanup_old_episodes(ctx: JobContext) -> str:
         total += done
         if done < ARCHIVE_BATCH or ctx.stopping():
             break
-    return f"{counted(total, 'episode')} older than {ctx.settings.jobs.archive_after_days:g} days archived"
+    return archive_summary(total, ctx.settings.jobs.archive_after_days)
 
 
 def alerts(ctx: JobContext) -> str:

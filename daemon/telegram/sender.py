@@ -3,8 +3,9 @@
 Telegram's limits and failures, each handled once here: about one message a second per chat (a
 pause between messages); a 429 holds the message for the ``retry_after`` Telegram gives and ends
 the round (everything else waits too); an unreachable or failing API holds it with the project's
-backoff (``sync.retry.RetryPolicy``); a request Telegram will never take is given up and recorded;
-a refused token is the caller's to report (only a person can fix it).
+backoff (``sync.retry.RetryPolicy``), and gives it up after ``MAX_ATTEMPTS`` tries; a request
+Telegram will never take is given up and recorded; a refused token is the caller's to report (only
+a person can fix it).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ log = structlog.get_logger("memsync.telegram")
 # Backoff for one message: 2 s doubling to 5 minutes, as the backbone's retries.
 BACKOFF: Final = RetryPolicy(initial=2.0, maximum=300.0, jitter=1.0)
 PER_CHAT_PAUSE: Final = 1.0  # seconds between messages to one chat (Telegram allows about one a second)
+# A message Telegram keeps failing (5xx, no answer) is given up after this many tries (about 2 h),
+# as on Convex (contracts/outbox_rules.json); a 429's wait is Telegram's pacing, not a failure.
+MAX_ATTEMPTS: Final = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +58,19 @@ def deliver(
             _send(bot, chat_id, item, store)
             sent += 1
         except TelegramUnavailable as exc:
-            wait = (
-                exc.retry_after if exc.retry_after is not None else BACKOFF.backoff(item.attempts + 1, random.random())  # noqa: S311 - jitter, not a secret
-            )
-            store.retry_later(item, int(wait * 1000), str(exc))
             if exc.retry_after is not None:
-                store.pause(int(exc.retry_after * 1000))  # Telegram's limit is the chat's, not the message's
-            _release(store, items[index + 1 :])
+                # Telegram's limit is the chat's, not the message's: everything waits, and the wait
+                # is not a failed try (it never brings the message nearer to being given up).
+                store.pause(int(exc.retry_after * 1000))
+                _release(store, items[index:])
+            elif item.attempts + 1 >= MAX_ATTEMPTS:
+                store.give_up(item, f"{exc}; gave up after {MAX_ATTEMPTS} tries")
+                log.error("telegram kept failing a message; given up", key=item.key, error=str(exc))  # noqa: TRY400 - the reason, not a traceback
+                _release(store, items[index + 1 :])
+            else:
+                wait = BACKOFF.backoff(item.attempts + 1, random.random())  # noqa: S311 - jitter, not a secret
+                store.retry_later(item, int(wait * 1000), str(exc))
+                _release(store, items[index + 1 :])
             return Round(sent, str(exc))
         except TelegramAuthError:
             _release(store, items[index:])
