@@ -544,12 +544,9 @@ def long_runs(embedder: Any, runs: int, episodes: int) -> list[dict[str, Any]]:
 
     eps = long_corpus(episodes, seed=11)
     texts = texts_of(eps)
-    passages = [
-        text[start:end]
-        for text in texts
-        for start, end in split_passages(text, embedder.passage_tokens, embedder.count_tokens)
-    ]
-    counts = [len(split_passages(t, embedder.passage_tokens, embedder.count_tokens)) for t in texts]
+    spans = [split_passages(text, embedder.passage_tokens, embedder.count_tokens) for text in texts]
+    passages = [text[start:end] for text, cut in zip(texts, spans, strict=True) for start, end in cut]
+    counts = [len(cut) for cut in spans]
     converted = [convert_episode(SITE, i + 1, ep, NOW_MS - (episodes - i) * 60_000) for i, ep in enumerate(eps)]
     records = []
     for run in range(1, runs + 1):
