@@ -25,8 +25,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from bench.common import Figure, agentdb_fixture, emit, make_site, median, progress, result, timed_pass, workdir
 
 
@@ -78,13 +76,12 @@ def weeks_of(hub_path: Path) -> list[list[Mapping[str, Any]]]:
 
 def compress_alone(weeks: list[list[Mapping[str, Any]]]) -> tuple[float, int]:
     """Seconds to serialize and gzip the same lines (the baseline); compressed bytes."""
-    from sync.archive.codec import LEVEL
+    from sync.archive.codec import LEVEL, jsonl
 
     started = time.perf_counter()
     size = 0
     for records in weeks:
-        lines = b"".join(orjson.dumps(r) + b"\n" for r in records)
-        size += len(gzip.compress(lines, compresslevel=LEVEL, mtime=0))
+        size += len(gzip.compress(jsonl(records), compresslevel=LEVEL, mtime=0))
     return time.perf_counter() - started, size
 
 

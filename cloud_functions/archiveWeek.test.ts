@@ -1,15 +1,18 @@
 /**
  * The golden archive week (contracts/archive_week): Convex's writer (archiveNode:writeWeek) writes
  * the pinned lines from the contract's episodes, framed as pinned, and its readers read both its
- * own file and the one the hub wrote (tests/test_archive_week.py holds the same from the hub's side).
+ * own file and the one the hub wrote (tests/test_archive_week.py holds the same from the hub's side:
+ * the hub writes numbers, keys and metadata kept as text as they are written here).
  */
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
+import { convexToJson } from "convex/values";
 import { beforeEach, describe, expect, test } from "vitest";
 import { internal } from "./_generated/api";
 import type { Id } from "./_generated/dataModel";
 import { LEVEL } from "./archiveNode";
-import { type ArchiveRecord, decodeLines, encodeLines, isoWeek, manifestOf, weekRange } from "./lib/archiveFormat";
+import { type ArchiveRecord, convexOrder, decodeLines, encodeLines, isoWeek, manifestOf, weekRange } from "./lib/archiveFormat";
+import { metadataOut, wireSafe } from "./lib/metadata";
 import { backend, type Backend } from "./test.setup";
 import { contract } from "./test.contracts";
 
@@ -20,6 +23,8 @@ type Input = {
   gzip: { level: number; header: string };
   drop: string[];
   add: ArchiveRecord[];
+  numbers: [string, string][];
+  keys: { given: string[]; convex: string[] };
 };
 type ConvexManifest = { count: number; sha256: string; bytes: number; firstId: string; lastId: string; fromTs: number; toTs: number };
 type HubManifest = {
@@ -81,6 +86,29 @@ describe("the golden archive week (contracts/archive_week)", () => {
     expect(hex(new Uint8Array(gunzipSync(data)))).toBe(hex(LINES));
     const { storageId: _id, writtenAt: _at, ...manifest } = file!;
     expect(manifest).toEqual({ ...FILES.convex.manifest, ...(await manifestOf(decodeLines(new TextDecoder().decode(LINES)), data)) });
+  });
+
+  test.each(input.numbers)("the float64 %s is written %s", (text, js) => {
+    expect(JSON.stringify(Number(text))).toBe(js);
+    expect(encodeLines([{ reward: Number(text), success: true } as unknown as ArchiveRecord])).toContain(`"reward":${js},`);
+  });
+
+  test("every object's keys in Convex's order: by UTF-16 code unit, array indexes first", () => {
+    const given = Object.fromEntries(input.keys.given.map((key) => [key, { [key]: 1, a: 2, "1": 3 }]));
+    const ordered = convexOrder(given) as Record<string, Record<string, number>>;
+    expect(Object.keys(ordered)).toEqual(input.keys.convex);
+    expect(Object.keys(ordered.b!)).toEqual(["1", "a", "b"]); // nested objects too
+    // As convex/values orders the keys it can carry (printable ASCII).
+    const ascii = Object.fromEntries(input.keys.given.filter((key) => /^[\x20-\x7e]*$/.test(key)).map((key) => [key, 1]));
+    expect(Object.keys(convexOrder(ascii) as object)).toEqual(Object.keys(convexToJson(ascii) as object));
+  });
+
+  test("metadata Convex keeps as text is exactly what it cannot carry as an object, and travels as that text", () => {
+    for (const record of input.add) {
+      const text = record.metadataJson ?? JSON.stringify(record.metadata);
+      expect([record.sourceId, wireSafe(JSON.parse(text))]).toEqual([record.sourceId, record.metadataJson === undefined]);
+      expect(metadataOut(text)).toEqual(record.metadataJson === undefined ? { metadata: JSON.parse(text) } : { metadata: null, metadataJson: text });
+    }
   });
 
   test("every episode of the week is in its week", () => {

@@ -70,6 +70,17 @@ describe("episodes keep any metadata", () => {
     expect(episode.metadataJson).toBe(text);
   });
 
+  test.each([
+    ['{"big":9007199254740993,"n":1}', null],
+    ['{"big":[1e+16]}', null],
+    ['{"n":9007199254740991,"f":0.5,"tiny":1e-7}', { n: 9007199254740991, f: 0.5, tiny: 1e-7 }],
+  ])("metadataJson %s: an integral number beyond 2^53 keeps it text (a float64 may have lost its digits)", async (text, object) => {
+    await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 1, episodes: [item("1", { fields: { metadata: undefined, metadataJson: text } })] });
+    const episode = await readBack();
+    expect(episode.metadata).toEqual(object);
+    expect(episode.metadataJson).toBe(object === null ? text : undefined);
+  });
+
   test("metadataJson with plain keys is read back as an object", async () => {
     const fields = { metadata: undefined, metadataJson: '{"tool":"bash","n":1}' };
     await t.mutation(api.episodes.bulkSyncEpisodes, { ...laptop, cursor: 1, episodes: [item("1", { fields })] });

@@ -27,6 +27,7 @@ from sync.archive import codec
 from sync.archive.files import ArchiveFolder
 from sync.archive.manifest import ArchiveFile
 from sync.backbone.hub import HubBackbone
+from sync.episode import EXPORT_FIELDS
 from sync.errors import BackboneBroken
 
 WEEK_S = 7 * 86400
@@ -67,8 +68,9 @@ def test_the_encoding_is_deterministic_and_plain_gzip() -> None:
     records = [record("1", 1), record("2", 2, tags=["ünï"])]
     data = codec.encode(records)
     assert codec.encode(records) == data  # the same records: the same sha256
+    in_export_order = {k: records[1][k] for k in EXPORT_FIELDS if k in records[1]}  # as Convex writes a line
     assert gzip.decompress(data).decode().splitlines()[1] == json.dumps(
-        records[1], separators=(",", ":"), ensure_ascii=False
+        in_export_order, separators=(",", ":"), ensure_ascii=False
     )
     assert codec.decode(data) == records
 

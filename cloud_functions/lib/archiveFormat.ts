@@ -55,8 +55,9 @@ export function merge(existing: ArchiveRecord[], added: ArchiveRecord[], drop: S
 
 /**
  * A line's keys, in the order the hub writes them (sync/episode.py's EXPORT_FIELDS, exportEpisode's
- * order): records reach the action that writes a file with their keys sorted, as Convex carries
- * every object, and contracts/archive_week pins the hub's order.
+ * order), then any other (metadataJson: metadata Convex keeps as text, lib/metadata.ts) in Convex's
+ * order. contracts/archive_week pins the lines; the hub writes them as written here
+ * (sync/archive/lines.py).
  */
 const LINE_FIELDS = [
   "sourceSite",
@@ -84,11 +85,26 @@ const LINE_FIELDS = [
   "syncedAt",
 ] as const;
 
+/**
+ * A value with every object's keys in Convex's order: sorted by UTF-16 code unit, as convex/values'
+ * convexToJson sorts them when a value crosses a function boundary (records reach the writing
+ * action that way; sorted here again so that the lines never depend on how a record came), then
+ * as a JavaScript object holds them, array indexes ("2", "10") first, ascending.
+ */
+export function convexOrder(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(convexOrder);
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) out[key] = convexOrder((value as Record<string, unknown>)[key]);
+  return out;
+}
+
 function line(record: ArchiveRecord): string {
-  const fields: Record<string, unknown> = record;
+  const fields = convexOrder(record) as Record<string, unknown>;
   const ordered: Record<string, unknown> = {};
   for (const key of LINE_FIELDS) if (key in fields) ordered[key] = fields[key];
   for (const [key, value] of Object.entries(fields)) if (!(key in ordered)) ordered[key] = value;
+  // Numbers as JSON.stringify writes a float64 (1.0 is 1): the hub writes them so too.
   return JSON.stringify(ordered);
 }
 

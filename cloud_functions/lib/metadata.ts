@@ -4,7 +4,8 @@
  * metadata.test.ts for the exact errors), and JSON numbers beyond 2^53 lose digits as float64. So
  * the table keeps metadata as JSON text (`metadataJson`) and this module converts at the edges:
  * a site may push `metadata` (an object) or `metadataJson` (text, lossless), and readers get
- * `metadata` as an object, or `metadata: null` plus `metadataJson` when the object cannot travel.
+ * `metadata` as an object, or `metadata: null` plus `metadataJson` when the object cannot travel
+ * exactly (`wireSafe`).
  */
 
 type Parsed = { text: string } | { reason: string };
@@ -34,8 +35,13 @@ export function metadataText(fields: { metadata?: unknown; metadataJson?: string
 
 const MAX_FIELD_NAME = 1024; // Convex's limit on a field name's length
 
-/** Whether Convex can carry this value as an object (the key rules of convex/values). */
+/**
+ * Whether Convex can carry this value as an object, exactly: the key rules of convex/values, and
+ * no integral number beyond 2^53 (JSON.parse read it as a float64, which may have lost its digits:
+ * the text keeps them). sync/archive/lines.py's carried decides alike for the archive's lines.
+ */
 export function wireSafe(value: unknown): boolean {
+  if (typeof value === "number") return !Number.isInteger(value) || Number.isSafeInteger(value);
   if (Array.isArray(value)) return value.every(wireSafe);
   if (!isPlainObject(value)) return true;
   return Object.entries(value).every(

@@ -1,7 +1,8 @@
 """The cold archive's file format, and every decision about it, with no I/O.
 
 One file per site and ISO week (of the episodes' ``ts``, UTC): gzip-compressed JSON Lines, one
-episode per line as ``memsync export`` prints it, in (ts, sourceId) order. Its manifest
+episode per line as ``memsync export`` prints it, written as Convex writes it (``lines``), in
+(ts, sourceId) order. Its manifest
 (``ArchiveFile``) says how many lines, the sha256 and size of the compressed bytes, and the key and
 time range. gzip because every machine can read it back without memsync (``zcat``), and it is in
 the standard library; the benchmark measures what it costs against compressing the same lines alone.
@@ -21,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from sync.archive import lines
 from sync.archive.manifest import ArchiveFile
 
 # Level 6: zlib's default; level 9 costs about twice the time for a few percent.
@@ -80,9 +82,9 @@ def merge(
 
 def jsonl(records: Sequence[Mapping[str, Any]]) -> bytes:
     """The file's text before compression: one JSON object per line, each ending in a newline,
-    UTF-8 unescaped, keys in the record's order (as Convex's ``JSON.stringify`` writes them:
-    contracts/archive_week pins these bytes)."""
-    return b"".join(orjson.dumps(record) + b"\n" for record in records)
+    UTF-8 unescaped, written as Convex writes it (``sync.archive.lines``: its numbers, its key
+    order, metadata it keeps as text): contracts/archive_week pins these bytes."""
+    return b"".join(map(lines.line, records))
 
 
 def encode(records: Sequence[Mapping[str, Any]]) -> bytes:
@@ -95,18 +97,21 @@ def encode(records: Sequence[Mapping[str, Any]]) -> bytes:
 def decode(data: bytes) -> list[dict[str, Any]]:
     """The records of a file; ``ArchiveDamaged`` names what is wrong with a damaged one."""
     try:
-        lines = gzip.decompress(data)
+        text = gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
         raise ArchiveDamaged(f"it does not decompress ({exc})") from None
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(lines.splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
             raise ArchiveDamaged(f"line {number} is not JSON") from None
         if not isinstance(record, dict) or not isinstance(record.get("sourceId"), str):
             raise ArchiveDamaged(f"line {number} is not an episode")
-        records.append(record)
+        try:
+            records.append(lines.exported_form(record))
+        except ValueError:
+            raise ArchiveDamaged(f"line {number}'s metadataJson is not JSON") from None
     return records
 
 
@@ -161,10 +166,10 @@ def readback_problem(file: ArchiveFile, data: bytes | None) -> str | None:
     if len(data) != file.bytes or sha256_of(data) != file.sha256:
         return "its bytes are not the ones written"
     try:
-        lines = gzip.decompress(data).count(b"\n")
+        held = gzip.decompress(data).count(b"\n")
     except (OSError, EOFError, zlib.error) as exc:
         return f"it does not decompress ({exc})"
-    return None if lines == file.count else f"it holds {lines} lines; {file.count} were written"
+    return None if held == file.count else f"it holds {held} lines; {file.count} were written"
 
 
 def _content_problem(
