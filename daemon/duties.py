@@ -40,6 +40,11 @@ class ApprovalsClient(Approvals, Protocol):
 
 class ServerDuties(Protocol):
     @property
+    def where(self) -> str:
+        """What holds the episodes, as a sentence names it: "removed from {where}"."""
+        ...
+
+    @property
     def sweeps(self) -> Sweeps | None:
         """The global jobs' bodies where a site's scheduler runs them; None where the server's own
         crons run them."""
@@ -75,6 +80,11 @@ class ServerDuties(Protocol):
         ``OperatorRefused`` when the server refuses that credential."""
         ...
 
+    def empty_forgotten(self) -> str | None:
+        """After a forget, empty the server's own files of what still holds the forgotten text,
+        here; the file that still holds it when that could not be done now (None: none)."""
+        ...
+
 
 class ConvexDuties:
     """Convex's duties: the deployment announces approvals and runs the sweeps in its crons; a site
@@ -82,6 +92,10 @@ class ConvexDuties:
 
     def __init__(self, backbone: ConvexBackbone) -> None:
         self.backbone = backbone
+
+    @property
+    def where(self) -> str:
+        return "the Convex deployment"
 
     @property
     def sweeps(self) -> Sweeps | None:
@@ -120,3 +134,6 @@ class ConvexDuties:
             ) from None
         finally:
             operator.close()
+
+    def empty_forgotten(self) -> str | None:
+        return None  # the deployment's storage is Convex's: no file of ours holds the text

@@ -61,10 +61,17 @@ def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.B
     return opened
 
 
+def never_synced(settings: Settings) -> bool:
+    """Whether the configured backbone does not exist yet, so nothing was ever synced to it: an
+    embedded hub whose file was never created (a reader says so instead of creating it). A Convex
+    deployment is there, or unreachable, which ``open_backbone`` says."""
+    return settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path")
+
+
 def duties_of(settings: Settings, backbone: Backbone) -> ServerDuties:
     """The server's duties for ``backbone`` (``daemon.duties``): on the embedded hub the sites do
-    them (``daemon.hubserver``); Convex does its own (``cloud_functions/``). The one place that
-    asks which backbone it is."""
+    them (``daemon.hubserver``); Convex does its own (``cloud_functions/``). With ``open_backbone``
+    and ``never_synced``, the one place that asks which backbone it is."""
     from daemon.duties import ConvexDuties
     from daemon.hubserver import HubDuties
 

@@ -78,6 +78,8 @@ def test_forget_by_key_and_by_text_from_the_hub_and_the_index(
     ]  # agentdb ids start at 1; the vm's is another site's
     by_key = memsync("forget", "laptop:3", "nosuch:1", "--config", str(laptop.config))
     assert by_key.returncode == 0, by_key.stderr
+    said = "memsync: forgotten: laptop:3: removed from the hub file; a tombstone keeps the key refused"
+    assert said in by_key.stderr.splitlines()
     assert "nosuch:1: no such episode" in by_key.stderr
     left = {(e["sourceSite"], e["sourceId"]) for e in hub_episodes(hub)}
     assert left == held - {("laptop", "2"), ("vm", "1"), ("laptop", "3")}
@@ -112,6 +114,15 @@ def test_forget_needs_keys_or_a_text(tmp_path: Path) -> None:
         done = memsync("forget", *argv, "--config", str(site.config))
         assert done.returncode == 2
         assert said in done.stderr
+
+
+def test_forget_before_anything_was_synced_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    hub = tmp_path / "hub.db"
+    site = write_config(tmp_path / "s", "laptop", tmp_path / "a.db", hub)
+    done = memsync("forget", "laptop:1", "--config", str(site.config))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert f"the hub {hub} does not exist yet: nothing has been synced, so nothing to forget" in done.stderr
+    assert not hub.exists()
 
 
 # --- gone from every file, with daemons running -----------------------------------------------

@@ -108,7 +108,7 @@ def test_secrets_never_reach_convex_nor_its_archive_and_forget_reaches_both(
     assert "CONVEX_DEPLOY_KEY" in refused.stderr
     operator = laptop.run("forget", f"{vm.name}:1", env={"CONVEX_DEPLOY_KEY": convex.admin_key})
     assert operator.returncode == 0, operator.stderr
-    assert f"forgotten: {vm.name}:1" in operator.stderr
+    assert f"forgotten: {vm.name}:1: removed from the Convex deployment" in operator.stderr
     assert convex.admin_key not in operator.stderr + operator.stdout
 
     stored = convex.dump()

@@ -7,8 +7,10 @@ key. A real hub file; Convex's HTTP API faked at its transport."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,6 +31,7 @@ def test_the_hub_site_does_its_servers_work(site_files: Callable[..., SiteFiles]
     with closing(open_backbone(settings)) as hub:
         assert isinstance(hub, HubBackbone)
         duties = duties_of(settings, hub)
+        assert duties.where == "the hub file"
         assert duties.sweeps is hub
         assert duties.announce_approval("1", new=True) is None  # Telegram is off: nothing to announce
         assert "`memsync jobs run daily-digest`" in duties.digest_builder()
@@ -55,7 +58,9 @@ def test_convex_asks_the_deployment_or_leaves_the_work_to_it(
     with closing(open_backbone(settings, create=False, transport=httpx.MockTransport(answer))) as convex:
         assert isinstance(convex, ConvexBackbone)
         duties = duties_of(settings, convex)
+        assert duties.where == "the Convex deployment"
         assert duties.sweeps is None
+        assert duties.empty_forgotten() is None  # no file of ours holds the deployment's text
         assert duties.announce_approval("1", new=True) is None
         assert duties.announce_approval("1", new=False) is None
         with closing(AlertStore(settings.alerts_path)) as store:
@@ -80,6 +85,20 @@ def test_the_hub_site_forgets_another_sites_episode_in_the_shared_file(
         assert duties.forget_elsewhere("vm", "1") == Forgotten(deleted=False)  # gone already
         assert duties.forget_elsewhere("vm", "2") == Forgotten(deleted=False)  # never there
     assert hub_episodes(settings.hub_path) == []
+
+
+def test_after_a_forget_the_hub_site_empties_the_hubs_wal_or_names_it(site_files: Callable[..., SiteFiles]) -> None:
+    settings = site_files("laptop").settings()
+    with closing(open_backbone(settings)) as hub:
+        duties = duties_of(settings, hub)
+        assert Path(f"{settings.hub_path}-wal").stat().st_size > 0  # the schema's frames
+        with closing(sqlite3.connect(settings.hub_path, isolation_level=None)) as reader:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM episodes").fetchall()  # another process's read, left open
+            assert duties.empty_forgotten() == f"{settings.hub_path}-wal"
+            reader.execute("COMMIT")
+        assert duties.empty_forgotten() is None
+        assert Path(f"{settings.hub_path}-wal").stat().st_size == 0
 
 
 def test_convex_forgets_another_sites_episode_only_with_the_deploy_key(

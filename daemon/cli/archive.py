@@ -63,11 +63,10 @@ def _range(args: argparse.Namespace) -> tuple[str | None, int | None, int | None
 
 
 def _open(args: argparse.Namespace) -> Backbone:
-    from daemon.paths import exists
-    from daemon.site import open_backbone
+    from daemon.site import never_synced, open_backbone
 
     settings = load(args, log_level="error")
-    if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
+    if never_synced(settings):
         fail(f"the hub {settings.hub_path} does not exist yet: nothing has been synced or archived", 1)
     return open_backbone(settings, create=False)
 

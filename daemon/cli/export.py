@@ -45,8 +45,7 @@ def _count(value: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.paths import exists
-    from daemon.site import open_backbone
+    from daemon.site import never_synced, open_backbone
     from daemon.warm.results import parse_since
 
     with handled():
@@ -55,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
             since_ms = None if args.since is None else parse_since(args.since, time.time())
         except ValueError as exc:
             fail(str(exc), EX_USAGE)
-        if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
+        if never_synced(settings):
             fail(
                 f"the hub {settings.hub_path} does not exist yet: nothing has been synced to it "
                 f"(run `memsync sync` or `memsync run` first)",

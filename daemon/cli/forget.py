@@ -30,6 +30,7 @@ from sync.errors import EX_CONFIG, MemsyncError
 
 if TYPE_CHECKING:
     from daemon.config import Settings
+    from daemon.duties import ServerDuties
     from sync.backbone.base import Backbone, Forgotten
 
 # Fields --matching looks in (the text people and agents write; not hashes or ids).
@@ -81,8 +82,7 @@ def _holds(episode: dict[str, Any], text: str) -> bool:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.paths import exists
-    from daemon.site import open_backbone
+    from daemon.site import duties_of, never_synced, open_backbone
 
     if not args.keys and not args.matching:
         fail("give SITE:ID keys or --matching TEXT", EX_USAGE)
@@ -91,14 +91,15 @@ def main(args: argparse.Namespace) -> int:
     keys = parse_keys(args.keys)
     with handled():
         settings = load(args, log_level="error")
-        if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
+        if never_synced(settings):
             fail(f"the hub {settings.hub_path} does not exist yet: nothing has been synced, so nothing to forget", 1)
         backbone = open_backbone(settings)  # a writer: it brings an older hub to the current schema
         try:
+            duties = duties_of(settings, backbone)
             if args.matching is not None:
                 keys += _matching(backbone, args.matching, ask=not args.yes)
-            outcome = _forget(settings, backbone, keys)
-            outcome["wal"] = _empty_wal(backbone)  # also when nothing new was found: a retry empties it
+            outcome = _forget(settings, backbone, duties, keys)
+            outcome["wal"] = _empty_forgotten(duties)  # also when nothing new was found: a retry empties it
             if args.matching is not None:
                 outcome["elsewhere"] = _forget_text_here(settings, args.matching)
             indexes = _indexes(settings, backbone) if outcome["forgotten"] else []
@@ -106,7 +107,7 @@ def main(args: argparse.Namespace) -> int:
                 _purge_here(settings, backbone, indexes, timeout=args.timeout)
         finally:
             backbone.close()
-    return _report(args, settings.backbone.kind, outcome, indexes)
+    return _report(args, duties.where, outcome, indexes)
 
 
 def _matching(backbone: Backbone, text: str, *, ask: bool) -> list[tuple[str, str]]:
@@ -133,13 +134,11 @@ def _matching(backbone: Backbone, text: str, *, ask: bool) -> list[tuple[str, st
 Outcome = dict[str, list[dict[str, Any]]]
 
 
-def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]]) -> Outcome:
+def _forget(settings: Settings, backbone: Backbone, duties: ServerDuties, keys: list[tuple[str, str]]) -> Outcome:
     """Each key forgotten where this site may: its own; another's where the server's duties say
     it may (on the hub, always; on Convex, with the operator's credential)."""
     from daemon.duties import OperatorRefused
-    from daemon.site import duties_of
 
-    duties = duties_of(settings, backbone)
     outcome: Outcome = {"forgotten": [], "unknown": [], "refused": [], "wal": [], "elsewhere": []}
     for site, source_id in dict.fromkeys(keys):
         key = f"{site}:{source_id}"
@@ -158,15 +157,12 @@ def _forget(settings: Settings, backbone: Backbone, keys: list[tuple[str, str]])
     return outcome
 
 
-def _empty_wal(backbone: Backbone) -> list[dict[str, Any]]:
-    """The hub's -wal cut to nothing, so that the forgotten text is in no file (see
-    ``HubConnection.empty_wal``); the hub's -wal that still holds it, if another process kept the
-    hub busy throughout (Convex: nothing to do here)."""
-    from sync.backbone.hub import HubBackbone
-
-    if not isinstance(backbone, HubBackbone) or backbone.empty_wal():
-        return []
-    return [{"file": f"{backbone.path}-wal"}]
+def _empty_forgotten(duties: ServerDuties) -> list[dict[str, Any]]:
+    """The server's own files emptied of the forgotten text (the hub's -wal cut to nothing: see
+    ``HubConnection.empty_wal``); the file that still holds it, if another process kept the hub
+    busy throughout (Convex: nothing to do here)."""
+    left = duties.empty_forgotten()
+    return [] if left is None else [{"file": left}]
 
 
 def _forget_text_here(settings: Settings, text: str) -> list[dict[str, Any]]:
@@ -250,12 +246,11 @@ def _confirm(question: str) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
-def _report(args: argparse.Namespace, kind: str, outcome: Outcome, indexes: list[dict[str, Any]]) -> int:
+def _report(args: argparse.Namespace, where: str, outcome: Outcome, indexes: list[dict[str, Any]]) -> int:
     import json
 
     if args.as_json:
         sys.stdout.write(json.dumps(outcome | {"indexes": indexes}) + "\n")
-    where = "the hub file" if kind == "local" else "the Convex deployment"
     for entry in outcome["forgotten"]:
         week = entry["archiveWeek"]
         archive = f" and its archive file of {week} (rewritten without it)" if week else ""

@@ -32,6 +32,10 @@ class HubDuties:
         self.backbone = backbone
 
     @property
+    def where(self) -> str:
+        return "the hub file"
+
+    @property
     def sweeps(self) -> Sweeps | None:
         return self.backbone
 
@@ -66,3 +70,8 @@ class HubDuties:
             return other.forget(source_id)
         finally:
             other.close()
+
+    def empty_forgotten(self) -> str | None:
+        # The -wal's older frames still hold the text for as long as a daemon keeps the hub open:
+        # cut it to nothing (HubConnection.empty_wal); it may not be, if others kept the hub busy.
+        return None if self.backbone.empty_wal() else f"{self.backbone.path}-wal"

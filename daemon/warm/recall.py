@@ -21,8 +21,7 @@ from daemon.config import Settings
 from daemon.control.client import ask
 from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
-from daemon.paths import exists
-from daemon.site import open_backbone
+from daemon.site import never_synced, open_backbone
 from daemon.warm.lag import episodes_behind
 from daemon.warm.layer import WarmLayer, offline_layer
 from sync.backbone.base import Backbone, ChangeFeed
@@ -81,7 +80,7 @@ def run_search(settings: Settings, request: SearchRequest) -> Found:
 
 
 def _backbone_for_catch_up(settings: Settings) -> tuple[Backbone | None, str | None]:
-    if settings.backbone.kind == "local" and not exists(settings.hub_path, "backbone.path"):
+    if never_synced(settings):
         return None, None  # nothing was ever synced
     try:
         return open_backbone(settings, create=False), None
