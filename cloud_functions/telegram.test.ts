@@ -1,15 +1,20 @@
 /**
  * Delivery of the Telegram outbox against a fake Bot API (a real server on 127.0.0.1): each message
- * once, in order; 429s, 5xx and refusals handled; quiet hours; nothing at all when Telegram is not
- * configured; the token nowhere but in the request URL.
+ * once, in order; 429s, 5xx and refusals handled; a refused token holds the queue until it is fixed;
+ * quiet hours; nothing at all when Telegram is not configured; the token nowhere but in the request URL.
  */
 import { describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
 import type { Doc } from "./_generated/dataModel";
 import { backoffMs, MAX_ATTEMPTS } from "./telegram";
 import { CHAT, configureTelegram, TOKEN, useTelegramBackend } from "./test.botApi";
+import { contract } from "./test.contracts";
 
 const NOW = Date.parse("2026-01-15T12:00:00Z");
+/** The answers that hold the queue (contracts/bot_api_errors.json: the token refused). */
+const HOLD = contract<{ cases: { name: string; status: number; body: Record<string, unknown>; verdict: string }[] }>(
+  "bot_api_errors.json",
+).cases.filter((c) => c.verdict === "hold");
 const tg = useTelegramBackend(NOW, ["laptop"]);
 const { settle } = tg;
 
@@ -136,6 +141,46 @@ describe("delivery", () => {
     expect(await tg.t.mutation(internal.telegram.housekeep, {})).toMatchObject({ kicked: true });
     await settle();
     expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual(["stuck"]);
+  });
+
+  test("the answers that hold the queue are a refused (401) and an unknown (404) token", () => {
+    expect(HOLD.map((c) => c.status)).toEqual([401, 404]);
+  });
+
+  test.each(HOLD.map((c) => [c.name, c] as const))("%s: the whole queue is held, no try spent, and a later pass with a good token sends each once", async (_name, { status, body }) => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const REVOKED = "999999:revoked-token";
+    tg.bot.refuseToken(REVOKED, status, body);
+    process.env.TELEGRAM_BOT_TOKEN = REVOKED;
+    for (const key of ["one", "two", "three"]) await queueRaw(key);
+
+    expect(await tg.t.action(internal.telegram.deliver, {})).toEqual({ sent: 0, failed: 0 });
+    await settle(); // nothing scheduled: only a person can fix the token
+    expect(tg.bot.requests.map((r) => [r.token, r.method])).toEqual([[REVOKED, "sendMessage"]]); // stopped at the first
+    const held = await outbox();
+    expect(held.map((r) => [r.key, r.sentAt, r.attempts, r.lastError, r.claimedUntil, r.notBefore])).toEqual(
+      ["one", "two", "three"].map((key) => [key, undefined, 0, undefined, undefined, NOW]), // queued, unclaimed, no try spent
+    );
+    const said = logged.mock.calls.map((call) => String(call[0]));
+    logged.mockRestore();
+    expect(said).toEqual([`telegram refused the bot token (HTTP ${status} on sendMessage): check TELEGRAM_BOT_TOKEN`]);
+
+    // Fixed: the alerts cron's housekeeping finds the queue waiting and starts a deliver.
+    process.env.TELEGRAM_BOT_TOKEN = TOKEN;
+    await wait(60_000);
+    expect(await tg.t.mutation(internal.telegram.housekeep, {})).toMatchObject({ kicked: true });
+    await settle();
+    await settle(); // nothing more: each message once
+    expect(tg.bot.requests.slice(1).map((r) => [r.token, r.body.text])).toEqual([
+      [TOKEN, "one"],
+      [TOKEN, "two"],
+      [TOKEN, "three"],
+    ]);
+    expect((await outbox()).map((r) => [r.key, r.sentAt, r.messageId, r.attempts])).toEqual([
+      ["one", NOW + 60_000, 1, 0],
+      ["two", NOW + 60_000, 2, 0],
+      ["three", NOW + 60_000, 3, 0],
+    ]);
   });
 
   test("an edit that changes nothing ('message is not modified') is done", async () => {

@@ -1,7 +1,7 @@
 /**
  * A fake Telegram Bot API for the tests: a real HTTP server on 127.0.0.1 (the functions' own fetch
  * reaches it, nothing is stubbed). It records every request, answers like Telegram, and fails on
- * demand (a 429 with retry_after, a 5xx, a 400 with a description).
+ * demand (a 429 with retry_after, a 5xx, a 400 with a description, every call with a revoked token).
  */
 import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,6 +14,7 @@ type Scripted = { method: string; status: number; body: Record<string, unknown> 
 export class FakeBotApi {
   readonly requests: BotRequest[] = [];
   private readonly scripted: Scripted[] = [];
+  private readonly refused = new Map<string, { status: number; body: Record<string, unknown> }>();
   private nextMessageId = 1;
   private server: Server | null = null;
   url = "";
@@ -27,7 +28,7 @@ export class FakeBotApi {
         const [, token = "", method = ""] = /^\/bot([^/]*)\/(.*)$/.exec(req.url ?? "") ?? [];
         const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
         this.requests.push({ token, method, body });
-        const [status, reply] = this.answer(method);
+        const [status, reply] = this.answer(method, token);
         res.writeHead(status, { "Content-Type": "application/json" });
         res.end(JSON.stringify(reply));
       });
@@ -47,11 +48,18 @@ export class FakeBotApi {
     this.scripted.push({ method, status, body: { ok: false, error_code: status, ...body } });
   }
 
+  /** Every call with `token` gets this answer, as Telegram refuses a revoked (401) or malformed (404) token. */
+  refuseToken(token: string, status: number, body: Record<string, unknown>): void {
+    this.refused.set(token, { status, body });
+  }
+
   of(method: string): Record<string, unknown>[] {
     return this.requests.filter((r) => r.method === method).map((r) => r.body);
   }
 
-  private answer(method: string): [number, Record<string, unknown>] {
+  private answer(method: string, token: string): [number, Record<string, unknown>] {
+    const refusal = this.refused.get(token);
+    if (refusal !== undefined) return [refusal.status, refusal.body];
     const i = this.scripted.findIndex((s) => s.method === method);
     if (i >= 0) {
       const [scripted] = this.scripted.splice(i, 1);
