@@ -1,10 +1,13 @@
 /**
- * telegram.ts reads a button's callback data as daemon/telegram/callbacks.py does: both run
- * contracts/button_presses.json (tests/test_button_presses.py is the Python side).
+ * lib/buttonPresses.ts reads a button's callback data, and decides who may press it, as
+ * daemon/telegram/callbacks.py does: both run contracts/button_presses.json (tests/test_button_presses.py
+ * is the Python side). The press mutation (telegram.ts) asks it: a stranger's press decides nothing.
  */
 import { describe, expect, test } from "vitest";
+import { api, internal } from "./_generated/api";
 import { MUTE_MS, SNOOZE_MS } from "./lib/alertText";
-import { NOT_A_REVIEWER, parseButton } from "./telegram";
+import { type ButtonAction, NOT_A_REVIEWER, parseButton, REVIEWERS_ONLY, reviewerRefusal } from "./lib/buttonPresses";
+import { backend, registerSite } from "./test.setup";
 import { contract } from "./test.contracts";
 
 type Presses = {
@@ -29,4 +32,38 @@ describe("button presses (contracts/button_presses.json)", () => {
   test("a press by someone not among the reviewers is refused in the hub's words", () => {
     expect(NOT_A_REVIEWER).toBe(presses.not_a_reviewer);
   });
+
+  test("the actions only reviewers may take are the contract's", () => {
+    const only = Object.entries(presses.actions).filter(([, a]) => a.reviewers_only).map(([code]) => code);
+    expect([...REVIEWERS_ONLY].sort()).toEqual(only.sort());
+  });
+
+  test.each(Object.entries(presses.actions))("%s: only reviewers, if the contract says so", (code, action) => {
+    const press = code as ButtonAction;
+    expect(parseButton(`${code}:k1`)?.action).toBe(press);
+    expect(reviewerRefusal(press, "42", ["7"])).toBe(action.reviewers_only ? presses.not_a_reviewer : null);
+    expect(reviewerRefusal(press, "42", ["7", "42"])).toBeNull();
+    expect(reviewerRefusal(press, "42", [])).toBe(action.reviewers_only ? presses.not_a_reviewer : null);
+  });
+});
+
+test("a stranger's approve, reject and defer through the press mutation decide nothing; a reviewer's does", async () => {
+  const t = backend();
+  const laptop = await registerSite(t, "laptop");
+  const { approvalId } = await t.mutation(api.approvals.create, {
+    ...laptop,
+    agentName: "claude",
+    actionType: "deploy",
+    priority: "normal",
+    reviewers: ["42"],
+    expiresAt: Date.now() + 3_600_000,
+  });
+  const before = await t.run((ctx) => ctx.db.get(approvalId));
+  const press = (fromId: string, code: string, updateId: number) =>
+    t.mutation(internal.telegram.press, { callbackId: `cb${updateId}`, fromId, fromName: "Ann", data: `${code}:${approvalId}`, updateId });
+
+  for (const [i, code] of ["a", "r", "d"].entries()) expect(await press("7", code, i)).toEqual({ answer: presses.not_a_reviewer });
+  expect(await t.run((ctx) => ctx.db.get(approvalId))).toEqual(before); // still pending, never deferred
+  expect(await press("42", "a", 9)).toEqual({ answer: "Approved." });
+  expect(await t.run((ctx) => ctx.db.get(approvalId))).toMatchObject({ status: "approved", resolvedBy: "Ann" });
 });

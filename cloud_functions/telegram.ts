@@ -12,6 +12,7 @@ import { MUTE_MS, SNOOZE_MS } from "./lib/alertText";
 import { closedReason, defer, settle } from "./lib/approvalFlow";
 import { clockUtc } from "./lib/approvalMessage";
 import { MAX_DEFERS } from "./lib/approvalPolicy";
+import { parseButton, reviewerRefusal } from "./lib/buttonPresses";
 import { outboxRow } from "./lib/outbox";
 import { type BotReply, callBotApi, clip, keyboard, type TelegramConfig, telegramConfig } from "./lib/telegram";
 
@@ -186,22 +187,6 @@ export const deliver = internalAction({
 
 type Press = { fromId: string; fromName: string; data: string };
 
-/** The answer to an approve, reject or defer pressed by someone not among the approval's reviewers. */
-export const NOT_A_REVIEWER = "You are not a reviewer of this approval.";
-
-/** The actions a button's callback data names: approve, reject, defer an approval; snooze, mute an alert. */
-export type ButtonAction = "a" | "r" | "d" | "s" | "m";
-
-/**
- * What a press asks: its action and target (an approval's or an alert's id), or null for data that
- * asks nothing we know. daemon/telegram/callbacks.py's parse (contracts/button_presses.json).
- */
-export function parseButton(data: string): { action: ButtonAction; target: string } | null {
-  // [\s\S]: a target is opaque, any non-empty text, newlines included.
-  const parsed = /^([ardsm]):([\s\S]+)$/.exec(data);
-  return parsed === null ? null : { action: parsed[1] as ButtonAction, target: parsed[2] };
-}
-
 /**
  * Why a press may not decide this approval any more (decided, or past its deadline), in the
  * hub's words (contracts/press_answers.json), or null.
@@ -228,8 +213,9 @@ async function decide(ctx: MutationCtx, press: Press, now: number): Promise<stri
   const id: Id<"approvals"> | null = ctx.db.normalizeId("approvals", target);
   const approval = id === null ? null : await ctx.db.get(id);
   if (approval === null) return "No such approval.";
-  // Approve, reject and defer are the reviewers' decisions (daemon/telegram/callbacks.py's refusal).
-  if (!approval.reviewers.includes(press.fromId)) return NOT_A_REVIEWER;
+  // Approve, reject and defer are the reviewers' decisions (contracts/button_presses.json).
+  const refused = reviewerRefusal(action, press.fromId, approval.reviewers);
+  if (refused !== null) return refused;
   const closed = closedAnswer(approval, now);
   if (closed !== null) return closed;
   if (action === "d") {

@@ -1,6 +1,6 @@
 """What a button press asks (contracts/button_presses.json): its callback data read as an action
-and a target, or refused, as cloud_functions/telegram.ts's parseButton reads it; who may press
-what; how long snooze and mute hold an alert."""
+and a target, or refused, as cloud_functions/lib/buttonPresses.ts's parseButton reads it; who may
+press what (its reviewerRefusal); how long snooze and mute hold an alert."""
 
 from __future__ import annotations
 
