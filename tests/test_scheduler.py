@@ -12,6 +12,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,41 @@ def runs(hub: Path, job: str | None = None) -> list[Any]:
         return backbone.job_runs(job, 500)
     finally:
         backbone.close()
+
+
+def test_the_start_fires_and_the_first_heartbeat_are_set_by_the_schedulers_clock(
+    site_files: Callable[..., SiteFiles],
+) -> None:
+    """The scheduler takes its clock as an argument: the fires it adds at start and the first
+    heartbeat are due at the clock's now. A clock far ahead of the real one holds them all, so
+    nothing runs while the test looks."""
+    from daemon.schedule.worker import Scheduler
+    from daemon.site import duties_of
+
+    site = site_files("laptop", extra="[jobs]\nheartbeat_interval = 60\n")
+    settings = site.settings()
+    hub = HubBackbone(site.hub, site.name)
+    later = datetime(2100, 1, 1, 6, 0, 30, tzinfo=UTC)
+    beats: list[None] = []
+    scheduler = Scheduler(
+        settings,
+        hub,
+        duties_of(settings, hub).sweeps,
+        heartbeat=lambda: beats.append(None),
+        index_catch_up=None,
+        clock=later.timestamp,
+    )
+    scheduler.start()
+    try:
+        assert scheduler.next_fire("heartbeat") == later
+        names = [spec.name for spec in scheduler.specs()]
+        assert "daily-digest" in names
+        assert {name: scheduler.next_fire(f"{name}@start") for name in names} == dict.fromkeys(names, later)
+    finally:
+        scheduler.stop()
+        hub.close()
+    assert beats == []
+    assert runs(site.hub) == []
 
 
 def test_two_sites_on_one_hub_run_every_global_job_once_per_slot(
