@@ -265,6 +265,10 @@ class Scheduler:
             (log.info if done.outcome == "ok" else log.warning)(
                 "job ran", job=done.job, slot=done.slot, outcome=done.outcome, summary=done.summary
             )
+        else:
+            # Routine (every fire of a global job on every site but one), so at debug: what a person
+            # asking why a job did not run here turns on, and what the tests wait on.
+            log.debug("job skipped", job=done.job, slot=done.slot, reason=done.summary)
         return done
 
     def beat(self) -> None:
