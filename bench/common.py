@@ -1,4 +1,7 @@
-"""What more than one benchmark needs: fixtures, site files, the daemon process, statistics, output.
+"""What more than one benchmark needs: cached fixtures, waits on the daemon, statistics, the CPU
+and memory of a process tree, output; and, passed on from the harness the tests share
+(tests/harness/), the AgentDB generator and agents, a site's files, the daemon in a child process
+and reading the hub.
 
 Everything here drives the real parts: AgentDB files come from the real agentdb package
 (tests/agentdb_gen), the daemon is ``python -m daemon run`` in a child process, the hub is the
@@ -12,9 +15,7 @@ import json
 import math
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,21 +23,58 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-# One harness with the tests: the generator of AgentDB files and the wait on an event (tests/harness.py).
-sys.path.insert(0, str(ROOT / "tests"))
-from harness import FIXED_TS, GEN, generate_agentdb, wait_for  # noqa: E402
+# One harness with the tests (tests/harness/, on sys.path by bench/__init__.py): the AgentDB
+# generator and agents, a site's files, the daemon in a child process, reading the hub, the wait.
+from harness import (
+    FIXED_TS,
+    GEN,
+    ROOT,
+    AgentProcess,
+    ChildProcess,
+    DaemonProcess,
+    SiteFiles,
+    episode,
+    generate_agentdb,
+    hub_episodes,
+    hub_total,
+    live_agent_argv,
+    make_site,
+    run_live_agent,
+    short_dir,
+    sidecar_value,
+    wait_for,
+    wal_writer_argv,
+)
+from harness.site import BENCH_SITE
 
-# What this module takes from tests/harness.py and the benchmarks import from here; the names this
+# What this module takes from the harness and the benchmarks import from here; the names this
 # module defines are importable without being listed.
-__all__ = ["FIXED_TS", "GEN", "wait_for"]
+__all__ = [
+    "FIXED_TS",
+    "GEN",
+    "ROOT",
+    "AgentProcess",
+    "ChildProcess",
+    "DaemonProcess",
+    "SiteFiles",
+    "episode",
+    "hub_episodes",
+    "hub_total",
+    "live_agent_argv",
+    "make_site",
+    "run_live_agent",
+    "short_dir",
+    "sidecar_value",
+    "wait_for",
+    "wal_writer_argv",
+]
 
 CACHE = ROOT / "bench" / ".cache"
+MEMSYNC = Path(sys.executable).parent / "memsync"  # the console script, as an agent's hooks run it
 RESULTS = ROOT / "bench" / "results"
-SITE = "bench"
+SITE = BENCH_SITE  # the site make_site lays out
 
 
 # -- statistics ----------------------------------------------------------------------------------
@@ -151,67 +189,13 @@ def copy_fixture(n: int, dest: Path) -> Path:
     return dest
 
 
-# -- one site's files ----------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class SiteFiles:
-    """A site laid out as in production: the agent's folder holds only the AgentDB file."""
-
-    root: Path
-    agentdb: Path
-    hub: Path
-    state: Path
-    config: Path
-    log: Path
-
-    def settings(self) -> Any:
-        from daemon.config import load_settings
-
-        return load_settings(self.config)
-
-
-def make_site(
-    root: Path,
-    agentdb: Path | None = None,
-    *,
-    convex_url: str | None = None,
-    warm: bool = True,
-    redact: bool = True,
-    hub: Path | None = None,
-) -> SiteFiles:
-    """Config for one site on the embedded hub, every setting at the product default (the warm layer
-    on), its data directory inside ``root``.
-
-    The AgentDB file is ``agent/agentdb.db`` under ``root`` unless ``agentdb`` names another. With
-    ``convex_url`` the backbone is that Convex deployment instead (the product reads the site's
-    secret from the environment, MEMSYNC_BACKBONE__SITE_SECRET, never from the file). With
-    ``warm=False`` the config adds ``[warm] enabled = false``: syncing alone, no search index; with
-    ``redact=False``, ``[privacy] redact = false``: episodes leave unredacted. The embedded hub is
-    ``memsync/hub.db`` under ``root`` unless ``hub`` names another.
-    """
-    agentdb, state_dir = agentdb or root / "agent" / "agentdb.db", root / "memsync"
-    agentdb.parent.mkdir(parents=True, exist_ok=True)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    hub = hub or state_dir / "hub.db"
-    site = SiteFiles(root, agentdb, hub, state_dir / f"{SITE}.state.db", root / "memsync.toml", root / "daemon.log")
-    backbone = f'kind = "convex"\nurl = "{convex_url}"\n' if convex_url else f'kind = "local"\npath = "{site.hub}"\n'
-    site.config.write_text(
-        f'data_dir = "{state_dir}"\n\n[site]\nname = "{SITE}"\n\n[agentdb]\npath = "{site.agentdb}"\n\n'
-        f'[backbone]\n{backbone}\n[state]\npath = "{site.state}"\n\n'
-        '[log]\nformat = "json"\nlevel = "info"\n'
-        + ("" if warm else "\n[warm]\nenabled = false\n")
-        + ("" if redact else "\n[privacy]\nredact = false\n"),
-        encoding="utf-8",
-    )
-    return site
-
-
 def wait_indexed(site: SiteFiles, daemon: DaemonProcess, timeout: float) -> None:
     """Until the daemon's warm layer has indexed everything the hub's change feed holds now (its
     status file's cursor reached the feed's end)."""
     from daemon.warm.files import read_status
     from sync.backbone.hub import HubBackbone
 
-    hub = HubBackbone(site.hub, SITE, create=False)
+    hub = HubBackbone(site.hub, site.name, create=False)
     try:
         end = hub.feed_end()
     finally:
@@ -248,45 +232,6 @@ def timed_pass(site: Any, profiler: cProfile.Profile | None = None) -> tuple[flo
 def workdir(name: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=f"memsync-bench-{name}-") as folder:
         yield Path(folder)
-
-
-def hub_total(site: SiteFiles) -> int:
-    """Episodes the hub has received from the site (its own count, kept with each push)."""
-    from sync.backbone.hub import HubBackbone
-    from sync.errors import BackboneUnavailable
-
-    try:
-        hub = HubBackbone(site.hub, SITE, create=False)
-    except BackboneUnavailable:
-        return 0  # the daemon has not created it yet
-    try:
-        cursor = hub.site_cursor()
-    except BackboneUnavailable:
-        return 0  # created, but its schema is not committed yet
-    finally:
-        hub.close()
-    return 0 if cursor is None else cursor.total_synced
-
-
-def sidecar_value(site: SiteFiles, key: str) -> str | None:
-    """One value the daemon keeps in its sidecar's meta table (``passes``, ``last_pass_at``...)."""
-    from sync.sidecar import Sidecar
-
-    sidecar = Sidecar(site.state, readonly=True)
-    try:
-        return sidecar.get(key)
-    finally:
-        sidecar.close()
-
-
-def hub_episodes(site: SiteFiles) -> list[dict[str, Any]]:
-    from sync.backbone.hub import HubBackbone
-
-    hub = HubBackbone(site.hub, SITE, create=False)
-    try:
-        return list(hub.episodes(SITE))
-    finally:
-        hub.close()
 
 
 # -- a process and its descendants ---------------------------------------------------------------
@@ -355,92 +300,10 @@ def tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
-# -- child processes ------------------------------------------------------------------------------
-class ChildProcess:
-    """A long-running program the benchmark starts, its output in a log; ``with`` starts it and
-    stops it with SIGTERM (then SIGKILL), as a service manager would. ``exit_code`` once stopped."""
-
-    name = "the process"
-
-    def __init__(self, log: Path) -> None:
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.exit_code: int | None = None
-
-    def argv(self) -> list[str]:
-        raise NotImplementedError
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self) -> Self:
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=log, cwd=ROOT)
-        return self
-
-    def check_alive(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; log:\n{self.log_tail()}")
-        return True
-
-    def stop(self, timeout: float = 20.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.exit_code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.exit_code = self.proc.wait(timeout)
-
-    def log_tail(self, lines: int = 20) -> str:
-        if not self.log.exists():
-            return "(no log)"
-        return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-
-class DaemonProcess(ChildProcess):
-    """``python -m daemon run --config F``; started once it holds its site's lock."""
-
-    name = "the daemon"
-
-    def __init__(self, site: SiteFiles, *, start_timeout: float = 60.0) -> None:
-        super().__init__(site.log)
-        self.site = site
-        self.start_timeout = start_timeout
-
-    def argv(self) -> list[str]:
-        return [sys.executable, "-m", "daemon", "run", "--config", str(self.site.config)]
-
-    def start(self) -> Self:
-        from daemon.control.lock import holder_pid
-
-        lock = self.site.settings().lock_path
-        super().start()
-        try:
-            wait_for(
-                lambda: self.check_alive() and holder_pid(lock) is not None, timeout=self.start_timeout, what="lock"
-            )
-        except TimeoutError:
-            self.stop()
-            raise RuntimeError(f"the daemon did not take its lock; log:\n{self.log_tail()}") from None
-        return self
-
-
 def wait_caught_up(site: SiteFiles, daemon: DaemonProcess, episodes: int, timeout: float) -> None:
     """Until the hub holds ``episodes`` episodes from the site (the daemon must stay alive)."""
     wait_for(
-        lambda: daemon.check_alive() and hub_total(site) >= episodes,
+        lambda: daemon.check_alive() and hub_total(site.hub, site.name) >= episodes,
         timeout=timeout,
         interval=0.1,
         what=f"{episodes} episodes in the hub",

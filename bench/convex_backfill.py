@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from bench.common import (
-    ROOT,
     SITE,
     Figure,
     SiteFiles,
@@ -45,7 +43,7 @@ from bench.common import (
 )
 
 if TYPE_CHECKING:
-    from convex_fixtures import LocalConvex
+    from harness.convex import LocalConvex
 
     from daemon.config import Settings
 
@@ -75,11 +73,8 @@ class CountingTransport(httpx.HTTPTransport):
 
 @contextmanager
 def local_convex() -> Iterator[LocalConvex]:
-    """A fresh local Convex server (tests/convex_fixtures.py starts it), stopped on exit."""
-    tests = str(ROOT / "tests")
-    if tests not in sys.path:
-        sys.path.append(tests)  # where the tests import convex_fixtures from
-    from convex_fixtures import running_local_convex
+    """A fresh local Convex server (the harness's, as the tests start it), stopped on exit."""
+    from harness.convex import running_local_convex
 
     with running_local_convex() as convex:
         yield convex

@@ -28,13 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    GEN,
+    MEMSYNC,
+    AgentProcess,
     DaemonProcess,
     Figure,
     SiteFiles,
     at_most,
     copy_fixture,
     emit,
+    episode,
     hub_episodes,
     make_site,
     median,
@@ -48,7 +50,6 @@ from bench.common import (
 
 TARGET_SEARCH_P50_MS = 200.0
 TARGET_CONTEXT_P50_MS = 150.0
-MEMSYNC = Path(sys.executable).parent / "memsync"
 QUERY = "duplicate key on users.email"
 
 
@@ -61,47 +62,21 @@ def wall_ms(argv: list[str], stdin: bytes | None = None) -> float:
     return took
 
 
-class Agent:
-    """The real package, one store (and save) per request."""
-
-    def __init__(self, db: Path) -> None:
-        self.proc = subprocess.Popen(
-            ["node", str(GEN / "agent.mjs"), "--db", str(db)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-
-    def store(self, i: int, task: str) -> int:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        episode = {
-            "sessionId": "hooks",
-            "task": task,
-            "input": f"hook input {i}",
-            "output": f"hook output {i}",
-            "critique": "fine",
-            "reward": 0.5,
-            "success": True,
-            "latencyMs": 100,
-            "tokensUsed": 1000,
-            "tags": ["hook"],
-            "metadata": {"agent_name": "hook-agent"},
-        }
-        self.proc.stdin.write(json.dumps({"op": "store", "episode": episode, "save": True}) + "\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
-        if not reply.get("ok"):
-            raise RuntimeError(f"agent.mjs: {reply.get('error')}")
-        return int(reply["id"])
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                pipe.close()
+def hook_episode(i: int, task: str) -> dict[str, Any]:
+    """The ``i``-th episode an agent with hooks stores."""
+    return episode(
+        i,
+        sessionId="hooks",
+        task=task,
+        input=f"hook input {i}",
+        output=f"hook output {i}",
+        reward=0.5,
+        success=True,
+        latencyMs=100,
+        tokensUsed=1000,
+        tags=["hook"],
+        metadata={"agent_name": "hook-agent"},
+    )
 
 
 def search_calls(site: SiteFiles, calls: int) -> dict[str, Any]:
@@ -152,12 +127,12 @@ def context_calls(site: SiteFiles, calls: int) -> dict[str, Any]:
     }
 
 
-def hook_waits(site: SiteFiles, agent: Agent, calls: int, *, searchable: bool) -> dict[str, Any]:
+def hook_waits(site: SiteFiles, agent: AgentProcess, calls: int, *, searchable: bool) -> dict[str, Any]:
     flags = ["--wait", "--searchable"] if searchable else ["--wait"]
     waits = []
     for i in range(calls):
         word = f"hookword{int(time.time() * 1000)}x{i}"
-        local_id = agent.store(i, f"{word} deploy step {i}")
+        local_id = agent.store(hook_episode(i, f"{word} deploy step {i}"))
         saved = time.perf_counter()
         done = subprocess.run(
             [str(MEMSYNC), "sync", *flags, "--config", str(site.config)], capture_output=True, check=False
@@ -165,7 +140,7 @@ def hook_waits(site: SiteFiles, agent: Agent, calls: int, *, searchable: bool) -
         waits.append((time.perf_counter() - saved) * 1000)
         if done.returncode != 0:
             raise RuntimeError(f"sync {' '.join(flags)} exited {done.returncode}: {done.stderr.decode()}")
-        if str(local_id) not in {e["sourceId"] for e in hub_episodes(site)}:
+        if str(local_id) not in {e["sourceId"] for e in hub_episodes(site.hub, site.name)}:
             raise RuntimeError(f"the hook returned before episode {local_id} was in the hub")
         if searchable:
             # BM25 alone, --all: the word is in this episode only, while by meaning the hook
@@ -191,12 +166,12 @@ def repetition(index: int, calls: int, episodes: int) -> dict[str, Any]:
             wait_indexed(site, daemon, timeout=600)
             record = search_calls(site, calls)
             record |= context_calls(site, calls)
-            agent = Agent(site.agentdb)
+            agent = AgentProcess(site.agentdb)  # the real package, one store (and save) per request
             try:
                 record |= hook_waits(site, agent, calls, searchable=False)
                 record |= hook_waits(site, agent, calls, searchable=True)
             finally:
-                agent.close()
+                agent.kill()
     return record
 
 

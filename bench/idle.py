@@ -29,6 +29,7 @@ from typing import Any
 
 from bench import litestream
 from bench.common import (
+    AgentProcess,
     DaemonProcess,
     Figure,
     SiteFiles,
@@ -87,7 +88,7 @@ def memory_mb(pid: int) -> dict[str, float]:
 
 
 def last_pass_at(site: SiteFiles) -> str | None:
-    return sidecar_value(site, "last_pass_at")
+    return sidecar_value(site.state, "last_pass_at")
 
 
 def window(daemon: DaemonProcess, site: SiteFiles, seconds: float) -> dict[str, Any]:
@@ -201,9 +202,7 @@ def run(
     many windows."""
     records: list[dict[str, Any]] = []
     with workdir("idle") as root:
-        site = make_site(root)
-        with site.config.open("a", encoding="utf-8") as config:
-            config.write(f"\n[warm]\nunload_after = {unload_after}\n")
+        site = make_site(root, warm_keys=f"unload_after = {unload_after}\n")
         copy_fixture(episodes, site.agentdb)
         with DaemonProcess(site) as daemon:
             wait_caught_up(site, daemon, episodes, timeout=120)
@@ -260,7 +259,7 @@ def after_idle(daemon: DaemonProcess, site: SiteFiles, unload_after: float) -> d
     """With the warm layer's worker gone (the idle daemon's state): an agent's new episode, timed
     from its save until a search through the daemon finds it (the worker starts, loads the model,
     indexes); then, once the worker has gone again, one search (it starts the worker) and the next."""
-    from bench.warm import LiveAgent, first_found
+    from bench.warm import first_found
     from daemon.control.client import ask
 
     socket = site.settings().socket_path
@@ -269,11 +268,11 @@ def after_idle(daemon: DaemonProcess, site: SiteFiles, unload_after: float) -> d
         return daemon.check_alive() and len(process_tree(daemon.pid)) == 1
 
     wait_for(worker_gone, timeout=60, what="the warm layer's worker to have exited")
-    agent = LiveAgent(site.agentdb)
+    agent = AgentProcess(site.agentdb)
     try:
         token = f"afteridle{int(time.time())}"
         task = f"rotate the signing key after the idle spell [{token}]"
-        _, saved_ms = agent.store(
+        _, saved_ms = agent.store_saved_at(
             {"sessionId": "idle", "task": task, "output": "rotated", "reward": 1, "success": True}
         )
         found_ms, _ = first_found(socket, task, token, "hybrid", timeout=120)
@@ -301,9 +300,7 @@ def run_sync_only(windows: int = 3, window_s: float = 60.0, episodes: int = 1000
     then the peer, as in ``run``."""
     records: list[dict[str, Any]] = []
     with workdir("idle-sync-only") as root:
-        site = make_site(root)
-        with site.config.open("a", encoding="utf-8") as config:
-            config.write("\n[warm]\nenabled = false\n")
+        site = make_site(root, warm=False)
         copy_fixture(episodes, site.agentdb)
         with DaemonProcess(site) as daemon:
             wait_caught_up(site, daemon, episodes, timeout=120)

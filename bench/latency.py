@@ -13,13 +13,9 @@ snapshot of the file costs more.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    GEN,
     DaemonProcess,
     Figure,
     at_most,
@@ -31,24 +27,13 @@ from bench.common import (
     percentile,
     progress,
     result,
+    run_live_agent,
     wait_caught_up,
     workdir,
 )
 
 TARGET_P50_MS = 100
 TARGET_P99_MS = 500
-
-
-def live_agent(db: Path, episodes: int, interval_ms: int, seed: int) -> dict[int, float]:
-    """Run agent.mjs --live; returns savedAtMs by AgentDB id."""
-    argv = ["node", str(GEN / "agent.mjs"), "--db", str(db), "--live", str(episodes)]
-    argv += ["--interval-ms", str(interval_ms), "--seed", str(seed)]
-    timeout = 120 + episodes * (interval_ms / 1000 + 0.5)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"agent.mjs failed ({done.returncode}): {done.stderr[-2000:]}")
-    saves = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    return {int(s["id"]): float(s["savedAtMs"]) for s in saves}
 
 
 def one_run(preexisting: int, episodes: int, interval_ms: int, seed: int) -> dict[str, Any]:
@@ -58,9 +43,9 @@ def one_run(preexisting: int, episodes: int, interval_ms: int, seed: int) -> dic
         with DaemonProcess(site) as daemon:
             # Steady state: the daemon's start-up catch-up is not part of what is measured.
             wait_caught_up(site, daemon, preexisting, timeout=120)
-            saved = live_agent(site.agentdb, episodes, interval_ms, seed)
+            saved = run_live_agent(site.agentdb, episodes, interval_ms=interval_ms, seed=seed)
             wait_caught_up(site, daemon, preexisting + len(saved), timeout=120)
-        synced = {int(e["sourceId"]): float(e["syncedAt"]) for e in hub_episodes(site)}
+        synced = {int(e["sourceId"]): float(e["syncedAt"]) for e in hub_episodes(site.hub, site.name)}
     latencies = [synced[i] - at for i, at in saved.items()]
     return {
         "preexisting": preexisting,

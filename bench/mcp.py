@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from bench.common import (
+    MEMSYNC,
     DaemonProcess,
     Figure,
     SiteFiles,
@@ -41,7 +40,6 @@ from bench.common import (
 
 TARGET_READY_MS = 1000.0
 TARGET_SEARCH_P50_MS = 25.0
-MEMSYNC = Path(sys.executable).parent / "memsync"
 QUERY = "duplicate key on users.email"
 
 

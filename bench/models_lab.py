@@ -48,7 +48,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from harness.relevance import CLASSES, TOP, load_set, set_points, shared_rank  # the test's own scoring
 
+from bench import recall as recall_bench  # one LoCoMo reader
 from sync.warm import bm25
 from sync.warm.embedders import Embedder, LocalEmbedder
 from sync.warm.request import SearchFilter
@@ -57,10 +59,6 @@ from sync.warm.store import EdgeStore, WarmPoint, point_id
 from sync.warm.text import episode_text
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from test_warm_relevance import CLASSES, TOP, load_set, set_points, shared_rank  # noqa: E402  (the test's own scoring)
-
-from bench import recall as recall_bench  # noqa: E402  (one LoCoMo reader)
 
 KS = (5, 10, 25, 50)
 CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial) has no evidence to find

@@ -35,7 +35,6 @@ import json
 import math
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +42,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+# The labelled set is scored as its test scores it: one function, not a copy.
+from harness.relevance import shared_rank_of as shared_rank
+
 from bench.common import (
     GEN,
+    MEMSYNC,
     ROOT,
     DaemonProcess,
     Figure,
@@ -61,10 +64,6 @@ from bench.common import (
     workdir,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-# The labelled set is scored as its test scores it: one function, not a copy.
-from test_warm_relevance import shared_rank_of as shared_rank
-
 KS: Final = (5, 10, 25, 50)
 DEPTH: Final = 50  # results asked for per LoCoMo question: the largest k
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -76,7 +75,6 @@ NEWEST_AGE_S: Final = 3600
 LABELLED: Final = ROOT / "tests" / "data" / "warm_relevance.json"
 LABELLED_TOP: Final = 10
 LABELLED_CLASSES: Final = ("identifier", "paraphrase")
-MEMSYNC: Final = Path(sys.executable).parent / "memsync"
 SESSION_KEY: Final = re.compile(r"^session_(\d+)$")
 EVIDENCE: Final = re.compile(r"^D:?(\d+):(\d+)$")  # "D1:3"; one entry in the data reads "D:11:26"
 

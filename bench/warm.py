@@ -32,16 +32,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
-import shutil
-import subprocess
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -50,8 +46,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.common import (
-    GEN,
     SITE,
+    AgentProcess,
     DaemonProcess,
     Figure,
     SiteFiles,
@@ -64,6 +60,7 @@ from bench.common import (
     percentile,
     progress,
     result,
+    short_dir,
     stopwatch,
     wait_caught_up,
     wait_indexed,
@@ -333,59 +330,10 @@ def texts_of(episodes: Sequence[dict[str, Any]]) -> list[str]:
 
 
 # -- 1. write to searchable -----------------------------------------------------------------------
-class LiveAgent:
-    """agent.mjs on stdin: one command a line, one JSON reply a line (see tests/conftest.py)."""
-
-    def __init__(self, db: Path) -> None:
-        self.proc = subprocess.Popen(
-            ["node", str(GEN / "agent.mjs"), "--db", str(db)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-
-    def store(self, ep: dict[str, Any]) -> tuple[int, float]:
-        """Store and save; (the AgentDB id, wall-clock ms right after the save returned)."""
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"op": "store", "episode": ep, "save": True}) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"agent.mjs died (exit {self.proc.poll()})")
-        reply = json.loads(line)
-        if not reply.get("ok"):
-            raise RuntimeError(f"agent.mjs: {reply.get('error')}")
-        return int(reply["id"]), float(reply["savedAtMs"])
-
-    def kill(self) -> None:
-        # Not close(): the package's close() saves its in-memory copy, a needless extra write.
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                pipe.close()
-
-
-@contextlib.contextmanager
-def short_dir() -> Iterator[Path]:
-    """A folder for the control socket: Unix socket paths are limited to ~100 bytes."""
-    path = Path(tempfile.mkdtemp(prefix="ms-bench-", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def warm_site(root: Path, socket: Path) -> SiteFiles:
     """``make_site``'s config (every setting at the product default, the warm layer on) with the
     warm layer's folder named and its control socket on a short path."""
-    site = make_site(root)
-    with site.config.open("a", encoding="utf-8") as config:
-        config.write(f'\n[warm]\nenabled = true\npath = "{root / "warm"}"\nsocket = "{socket}"\n')
-    return site
+    return make_site(root, warm_keys=f'enabled = true\npath = "{root / "warm"}"\nsocket = "{socket}"\n')
 
 
 def first_found(socket: Path, query: str, token: str, mode: str, timeout: float) -> tuple[float, int]:
@@ -419,7 +367,7 @@ def first_found(socket: Path, query: str, token: str, mode: str, timeout: float)
 def searchable_run(run: int, probes: int, preexisting: int) -> dict[str, Any]:
     rng = random.Random(1000 + run)
     samples: list[dict[str, Any]] = []
-    with workdir("warm") as root, short_dir() as sockets:
+    with workdir("warm") as root, short_dir("ms-bench-") as sockets:
         site = warm_site(root, sockets / "bench.sock")
         copy_fixture(preexisting, site.agentdb)
         socket = site.settings().socket_path
@@ -427,14 +375,14 @@ def searchable_run(run: int, probes: int, preexisting: int) -> dict[str, Any]:
             # Steady state: start-up, the first sync and the indexing of the file's episodes are not measured.
             wait_caught_up(site, daemon, preexisting, timeout=120)
             wait_indexed(site, daemon, timeout=600)
-            agent = LiveAgent(site.agentdb)
+            agent = AgentProcess(site.agentdb)
             try:
                 for i in range(WARMUP_PROBES + 2 * probes):
                     mode = MODES[i % 2]
                     token = f"probe{i}x{uuid.uuid4().hex}"  # one BM25 term, in no other episode
                     ep = agent_episode(rng, make_family(rng))
                     ep["task"] = f"{ep['task']} [{token}]"
-                    local_id, saved_ms = agent.store(ep)
+                    local_id, saved_ms = agent.store_saved_at(ep)
                     found_ms, polls = first_found(socket, ep["task"], token, mode, timeout=120)
                     if i >= WARMUP_PROBES:
                         sample = {"id": local_id, "mode": mode, "saved_ms": saved_ms, "found_ms": found_ms}
@@ -443,7 +391,7 @@ def searchable_run(run: int, probes: int, preexisting: int) -> dict[str, Any]:
             finally:
                 agent.kill()
             daemon.check_alive()
-        synced = {int(e["sourceId"]): float(e["syncedAt"]) for e in hub_episodes(site)}
+        synced = {int(e["sourceId"]): float(e["syncedAt"]) for e in hub_episodes(site.hub, site.name)}
     record: dict[str, Any] = {"part": "searchable", "run": run, "preexisting": preexisting, "load1": load1()}
     for mode in MODES:
         mine = [s for s in samples if s["mode"] == mode]

@@ -54,7 +54,6 @@ from typing import Any
 
 from bench import litestream
 from bench.common import (
-    GEN,
     ROOT,
     DaemonProcess,
     Figure,
@@ -64,6 +63,7 @@ from bench.common import (
     emit,
     hub_episodes,
     hub_total,
+    live_agent_argv,
     make_site,
     median,
     percentile,
@@ -73,10 +73,10 @@ from bench.common import (
     tree_cpu_seconds,
     tree_rss_mb,
     wait_caught_up,
+    wal_writer_argv,
     workdir,
 )
 
-WAL_WRITER = ROOT / "tests" / "agentdb_variants" / "v139" / "writer.mjs"
 WRITERS = ("wal", "whole-file")
 MEMSYNC = "memsync"
 MEMSYNC_BESIDE = "memsync, hub beside"  # the hub in the AgentDB file's folder
@@ -114,12 +114,13 @@ class Writer:
             # It stays open (connection held, WAL not checkpointed) until stop(): closing is a
             # checkpoint, which would fall inside or outside the phase by chance.
             hold_ms = int((GRACE_S + 120) * 1000)
-            self.argv = ["node", str(WAL_WRITER), str(db), str(episodes), str(INTERVAL_MS), str(hold_ms)]
-            self.argv += [str(JITTER_MS), str(seed), marker]
+            self.argv = wal_writer_argv(
+                db, episodes, interval_ms=INTERVAL_MS, hold_ms=hold_ms, jitter_ms=JITTER_MS, seed=seed, marker=marker
+            )
         else:
-            self.argv = ["node", str(GEN / "agent.mjs"), "--db", str(db), "--live", str(episodes)]
-            self.argv += ["--interval-ms", str(INTERVAL_MS), "--jitter-ms", str(JITTER_MS), "--seed", str(seed)]
-            self.argv += ["--marker", marker]
+            self.argv = live_agent_argv(
+                db, episodes, interval_ms=INTERVAL_MS, jitter_ms=JITTER_MS, seed=seed, marker=marker
+            )
         self.stderr = stderr
         self.commits: list[Commit] = []
         self.last_commit_mono = 0.0
@@ -216,7 +217,7 @@ def new_marker() -> str:
 
 # -- memsync -------------------------------------------------------------------------------------
 def passes(site: SiteFiles) -> float | None:
-    value = sidecar_value(site, "passes")
+    value = sidecar_value(site.state, "passes")
     return None if value is None else float(value)
 
 
@@ -231,11 +232,13 @@ def run_memsync(writer_kind: str, preexisting: int, episodes: int, seed: int, *,
             time.sleep(SETTLE_S)
             passes_before = passes(site)
             try:
-                phase = write_phase(daemon.pid, writer, lambda: hub_total(site) - preexisting, daemon.check_alive)
+                phase = write_phase(
+                    daemon.pid, writer, lambda: hub_total(site.hub, site.name) - preexisting, daemon.check_alive
+                )
             finally:
                 writer.stop()
             passes_after = passes(site)
-        synced = {int(e["sourceId"]): float(e["syncedAt"]) for e in hub_episodes(site)}
+        synced = {int(e["sourceId"]): float(e["syncedAt"]) for e in hub_episodes(site.hub, site.name)}
     latencies = [synced[c.source_id] - c.at_ms for c in writer.commits if c.source_id in synced]
     ran = None if passes_before is None or passes_after is None else passes_after - passes_before
     return {

@@ -25,6 +25,7 @@ from conftest import (
     wait_started,
     wal_commits,
 )
+from harness import sidecar_value
 
 from daemon.loop.changes import MISSING_FOLDER_RECHECK_S, ChangeWaker
 
@@ -242,13 +243,7 @@ def test_a_daemon_with_the_hub_beside_the_agentdb_file_runs_a_pass_per_commit_an
 
 
 def passes_of(files: SiteFiles) -> int:
-    from sync.sidecar import Sidecar
-
-    sidecar = Sidecar(files.state, readonly=True)
-    try:
-        return int(sidecar.get_float("passes") or 0)
-    finally:
-        sidecar.close()
+    return int(float(sidecar_value(files.state, "passes") or 0))
 
 
 def settled_passes(files: SiteFiles, quiet_for: float = 3.0) -> int:

@@ -110,6 +110,26 @@ def test_http_statuses_mean_what_the_one_policy_says(
     client.close()
 
 
+def test_a_retry_after_date_is_counted_from_the_clients_clock(canned: type[_Canned]) -> None:
+    """A Retry-After given as an HTTP date is the seconds from the client's clock to it, for the
+    site's calls and for the operator's (the clock is an argument, as every clock is)."""
+    now = 1_800_000_000.0  # Fri, 15 Jan 2027 08:00:00 GMT
+    canned.status, canned.body = 503, b"busy"
+    canned.headers_out = {"Retry-After": "Fri, 15 Jan 2027 08:01:30 GMT"}
+    client = ConvexBackbone(canned.url, "laptop", "s3cret-abcdef", clock=lambda: now)  # type: ignore[attr-defined]
+    operator = client.operator("deploy-key-abcdef")
+    try:
+        with pytest.raises(BackboneUnavailable, match="HTTP 503") as raised:
+            client.ping()
+        assert raised.value.retry_after == 90.0
+        with pytest.raises(BackboneUnavailable, match="HTTP 503") as raised:
+            operator.call("query", "episodes:getCursor", {})
+        assert raised.value.retry_after == 90.0
+    finally:
+        operator.close()
+        client.close()
+
+
 def test_a_wrong_url_is_a_configuration_error_not_a_bad_row(canned: type[_Canned]) -> None:
     canned.status, canned.body = 404, b"Not Found"
     client = ConvexBackbone(canned.url, "laptop", "s3cret-abcdef")  # type: ignore[attr-defined]

@@ -33,6 +33,7 @@ from conftest import (
     wait_started,
     write_config,
 )
+from harness import live_agent_argv
 
 
 # -- helpers (local to this file) ----------------------------------------------------------------
@@ -68,20 +69,7 @@ class LiveAgent:
         require_node_modules(GEN)
         self.out = out.open("ab")
         self.proc = subprocess.Popen(
-            [
-                "node",
-                str(GEN / "agent.mjs"),
-                "--db",
-                str(db),
-                "--live",
-                str(count),
-                "--interval-ms",
-                str(interval_ms),
-                "--seed",
-                str(seed),
-                "--session",
-                f"live-{seed}",
-            ],
+            live_agent_argv(db, count, interval_ms=interval_ms, seed=seed, session=f"live-{seed}"),
             stdout=self.out,
             stderr=subprocess.DEVNULL,
         )

@@ -27,6 +27,7 @@ from conftest import (
     wait_for,
     wal_commits,
 )
+from harness import run_live_agent
 
 from daemon.loop.runner import Daemon
 from daemon.site import Site, open_backbone, retry_policy
@@ -92,25 +93,8 @@ def test_a_live_writer_syncs_exactly_once_with_identical_content(
     thread = threading.Thread(target=daemon.run)
     thread.start()
     try:
-        writer = subprocess.run(
-            [
-                "node",
-                str(GEN / "agent.mjs"),
-                "--db",
-                str(files.agentdb),
-                "--live",
-                "150",
-                "--interval-ms",
-                "5",
-                "--seed",
-                "9",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        assert len(writer.stdout.splitlines()) == 150
+        saves = run_live_agent(files.agentdb, 150, interval_ms=5, seed=9, timeout=120)
+        assert len(saves) == 150
         wait_for(lambda: len(hub_episodes(files.hub, "laptop")) >= 151, what="all 151 episodes in the hub")
     finally:
         stop.set()

@@ -3,18 +3,15 @@ NOTIFY_SOCKET pointing at a datagram socket this test owns."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import AgentProcess, SiteFiles, episode, wait_for
+from conftest import AgentProcess, SiteFiles, episode, start_daemon, wait_for
 
 from daemon.loop.notify import Notifier, watchdog_interval
 
@@ -89,12 +86,8 @@ def test_a_daemon_under_systemd_says_ready_status_pings_and_stopping(
     tmp_path: Path,
 ) -> None:
     site = site_files("laptop", make_agentdb(5), backbone="busy_timeout_ms = 600000")
-    env = {**os.environ, "NOTIFY_SOCKET": str(tmp_path / "notify.sock"), "WATCHDOG_USEC": str(WATCHDOG_USEC)}
-    log = (tmp_path / "daemon.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daemon", "run", "--config", str(site.config)], stdout=log, stderr=log, env=env
-    )
-    log.close()
+    env = {"NOTIFY_SOCKET": str(tmp_path / "notify.sock"), "WATCHDOG_USEC": str(WATCHDOG_USEC)}
+    proc = start_daemon(site.config, tmp_path / "daemon.log", env=env)
     try:
         wait_for(lambda: listener.has("READY=1"), timeout=60, what="READY=1")
         ready = next(m for _, m in listener.messages if "READY=1" in m)

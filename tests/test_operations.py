@@ -25,6 +25,7 @@ from conftest import (
     wait_started,
     write_config,
 )
+from harness import logged
 
 from sync.sidecar import Sidecar
 
@@ -153,13 +154,6 @@ def test_a_backbone_that_stays_locked_is_logged_once_and_once_when_it_answers(
     holder.execute("BEGIN EXCLUSIVE")
     shutil.copy(make_agentdb(40, seed=7, name="more.db"), site.agentdb)  # new rows to push
 
-    def events(name: str) -> list[dict[str, object]]:
-        found = []
-        for line in log.read_text().splitlines():
-            if line.startswith("{") and (event := json.loads(line)).get("event") == name:
-                found.append(event)
-        return found
-
     # Each failed pass stamps its error in the sidecar (for status) while the log says it once.
     stamps: set[float] = set()
 
@@ -176,8 +170,8 @@ def test_a_backbone_that_stays_locked_is_logged_once_and_once_when_it_answers(
     wait_for(lambda: failed_passes() >= 3, what="several failed passes (retries at up to 0.2 s)")
     holder.execute("ROLLBACK")
     holder.close()
-    wait_for(lambda: len(events("recovered")) >= 1, what="the recovery line")
-    problems = [e for e in events("problem") if e.get("kind") == "backbone"]
+    wait_for(lambda: len(logged(log, "recovered")) >= 1, what="the recovery line")
+    problems = [e for e in logged(log, "problem") if e.get("kind") == "backbone"]
     assert len(problems) == 1, problems
     assert "database is locked" in str(problems[0]["detail"])
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import GEN, V3ALPHA, V139, read_agentdb_rows, require_node_modules
+from harness import live_agent_argv
 
 from sync.agentdb import AgentDBReader, FileStamp, file_stamp
 from sync.errors import SnapshotNotReady, SourceUnavailable
@@ -144,7 +145,7 @@ def test_snapshots_under_a_live_sqljs_writer_are_always_consistent(tmp_path: Pat
     require_node_modules(GEN)
     path = tmp_path / "live.db"
     writer = subprocess.Popen(
-        ["node", str(GEN / "agent.mjs"), "--db", str(path), "--live", "300", "--interval-ms", "0", "--seed", "3"],
+        live_agent_argv(path, 300, interval_ms=0, seed=3),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -18,7 +18,7 @@ from conftest import GEN, ROOT, read_agentdb_rows, require_node_modules
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # bench/ is a folder of scripts, not an installed package
 
-from test_warm_relevance import shared_rank_of as shared_rank  # what bench.recall scores with
+from harness.relevance import shared_rank_of as shared_rank  # what bench.recall scores with
 
 from bench.recall import (
     Answered,

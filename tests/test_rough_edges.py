@@ -20,6 +20,7 @@ import pytest
 import structlog
 from conftest import SiteFiles, memsync, status_json, wait_for, wait_started, write_config
 from fake_providers import KEY, FakeProvider, Reply, gemini_respond, serve
+from harness import log_events
 
 from daemon.cli.common import EX_USAGE
 from daemon.fleet import fleet_report
@@ -85,7 +86,7 @@ def test_a_daemon_waiting_for_its_agentdb_file_answers_sync_wait_at_once(
     done = memsync("sync", "--wait", "--timeout", "20", "--config", str(site.config))
     assert done.returncode == 0, done.stderr
     assert "backlog 0" in done.stderr
-    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    lines = list(log_events(log))
     assert [r for r in lines if r.get("level") == "error"] == []
     assert sum(r.get("event") == "waiting for the AgentDB file to be created" for r in lines) == 1
 

@@ -5,19 +5,20 @@ Convex; and the commands that show it (jobs, digest, agents, status --fleet, hea
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SiteFiles, memsync, wait_for, wait_started, write_config
+from conftest import SiteFiles, memsync, stop_daemon, wait_for, wait_started, write_config
 from convex_fixtures import LocalConvex
+from harness import logged
 
 from sync.backbone.hub import HubBackbone
 from sync.leases import Claim
@@ -45,6 +46,41 @@ def runs(hub: Path, job: str | None = None) -> list[Any]:
         return backbone.job_runs(job, 500)
     finally:
         backbone.close()
+
+
+def test_the_start_fires_and_the_first_heartbeat_are_set_by_the_schedulers_clock(
+    site_files: Callable[..., SiteFiles],
+) -> None:
+    """The scheduler takes its clock as an argument: the fires it adds at start and the first
+    heartbeat are due at the clock's now. A clock far ahead of the real one holds them all, so
+    nothing runs while the test looks."""
+    from daemon.schedule.worker import Scheduler
+    from daemon.site import duties_of
+
+    site = site_files("laptop", extra="[jobs]\nheartbeat_interval = 60\n")
+    settings = site.settings()
+    hub = HubBackbone(site.hub, site.name)
+    later = datetime(2100, 1, 1, 6, 0, 30, tzinfo=UTC)
+    beats: list[None] = []
+    scheduler = Scheduler(
+        settings,
+        hub,
+        duties_of(settings, hub).sweeps,
+        heartbeat=lambda: beats.append(None),
+        index_catch_up=None,
+        clock=later.timestamp,
+    )
+    scheduler.start()
+    try:
+        assert scheduler.next_fire("heartbeat") == later
+        names = [spec.name for spec in scheduler.specs()]
+        assert "daily-digest" in names
+        assert {name: scheduler.next_fire(f"{name}@start") for name in names} == dict.fromkeys(names, later)
+    finally:
+        scheduler.stop()
+        hub.close()
+    assert beats == []
+    assert runs(site.hub) == []
 
 
 def test_two_sites_on_one_hub_run_every_global_job_once_per_slot(
@@ -121,12 +157,22 @@ def test_a_claimant_killed_mid_run_is_taken_over_once(
         return any(r.outcome == "ok" for r in runs(hub, "sync-health") if r.slot == slot)
 
     wait_for(settled, timeout=30, what="the slot taken over and finished")
-    # On purpose: both daemons have fired at start by now (a skipped fire leaves no trace to wait for),
-    # and neither ran the finished slot again.
-    time.sleep(2)
+
+    def fired_at_start(site: SiteFiles) -> bool:
+        """The daemon's start fire of the slot is over: it ran it, or skipped it (and said so)."""
+        log = tmp_path / f"{site.name}.log"
+        return any(logged(log, event, job="sync-health", slot=slot) for event in ("job ran", "job skipped"))
+
+    wait_for(lambda: fired_at_start(laptop) and fired_at_start(vm), what="both daemons' start fires of the slot")
     mine = [r for r in runs(hub, "sync-health") if r.slot == slot]
     assert sorted(r.outcome for r in mine) == ["abandoned", "ok"], mine
     assert next(r for r in mine if r.outcome == "abandoned").site == "ghost"
+    skipped = [
+        e
+        for site in (laptop, vm)
+        for e in logged(tmp_path / f"{site.name}.log", "job skipped", job="sync-health", slot=slot)
+    ]
+    assert [e["reason"] for e in skipped] == ["another site holds or finished this slot"], skipped
 
 
 def test_a_daemon_stopped_across_fire_times_runs_the_slot_once(
@@ -197,7 +243,7 @@ def test_running_an_unknown_job_names_the_jobs(
 
 
 def test_on_convex_the_daemon_runs_no_global_job_and_the_crons_runs_show_in_jobs(
-    local_convex: LocalConvex, make_agentdb: Callable[..., Path], tmp_path: Path
+    local_convex: LocalConvex, make_agentdb: Callable[..., Path], daemons: Daemons, tmp_path: Path
 ) -> None:
     secret = local_convex.register_site("sched-convex")
     site = write_config(
@@ -211,32 +257,26 @@ def test_on_convex_the_daemon_runs_no_global_job_and_the_crons_runs_show_in_jobs
         # tests/test_settings_contract.py); the daemon keeps its heartbeat fast only.
         extra="[jobs]\nheartbeat_interval = 1\n",
     )
-    env = {**os.environ, "MEMSYNC_BACKBONE__SITE_SECRET": secret}
+    env = {"MEMSYNC_BACKBONE__SITE_SECRET": secret}
     log = tmp_path / "daemon.log"
-    with log.open("wb") as handle:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daemon", "run", "--config", str(site.config)], stdout=handle, stderr=handle, env=env
-        )
-    try:
-        wait_started(site, proc, log)
+    proc = daemons(site.config, log, env=env)
+    wait_started(site, proc, log)
 
-        def heartbeat_seen() -> bool:
-            fleet = memsync("status", "--fleet", "--json", "--config", str(site.config), env=env)
-            report = json.loads(fleet.stdout or "{}")
-            return any(s["site"] == "sched-convex" and s["online"] for s in report.get("sites", []))
+    def heartbeat_seen() -> bool:
+        fleet = memsync("status", "--fleet", "--json", "--config", str(site.config), env=env)
+        report = json.loads(fleet.stdout or "{}")
+        return any(s["site"] == "sched-convex" and s["online"] for s in report.get("sites", []))
 
-        wait_for(heartbeat_seen, timeout=30, what="the daemon's heartbeat in Convex")
-        time.sleep(3)  # on purpose: a daemon that ran global jobs would have run their current slots by now
-        local_convex.admin("action", "scheduled:markStaleAgents", {})  # what the cron runs
-        listed = memsync("jobs", "--json", "--config", str(site.config), env=env)
-        rows = {r["job"]: r for r in json.loads(listed.stdout)}
-        assert all(rows[job]["where"] == "Convex" for job in GLOBAL)
-        assert rows["mark-stale-agents"]["last"]["site"] == "convex"
-        ran_here = [line for line in log.read_text().splitlines() if '"job ran"' in line or "job ran" in line]
-        assert ran_here == [], "a daemon on Convex never runs a global job"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+    wait_for(heartbeat_seen, timeout=30, what="the daemon's heartbeat in Convex")
+    time.sleep(3)  # on purpose: a daemon that ran global jobs would have run their current slots by now
+    local_convex.admin("action", "scheduled:markStaleAgents", {})  # what the cron runs
+    listed = memsync("jobs", "--json", "--config", str(site.config), env=env)
+    rows = {r["job"]: r for r in json.loads(listed.stdout)}
+    assert all(rows[job]["where"] == "Convex" for job in GLOBAL)
+    assert rows["mark-stale-agents"]["last"]["site"] == "convex"
+    assert logged(log, "job ran") == [], "a daemon on Convex never runs a global job"
+    assert logged(log, "job skipped") == [], "nor fires one"
+    assert stop_daemon(proc) == 0
 
 
 def test_the_index_job_starts_no_worker_when_the_index_is_up_to_date(

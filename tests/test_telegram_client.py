@@ -229,6 +229,16 @@ def test_429_is_transient_with_telegrams_retry_after(tg: FakeTelegram, api: BotA
     assert api.send_message("42", "hello") == 1  # nothing was sent while it failed
 
 
+def test_a_retry_after_date_is_counted_from_the_clients_clock(tg: FakeTelegram) -> None:
+    """A Retry-After header given as an HTTP date is the seconds from the client's clock (an
+    argument, as every clock is) to that date."""
+    now = 1_800_000_000.0  # Fri, 15 Jan 2027 08:00:00 GMT
+    with BotApi(TOKEN, tg.api_base, timeout=5.0, clock=lambda: now) as api:
+        tg.fail_next(1, status=429, header="Fri, 15 Jan 2027 08:01:30 GMT")
+        assert refused(TelegramUnavailable, api, lambda: api.send_message("42", "hello")).retry_after == 90.0
+        assert api.send_message("42", "hello") == 1  # nothing was sent while it failed
+
+
 def test_5xx_is_transient(tg: FakeTelegram, api: BotApi) -> None:
     tg.fail_next(1, status=502)
     exc = refused(TelegramUnavailable, api, lambda: api.send_message("42", "hello"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import memsync, wait_for, wait_started, write_config
+from conftest import memsync, start_daemon, stop_daemon, wait_for, wait_started, write_config
 from convex_fixtures import LocalConvex, running_local_convex
 from fake_telegram import FakeTelegram
 
@@ -163,13 +162,7 @@ def test_convex_says_a_stopped_site_itself_with_no_daemon_running(
     """Every daemon of the fleet is down: the deployment's own crons (run here with the admin key,
     as the local server runs no crons) find the site stopped and tell Telegram, once."""
     log = tmp_path / "daemon.log"
-    with log.open("wb") as handle:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daemon", "run", "--config", str(site.files.config)],
-            stdout=handle,
-            stderr=handle,
-            env={**os.environ, **site.env},
-        )
+    proc = start_daemon(site.files.config, log, env=site.env)
     try:
         wait_started(site.files, proc, log)
 
@@ -179,8 +172,7 @@ def test_convex_says_a_stopped_site_itself_with_no_daemon_running(
 
         wait_for(synced_and_online, timeout=30, what="the site's heartbeat and first sync in Convex")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        assert stop_daemon(proc, timeout=30) == 0
     # Later: the crons find its heartbeat stale and its sync silent (thresholds of 1 ms stand for the time).
     convex.admin("mutation", "agents:markStale", {"staleAfterMs": 1})
     convex.admin("mutation", "health:syncHealthAlert", {"silentAfterMs": 1})

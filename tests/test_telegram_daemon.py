@@ -31,6 +31,7 @@ from conftest import (
     write_config,
 )
 from fake_telegram import FakeTelegram
+from harness import log_events
 
 from daemon.alerts.store import AlertStore
 from daemon.alerts.watch import Alerts
@@ -404,8 +405,7 @@ def test_a_token_the_daemon_finds_refused_is_an_error_in_the_log_and_in_status(
     wait_started(laptop, proc, log)
 
     def refusals() -> list[dict[str, object]]:
-        lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
-        return [r for r in lines if "refused the bot token" in str(r.get("detail", ""))]
+        return [r for r in log_events(log) if "refused the bot token" in str(r.get("detail", ""))]
 
     wait_for(lambda: bool(refusals()), what="the refusal logged")
     (said,) = refusals()  # once, however often the daemon meets it

@@ -18,48 +18,33 @@ whichever the tie-break favours would flatter it.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import pytest
+from harness.relevance import (
+    CLASSES,
+    DATA,
+    TOP,
+    Query,
+    RelevanceSet,
+    load_set,
+    set_points,
+    shared_rank,
+)
 from qdrant_client import QdrantClient
 
 from sync.warm import bm25
 from sync.warm.embedders import LocalEmbedder
 from sync.warm.search import hybrid
-from sync.warm.store import EdgeStore, Hit, ServerStore, VectorStore, WarmPoint, point_id
+from sync.warm.store import EdgeStore, Hit, ServerStore, VectorStore, WarmPoint
 from sync.warm.text import episode_text
 
-DATA: Final = Path(__file__).parent / "data" / "warm_relevance.json"
 COLLECTION: Final = "relevance"
-TOP: Final = 10
 MODES: Final = ("hybrid", "rrf", "dense", "bm25")  # hybrid: the default, relative fusion
-CLASSES: Final = ("identifier", "paraphrase")
 STORES: Final = ("edge", "server")
-TIE: Final = 1e-6  # scores closer than this are a tie
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    id: str
-    cls: str
-    text: str
-    relevant: frozenset[str]
-    identifier: str | None
-    distractors: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RelevanceSet:
-    episodes: tuple[Mapping[str, Any], ...]
-    queries: tuple[Query, ...]
-
-    def text(self, episode_id: str) -> str:
-        return next(episode_text(e) for e in self.episodes if e["id"] == episode_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,55 +74,6 @@ class Run:
     def found_within(self, mode: str, n: int) -> int:
         """How many queries have their relevant episode in the top ``n`` whatever the tie order."""
         return sum(1 for q in self.queries if (r := self.worst_rank[q.id, mode]) is not None and r <= n)
-
-
-def load_set(path: Path = DATA) -> RelevanceSet:
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    queries = tuple(
-        Query(
-            q["id"],
-            q["class"],
-            q["query"],
-            frozenset(q["relevant"]),
-            q.get("identifier"),
-            tuple(q.get("distractors", ())),
-        )
-        for q in raw["queries"]
-    )
-    return RelevanceSet(tuple(raw["episodes"]), queries)
-
-
-def shared_rank(hits: Sequence[Hit], relevant: frozenset[str]) -> tuple[float, int | None]:
-    """(reciprocal rank with ties shared, worst rank among the ties) of the first relevant hit."""
-    return shared_rank_of([(str(h.payload["sourceId"]), h.score) for h in hits], relevant)
-
-
-def shared_rank_of(scored: Sequence[tuple[str, float]], relevant: frozenset[str]) -> tuple[float, int | None]:
-    """``shared_rank`` over (key, score) pairs, best first: what ``bench.recall`` reads from the CLI."""
-    for key, score in scored:
-        if key not in relevant:
-            continue
-        ahead = sum(1 for _, s in scored if s > score + TIE)
-        tied = sum(1 for k, s in scored if abs(s - score) <= TIE and k not in relevant)
-        ranks = range(ahead + 1, ahead + tied + 2)
-        return math.fsum(1.0 / r for r in ranks) / len(ranks), ranks[-1]
-    return 0.0, None
-
-
-def set_points(
-    relevance_set: RelevanceSet, texts: Sequence[str], vectors: Sequence[Sequence[float]]
-) -> list[WarmPoint]:
-    """The set's episodes as the indexer's points: their dense vectors, BM25 and payload."""
-    return [
-        WarmPoint(
-            point_id(e["site"], e["id"]),
-            vector,
-            bm25.embed_document(text),
-            {"site": e["site"], "agent": e["agent"], "session": e["session"], "tags": e["tags"], "ts": e["ts"]}
-            | {"sourceId": e["id"]},
-        )
-        for e, text, vector in zip(relevance_set.episodes, texts, vectors, strict=True)
-    ]
 
 
 # --- fixtures ----------------------------------------------------------------------------------

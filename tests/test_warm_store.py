@@ -7,14 +7,24 @@ import math
 import re
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from qdrant_client import QdrantClient
 
-from sync.errors import CollectionMismatch, ConfigError, PermanentError, StoreLocked, StoreRejected, TransientError
+from sync.errors import (
+    CollectionMismatch,
+    ConfigError,
+    PermanentError,
+    StoreLocked,
+    StoreRejected,
+    StoreUnavailable,
+    TransientError,
+)
 from sync.warm import bm25
 from sync.warm.fusion import DENSE_WEIGHT_FULL_MATCH
 from sync.warm.search import hybrid
@@ -487,6 +497,50 @@ def test_server_store_unreachable_server_is_transient() -> None:
     with pytest.raises(TransientError, match="cannot reach Qdrant"):
         store.open_or_create(COLLECTION, MODEL, DIMS)
     store.close()
+
+
+class _Busy(BaseHTTPRequestHandler):
+    """A Qdrant server too busy for anything: 503, and a Retry-After as an HTTP date."""
+
+    def do_GET(self) -> None:
+        self._busy()
+
+    def do_POST(self) -> None:
+        self._busy()
+
+    def do_PUT(self) -> None:
+        self._busy()
+
+    def _busy(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = b'{"status": {"error": "overloaded"}, "time": 0}'
+        self.send_response(503)
+        self.send_header("Retry-After", "Fri, 15 Jan 2027 08:01:30 GMT")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_server_store_counts_a_retry_after_date_from_its_clock() -> None:
+    """A busy server's Retry-After date is the seconds from the store's clock (an argument) to it."""
+    now = 1_800_000_000.0  # Fri, 15 Jan 2027 08:00:00 GMT
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Busy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    store = ServerStore(url=f"http://127.0.0.1:{server.server_address[1]}", timeout=5, clock=lambda: now)
+    try:
+        with pytest.raises(StoreUnavailable, match="answered 503") as raised:
+            store.open_or_create(COLLECTION, MODEL, DIMS)
+        assert raised.value.retry_after == 90.0
+    finally:
+        store.close()
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def test_in_time_order_reads_newest_or_oldest_first_under_a_filter(store: VectorStore) -> None:

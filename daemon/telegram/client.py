@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 from urllib.parse import quote
@@ -78,6 +78,7 @@ class BotApi:
         *,
         timeout: float = 15.0,
         transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not _TOKEN.fullmatch(token):
             # Never echo it: a near-miss is still mostly the secret.
@@ -92,6 +93,7 @@ class BotApi:
         self.api_base = api_base.rstrip("/")
         self._token = token
         self._timeout = timeout
+        self._clock = clock  # what an HTTP-date Retry-After is counted from
         self._client = httpx.Client(timeout=self._timeouts(None), transport=transport)
 
     def __repr__(self) -> str:
@@ -219,7 +221,7 @@ class BotApi:
         if verdict is http_policy.Verdict.TRANSIENT:
             wait = _seconds(parameters.get("retry_after"))
             if wait is None:
-                wait = http_policy.retry_after(response.headers.get("retry-after"), time.time())
+                wait = http_policy.retry_after(response.headers.get("retry-after"), self._clock())
             raise TelegramUnavailable(f"telegram {method}: HTTP {code}: {description}", wait)
         if verdict is http_policy.Verdict.AUTH:
             raise TelegramAuthError(f"telegram refused the bot token (HTTP {code} on {method}): check {TOKEN_ENV}")

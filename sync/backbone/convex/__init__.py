@@ -27,8 +27,9 @@ from sync.backbone.convex.registry import MAX_AGENT_BEATS
 
 
 class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive):
-    """``ConvexBackbone(url, site, secret, *, timeout=15.0, transport=None)``: the deployment at
-    ``url``, acting for ``site`` with its secret. It is a ``Backbone``."""
+    """``ConvexBackbone(url, site, secret, *, timeout=15.0, transport=None, clock=time.time)``: the
+    deployment at ``url``, acting for ``site`` with its secret (``clock``: now, for a Retry-After
+    given as a date). It is a ``Backbone``."""
 
     kind = "convex"
 

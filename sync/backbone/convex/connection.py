@@ -7,7 +7,7 @@ every failure classified once (``classify``, ``post``). Retries are the engine's
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -60,6 +60,7 @@ class ConvexConnection:
         *,
         timeout: float = 15.0,
         transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not url.startswith(("https://", "http://")):
             raise ConfigError(f"backbone.url must be the deployment's URL (https://...), not {url!r}")
@@ -69,6 +70,7 @@ class ConvexConnection:
         self.description = f"convex {self.url}"
         self._timeout = timeout
         self._transport = transport
+        self._clock = clock  # what an HTTP-date Retry-After is counted from
         self._client = httpx.Client(
             base_url=self.url,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
@@ -79,7 +81,8 @@ class ConvexConnection:
     # -- the HTTP API ---------------------------------------------------------------------------
     def call(self, kind: Kind, path: str, args: Mapping[str, Any] | None = None) -> Any:
         """Run one public function as this site; its value, or a classified exception."""
-        return post(self._client, self.url, kind, path, {"site": self.site, "secret": self._secret, **(args or {})})
+        signed = {"site": self.site, "secret": self._secret, **(args or {})}
+        return post(self._client, self.url, kind, path, signed, clock=self._clock)
 
     def ping(self) -> None:
         self.call("query", "episodes:getCursor")
@@ -89,15 +92,23 @@ class ConvexConnection:
         the deploy key: for what this site's secret cannot reach."""
         from sync.backbone.convex.operator import ConvexOperator
 
-        return ConvexOperator(self.url, deploy_key, timeout=self._timeout, transport=self._transport)
+        return ConvexOperator(self.url, deploy_key, timeout=self._timeout, transport=self._transport, clock=self._clock)
 
     def close(self) -> None:
         self._client.close()
 
 
-def post(client: httpx.Client, url: str, kind: Kind, path: str, args: dict[str, Any]) -> Any:
+def post(
+    client: httpx.Client,
+    url: str,
+    kind: Kind,
+    path: str,
+    args: dict[str, Any],
+    *,
+    clock: Callable[[], float] = time.time,
+) -> Any:
     """One call of Convex's HTTP API: its value, or a classified exception (messages name the
-    function and the URL, never a credential)."""
+    function and the URL, never a credential). ``clock`` is now, for a Retry-After given as a date."""
     body = {"path": path, "args": args, "format": "json"}
     try:
         response = client.post(f"/api/{kind}", json=body)
@@ -120,7 +131,7 @@ def post(client: httpx.Client, url: str, kind: Kind, path: str, args: dict[str, 
     # Every other status means what sync.http says it means, for every service memsync calls.
     verdict = http_policy.classify(response.status_code)
     if verdict is http_policy.Verdict.TRANSIENT:
-        wait = http_policy.retry_after(response.headers.get("retry-after"), time.time())
+        wait = http_policy.retry_after(response.headers.get("retry-after"), clock())
         raise BackboneUnavailable(f"convex {path}: HTTP {response.status_code}", wait)
     if verdict is http_policy.Verdict.AUTH:
         raise BackboneAuthError(f"convex {path}: HTTP {response.status_code}")

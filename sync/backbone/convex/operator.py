@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -19,11 +20,18 @@ class ConvexOperator:
     cannot. The key is never in a message, a log line or this object's repr."""
 
     def __init__(
-        self, url: str, deploy_key: str, *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None
+        self,
+        url: str,
+        deploy_key: str,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not url.startswith(("https://", "http://")):
             raise ConfigError(f"the deployment's URL must be https://..., not {url!r}")
         self.url = url.rstrip("/")
+        self._clock = clock  # what an HTTP-date Retry-After is counted from
         self._client = httpx.Client(
             base_url=self.url,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
@@ -36,7 +44,7 @@ class ConvexOperator:
 
     def call(self, kind: Kind, path: str, args: Mapping[str, Any]) -> Any:
         """Run any function (internal ones too) as the admin; its value, or a classified exception."""
-        return post(self._client, self.url, kind, path, dict(args))
+        return post(self._client, self.url, kind, path, dict(args), clock=self._clock)
 
     def forget(self, site: str, source_id: str) -> Forgotten:
         """Forget ``site``'s episode ``source_id``, hot or archived, as the site's own forget does."""

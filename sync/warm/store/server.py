@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,9 +54,11 @@ class ServerStore(StoreBase):
         path: str | None = None,
         timeout: int = 10,
         client: QdrantClient | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         from qdrant_client import QdrantClient
 
+        self._clock = clock  # what an HTTP-date Retry-After is counted from
         self._where = url or location or path or ("shared client" if client is not None else "")
         # A given client is shared (with other stores or the caller), so close() leaves it open.
         self._owns_client = client is None
@@ -89,7 +91,7 @@ class ServerStore(StoreBase):
             if verdict is http.Verdict.TRANSIENT:
                 header = exc.headers.get("retry-after") if exc.headers else None
                 raise StoreUnavailable(
-                    f"Qdrant at {where} answered {status} to {doing}", http.retry_after(header, time.time())
+                    f"Qdrant at {where} answered {status} to {doing}", http.retry_after(header, self._clock())
                 ) from exc
             if verdict is http.Verdict.AUTH:
                 raise ConfigError(

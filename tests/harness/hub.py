@@ -1,0 +1,50 @@
+"""What a site's daemon has written, read from outside it: the embedded hub's episodes and its
+count of a site's episodes, and a value of the site's state database (the sidecar)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def hub_episodes(hub: Path, site: str | None = None) -> list[dict[str, Any]]:
+    """Every episode the hub holds (of ``site``, or of every site), hot and archived."""
+    from sync.backbone.hub import HubBackbone
+
+    backbone = HubBackbone(hub, site or "reader")  # the bound site only matters for writes
+    try:
+        # Hot and archived: the fixtures' episodes date from 2025, so a daemon's cleanup job may
+        # have moved them to the cold archive (they carry ``archived: true`` then).
+        return [*backbone.episodes(site), *backbone.archived_episodes(site)]
+    finally:
+        backbone.close()
+
+
+def hub_total(hub: Path, site: str) -> int:
+    """Episodes the hub has received from ``site`` (its own count, kept with each push); 0 until
+    the daemon has created the hub."""
+    from sync.backbone.hub import HubBackbone
+    from sync.errors import BackboneUnavailable
+
+    try:
+        backbone = HubBackbone(hub, site, create=False)
+    except BackboneUnavailable:
+        return 0  # the daemon has not created it yet
+    try:
+        cursor = backbone.site_cursor()
+    except BackboneUnavailable:
+        return 0  # created, but its schema is not committed yet
+    finally:
+        backbone.close()
+    return 0 if cursor is None else cursor.total_synced
+
+
+def sidecar_value(state: Path, key: str) -> str | None:
+    """One value the daemon keeps in its sidecar's meta table (``passes``, ``last_pass_at``...)."""
+    from sync.sidecar import Sidecar
+
+    sidecar = Sidecar(state, readonly=True)
+    try:
+        return sidecar.get(key)
+    finally:
+        sidecar.close()
