@@ -210,7 +210,7 @@ describe("not configured", () => {
     expect(await tg.t.mutation(internal.digest.announce, { day: "2026-01-14" })).toEqual({ queued: false });
     expect(await tg.t.mutation(api.digest.send, tg.laptop)).toEqual({ day: "2026-01-14", queued: false });
     await tg.t.run((ctx) => ctx.db.insert("healthStates", { site: "laptop", state: "down", since: NOW }));
-    expect((await tg.t.mutation(internal.alerts.sweep, {})).notices).toHaveLength(1);
+    expect((await tg.t.mutation(internal.alerts.sweep, {}))?.notices).toHaveLength(1);
     await tg.t.action(internal.telegram.deliver, {});
     await settle();
     expect(await outbox()).toEqual([]);

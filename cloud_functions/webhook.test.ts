@@ -98,7 +98,7 @@ describe("approval buttons", () => {
       resolvedAt: NOW,
     });
     expect((await episode())?.approvalStatus).toBe("approved");
-    expect((await outbox()).map((r) => r.key)).toEqual([`approval:${approvalId}`, `approval:${approvalId}:resolved`]);
+    expect((await outbox()).map((r) => r.key)).toEqual([`approval:${approvalId}`, `approval:${approvalId}:approved`]);
     expect(tg.bot.of("editMessageText")).toEqual([
       {
         chat_id: CHAT,

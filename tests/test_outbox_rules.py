@@ -1,10 +1,11 @@
-"""The Telegram outbox's retry rules (contracts/outbox_rules.json), as cloud_functions/outboxRules.test.ts
-holds Convex's deliver to them: the backoff by tries failed, and a message that keeps failing given up
-after the contract's tries, against the fake Bot API on 127.0.0.1 and a real alert store."""
+"""The Telegram outbox's rules (contracts/outbox_rules.json) and keys (contracts/outbox_keys.json), as
+cloud_functions/outboxRules.test.ts holds Convex's to them: the key each message is queued under, the
+backoff by tries failed, and a message that keeps failing given up after the contract's tries, against
+the fake Bot API on 127.0.0.1 and a real alert store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,13 @@ from contract import contract
 from fake_telegram import FakeTelegram
 
 from daemon.alerts.messages import Message
+from daemon.alerts.outbox_keys import alert_key, approval_edit_key, approval_key, digest_key, digest_sent_key
 from daemon.alerts.store import AlertStore, Queued
 from daemon.telegram.client import BotApi
 from daemon.telegram.sender import BACKOFF, MAX_ATTEMPTS, deliver
 
 RULES: dict[str, Any] = contract("outbox_rules.json")
+KEYS: list[dict[str, Any]] = contract("outbox_keys.json")["cases"]
 TOKEN = "123456:TEST-token_abc"
 CHAT = "-1001"
 
@@ -31,6 +34,24 @@ def tg() -> Iterator[FakeTelegram]:
 
 def never_stop(_seconds: float) -> bool:
     return True
+
+
+KEYED: dict[str, Callable[[dict[str, Any]], str]] = {
+    "alert": lambda c: alert_key(c["subject"], c["kind"], c["spell"], c["reminders"]),
+    "approval": lambda c: approval_key(c["approval"]),
+    "approval edit": lambda c: approval_edit_key(c["approval"], c["status"], c["defer_count"]),
+    "digest": lambda c: digest_key(c["day"]),
+    "digest asked for": lambda c: digest_sent_key(c["day"], c["at"]),
+}
+
+
+@pytest.mark.parametrize("case", KEYS, ids=[c["key"] for c in KEYS])
+def test_each_message_is_queued_under_the_contract_s_key(case: dict[str, Any]) -> None:
+    assert KEYED[case["message"]](case) == case["key"]
+
+
+def test_every_message_of_the_outbox_has_key_cases() -> None:
+    assert {c["message"] for c in KEYS} == set(KEYED)
 
 
 @pytest.mark.parametrize("case", RULES["backoff_ms"], ids=[f"{c['tries']} tries" for c in RULES["backoff_ms"]])

@@ -15,6 +15,7 @@ import structlog
 
 from daemon.alerts.machine import mute, snooze
 from daemon.alerts.messages import approval_outcome, hhmm
+from daemon.alerts.outbox_keys import approval_edit_key, approval_key
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
 from daemon.duties import ApprovalsClient
@@ -97,9 +98,9 @@ def reconcile(coordination: Approvals, store: AlertStore, *, only: str | None = 
             continue
         store.enqueue(
             Queued(
-                f"approval:{approval_id}:{approval.status}:{approval.defer_count}",
+                approval_edit_key(approval_id, approval.status, approval.defer_count),
                 approval_outcome(approval),
-                edits=f"approval:{approval_id}",
+                edits=approval_key(approval_id),
             )
         )
         edits += 1
