@@ -188,6 +188,13 @@ type Press = { fromId: string; fromName: string; data: string };
 
 /** The answer to an approve, reject or defer pressed by someone not among the approval's reviewers. */
 export const NOT_A_REVIEWER = "You are not a reviewer of this approval.";
+/** The answer to a press in another chat than memsync's own (a bot may be added to other chats), whatever it asks. */
+export const OTHER_CHAT = "This chat does not decide memsync's approvals.";
+/**
+ * The answer to a press whose data asks nothing memsync knows (a button of an older memsync, of
+ * another bot): answered all the same, or Telegram's client spins until it gives up.
+ */
+export const UNKNOWN_BUTTON = "Unknown button.";
 
 /** The actions a button's callback data names: approve, reject, defer an approval; snooze, mute an alert. */
 export type ButtonAction = "a" | "r" | "d" | "s" | "m";
@@ -215,7 +222,7 @@ function closedAnswer(approval: Doc<"approvals">, now: number): string | null {
 /** What a button does; the text Telegram shows the presser (contracts/press_answers.json). */
 async function decide(ctx: MutationCtx, press: Press, now: number): Promise<string> {
   const parsed = parseButton(press.data);
-  if (parsed === null) return "unknown button";
+  if (parsed === null) return UNKNOWN_BUTTON;
   const { action, target } = parsed;
   if (action === "s" || action === "m") {
     const machine = await machineById(ctx.db, target);
