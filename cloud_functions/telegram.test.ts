@@ -124,7 +124,7 @@ describe("delivery", () => {
 
   test("two delivers at once send each row once (a row is claimed where it is handed out)", async () => {
     for (const key of ["one", "two", "three"]) await queueRaw(key);
-    await Promise.all([tg.t.action(internal.telegram.deliver, {}), tg.t.action(internal.telegram.deliver, {})]);
+    await tg.paced(Promise.all([tg.t.action(internal.telegram.deliver, {}), tg.t.action(internal.telegram.deliver, {})]));
     expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual(["one", "two", "three"]);
     expect((await outbox()).map((r) => r.messageId)).toEqual([1, 2, 3]);
   });
@@ -228,7 +228,7 @@ test("the token is in no stored row and no error, even when Telegram echoes it",
   await tg.t.action(internal.scheduled.alerts, {});
   await tg.t.run((ctx) => ctx.db.insert("telegramOutbox", { key: "x", kind: "send", text: "x", severity: "critical", notBefore: NOW, createdAt: NOW, attempts: 0 }));
   await tg.bot.stop();
-  await tg.t.action(internal.telegram.deliver, {});
+  await tg.paced(tg.t.action(internal.telegram.deliver, {})); // after the last message's pause
   const everything = await tg.t.run(async (ctx) => {
     const tables = ["telegramOutbox", "telegramUpdates", "approvals", "jobRuns", "alertMachines", "digests"] as const;
     const rows = await Promise.all(tables.map((table) => ctx.db.query(table).collect()));
