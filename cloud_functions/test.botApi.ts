@@ -6,7 +6,6 @@
 import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, vi } from "vitest";
-import { PER_CHAT_PAUSE_MS } from "./telegram";
 import { backend, registerSite, type Backend } from "./test.setup";
 
 // The real clock's setTimeout, taken before any test fakes it: the tests' own waits for the next
