@@ -1,79 +1,79 @@
 /**
- * Sweep alerts (the `alerts` cron, every minute): the fleet's signals (lib/alertSignals.ts, the
- * daemons' table) observed from the registry and the pending approvals, each (signal, subject)
- * machine stepped from its stored state, and every notice queued for Telegram once. On Convex the
- * deployment runs it itself, so a site that stopped is reported even when every site has stopped.
+ * Sweep alerts (the `alerts` cron, every minute): the fleet's signals observed from the registry
+ * and the pending approvals (lib/alertSignals.ts's observeFleet, the pure decision both servers
+ * hold to contracts/alert_sweep.json), each (signal, subject) machine stepped from its stored state,
+ * and every notice queued for Telegram once. On Convex the deployment runs it itself, so a site
+ * that stopped is reported even when every site has stopped.
  */
 import { v } from "convex/values";
 import { internalMutation } from "./_generated/server";
 import { step } from "./lib/alertMachine";
-import { type ApprovalView, observeApprovals, observeSites, severityOf, subjectKey } from "./lib/alertSignals";
+import { observeFleet, subjectKey } from "./lib/alertSignals";
 import { machineByKey, saveMachine, stateOf } from "./lib/alertStore";
 import { noticeButtons, noticeText } from "./lib/alertText";
 import { fleet } from "./lib/fleet";
 import { enqueue } from "./lib/outbox";
-import { alertsEnabled, approvalLeadMs, deploymentExpiry, signalSpecs } from "./lib/settings";
+import { alertKey } from "./lib/outboxKeys";
+import { alertsEnabled, deploymentFleetRules, signalSpecs } from "./lib/settings";
 
 export const sweep = internalMutation({
   args: { now: v.optional(v.number()) },
-  returns: v.object({ observed: v.number(), notices: v.array(v.string()) }),
+  returns: v.union(
+    v.null(),
+    v.object({ observed: v.number(), notices: v.array(v.object({ kind: v.string(), subject: v.string() })) }),
+  ),
   handler: async (ctx, args) => {
     const now = args.now ?? Date.now();
-    // As the hub's alerts.enabled = false: no machine is stepped, nothing is said.
-    if (!alertsEnabled()) return { observed: 0, notices: [] };
+    // As the hub's alerts.enabled = false: no machine is stepped, nothing is said (null: alerts are off).
+    if (!alertsEnabled()) return null;
     const specs = signalSpecs();
     const pending = await ctx.db
       .query("approvals")
       .withIndex("by_status_expires", (q) => q.eq("status", "pending"))
       .collect();
-    const approvals = new Map<string, ApprovalView>(
-      pending.map((a) => [
-        a._id,
-        {
-          approvalId: a._id,
-          status: a.status,
-          expiresAt: deploymentExpiry(a),
-          actionType: a.actionType,
-          agentName: a.agentName,
-          site: a.site,
-          priority: a.priority,
-        },
-      ]),
-    );
-    const observed = [...observeSites(await fleet(ctx.db), now), ...observeApprovals(approvals.values(), now, approvalLeadMs())];
-    const said: string[] = [];
+    const views = pending.map((a) => ({
+      approvalId: a._id,
+      status: a.status,
+      createdAt: a.createdAt,
+      expiresAt: a.expiresAt,
+      deferCount: a.deferCount,
+      actionType: a.actionType,
+      agentName: a.agentName,
+      site: a.site,
+      priority: a.priority,
+    }));
+    const observed = observeFleet(await fleet(ctx.db), views, now, deploymentFleetRules());
+    const said: { kind: string; subject: string }[] = [];
     for (const seen of observed) {
       const found = await machineByKey(ctx.db, subjectKey(seen));
       const before = found === null ? null : stateOf(found);
       const [after, notices] = step(specs[seen.signal], before, seen.observation);
       const machine = await saveMachine(ctx, seen, found, after);
       for (const raw of notices) {
-        const notice = { ...raw, severity: severityOf(seen, approvals) };
-        // One key per notice of a spell: the spell is named by when it went down (a recovery's
-        // is the state before it, which it clears).
+        const notice = { ...raw, severity: seen.severity };
+        // A recovery's spell is the one it ends: the state before it, which it clears.
         const spell = notice.kind === "recovered" ? before!.downAt : after.downAt;
-        const nth = notice.kind === "reminder" ? `:${after.reminders}` : "";
-        const text = noticeText(seen.signal, seen.subject, notice);
         await enqueue(
           ctx,
           {
             kind: "send",
-            key: `alert:${subjectKey(seen)}:${spell}:${notice.kind}${nth}`,
-            text,
+            key: alertKey(subjectKey(seen), notice.kind, spell, after.reminders),
+            text: noticeText(seen.signal, seen.subject, notice),
             buttons: noticeButtons(seen.signal, seen.subject, machine.id, notice),
             severity: notice.severity,
           },
           now,
         );
-        said.push(text);
+        said.push({ kind: notice.kind, subject: subjectKey(seen) });
       }
     }
     // An approval no longer pending has nothing more to expire: its machine goes.
+    const stillPending = new Set<string>(pending.map((a) => a._id));
     const expiring = await ctx.db
       .query("alertMachines")
       .withIndex("by_key", (q) => q.gte("key", "expiring:").lt("key", "expiring;"))
       .collect();
-    for (const machine of expiring) if (!approvals.has(machine.subject)) await ctx.db.delete(machine._id);
+    for (const machine of expiring) if (!stillPending.has(machine.subject)) await ctx.db.delete(machine._id);
     return { observed: observed.length, notices: said };
   },
 });

@@ -7,6 +7,7 @@ import { APPROVED_BY_POLICY, approvedAtCreation, effectiveExpiry, severityOfPrio
 import { authenticate, siteArgs } from "./lib/auth";
 import { fail } from "./lib/errors";
 import { enqueue } from "./lib/outbox";
+import { approvalKey } from "./lib/outboxKeys";
 import { approvalTimeouts, deploymentTimeoutOf } from "./lib/settings";
 import { approvalPriority, approvalStatus, isCount } from "./lib/validators";
 
@@ -81,7 +82,7 @@ export const create = mutation({
     const approval = (await ctx.db.get(approvalId))!;
     await markEpisode(ctx, approval, approval.status);
     if (!approved) {
-      const messageKey = `approval:${approvalId}`;
+      const messageKey = approvalKey(approvalId);
       const queued = await enqueue(
         ctx,
         { kind: "send", key: messageKey, text: approvalText(approval), buttons: approvalButtons(approvalId), severity: severityOfPriority(approval.priority) },

@@ -5,6 +5,7 @@ import { authenticate, siteArgs } from "./lib/auth";
 import { type DigestDocument, digestMessage } from "./lib/digestMessage";
 import { fail } from "./lib/errors";
 import { enqueue } from "./lib/outbox";
+import { digestKey, digestSentKey } from "./lib/outboxKeys";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 export const TOP = 5;
@@ -297,7 +298,7 @@ export const announce = internalMutation({
       .withIndex("by_day", (q) => q.eq("day", args.day))
       .unique();
     if (found === null) return { queued: false };
-    return { queued: await queueDigest(ctx, found, `digest:${args.day}`, "warning", Date.now()) };
+    return { queued: await queueDigest(ctx, found, digestKey(args.day), "warning", Date.now()) };
   },
 });
 
@@ -311,6 +312,6 @@ export const send = mutation({
     if (found === null) fail("NOT_FOUND", "no digest has been built yet");
     const now = Date.now();
     // Asked for by a person, now: no quiet hours.
-    return { day: found.day, queued: await queueDigest(ctx, found, `digest:${found.day}:sent:${now}`, "critical", now) };
+    return { day: found.day, queued: await queueDigest(ctx, found, digestSentKey(found.day, now), "critical", now) };
   },
 });

@@ -8,6 +8,7 @@ import { internal } from "./_generated/api";
 import { httpAction } from "./_generated/server";
 import { sameText } from "./lib/auth";
 import { callBotApi, telegramConfig, webhookSecret } from "./lib/telegram";
+import { OTHER_CHAT } from "./telegram";
 
 type CallbackQuery = {
   id?: unknown;
@@ -43,13 +44,14 @@ const telegramWebhook = httpAction(async (ctx, request) => {
   const callbackId = text(query.id);
   const data = text(query.data);
   const fromId = query.from?.id;
-  if (callbackId === "" || data === "" || (typeof fromId !== "number" && typeof fromId !== "string")) return reply(200);
+  // A press of no data, or of data we do not know, is answered all the same (telegram.ts's UNKNOWN_BUTTON).
+  if (callbackId === "" || (typeof fromId !== "number" && typeof fromId !== "string")) return reply(200);
   const config = telegramConfig();
   // Our buttons are only in our chat: a press from elsewhere (the bot added to another group) is refused.
   const chatId = query.message?.chat?.id;
   let answer: string;
   if (config !== null && chatId !== undefined && String(chatId) !== config.chatId) {
-    answer = "This chat does not decide memsync's approvals."; // the hub's words (contracts/press_answers.json)
+    answer = OTHER_CHAT; // the hub's words (contracts/press_answers.json)
   } else {
     ({ answer } = await ctx.runMutation(internal.telegram.press, {
       callbackId,

@@ -9,7 +9,7 @@ import { machineId } from "./lib/alertStore";
 import { CHAT, useTelegramBackend, WEBHOOK_SECRET } from "./test.botApi";
 import { contract } from "./test.contracts";
 
-type Pressed = { action: string; target?: "approval" | "alert" | "unknown"; by?: "reviewer" | "stranger"; chat?: "own" | "other"; at_min?: number };
+type Pressed = { action?: string; data?: string; target?: "approval" | "alert" | "unknown"; by?: "reviewer" | "stranger"; chat?: "own" | "other"; at_min?: number };
 type Case = { name: string; expires_in_min: number; presses: Pressed[]; answers: string[] };
 const ANSWERS = contract<{ now: number; cases: Case[] }>("press_answers.json");
 const NOW = ANSWERS.now;
@@ -36,7 +36,7 @@ describe("the presser sees the contract's words", () => {
     const seen: unknown[] = [];
     for (const [i, pressed] of c.presses.entries()) {
       vi.setSystemTime(NOW + (pressed.at_min ?? 0) * MINUTE);
-      const approvalPress = "ard".includes(pressed.action);
+      const approvalPress = "ard".includes(pressed.action ?? "a");
       const target = targets[pressed.target ?? (approvalPress ? "approval" : "alert")] ?? (approvalPress ? "999999" : "0000000000000000");
       const before = tg.bot.of("answerCallbackQuery").length;
       const response = await tg.t.fetch("/telegram", {
@@ -48,7 +48,7 @@ describe("the presser sees the contract's words", () => {
             id: `cb${i}`,
             from: { id: pressed.by === "stranger" ? STRANGER : REVIEWER, first_name: "Ann" },
             message: { message_id: 1, chat: { id: pressed.chat === "other" ? 5 : Number(CHAT) } },
-            data: `${pressed.action}:${target}`,
+            data: pressed.data ?? `${pressed.action}:${target}`,
           },
         }),
       });

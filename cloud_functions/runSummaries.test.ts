@@ -3,7 +3,7 @@
  * tests/test_run_summaries.py holds the hub's jobs to the same texts.
  */
 import { describe, expect, test } from "vitest";
-import { archiveSummary, digestSummary, expiredSummary, healthSummary, staleSummary } from "./lib/runSummary";
+import { ALERTS_OFF, alertsSummary, archiveSummary, digestSummary, expiredSummary, healthSummary, staleSummary } from "./lib/runSummary";
 import { contract } from "./test.contracts";
 
 type Case = Record<string, unknown> & { job: string; summary: string };
@@ -15,6 +15,7 @@ const WORDED: Record<string, (c: Case) => string> = {
   "sync-health": (c) => healthSummary((c.changed as [string, string][]).map(([site, state]) => ({ site, state }))),
   "daily-digest": (c) => digestSummary(c.day as string, c.episodes as number, c.sites as number, c.queued as boolean),
   "cleanup-old-episodes": (c) => archiveSummary(c.archived as number, c.days as number, (c.files as number | null) ?? undefined, c.failures as string[]),
+  alerts: (c) => (c.enabled ? alertsSummary(c.observed as number, c.said as [string, string][]) : ALERTS_OFF),
 };
 
 describe("a run is summed up in the contract's words", () => {

@@ -78,7 +78,7 @@ describe("each cron records its run", () => {
     }
     const recorded = (await runs()).map((r) => [r.job, r.slot, r.outcome, r.summary]);
     expect(recorded.sort()).toEqual([
-      ["alerts", "2026-11-22T10:07:00Z", "ok", "0 alerts from 1 observations"],
+      ["alerts", "2026-11-22T10:07:00Z", "ok", "1 signal observed, nothing to say"],
       ["cleanup-old-episodes", "2026-11-22T03:00:00Z", "ok", "1 episode older than 90 days archived, 1 file written"],
       ["daily-digest", "2026-11-22T06:00:00Z", "ok", "digest for 2026-11-21: 0 episodes from 1 site"],
       ["expire-pending-approvals", "2026-11-22T10:00:00Z", "ok", "0 pending approvals expired"],

@@ -11,7 +11,7 @@ import { internalAction } from "./_generated/server";
 import { archiveRun, ORPHAN_GRACE_MS } from "./lib/archiveWrite";
 import { cronRun, type Schedule } from "./lib/cronRun";
 import { plural } from "./lib/alertSignals";
-import { archiveSummary, digestSummary, expiredSummary, healthSummary, staleSummary } from "./lib/runSummary";
+import { ALERTS_OFF, alertsSummary, archiveSummary, digestSummary, expiredSummary, healthSummary, staleSummary } from "./lib/runSummary";
 import { agentRetentionMs, archiveAfterDays } from "./lib/settings";
 
 // One run's cap on pruning batches (agents:pruneAgents); what is left goes at the next run.
@@ -116,8 +116,8 @@ export const alerts = internalAction({
   returns: summary,
   handler: (ctx): Promise<string> =>
     cronRun(ctx, "alerts", SCHEDULES.alerts, async () => {
-      const { observed, notices } = await ctx.runMutation(internal.alerts.sweep, {});
+      const swept = await ctx.runMutation(internal.alerts.sweep, {});
       await ctx.runMutation(internal.telegram.housekeep, {});
-      return `${notices.length} alerts from ${observed} observations`;
+      return swept === null ? ALERTS_OFF : alertsSummary(swept.observed, swept.notices.map((n) => [n.kind, n.subject] as const));
     }),
 });

@@ -291,6 +291,12 @@ export default defineSchema({
     .index("by_key", ["key"])
     .index("by_pending", ["sentAt", "notBefore"]),
 
+  // Telegram's pacing (telegram.ts's claim): the moment the next message handed out may go, a pause
+  // after the one handed out before it, whichever deliver has it. One row.
+  telegramPacing: defineTable({
+    nextSendAt: v.number(),
+  }),
+
   // Telegram updates already handled: Telegram retries a webhook it thinks failed, and a button
   // press must act once. The answer is kept to give the same one again.
   telegramUpdates: defineTable({

@@ -129,7 +129,7 @@ describe("delivery", () => {
 
   test("two delivers at once send each row once (a row is claimed where it is handed out)", async () => {
     for (const key of ["one", "two", "three"]) await queueRaw(key);
-    await Promise.all([tg.t.action(internal.telegram.deliver, {}), tg.t.action(internal.telegram.deliver, {})]);
+    await tg.paced(Promise.all([tg.t.action(internal.telegram.deliver, {}), tg.t.action(internal.telegram.deliver, {})]));
     expect(tg.bot.of("sendMessage").map((b) => b.text)).toEqual(["one", "two", "three"]);
     expect((await outbox()).map((r) => r.messageId)).toEqual([1, 2, 3]);
   });
@@ -178,8 +178,8 @@ describe("delivery", () => {
     ]);
     expect((await outbox()).map((r) => [r.key, r.sentAt, r.messageId, r.attempts])).toEqual([
       ["one", NOW + 60_000, 1, 0],
-      ["two", NOW + 60_000, 2, 0],
-      ["three", NOW + 60_000, 3, 0],
+      ["two", NOW + 61_000, 2, 0], // paced a second apart (contracts/outbox_rules.json)
+      ["three", NOW + 62_000, 3, 0],
     ]);
   });
 
@@ -255,7 +255,7 @@ describe("not configured", () => {
     expect(await tg.t.mutation(internal.digest.announce, { day: "2026-01-14" })).toEqual({ queued: false });
     expect(await tg.t.mutation(api.digest.send, tg.laptop)).toEqual({ day: "2026-01-14", queued: false });
     await tg.t.run((ctx) => ctx.db.insert("healthStates", { site: "laptop", state: "down", since: NOW }));
-    expect((await tg.t.mutation(internal.alerts.sweep, {})).notices).toHaveLength(1);
+    expect((await tg.t.mutation(internal.alerts.sweep, {}))?.notices).toHaveLength(1);
     await tg.t.action(internal.telegram.deliver, {});
     await settle();
     expect(await outbox()).toEqual([]);
@@ -273,7 +273,7 @@ test("the token is in no stored row and no error, even when Telegram echoes it",
   await tg.t.action(internal.scheduled.alerts, {});
   await tg.t.run((ctx) => ctx.db.insert("telegramOutbox", { key: "x", kind: "send", text: "x", severity: "critical", notBefore: NOW, createdAt: NOW, attempts: 0 }));
   await tg.bot.stop();
-  await tg.t.action(internal.telegram.deliver, {});
+  await tg.paced(tg.t.action(internal.telegram.deliver, {})); // after the last message's pause
   const everything = await tg.t.run(async (ctx) => {
     const tables = ["telegramOutbox", "telegramUpdates", "approvals", "jobRuns", "alertMachines", "digests"] as const;
     const rows = await Promise.all(tables.map((table) => ctx.db.query(table).collect()));

@@ -20,8 +20,17 @@ const SECOND = 1000;
 const DAY = 24 * 60 * 60 * SECOND;
 /** How long a deliver may hold a row it took: longer than any send, short enough to recover from a crash. */
 export const CLAIM_MS = 60 * SECOND;
-const BATCH = 10;
-const MAX_ROUNDS = 20; // then another deliver goes on: one action stays well inside its time limit
+/** The messages one claim hands out: a round (the hub's sender's limit a round; contracts/outbox_rules.json). */
+export const ROUND_SIZE = 10;
+/**
+ * Between two messages to the chat, as the hub's sender paces (Telegram allows about one message a
+ * second per chat; contracts/outbox_rules.json): each message handed out may go this long after
+ * the one handed out before it, whichever deliver has it (two delivers run at once when two
+ * mutations queue at once), and its deliver waits for that moment (an action may await a timer).
+ */
+export const PER_CHAT_PAUSE_MS = 1000;
+// Then another deliver goes on: 20 rounds, paced, take 200 s, well inside an action's time limit.
+const MAX_ROUNDS = 20;
 const FIRST_BACKOFF_MS = 2 * SECOND;
 const MAX_BACKOFF_MS = 5 * 60 * SECOND;
 /** A message Telegram keeps failing (5xx, no answer) is given up after this many tries (about 2 h). */
@@ -39,24 +48,28 @@ const claimed = v.object({
   buttons: v.optional(v.array(v.array(button))),
   attempts: v.number(),
   refMessageId: v.optional(v.number()),
+  sendAt: v.number(), // its moment: PER_CHAT_PAUSE_MS after the one handed out before it
 });
 
 /**
- * Hands out the rows due now, each to one deliver: a row is claimed (claimedUntil) in the same
- * transaction that hands it out, so two delivers never send the same row. An edit waits for the
- * message it edits; it is given up if that message never went out.
+ * Hands out a round of the rows due now, each to one deliver with its moment to go (sendAt): a row
+ * is claimed until CLAIM_MS after its moment in the same transaction that hands it out, so two
+ * delivers never send the same row, and the moments are a pause apart across delivers. An edit
+ * waits for the message it edits; it is given up if that message never went out.
  */
 export const claim = internalMutation({
   args: { now: v.number() },
   returns: v.array(claimed),
   handler: async (ctx, { now }) => {
+    const pacing = await ctx.db.query("telegramPacing").first();
+    let moment = Math.max(now, pacing?.nextSendAt ?? 0);
     const due = await ctx.db
       .query("telegramOutbox")
       .withIndex("by_pending", (q) => q.eq("sentAt", undefined).lte("notBefore", now))
-      .take(BATCH * 10);
+      .take(ROUND_SIZE * 10);
     const out: (typeof claimed.type)[] = [];
     for (const row of due) {
-      if (out.length >= BATCH) break;
+      if (out.length >= ROUND_SIZE) break;
       if (row.claimedUntil !== undefined && row.claimedUntil > now) continue;
       let refMessageId: number | undefined;
       if (row.kind === "edit") {
@@ -68,7 +81,7 @@ export const claim = internalMutation({
         if (ref.sentAt === undefined) continue;
         refMessageId = ref.messageId;
       }
-      await ctx.db.patch(row._id, { claimedUntil: now + CLAIM_MS });
+      await ctx.db.patch(row._id, { claimedUntil: moment + CLAIM_MS });
       out.push({
         id: row._id,
         kind: row.kind,
@@ -76,7 +89,13 @@ export const claim = internalMutation({
         ...(row.buttons === undefined ? {} : { buttons: row.buttons }),
         attempts: row.attempts,
         ...(refMessageId === undefined ? {} : { refMessageId }),
+        sendAt: moment,
       });
+      moment += PER_CHAT_PAUSE_MS;
+    }
+    if (out.length > 0) {
+      if (pacing === null) await ctx.db.insert("telegramPacing", { nextSendAt: moment });
+      else await ctx.db.patch(pacing._id, { nextSendAt: moment });
     }
     return out;
   },
@@ -126,8 +145,12 @@ async function send(config: TelegramConfig, row: typeof claimed.type): Promise<B
   });
 }
 
+/** Waits `ms`: a timer, which an action may await (tests let it pass: test.botApi.ts). */
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /**
- * Sends what is due, in order (contracts/bot_api_errors.json). A 429 or 5xx saying when stops the
+ * Sends what is due, in order, a round of ROUND_SIZE at a time, each at its moment (a pause after
+ * the one before: claim). How each answer is taken: contracts/bot_api_errors.json. A 429 or 5xx saying when stops the
  * run until Telegram's retry_after; one not saying when, a 408 or no answer retries that message
  * after a backoff (2 s doubling, at most 5 min; given up after MAX_ATTEMPTS); a refused token (401,
  * 404) stops the run and gives nothing up; any other 4xx gives the message up at once, except an
@@ -144,6 +167,8 @@ export const deliver = internalAction({
       const rows = await ctx.runMutation(internal.telegram.claim, { now: Date.now() });
       if (rows.length === 0) return tally;
       for (const [i, row] of rows.entries()) {
+        const wait = row.sendAt - Date.now();
+        if (wait > 0) await pause(wait);
         const reply = await send(config, row);
         const rest = rows.slice(i + 1).map((r) => r.id);
         if (reply.outcome === "ok") {
@@ -187,6 +212,14 @@ export const deliver = internalAction({
 
 type Press = { fromId: string; fromName: string; data: string };
 
+/** The answer to a press in another chat than memsync's own (a bot may be added to other chats), whatever it asks. */
+export const OTHER_CHAT = "This chat does not decide memsync's approvals.";
+/**
+ * The answer to a press whose data asks nothing memsync knows (a button of an older memsync, of
+ * another bot): answered all the same, or Telegram's client spins until it gives up.
+ */
+export const UNKNOWN_BUTTON = "Unknown button.";
+
 /**
  * Why a press may not decide this approval any more (decided, or past its deadline), in the
  * hub's words (contracts/press_answers.json), or null.
@@ -200,7 +233,7 @@ function closedAnswer(approval: Doc<"approvals">, now: number): string | null {
 /** What a button does; the text Telegram shows the presser (contracts/press_answers.json). */
 async function decide(ctx: MutationCtx, press: Press, now: number): Promise<string> {
   const parsed = parseButton(press.data);
-  if (parsed === null) return "unknown button";
+  if (parsed === null) return UNKNOWN_BUTTON;
   const { action, target } = parsed;
   if (action === "s" || action === "m") {
     const machine = await machineById(ctx.db, target);
@@ -275,7 +308,7 @@ export const housekeep = internalMutation({
     const due = await ctx.db
       .query("telegramOutbox")
       .withIndex("by_pending", (q) => q.eq("sentAt", undefined).lte("notBefore", now))
-      .take(BATCH * 10);
+      .take(ROUND_SIZE * 10);
     const kicked = due.some((row) => row.claimedUntil === undefined || row.claimedUntil <= now);
     if (kicked && telegramConfig() !== null) await ctx.scheduler.runAfter(0, internal.telegram.deliver, {});
     return { pruned: updates.length + sent.length, kicked };

@@ -8,8 +8,13 @@ import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, vi } from "vitest";
 import { backend, registerSite, type Backend } from "./test.setup";
 
-export type BotRequest = { token: string; method: string; body: Record<string, unknown> };
-type Scripted = { method: string; status: number; body: Record<string, unknown> };
+// The real clock's setTimeout, taken before any test fakes it: the tests' own waits for the next
+// turn of the event loop (never for time to pass).
+const realSetTimeout = globalThis.setTimeout.bind(globalThis);
+
+/** A request the fake received: `ok` whether it answered success, `at` the (fake) time it came. */
+export type BotRequest = { token: string; method: string; body: Record<string, unknown>; ok: boolean; at: number };
+type Scripted = { method: string | null; status: number; body: Record<string, unknown> };
 
 export class FakeBotApi {
   readonly requests: BotRequest[] = [];
@@ -27,8 +32,8 @@ export class FakeBotApi {
       req.on("end", () => {
         const [, token = "", method = ""] = /^\/bot([^/]*)\/(.*)$/.exec(req.url ?? "") ?? [];
         const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-        this.requests.push({ token, method, body });
         const [status, reply] = this.answer(method, token);
+        this.requests.push({ token, method, body, ok: status === 200, at: Date.now() });
         res.writeHead(status, { "Content-Type": "application/json" });
         res.end(JSON.stringify(reply));
       });
@@ -43,8 +48,8 @@ export class FakeBotApi {
     await new Promise((resolve) => this.server?.close(resolve));
   }
 
-  /** The next call of `method` gets this answer instead of success. */
-  failNext(method: string, status: number, body: Record<string, unknown> = {}): void {
+  /** The next call of `method` (null: of any method) gets this answer instead of success. */
+  failNext(method: string | null, status: number, body: Record<string, unknown> = {}): void {
     this.scripted.push({ method, status, body: { ok: false, error_code: status, ...body } });
   }
 
@@ -60,7 +65,7 @@ export class FakeBotApi {
   private answer(method: string, token: string): [number, Record<string, unknown>] {
     const refusal = this.refused.get(token);
     if (refusal !== undefined) return [refusal.status, refusal.body];
-    const i = this.scripted.findIndex((s) => s.method === method);
+    const i = this.scripted.findIndex((s) => s.method === method || s.method === null);
     if (i >= 0) {
       const [scripted] = this.scripted.splice(i, 1);
       return [scripted.status, scripted.body];
@@ -91,12 +96,62 @@ export function unconfigureTelegram(): void {
   for (const name of NAMES) delete process.env[name];
 }
 
+/**
+ * deliver waits for each message's moment (telegram.ts: `await pause(ms)`, a promise resolved by a
+ * timer): under fake timers nothing would end the wait, so `letPausesPass` moves the clock to the
+ * next timer while such a wait is pending and no request is on the wire (the fetch's own timers
+ * must never fire early), as the seconds would pass. A wait is known by its timer's handler, a
+ * promise's resolve (native code), where the scheduler's and the fetch's timers run code of theirs.
+ * Sets the watch on setTimeout and fetch, the lowest seams; `unwatch` takes it off.
+ */
+function watchPauses(): { letPausesPass: () => void; unwatch: () => void } {
+  const fakeSetTimeout = globalThis.setTimeout;
+  const realFetch = globalThis.fetch;
+  let waits = 0;
+  let onTheWire = 0;
+  globalThis.setTimeout = ((handler: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    if (typeof handler !== "function" || !/\[native code\]/.test(Function.prototype.toString.call(handler))) {
+      return fakeSetTimeout(handler, ms, ...args);
+    }
+    waits += 1;
+    return fakeSetTimeout(() => {
+      waits -= 1;
+      handler(...args);
+    }, ms);
+  }) as typeof setTimeout;
+  // Whole answers, read before the caller sees them: once a call returns, nothing of it is on the wire.
+  globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
+    onTheWire += 1;
+    try {
+      const response = await realFetch(...args);
+      const body = [101, 204, 205, 304].includes(response.status) ? null : await response.arrayBuffer();
+      return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    } finally {
+      onTheWire -= 1;
+    }
+  }) as typeof fetch;
+  return {
+    letPausesPass: () => {
+      vi.advanceTimersByTime(0);
+      if (waits > 0 && onTheWire === 0) vi.advanceTimersToNextTimer();
+    },
+    unwatch: () => {
+      globalThis.fetch = realFetch;
+    },
+  };
+}
+
 type Site = { site: string; secret: string };
 export type TelegramBackend<S extends string> = {
   t: Backend;
   bot: FakeBotApi;
-  /** Runs every scheduled function that is due now, and what they schedule for now. */
+  /**
+   * Runs every scheduled function that is due now, and what they schedule for now; a deliver's
+   * pauses between messages pass (the clock moves a second for each).
+   */
   settle: () => Promise<void>;
+  /** `running` (an action called directly), with its deliver pauses let pass as settle lets them. */
+  paced: <T>(running: Promise<T>) => Promise<T>;
 } & Record<S, Site>;
 
 /**
@@ -105,20 +160,35 @@ export type TelegramBackend<S extends string> = {
  * after it, all undone. The returned object's fields are filled anew for each test.
  */
 export function useTelegramBackend<S extends string>(now: number, sites: readonly S[]): TelegramBackend<S> {
+  let pauses: { letPausesPass: () => void; unwatch: () => void } = {
+    letPausesPass: () => void vi.advanceTimersByTime(0),
+    unwatch: () => undefined,
+  };
   const harness = {
-    settle: () => harness.t.finishAllScheduledFunctions(() => vi.advanceTimersByTime(0)),
+    settle: () => harness.t.finishAllScheduledFunctions(() => pauses.letPausesPass()),
+    paced: async <T>(running: Promise<T>): Promise<T> => {
+      let done = false;
+      const result = running.finally(() => (done = true));
+      while (!done) {
+        pauses.letPausesPass();
+        await new Promise((resolve) => realSetTimeout(resolve, 0));
+      }
+      return await result;
+    },
   } as TelegramBackend<S>;
   beforeEach(async () => {
     harness.bot = await new FakeBotApi().start();
     configureTelegram(harness.bot);
     // Fake timers for the clock and the scheduler; advanced by 0 while a request is on the wire, so
-    // that the fetch's own timers (connect timeout) never fire early.
+    // that the fetch's own timers (connect timeout) never fire early, and past deliver's pauses.
     vi.useFakeTimers();
+    pauses = watchPauses();
     vi.setSystemTime(now);
     harness.t = backend();
     for (const name of sites) (harness as Record<S, Site>)[name] = await registerSite(harness.t, name);
   });
   afterEach(async () => {
+    pauses.unwatch();
     vi.useRealTimers();
     unconfigureTelegram();
     await harness.bot.stop();

@@ -98,7 +98,7 @@ describe("approval buttons", () => {
       resolvedAt: NOW,
     });
     expect((await episode())?.approvalStatus).toBe("approved");
-    expect((await outbox()).map((r) => r.key)).toEqual([`approval:${approvalId}`, `approval:${approvalId}:resolved`]);
+    expect((await outbox()).map((r) => r.key)).toEqual([`approval:${approvalId}`, `approval:${approvalId}:approved`]);
     expect(tg.bot.of("editMessageText")).toEqual([
       {
         chat_id: CHAT,
@@ -206,7 +206,7 @@ describe("approval buttons", () => {
   });
 
   test("unknown buttons and approvals, and a press from another chat", async () => {
-    expect(await press("z:1")).toMatchObject({ answer: "unknown button" });
+    expect(await press("z:1")).toMatchObject({ answer: "Unknown button." });
     expect(await press("a:not-an-id")).toMatchObject({ answer: "No such approval." });
     expect(await press("s:0123456789abcdef")).toMatchObject({ answer: "This alert is no longer known." });
     const approvalId = await pending();

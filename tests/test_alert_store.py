@@ -107,6 +107,7 @@ def test_429_and_an_outage_delay_messages_and_each_goes_once(tmp_path: Path, tg:
 
     def pause(seconds: float) -> bool:
         pauses.append(seconds)
+        clock.now += seconds
         return True
 
     with BotApi(TOKEN, tg.api_base) as bot:
@@ -156,11 +157,15 @@ def test_two_senders_claim_each_message_once(tmp_path: Path, tg: FakeTelegram) -
     assert first.claim_due("a", 10) == []  # m3..m5 are still claimed by "b"'s round that never sent them
 
 
-def test_an_edit_waits_for_the_message_it_edits(tmp_path: Path, tg: FakeTelegram) -> None:
+def test_an_edit_waits_for_the_message_it_edits_while_a_sender_is_on_it(tmp_path: Path, tg: FakeTelegram) -> None:
     store = AlertStore(tmp_path / "alerts.db")
-    store.enqueue(Queued("approval:1:approved:0", Message("✅ Approved"), edits="approval:1"))
-    assert store.claim_due("a") == []
+    # Nothing to edit yet: not queued.
+    assert not store.enqueue(Queued("approval:1:approved", Message("✅ Approved"), edits="approval:1"))
     store.enqueue(Queued("approval:1", Message("🟡 Approval needed")))
+    (claimed,) = store.claim_due("a")  # a sender is on it: the message goes as it was
+    assert store.enqueue(Queued("approval:1:approved", Message("✅ Approved"), edits="approval:1"))
+    assert store.claim_due("b") == []  # the edit waits for its message
+    store.release(claimed)
     with BotApi(TOKEN, tg.api_base) as bot:
         assert deliver(store, bot, CHAT, pause=never_stop).sent == 1
         assert deliver(store, bot, CHAT, pause=never_stop).sent == 1
@@ -202,7 +207,10 @@ def test_presses_decide_an_approval_once_and_only_for_its_reviewers(
         with BotApi(TOKEN, tg.api_base) as bot:
             while deliver(store, bot, CHAT, pause=never_stop).sent:
                 pass
-        assert [e["text"].splitlines()[0] for e in tg.edits()][-1].startswith("✅ Approved by Ann at ")
+        # Decided before its message went: the message goes once, as it now reads, and no edit.
+        (sent,) = tg.messages()
+        assert sent["text"].splitlines()[0].startswith("✅ Approved by Ann at ")
+        assert tg.edits() == []
         assert reconcile(hub, store) == 0  # nothing left to follow
     finally:
         hub.close()

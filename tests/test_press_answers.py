@@ -1,6 +1,7 @@
-"""What a presser sees after a button press (contracts/press_answers.json), word for word: each case
-pressed through the hub's own apply over a real hub file and alert store, as Convex's webhook test
-presses it through telegram.ts (cloud_functions/pressAnswers.test.ts)."""
+"""What a presser sees after a button press (contracts/press_answers.json), word for word: each case's
+updates read as the polling daemon reads them (``pressed``) and pressed through the hub's own
+``HubPresses`` over a real hub file and alert store, as Convex's webhook test presses it through
+telegram.ts (cloud_functions/pressAnswers.test.ts)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from daemon.alerts.signals import Subject
 from daemon.alerts.store import AlertStore
 from daemon.alerts.watch import Alerts
 from daemon.config import load_settings
-from daemon.hubserver.telegram import apply
-from daemon.telegram.callbacks import parse
+from daemon.hubserver.telegram import HubPresses
+from daemon.telegram.callbacks import pressed
 from sync.backbone.hub import HubBackbone
 
 ANSWERS: dict[str, Any] = contract("press_answers.json")
@@ -43,8 +44,10 @@ def test_the_presser_sees_the_contract_s_words(
     clock = FakeClock(NOW_MS / 1000)
     store = AlertStore(tmp_path / "alerts.db", clock=clock)
     silent = Subject("offline", "laptop")
-    Alerts(load_settings(site.config), store).observe({silent: Observation(True, NOW_MS, "daemon silent")})
+    settings = load_settings(site.config)
+    Alerts(settings, store).observe({silent: Observation(True, NOW_MS, "daemon silent")})
     hub = HubBackbone(tmp_path / "hub.db", "laptop", clock=lambda: round(clock() * 1000))
+    presses = HubPresses(settings, hub, store)
     try:
         approval = hub.create_approval(
             agent_name="claude",
@@ -58,11 +61,11 @@ def test_the_presser_sees_the_contract_s_words(
         seen = []
         for asked in case["presses"]:
             clock.now = (NOW_MS + asked.get("at_min", 0) * MINUTE_MS) / 1000
-            approval_press = asked["action"] in "ard"
+            approval_press = asked.get("action", "a") in "ard"
             target = targets[asked.get("target", "approval" if approval_press else "alert")]
             if target is None:
                 target = "999999" if approval_press else "0000000000000000"
-            press = parse(
+            press = pressed(
                 {
                     "callback_query": {
                         "id": "q",
@@ -71,12 +74,12 @@ def test_the_presser_sees_the_contract_s_words(
                             "first_name": "Ann",
                         },
                         "message": {"message_id": 1, "chat": {"id": int(CHAT) if asked.get("chat") != "other" else 5}},
-                        "data": f"{asked['action']}:{target}",
+                        "data": asked["data"] if "data" in asked else f"{asked['action']}:{target}",
                     }
                 }
             )
-            assert press is not None
-            seen.append(apply(press, hub, store, chat_id=CHAT))
+            assert press is not None  # a button press, which is answered whatever it asks
+            seen.append(presses.apply(press))
         assert seen == [answer.replace("{approval}", approval) for answer in case["answers"]]
     finally:
         hub.close()

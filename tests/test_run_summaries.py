@@ -10,6 +10,8 @@ import pytest
 from contract import contract
 
 from daemon.hubserver.run_summary import (
+    ALERTS_OFF,
+    alerts_summary,
     archive_summary,
     digest_summary,
     expired_summary,
@@ -25,6 +27,7 @@ WORDED: dict[str, Callable[[dict[str, Any]], str]] = {
     "sync-health": lambda c: health_summary([(site, state) for site, state in c["changed"]]),
     "daily-digest": lambda c: digest_summary(c["day"], c["episodes"], c["sites"], c["queued"]),
     "cleanup-old-episodes": lambda c: archive_summary(c["archived"], c["days"], c["files"], c["failures"]),
+    "alerts": lambda c: alerts_summary(c["observed"], [(k, s) for k, s in c["said"]]) if c["enabled"] else ALERTS_OFF,
 }
 
 

@@ -6,7 +6,7 @@
  * for the table's sake: only a site's own daemon can observe them.
  */
 import { type Observation, type Severity, type SignalSpec, signalSpec } from "./alertMachine";
-import { severityOfPriority } from "./approvalPolicy";
+import { APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS, effectiveExpiry, severityOfPriority } from "./approvalPolicy";
 
 export const MINUTE_MS = 60_000;
 
@@ -156,6 +156,43 @@ export function observeApprovals(pending: Iterable<ApprovalView>, nowMs: number,
     });
   }
   return found;
+}
+
+/** A pending approval as the sweep reads it: its stored deadline, and what decides its effective one. */
+export type PendingApproval = Omit<ApprovalView, "expiresAt"> & {
+  createdAt: number;
+  expiresAt: number; // its own deadline (a deferral moves it)
+  deferCount?: number;
+};
+
+/**
+ * What the fleet's sweep decides with, from the deployment's settings: how long before an
+ * unanswered approval expires it is said (alerts.approval_lead), and the approval timeouts that
+ * decide when it expires, as the expire-pending-approvals cron applies them.
+ */
+export type FleetRules = { approvalLeadMs: number; timeoutsMs: Record<string, number>; defaultTimeoutMs: number };
+export const DEFAULT_FLEET_RULES: FleetRules = {
+  approvalLeadMs: APPROVAL_LEAD_MS,
+  timeoutsMs: APPROVAL_TIMEOUTS_MS,
+  defaultTimeoutMs: DEFAULT_APPROVAL_TIMEOUT_MS,
+};
+
+export type FleetObserved = Observed & { severity: Severity };
+
+/**
+ * The alerts cron's decision from the fleet at `nowMs` (daemon/alerts/signals.py's observe_fleet;
+ * contracts/alert_sweep.json): every site's signals and every pending approval's, each with the
+ * severity it is said at, in the order of their keys (the order the hub steps them). An approval
+ * expires when the expiry cron would expire it (effectiveExpiry under the rules' timeouts).
+ */
+export function observeFleet(sites: Iterable<SiteView>, pending: Iterable<PendingApproval>, nowMs: number, rules: FleetRules): FleetObserved[] {
+  const approvals = new Map<string, ApprovalView>();
+  for (const a of pending) approvals.set(a.approvalId, { ...a, expiresAt: effectiveExpiry(a, rules.timeoutsMs, rules.defaultTimeoutMs) });
+  const observed = [...observeSites(sites, nowMs), ...observeApprovals(approvals.values(), nowMs, rules.approvalLeadMs)];
+  const key = (o: Observed) => subjectKey(o);
+  return observed
+    .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
+    .map((o) => ({ ...o, severity: severityOf(o, approvals) }));
 }
 
 /** An approval's own priority raises its expiry warning to critical. */

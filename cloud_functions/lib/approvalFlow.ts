@@ -10,6 +10,7 @@ import { approvalButtons, deferredText, expiredText, resolvedText } from "./appr
 import { ChangeSequence } from "./changes";
 import { fail } from "./errors";
 import { enqueue } from "./outbox";
+import { approvalEditKey } from "./outboxKeys";
 import { approvalTimeouts, deploymentExpiry } from "./settings";
 
 type Approval = Doc<"approvals">;
@@ -49,7 +50,7 @@ export async function settle(ctx: MutationCtx, approval: Approval, status: "appr
   if (approval.messageKey !== undefined) {
     await enqueue(
       ctx,
-      { kind: "edit", key: `approval:${approval._id}:resolved`, refKey: approval.messageKey, text: resolvedText(approval, status, by, now), severity: "critical" },
+      { kind: "edit", key: approvalEditKey(approval._id, status, approval.deferCount ?? 0), refKey: approval.messageKey, text: resolvedText(approval, status, by, now), severity: "critical" },
       now,
     );
   }
@@ -74,7 +75,7 @@ export async function defer(ctx: MutationCtx, approval: Approval, by: string, no
       ctx,
       {
         kind: "edit",
-        key: `approval:${approval._id}:deferred:${deferCount}`,
+        key: approvalEditKey(approval._id, "pending", deferCount),
         refKey: approval.messageKey,
         text: deferredText(deferred),
         buttons: approvalButtons(approval._id),
@@ -93,7 +94,7 @@ export async function expire(ctx: MutationCtx, approval: Approval, now: number):
   if (approval.messageKey !== undefined) {
     await enqueue(
       ctx,
-      { kind: "edit", key: `approval:${approval._id}:expired`, refKey: approval.messageKey, text: expiredText(approval, now), severity: "critical" },
+      { kind: "edit", key: approvalEditKey(approval._id, "expired", approval.deferCount ?? 0), refKey: approval.messageKey, text: expiredText(approval, now), severity: "critical" },
       now,
     );
   }

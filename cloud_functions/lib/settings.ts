@@ -7,7 +7,7 @@
  * Each setting is read when it is needed, so one bad value stops only what depends on it.
  */
 import { REMINDERS_MS, type SignalSpec } from "./alertMachine";
-import { APPROVAL_LEAD_MS, MINUTE_MS, SIGNALS } from "./alertSignals";
+import { APPROVAL_LEAD_MS, type FleetRules, MINUTE_MS, SIGNALS } from "./alertSignals";
 import { APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS, effectiveExpiry, timeoutOf } from "./approvalPolicy";
 
 // Convex gives every function the deployment's environment variables as process.env (no @types/node here).
@@ -159,6 +159,12 @@ export function signalSpecs(env: Env = process.env): Record<string, SignalSpec> 
 export function deploymentExpiry(approval: Parameters<typeof effectiveExpiry>[0], env: Env = process.env): number {
   const { timeoutsMs, defaultMs } = approvalTimeouts(env);
   return effectiveExpiry(approval, timeoutsMs, defaultMs);
+}
+
+/** The alerts cron's rules (lib/alertSignals.ts's observeFleet): the approval lead and the deployment's timeouts. */
+export function deploymentFleetRules(env: Env = process.env): FleetRules {
+  const { timeoutsMs, defaultMs } = approvalTimeouts(env);
+  return { approvalLeadMs: approvalLeadMs(env), timeoutsMs, defaultTimeoutMs: defaultMs };
 }
 
 /** A category's timeout under the deployment's policy, in ms. */

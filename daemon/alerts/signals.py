@@ -11,12 +11,12 @@ own, so each is said once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field, replace
+from typing import Final, NamedTuple
 
-from daemon.alerts.machine import Observation, SignalSpec
+from daemon.alerts.machine import Observation, Severity, SignalSpec
 from daemon.counts import counted
-from sync.approvals import severity_of_priority
+from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS, effective_expiry, severity_of_priority
 from sync.backbone.base import Approval, SiteState
 
 MINUTE_MS: Final = 60_000
@@ -126,7 +126,7 @@ def observe_approvals(
     }
 
 
-def severity_of(subject: Subject, approvals: Mapping[str, Approval]) -> str:
+def severity_of(subject: Subject, approvals: Mapping[str, Approval]) -> Severity:
     """An approval's own priority raises its expiry warning to critical."""
     spec = SIGNALS[subject.signal]
     if subject.signal == "expiring":
@@ -134,3 +134,39 @@ def severity_of(subject: Subject, approvals: Mapping[str, Approval]) -> str:
         if found is not None and severity_of_priority(found.priority) == "critical":
             return "critical"
     return spec.severity
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRules:
+    """What the fleet's sweep decides with, from the settings: how long before an unanswered
+    approval expires it is said (``alerts.approval_lead``), and the approval timeouts that decide
+    when it expires (``jobs.approval_timeouts``, ``jobs.default_approval_timeout``), as the
+    expire-pending-approvals job applies them."""
+
+    approval_lead_ms: int = APPROVAL_LEAD_MS
+    timeouts_ms: Mapping[str, int] = field(default_factory=lambda: dict(APPROVAL_TIMEOUTS_MS))
+    default_timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS
+
+
+class FleetSweep(NamedTuple):
+    observed: dict[Subject, Observation]
+    severity: dict[Subject, Severity]  # each observation's: its signal's, or its approval's priority
+
+
+def observe_fleet(
+    sites: Iterable[SiteState], pending: Iterable[Approval], now_ms: int, rules: FleetRules
+) -> FleetSweep:
+    """The alerts job's decision from the fleet at ``now_ms`` (``cloud_functions/lib/alertSignals.ts``'s
+    ``observeFleet``; contracts/alert_sweep.json): every site's signals and every pending
+    approval's, each with the severity it is said at. An approval expires when the expiry job
+    would expire it (``effective_expiry`` under the rules' timeouts), not at its stored deadline
+    alone: a category whose timeout is shorter is warned of before it goes."""
+
+    def expiry(a: Approval) -> int:
+        timeout = rules.timeouts_ms.get(a.action_type, rules.default_timeout_ms)
+        return effective_expiry(a.created_at, a.expires_at, timeout, a.defer_count)
+
+    approvals = [replace(a, expires_at=expiry(a)) for a in pending]
+    observed = observe_sites(sites, now_ms) | observe_approvals(approvals, now_ms, rules.approval_lead_ms)
+    by_id = {a.approval_id: a for a in approvals}
+    return FleetSweep(observed, {subject: severity_of(subject, by_id) for subject in observed})

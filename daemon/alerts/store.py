@@ -4,8 +4,10 @@ daemon shares it; on Convex each site has its own (the deployment keeps the flee
 
 The outbox is why a restart or a Telegram outage delays a message but never loses or repeats it:
 a message is written here first, in the transaction that decided it (its key is unique, so a
-decision taken twice queues it once), then sent by whoever claims it. A claim lasts
-``CLAIM_MS``; a sender killed before sending leaves the claim to lapse and another sends it. The one
+decision taken twice queues it once), then sent by whoever claims it, at its moment (a second
+after the message handed out before it: Telegram's pace for a chat, kept whichever of the sites'
+daemons sends). A claim lasts ``CLAIM_MS`` past that moment; a sender killed before sending leaves
+the claim to lapse and another sends it. The one
 window left is a sender killed after Telegram accepted a message and before it was marked sent
 (milliseconds): that message goes twice, never zero times.
 
@@ -32,7 +34,11 @@ from sync.errors import PathProblem
 from sync.sqlite_db import apply_schema, forget_text, open_wal, write_tx
 
 T = TypeVar("T")
-CLAIM_MS: Final = 60_000
+CLAIM_MS: Final = 60_000  # a sender is on a claimed message until this long after its moment
+# Telegram takes about one message a second per chat: each message handed out may go this long after
+# the one handed out before it, whichever sender has it (contracts/outbox_rules.json, as Convex).
+PER_CHAT_PAUSE_MS: Final = 1_000
+ROUND_SIZE: Final = 10  # the messages one claim hands out
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS machines (
   key TEXT PRIMARY KEY,             -- signal:subject
@@ -82,6 +88,7 @@ class Outgoing:
     buttons: Keyboard
     ref_message_id: int | None  # edit: the message it edits (sent before it is handed out)
     attempts: int
+    send_at: int = 0  # ms: its moment, PER_CHAT_PAUSE_MS after the message handed out before it
 
 
 def _keyboard(raw: str) -> Keyboard:
@@ -218,16 +225,38 @@ class AlertStore:
 
     # -- the outbox -----------------------------------------------------------------------------
     def enqueue(self, item: Queued) -> bool:
-        """Queue a message; False if its key was queued before."""
+        """Queue a message; False if its key was queued before (or it edits a message never queued)."""
         with self._tx() as tx:
             return self._insert(tx, item)
 
     def _insert(self, tx: sqlite3.Connection, item: Queued) -> bool:
+        """Queue ``item`` under its key, once. An edit of a message still waiting (unsent, and no
+        sender on it) rewrites that message instead, so that it goes out once, as it now reads; an
+        edit of a message already out drops the earlier edits still waiting, which a retry could
+        send after it and so put back what it replaced (contracts/outbox_rules.json, as Convex's
+        lib/outbox.ts)."""
+        if tx.execute("SELECT 1 FROM outbox WHERE key = ?", (item.key,)).fetchone() is not None:
+            return False
         buttons = json.dumps([[{"text": b.text, "data": b.data} for b in row] for row in item.message.buttons])
         now = self.now_ms()
-        cursor = tx.execute(
-            "INSERT OR IGNORE INTO outbox (key, kind, text, buttons, ref_key, severity, not_before, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        sent_at = None
+        if item.edits is not None:
+            ref = tx.execute("SELECT id, sent_at, claimed_until FROM outbox WHERE key = ?", (item.edits,)).fetchone()
+            if ref is None:
+                return False  # nothing to edit, ever
+            ref_id, ref_sent, ref_claimed = ref
+            if ref_sent is None and (ref_claimed is None or ref_claimed <= now):
+                tx.execute("UPDATE outbox SET text = ?, buttons = ? WHERE id = ?", (item.message.text, buttons, ref_id))
+                sent_at = now  # recorded, with nothing left to send
+            else:
+                tx.execute(
+                    "UPDATE outbox SET sent_at = ?, last_error = 'superseded by a later edit' WHERE kind = 'edit'"
+                    " AND ref_key = ? AND sent_at IS NULL AND (claimed_until IS NULL OR claimed_until <= ?)",
+                    (now, item.edits, now),
+                )
+        tx.execute(
+            "INSERT INTO outbox (key, kind, text, buttons, ref_key, severity, not_before, created_at, sent_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 item.key,
                 "send" if item.edits is None else "edit",
@@ -237,18 +266,23 @@ class AlertStore:
                 item.severity,
                 item.not_before or now,
                 now,
+                sent_at,
             ),
         )
-        return cursor.rowcount == 1
+        return True
 
-    def claim_due(self, holder: str, limit: int = 10) -> list[Outgoing]:
-        """Hand out up to ``limit`` due messages, oldest first, each claimed for CLAIM_MS. An edit is
-        due only once the message it edits was sent; one whose message never went out is dropped."""
+    def claim_due(self, holder: str, limit: int = ROUND_SIZE) -> list[Outgoing]:
+        """Hand out up to ``limit`` due messages, oldest first, each with its moment to go
+        (``send_at``: PER_CHAT_PAUSE_MS after the one handed out before it, by any sender, or now)
+        and claimed until CLAIM_MS after it. An edit is due only once the message it edits was sent;
+        one whose message never went out is dropped."""
         now = self.now_ms()
         with self._tx() as tx:
             paused = tx.execute("SELECT value FROM meta WHERE key = 'paused_until'").fetchone()
             if paused is not None and int(paused[0]) > now:
                 return []
+            paced = tx.execute("SELECT value FROM meta WHERE key = 'next_send_at'").fetchone()
+            moment = now if paced is None else max(now, int(paced[0]))
             rows = tx.execute(
                 "SELECT o.id, o.key, o.kind, o.text, o.buttons, o.attempts, r.message_id, r.sent_at FROM outbox AS o"
                 " LEFT JOIN outbox AS r ON r.key = o.ref_key"
@@ -266,8 +300,11 @@ class AlertStore:
                     continue
                 if len(handed) >= limit:
                     break
-                tx.execute("UPDATE outbox SET claimed_until = ? WHERE id = ?", (now + CLAIM_MS, oid))
-                handed.append(Outgoing(oid, key, kind, text, _keyboard(buttons), ref_message, attempts))
+                tx.execute("UPDATE outbox SET claimed_until = ? WHERE id = ?", (moment + CLAIM_MS, oid))
+                handed.append(Outgoing(oid, key, kind, text, _keyboard(buttons), ref_message, attempts, moment))
+                moment += PER_CHAT_PAUSE_MS
+            if handed:
+                tx.execute("INSERT OR REPLACE INTO meta VALUES ('next_send_at', ?)", (str(moment),))
             del holder  # who claimed is not kept: a claim is a deadline, not an owner
             return handed
 

@@ -15,7 +15,8 @@ import structlog
 
 from daemon.alerts.machine import HOUR_MS, AlertState, Notice, Observation, SignalSpec, step
 from daemon.alerts.messages import Message, digest_message, notice_message
-from daemon.alerts.signals import MINUTE_MS, SIGNALS, Subject
+from daemon.alerts.outbox_keys import alert_key
+from daemon.alerts.signals import MINUTE_MS, SIGNALS, FleetRules, Subject
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
 from daemon.quiet_hours import send_after
@@ -33,6 +34,17 @@ def specs(settings: Settings) -> dict[str, SignalSpec]:
     for code, minutes in settings.alerts.grace.items():  # a configured grace alone decides
         found[code] = replace(found[code], grace_ms=int(minutes * MINUTE_MS), bad_count=0)
     return found
+
+
+def fleet_rules(settings: Settings) -> FleetRules:
+    """The fleet sweep's rules from this config: the approval lead, and the approval timeouts the
+    expiry job applies."""
+    jobs = settings.jobs
+    return FleetRules(
+        approval_lead_ms=int(settings.alerts.approval_lead * MINUTE_MS),
+        timeouts_ms={category: int(minutes * MINUTE_MS) for category, minutes in jobs.approval_timeouts.items()},
+        default_timeout_ms=int(jobs.default_approval_timeout * MINUTE_MS),
+    )
 
 
 class Alerts:
@@ -63,7 +75,7 @@ class Alerts:
                 at = observations[subject].at
                 queued.append(
                     Queued(
-                        f"alert:{key}:{spell}:{notice.kind}:{new.reminders}",
+                        alert_key(key, notice.kind, spell, new.reminders),
                         notice_message(subject, notice),
                         notice.severity,
                         send_after(notice.severity, at, telegram.quiet_hours, telegram.timezone),
@@ -88,7 +100,7 @@ class Alerts:
         return out
 
     def queue_digest(self, digest: Mapping[str, Any], key: str) -> bool:
-        """The digest as one message under ``key`` (one per day: ``digest:<day>``)."""
+        """The digest as one message under ``key`` (one per day: ``outbox_keys.digest_key``)."""
         return self.queue(key, digest_message(digest))
 
     def queue(self, key: str, message: Message, *, edits: str | None = None) -> bool:

@@ -17,6 +17,7 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
     if not settings.telegram.enabled:
         return None
     from daemon.alerts.messages import approval_message
+    from daemon.alerts.outbox_keys import approval_key
     from daemon.alerts.store import AlertStore, Queued
     from daemon.hubserver.telegram import reconcile, track
     from daemon.quiet_hours import send_after
@@ -32,7 +33,7 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
             # A high or critical approval goes at once; the others wait out the quiet hours.
             severity = severity_of_priority(approval.priority)
             when = send_after(severity, store.now_ms(), telegram.quiet_hours, telegram.timezone)
-            store.enqueue(Queued(f"approval:{approval_id}", approval_message(approval), severity, when))
+            store.enqueue(Queued(approval_key(approval_id), approval_message(approval), severity, when))
             track(store, approval_id)
         else:
             reconcile(backbone, store, only=approval_id)

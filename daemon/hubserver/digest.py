@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 def send(settings: Settings, day: str, digest: dict[str, Any]) -> str:
     """Send ``digest`` (of ``day``) now; a sentence saying whether Telegram took it."""
     from daemon.alerts.messages import digest_message
+    from daemon.alerts.outbox_keys import digest_sent_key
     from daemon.alerts.store import AlertStore, Queued
     from daemon.telegram.sender import send_now
 
@@ -20,7 +21,7 @@ def send(settings: Settings, day: str, digest: dict[str, Any]) -> str:
     assert telegram.chat_id is not None
     store = AlertStore(settings.alerts_path)
     try:
-        store.enqueue(Queued(f"digest:{day}:sent:{store.now_ms()}", digest_message(digest)))
+        store.enqueue(Queued(digest_sent_key(day, store.now_ms()), digest_message(digest)))
         done = send_now(store, telegram.bot_token.get_secret_value(), telegram.api_base, telegram.chat_id)
     finally:
         store.close()

@@ -4,8 +4,12 @@ word theirs (``cloud_functions/lib/runSummary.ts``; contracts/run_summaries.json
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from daemon.counts import counted
+
+ALERTS_OFF: Final = "alerts are off"
+NAMED_NOTICES: Final = 3  # the alerts job's summary names this many notices and counts the rest: one short line
 
 
 def stale_summary(offline: int, pruned: int) -> str:
@@ -42,3 +46,15 @@ def archive_summary(archived: int, days: float, files: int | None = None, failur
     wrote = "" if files is None else f", {counted(files, 'file')} written"
     failed = f"; {counted(len(failures), 'week')} failed: {'; '.join(failures)}" if failures else ""
     return f"{counted(archived, 'episode')} older than {age} archived{wrote}{failed}"
+
+
+def alerts_summary(observed: int, said: Sequence[tuple[str, str]]) -> str:
+    """alerts: how many signals were observed, and what was said: each notice's kind and subject
+    (``down offline:vm``), the first ``NAMED_NOTICES`` named and the rest counted, so that the line
+    stays short however much a sweep says."""
+    seen = f"{counted(observed, 'signal')} observed"
+    if not said:
+        return f"{seen}, nothing to say"
+    named = ", ".join(f"{kind} {subject}" for kind, subject in said[:NAMED_NOTICES])
+    more = f" and {len(said) - NAMED_NOTICES} more" if len(said) > NAMED_NOTICES else ""
+    return f"{seen}; {counted(len(said), 'notice')}: {named}{more}"

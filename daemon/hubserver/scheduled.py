@@ -13,10 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from daemon.alerts.watch import Alerts
+from daemon.alerts.outbox_keys import digest_key
+from daemon.alerts.watch import Alerts, fleet_rules
 from daemon.config import Settings
 from daemon.hubserver.alerts import FleetView, sweep
 from daemon.hubserver.run_summary import (
+    ALERTS_OFF,
+    alerts_summary,
     archive_summary,
     digest_summary,
     expired_summary,
@@ -95,7 +98,7 @@ def daily_digest(ctx: JobContext) -> str:
         bool(sites)
         and not ctx.manual
         and ctx.alerts is not None
-        and ctx.alerts.queue_digest(digest, f"digest:{covered}")
+        and ctx.alerts.queue_digest(digest, digest_key(covered))
     )
     return digest_summary(covered, episodes, len(sites), queued)
 
@@ -114,13 +117,10 @@ def cleanup_old_episodes(ctx: JobContext) -> str:
 def alerts(ctx: JobContext) -> str:
     """The fleet's signals (``daemon/alerts/signals``): every site's registry row and every pending
     approval, observed now, each through its machine."""
-    if ctx.alerts is None or ctx.coordination is None:
-        return "alerts are off"
-    lead = int(ctx.settings.alerts.approval_lead * 60_000)
-    observed, said = sweep(ctx.coordination, ctx.alerts, approval_lead_ms=lead, now_ms=ctx.now_ms)
-    if not said:
-        return f"{observed} signals observed, nothing to say"
-    return "; ".join(f"{n.kind} {s.key}" for s, n in said)
+    if ctx.alerts is None or ctx.coordination is None or not ctx.settings.alerts.enabled:
+        return ALERTS_OFF
+    observed, said = sweep(ctx.coordination, ctx.alerts, rules=fleet_rules(ctx.settings), now_ms=ctx.now_ms)
+    return alerts_summary(observed, [(notice.kind, subject.key) for subject, notice in said])
 
 
 BODIES: Mapping[str, Body] = {

@@ -15,11 +15,21 @@ import structlog
 
 from daemon.alerts.machine import mute, snooze
 from daemon.alerts.messages import approval_outcome, hhmm
+from daemon.alerts.outbox_keys import approval_edit_key, approval_key
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
 from daemon.duties import ApprovalsClient
 from daemon.hubserver.tracked import TrackedApprovals
-from daemon.telegram.callbacks import HOLD_MS, Action, Press, refusal
+from daemon.telegram.callbacks import (
+    HOLD_MS,
+    OTHER_CHAT,
+    UNKNOWN_BUTTON,
+    Action,
+    Press,
+    UnknownPress,
+    elsewhere,
+    refusal,
+)
 from sync.backbone.base import Approvals
 from sync.errors import BackboneConflict, BackboneNotFound
 
@@ -27,7 +37,7 @@ log = structlog.get_logger("memsync.telegram")
 
 
 def apply(
-    press: Press,
+    press: Press | UnknownPress,
     coordination: Approvals,
     store: AlertStore,
     *,
@@ -35,13 +45,23 @@ def apply(
     defer_timeout_ms: int | None = None,
 ) -> str:
     """Do what the press asks, if the presser may; the answer to show them. ``chat_id``: the chat
-    memsync speaks in (presses from any other are refused)."""
+    memsync speaks in (presses from any other are refused, whatever they ask, before anything is
+    looked up)."""
+    if elsewhere(press, chat_id):
+        return OTHER_CHAT
+    if isinstance(press, UnknownPress):
+        return UNKNOWN_BUTTON
     if press.action in (Action.SNOOZE, Action.MUTE):
-        return _hold(press, store, chat_id)
+        return _hold(press, store)
+    return _decide(press, coordination, store, defer_timeout_ms)
+
+
+def _decide(press: Press, coordination: Approvals, store: AlertStore, defer_timeout_ms: int | None) -> str:
+    """Approve, reject or defer the approval the press is about: its reviewers only."""
     approval = coordination.approval(press.target)
     if approval is None:
         return "No such approval."
-    refused = refusal(press, approval.reviewers, chat_id)
+    refused = refusal(press, approval.reviewers)
     if refused is not None:
         log.warning("button press refused", approval=press.target, from_id=press.from_id, reason=refused)
         return refused
@@ -62,11 +82,8 @@ def apply(
     return answer
 
 
-def _hold(press: Press, store: AlertStore, chat_id: str | None) -> str:
+def _hold(press: Press, store: AlertStore) -> str:
     """Snooze (1 h) or mute (1 day) the alert the press is about: anyone in the chat may."""
-    elsewhere = refusal(press, (), chat_id)
-    if elsewhere is not None:
-        return elsewhere
     until = store.now_ms() + HOLD_MS[press.action]
     hold = snooze if press.action is Action.SNOOZE else mute
     key = store.hold(press.target, lambda state: hold(state, until))
@@ -97,9 +114,9 @@ def reconcile(coordination: Approvals, store: AlertStore, *, only: str | None = 
             continue
         store.enqueue(
             Queued(
-                f"approval:{approval_id}:{approval.status}:{approval.defer_count}",
+                approval_edit_key(approval_id, approval.status, approval.defer_count),
                 approval_outcome(approval),
-                edits=f"approval:{approval_id}",
+                edits=approval_key(approval_id),
             )
         )
         edits += 1
@@ -122,13 +139,13 @@ class HubPresses:
     def reconcile(self) -> int:
         return reconcile(self.coordination, self.store)
 
-    def apply(self, press: Press) -> str:
+    def apply(self, press: Press | UnknownPress) -> str:
         return apply(
             press,
             self.coordination,
             self.store,
             chat_id=self.settings.telegram.chat_id,
-            defer_timeout_ms=self._defer_timeout(press.target),
+            defer_timeout_ms=self._defer_timeout(press.target) if isinstance(press, Press) else None,
         )
 
     def close(self) -> None:

@@ -1,11 +1,12 @@
 """Sending the outbox (``daemon/alerts/store.py``): claim what is due, send or edit it, mark it.
 
-Telegram's limits and failures, each handled once here: about one message a second per chat (a
-pause between messages); a 429 holds the message for the ``retry_after`` Telegram gives and ends
-the round (everything else waits too); an unreachable or failing API holds it with the project's
-backoff (``sync.retry.RetryPolicy``), and gives it up after ``MAX_ATTEMPTS`` tries; a request
-Telegram will never take is given up and recorded; a refused token is the caller's to report (only
-a person can fix it).
+Telegram's limits and failures, each handled once here: about one message a second per chat (each
+message waits for its moment, a pause after the one handed out before it by any sender:
+``AlertStore.claim_due``; contracts/outbox_rules.json, as Convex's deliver paces); a 429 holds the
+message for the ``retry_after`` Telegram gives and ends the round (everything else waits too); an
+unreachable or failing API holds it with the project's backoff (``sync.retry.RetryPolicy``), and
+gives it up after ``MAX_ATTEMPTS`` tries; a request Telegram will never take is given up and
+recorded; a refused token is the caller's to report (only a person can fix it).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Final
 
 import structlog
 
-from daemon.alerts.store import AlertStore, Outgoing
+from daemon.alerts.store import ROUND_SIZE, AlertStore, Outgoing
 from daemon.telegram.client import BotApi
 from sync.errors import TelegramAuthError, TelegramUnavailable
 from sync.retry import RetryPolicy
@@ -26,7 +27,6 @@ from sync.retry import RetryPolicy
 log = structlog.get_logger("memsync.telegram")
 # Backoff for one message: 2 s doubling to 5 minutes, as the backbone's retries.
 BACKOFF: Final = RetryPolicy(initial=2.0, maximum=300.0, jitter=1.0)
-PER_CHAT_PAUSE: Final = 1.0  # seconds between messages to one chat (Telegram allows about one a second)
 # A message Telegram keeps failing (5xx, no answer) is given up after this many tries (about 2 h),
 # as on Convex (contracts/outbox_rules.json); a 429's wait is Telegram's pacing, not a failure.
 MAX_ATTEMPTS: Final = 30
@@ -44,14 +44,16 @@ def deliver(
     chat_id: str,
     *,
     pause: Callable[[float], bool],
-    limit: int = 10,
+    limit: int = ROUND_SIZE,
 ) -> Round:
-    """One round: up to ``limit`` due messages. ``pause(seconds)`` waits between messages and
-    returns False when the daemon is stopping (the rest stays queued). Raises TelegramAuthError."""
+    """One round: up to ``limit`` due messages, each sent at its moment (``Outgoing.send_at``: a
+    second apart). ``pause(seconds)`` waits for it and returns False when the daemon is stopping
+    (the rest stays queued). Raises TelegramAuthError."""
     items = store.claim_due("sender", limit)
     sent = 0
     for index, item in enumerate(items):
-        if index and not pause(PER_CHAT_PAUSE):
+        wait = (item.send_at - store.now_ms()) / 1000
+        if wait > 0 and not pause(wait):
             _release(store, items[index:])
             break
         try:

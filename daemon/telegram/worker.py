@@ -25,7 +25,7 @@ import structlog
 from daemon.alerts.store import AlertStore
 from daemon.alerts.watch import Alerts, local_observations
 from daemon.config import Settings
-from daemon.telegram.callbacks import Presses, parse
+from daemon.telegram.callbacks import Presses, pressed
 from daemon.telegram.client import BotApi
 from daemon.telegram.poller import PollerLease
 from daemon.telegram.sender import deliver
@@ -150,7 +150,7 @@ class AlertWorker:
         self.issues.recovered("poll")
         self._token_accepted()
         for update in updates:
-            press = parse(update)
+            press = pressed(update)  # an unknown button is answered too: Telegram's client waits for an answer
             if press is not None:
                 answer = self.presses.apply(press)
                 try:
