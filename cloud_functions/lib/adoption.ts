@@ -96,7 +96,7 @@ export function adoptSeed(doc: SeedEpisode, now: number, changeSeq: number): Ado
     ...(doc.qdrantPointId === undefined ? {} : { qdrantPointId: doc.qdrantPointId }),
     ...(seedPointId === undefined ? {} : { seedPointId }),
     changeSeq,
-    adopted: { at: now, fields },
+    adopted: { at: now, fields, times: doc.ts === undefined ? { createdAt: doc.createdAt } : { ts: doc.ts, createdAt: doc.createdAt } },
   };
 }
 
@@ -128,10 +128,15 @@ export function seedOf(doc: MemsyncEpisode & { sessionId: string; task: string; 
     agentName: doc.agentName,
   };
   const kept = doc.adopted?.fields;
-  const out: Record<string, unknown> = { sourceSite: doc.sourceSite, sourceId: doc.sourceId, createdAt: doc.createdAt };
+  // Never pushed since: the seed's own times, in its own unit; otherwise memsync's (ms).
+  const times = doc.adopted?.times ?? { ts: doc.ts, createdAt: doc.createdAt };
+  const out: Record<string, unknown> = { sourceSite: doc.sourceSite, sourceId: doc.sourceId };
   for (const name of SEED_CONTENT_FIELDS) {
     if ((kept === undefined || kept.includes(name)) && all[name] !== undefined) out[name] = all[name];
   }
+  out.createdAt = times.createdAt;
+  if (times.ts === undefined) delete out.ts;
+  else out.ts = times.ts;
   out.sessionId = doc.sessionId;
   out.task = doc.task;
   const pointId = doc.seedPointId ?? (doc.adopted !== undefined ? doc.qdrantPointId : undefined);

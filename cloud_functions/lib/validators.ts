@@ -67,7 +67,14 @@ export const memsyncEpisode = {
   changeSeq: v.optional(v.number()),
   // Adopted from the seed design and not pushed by memsync since: `fields` are the content fields
   // the seed document carried, which the first push compares (lib/adoption.ts).
-  adopted: v.optional(v.object({ at: v.number(), fields: v.array(v.string()) })),
+  // `times`: the seed's own ts and createdAt (seconds or ms, as it wrote them), for the undo.
+  adopted: v.optional(
+    v.object({
+      at: v.number(),
+      fields: v.array(v.string()),
+      times: v.object({ ts: v.optional(v.number()), createdAt: v.number() }),
+    }),
+  ),
   // The seed's Qdrant point of an adopted episode, kept for good (an edit clears qdrantPointId, not
   // this): search indexes write the episode under this id rather than a second point (the feed carries it).
   seedPointId: v.optional(v.string()),
