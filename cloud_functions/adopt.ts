@@ -13,7 +13,7 @@
 import { v } from "convex/values";
 import type { Doc } from "./_generated/dataModel";
 import { internalMutation, internalQuery, type QueryCtx } from "./_generated/server";
-import { adoptSeed, seedOf } from "./lib/adoption";
+import { adoptSeed, seedOf, usablePointId } from "./lib/adoption";
 import { ChangeSequence } from "./lib/changes";
 import { isHot, isMemsync } from "./lib/episodeView";
 import { fail } from "./lib/errors";
@@ -77,7 +77,7 @@ export const survey = internalQuery({
       if (table === "episodes" && shape === "seed") {
         const episode = doc as Doc<"episodes">;
         sites.add(episode.sourceSite);
-        if (episode.qdrantPointId !== undefined) seedPoints += 1;
+        if (usablePointId(episode.qdrantPointId) !== undefined) seedPoints += 1;
       }
     }
     return { shapes, seedSites: [...sites].sort(), seedPoints, next: page.isDone ? null : page.continueCursor };

@@ -44,6 +44,12 @@ def classify(code: str | None, message: str) -> MemsyncError:
         return BackboneConflict(message)
     if code == "NOT_FOUND":
         return BackboneNotFound(message)
+    if code == "NOT_ADOPTED":
+        # A person's step: the deployment holds the seed design's episodes (cloud_functions/adopt.ts).
+        return ConfigError(
+            "the Convex deployment still holds the seed design's episodes in their old shape: run `memsync adopt` "
+            "(with the deploy key) once, then start the daemons (README: Moving from the seed design)"
+        )
     if code is None:
         # An uncaught error in a function, e.g. an argument that fails a validator. Permanent for
         # this request: the engine splits the batch to find the row that causes it.
