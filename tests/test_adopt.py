@@ -82,6 +82,10 @@ def site_config(
     )
 
 
+def as_site(secret: str) -> dict[str, str]:
+    return {"MEMSYNC_BACKBONE__SITE_SECRET": secret}
+
+
 def summary_counts(stderr: str) -> dict[str, int]:
     found = re.search(r"(\d+) new, (\d+) updated, (\d+) already there", flat(stderr))
     assert found is not None, stderr
@@ -95,11 +99,9 @@ def test_adopt_then_two_sites_sync_every_episode_once(
     vm = site_config(tmp_path, "vm", convex, agents, new=1)
     operator = {OPERATOR_KEY_ENV: convex.admin_key}
 
-    # Before any secret: --check says which sites need one, and changes nothing.
-    secrets = {"laptop": "", "vm": ""}
+    # --check runs on a site (laptop, registered); it says which others need a secret, and changes nothing.
     before = tables(convex)
-    # A site needs its secret to read its config's backbone: register laptop first, vm after --check.
-    secrets["laptop"] = convex.register_site("laptop")
+    secrets = {"laptop": convex.register_site("laptop")}
     env = {**operator, "MEMSYNC_BACKBONE__SITE_SECRET": secrets["laptop"]}
     check = memsync("adopt", "--check", "-c", str(laptop.config), env=env)
     assert check.returncode == 0, check.stderr
