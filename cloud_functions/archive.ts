@@ -22,7 +22,7 @@ import { type ArchiveRecord, isoWeek, overlaps, weekRange } from "./lib/archiveF
 import { type Rewritten, rewriteWeek } from "./lib/archiveWrite";
 import { authenticate, siteArgs } from "./lib/auth";
 import { ChangeSequence } from "./lib/changes";
-import { exportEpisode, isHot } from "./lib/episodeView";
+import { exportEpisode, isHot, isMemsync } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode } from "./lib/push";
 import { archiveManifest, exportedEpisode, isCount } from "./lib/validators";
@@ -195,7 +195,7 @@ export const commit = internalMutation({
     for (const [i, s] of args.strip.entries()) {
       const doc = docs[i]!;
       // Edited since it was read: it stays hot (the file's copy is replaced by a later run).
-      if (doc.archived || doc.contentHash !== s.contentHash) continue;
+      if (!isMemsync(doc) || doc.archived || doc.contentHash !== s.contentHash) continue;
       await ctx.db.patch(doc._id, {
         sessionId: undefined,
         task: undefined,

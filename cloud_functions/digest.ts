@@ -3,6 +3,7 @@ import type { Doc } from "./_generated/dataModel";
 import { internalMutation, mutation, type MutationCtx, query, type QueryCtx } from "./_generated/server";
 import { authenticate, siteArgs } from "./lib/auth";
 import { type DigestDocument, digestMessage } from "./lib/digestMessage";
+import { isMemsync, type MemsyncEpisode } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { enqueue } from "./lib/outbox";
 import { digestKey, digestSentKey } from "./lib/outboxKeys";
@@ -150,7 +151,7 @@ export function buildDigest(
   };
 }
 
-function dayEpisode(doc: Doc<"episodes">): DayEpisode {
+function dayEpisode(doc: MemsyncEpisode): DayEpisode {
   return {
     site: doc.sourceSite,
     sourceId: doc.sourceId,
@@ -210,13 +211,13 @@ export const build = internalMutation({
 
 async function buildAndStore(ctx: MutationCtx, day: string, now: number): Promise<ReturnType<typeof buildDigest>> {
   const { since, until } = dayBounds(day);
-  const docs: Doc<"episodes">[] = [];
+  const docs: MemsyncEpisode[] = [];
   for (const archived of [false, true]) {
     docs.push(
       ...(await ctx.db
         .query("episodes")
         .withIndex("by_created", (q) => q.eq("archived", archived).gte("createdAt", since).lt("createdAt", until))
-        .take(MAX_EPISODES + 1 - docs.length)),
+        .take(MAX_EPISODES + 1 - docs.length)).filter(isMemsync),
     );
   }
   const truncated = docs.length > MAX_EPISODES;

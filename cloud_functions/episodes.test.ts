@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
+import { findEpisode } from "./lib/push";
 import { backend, errorCode, errorMessage, registerSite, type Backend } from "./test.setup";
 import { episodeFields, item } from "./test.fixtures";
 
@@ -55,7 +56,7 @@ describe("bulkSyncEpisodes: the hub's per-row outcomes", () => {
       syncedAt: first.results[0].syncedAt,
       reason: "the key holds another episode",
     });
-    const doc = await t.run((ctx) => ctx.db.query("episodes").first());
+    const doc = await t.run((ctx) => findEpisode(ctx.db, "laptop", "22"));
     expect(doc?.contentHash).toBe("content-22");
   });
 

@@ -133,6 +133,8 @@ async function forgetIn(ctx: MutationCtx, site: string, sourceId: string): Promi
       deletedAt: Date.now(),
       changeSeq,
       ...(week === null ? {} : { archiveWeek: week }),
+      // An adopted episode's point lives under the seed's id: indexes delete that one.
+      ...(found?.seedPointId === undefined ? {} : { seedPointId: found.seedPointId }),
     });
     await sequence.save();
   } else if (week !== null) {
@@ -201,6 +203,7 @@ const change = v.object({
   episode: nullable(exportedEpisode), // null: the key was forgotten, or archived
   qdrantPointId: nullable(v.string()),
   archived: v.boolean(), // the body went to the cold archive: the key stays, marked archived
+  seedPointId: v.optional(v.string()), // an adopted episode's point id in the seed's collection
 });
 
 /**

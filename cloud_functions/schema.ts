@@ -5,33 +5,20 @@ import {
   archiveManifest,
   approvalPriority,
   approvalStatus,
-  episodeStored,
+  memsyncEpisode,
   healthState,
   jobOutcome,
   nullable,
+  seedEpisode,
   taskStatus,
 } from "./lib/validators";
 
 /** Numbers are v.number() (float64, exact to 2^53): int64 would arrive as strings in JSON format. */
 export default defineSchema({
-  episodes: defineTable({
-    sourceSite: v.string(),
-    sourceId: v.string(), // the AgentDB id as text, "22~1" for a reused id
-    identityHash: v.string(),
-    contentHash: v.string(),
-    // The body's text fields (sessionId, task, input, output, critique, tags, metadataJson) are
-    // optional: an archived episode's body is in its week's archive file (archiveFiles), and only
-    // its key, hashes, times and attribution stay here (lib/episodeView.ts, archive.ts).
-    ...episodeStored,
-    syncedAt: v.number(), // first receipt; never changed after
-    updatedAt: v.number(),
-    archived: v.boolean(),
-    qdrantPointId: v.optional(v.string()),
-    approvalStatus: v.optional(v.string()),
-    // The change feed's position of the latest insert or edit (lib/changes.ts). Optional only for
-    // documents written before the feed: episodes:backfillChangeSeq gives them one.
-    changeSeq: v.optional(v.number()),
-  })
+  // Two shapes: memsync's own, and the seed design's (seedEpisode: what `convex-episode-sync.sh`
+  // pushed), so that deploying onto a running seed deployment is not refused. Only adopt.ts reads
+  // a seed document: every other reader narrows to memsync's shape first (lib/episodeView.ts).
+  episodes: defineTable(v.union(v.object(memsyncEpisode), v.object(seedEpisode)))
     // The upsert key: Convex has no unique constraints, so uniqueness is lookup-then-write in one mutation.
     .index("by_site_source", ["sourceSite", "sourceId"])
     // Export order: a site's episodes by first receipt (edits keep their place).
@@ -118,7 +105,8 @@ export default defineSchema({
   tasks: defineTable({
     title: v.string(),
     agentName: v.string(),
-    site: v.string(),
+    // Optional for the seed design's tasks, which had none: `memsync adopt` gives each its site.
+    site: v.optional(v.string()),
     status: taskStatus,
     assignedTo: v.optional(v.string()),
     approvalId: v.optional(v.id("approvals")),
@@ -212,6 +200,7 @@ export default defineSchema({
     sourceId: v.string(),
     deletedAt: v.number(),
     changeSeq: v.optional(v.number()), // the forget's place in the change feed (see episodes)
+    seedPointId: v.optional(v.string()), // an adopted episode's point id (lib/adoption.ts): indexes delete that one
     // Set while the archive file of this ISO week may still hold the forgotten episode: the forget
     // (or, should it die first, the next archive run) rewrites the file without it, then clears it.
     archiveWeek: v.optional(v.string()),

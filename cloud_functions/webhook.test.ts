@@ -6,6 +6,7 @@ import { describe, expect, test, vi } from "vitest";
 import { api, internal } from "./_generated/api";
 import type { Id } from "./_generated/dataModel";
 import { machineId } from "./lib/alertStore";
+import { findEpisode } from "./lib/push";
 import { CHAT, useTelegramBackend, WEBHOOK_SECRET } from "./test.botApi";
 import { item } from "./test.fixtures";
 import { errorCode } from "./test.setup";
@@ -18,13 +19,7 @@ const { settle } = tg;
 let updateId = 1000;
 
 const outbox = () => tg.t.run((ctx) => ctx.db.query("telegramOutbox").collect());
-const episode = () =>
-  tg.t.run((ctx) =>
-    ctx.db
-      .query("episodes")
-      .withIndex("by_site_source", (q) => q.eq("sourceSite", "laptop").eq("sourceId", "7"))
-      .unique(),
-  );
+const episode = () => tg.t.run((ctx) => findEpisode(ctx.db, "laptop", "7"));
 
 /** A pending approval about episode 7 of laptop, its message sent (message id 1). */
 async function pending(): Promise<Id<"approvals">> {

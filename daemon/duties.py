@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from daemon.telegram.callbacks import Presses
     from sync.backbone.base import Forgotten, Sweeps
     from sync.backbone.convex import ConvexBackbone
+    from sync.backbone.convex.adoption import SeedAdoption
 
 
 # The operator's credential for forgetting another site's episode on Convex: read from the shell
@@ -85,6 +86,12 @@ class ServerDuties(Protocol):
         here; the file that still holds it when that could not be done now (None: none)."""
         ...
 
+    def adopter(self) -> SeedAdoption | None:
+        """The operator's hand on a seed design's documents (``memsync adopt``), with the deploy key
+        from the shell; None where there is nothing of the seed's to adopt (the embedded hub).
+        Raises ``ConfigError`` when the deploy key is not set."""
+        ...
+
 
 class ConvexDuties:
     """Convex's duties: the deployment announces approvals and runs the sweeps in its crons; a site
@@ -137,3 +144,15 @@ class ConvexDuties:
 
     def empty_forgotten(self) -> str | None:
         return None  # the deployment's storage is Convex's: no file of ours holds the text
+
+    def adopter(self) -> SeedAdoption | None:
+        from sync.backbone.convex.adoption import SeedAdoption
+
+        deploy_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
+        if not deploy_key:
+            raise ConfigError(
+                f"`memsync adopt` needs the deployment's deploy key: set {OPERATOR_KEY_ENV} (Convex dashboard, "
+                "Settings, Deploy keys) in this shell only, never in a daemon's environment, and run it again"
+            )
+        logs.register_secrets([deploy_key])
+        return SeedAdoption(self.backbone.operator(deploy_key))

@@ -36,6 +36,7 @@ from sync.errors import (
         ("TOO_LARGE", BackboneRejected),
         ("CONFLICT", BackboneConflict),
         ("NOT_FOUND", BackboneNotFound),
+        ("NOT_ADOPTED", ConfigError),
         (None, BackboneRejected),  # an uncaught function error: the engine bisects the batch
         ("OVERLOADED", BackboneUnavailable),  # a code we do not know: try again later
     ],

@@ -121,6 +121,88 @@ def test_plan_page(
     assert plan.unchanged == unchanged, name
 
 
+SEED_PID = "7b0c0f5e-3f5c-4f0e-9a57-1c9a3e9d2a11"  # the seed design's point of an adopted episode
+
+
+def adopted(seq: int, ep: dict[str, Any] | None, *, point: str | None = None) -> Change:
+    """An episode adopted from the seed design (cloud_functions/adopt.ts): the feed names its seed point."""
+    return Change(seq, "laptop", "1", ep, point, seed_point_id=SEED_PID)
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "stored", "embed", "rewrite", "delete", "record", "unchanged"),
+    [
+        (
+            "adopted, seed point not in this store: written under the seed's id",
+            [adopted(1, EP, point=SEED_PID)],
+            {},
+            [SEED_PID],
+            [],
+            [],
+            [],
+            0,
+        ),
+        (
+            "adopted, indexed under the seed's id: unchanged",
+            [adopted(1, EP, point=SEED_PID)],
+            {SEED_PID: STORED},
+            [],
+            [],
+            [],
+            [],
+            1,
+        ),
+        (
+            "adopted, completed by its first push: a payload rewrite",
+            [adopted(2, EP | {"agentName": "claude"}, point=SEED_PID)],
+            {SEED_PID: STORED},
+            [],
+            [SEED_PID],
+            [],
+            [],
+            0,
+        ),
+        (
+            "adopted, edited: the seed's point embedded again and recorded",
+            [adopted(3, EP | {"output": "x"})],
+            {SEED_PID: STORED},
+            [SEED_PID],
+            [],
+            [],
+            [SEED_PID],
+            0,
+        ),
+        (
+            "adopted, forgotten: the seed's point deleted",
+            [adopted(4, None)],
+            {SEED_PID: STORED},
+            [],
+            [],
+            [SEED_PID],
+            [],
+            0,
+        ),
+    ],
+)
+def test_plan_page_adopted(
+    name: str,
+    changes: list[Change],
+    stored: dict[str, dict[str, Any]],
+    embed: list[str],
+    rewrite: list[str],
+    delete: list[str],
+    record: list[str],
+    unchanged: int,
+) -> None:
+    plan = plan_page(changes, stored)
+    assert [e.point_id for e in plan.embed] == embed, name
+    assert [pid for pid, _ in plan.rewrite] == rewrite, name
+    assert plan.delete == delete, name
+    assert [r.point_id for r in plan.record] == record, name
+    assert plan.unchanged == unchanged, name
+    assert PID not in {*(e.point_id for e in plan.embed), *plan.delete}, "never a second point under memsync's id"
+
+
 def archived(seq: int, site: str = "laptop", sid: str = "1") -> Change:
     """The cleanup job moved the episode's body to the cold archive: the key stays, the body goes."""
     return Change(seq, site, sid, None, None, archived=True)

@@ -13,6 +13,7 @@ import type {
   FilterApi,
   FunctionReference,
 } from "convex/server";
+import type * as adopt from "../adopt.js";
 import type * as agents from "../agents.js";
 import type * as alerts from "../alerts.js";
 import type * as approvals from "../approvals.js";
@@ -24,6 +25,7 @@ import type * as episodes from "../episodes.js";
 import type * as health from "../health.js";
 import type * as http from "../http.js";
 import type * as jobs from "../jobs.js";
+import type * as lib_adoption from "../lib/adoption.js";
 import type * as lib_alertMachine from "../lib/alertMachine.js";
 import type * as lib_alertSignals from "../lib/alertSignals.js";
 import type * as lib_alertStore from "../lib/alertStore.js";
@@ -35,6 +37,7 @@ import type * as lib_approvalPolicy from "../lib/approvalPolicy.js";
 import type * as lib_archiveFormat from "../lib/archiveFormat.js";
 import type * as lib_archiveWrite from "../lib/archiveWrite.js";
 import type * as lib_auth from "../lib/auth.js";
+import type * as lib_buttonPresses from "../lib/buttonPresses.js";
 import type * as lib_changes from "../lib/changes.js";
 import type * as lib_cronRun from "../lib/cronRun.js";
 import type * as lib_cursor from "../lib/cursor.js";
@@ -47,6 +50,8 @@ import type * as lib_outbox from "../lib/outbox.js";
 import type * as lib_owned from "../lib/owned.js";
 import type * as lib_push from "../lib/push.js";
 import type * as lib_quietHours from "../lib/quietHours.js";
+import type * as lib_runSummary from "../lib/runSummary.js";
+import type * as lib_settings from "../lib/settings.js";
 import type * as lib_telegram from "../lib/telegram.js";
 import type * as lib_validators from "../lib/validators.js";
 import type * as scheduled from "../scheduled.js";
@@ -64,6 +69,7 @@ import type * as telegram from "../telegram.js";
  * ```
  */
 declare const fullApi: ApiFromModules<{
+  adopt: typeof adopt;
   agents: typeof agents;
   alerts: typeof alerts;
   approvals: typeof approvals;
@@ -75,6 +81,7 @@ declare const fullApi: ApiFromModules<{
   health: typeof health;
   http: typeof http;
   jobs: typeof jobs;
+  "lib/adoption": typeof lib_adoption;
   "lib/alertMachine": typeof lib_alertMachine;
   "lib/alertSignals": typeof lib_alertSignals;
   "lib/alertStore": typeof lib_alertStore;
@@ -86,6 +93,7 @@ declare const fullApi: ApiFromModules<{
   "lib/archiveFormat": typeof lib_archiveFormat;
   "lib/archiveWrite": typeof lib_archiveWrite;
   "lib/auth": typeof lib_auth;
+  "lib/buttonPresses": typeof lib_buttonPresses;
   "lib/changes": typeof lib_changes;
   "lib/cronRun": typeof lib_cronRun;
   "lib/cursor": typeof lib_cursor;
@@ -98,6 +106,8 @@ declare const fullApi: ApiFromModules<{
   "lib/owned": typeof lib_owned;
   "lib/push": typeof lib_push;
   "lib/quietHours": typeof lib_quietHours;
+  "lib/runSummary": typeof lib_runSummary;
+  "lib/settings": typeof lib_settings;
   "lib/telegram": typeof lib_telegram;
   "lib/validators": typeof lib_validators;
   scheduled: typeof scheduled;

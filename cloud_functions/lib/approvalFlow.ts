@@ -8,6 +8,7 @@ import type { MutationCtx } from "../_generated/server";
 import { deferredExpiry, MAX_DEFERS } from "./approvalPolicy";
 import { approvalButtons, deferredText, expiredText, resolvedText } from "./approvalMessage";
 import { ChangeSequence } from "./changes";
+import { isMemsync } from "./episodeView";
 import { fail } from "./errors";
 import { enqueue } from "./outbox";
 import { approvalEditKey } from "./outboxKeys";
@@ -24,7 +25,8 @@ export async function markEpisode(ctx: MutationCtx, approval: Approval, status: 
     .query("episodes")
     .withIndex("by_site_source", (q) => q.eq("sourceSite", sourceSite).eq("sourceId", sourceId))
     .unique();
-  if (episode === null || episode.approvalStatus === status) return;
+  // A seed document not adopted yet is not memsync's to mark (adopt.ts).
+  if (episode === null || !isMemsync(episode) || episode.approvalStatus === status) return;
   // A change in the feed (not of the content): search indexes rewrite the payload, embed nothing.
   const sequence = new ChangeSequence(ctx.db);
   await ctx.db.patch(episode._id, { approvalStatus: status, changeSeq: await sequence.next() });

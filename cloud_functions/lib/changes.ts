@@ -1,6 +1,7 @@
 import type { Doc } from "../_generated/dataModel";
 import type { MutationCtx, QueryCtx } from "../_generated/server";
-import { type ExportedEpisode, exportEpisode, isHot } from "./episodeView";
+import { fail } from "./errors";
+import { type ExportedEpisode, exportEpisode, isHot, isMemsync, NOT_ADOPTED_MESSAGE } from "./episodeView";
 
 /**
  * The change feed's sequence: one counter document, read at a mutation's first change and written
@@ -64,16 +65,23 @@ export type ChangeEntry = {
   episode: FeedEpisode | null; // null: forgotten, or archived
   qdrantPointId: string | null;
   archived: boolean; // the body moved to the cold archive: indexes mark the key archived, not gone
+  seedPointId?: string; // an adopted episode's point in the seed's collection: indexes write (or delete) that one
 };
+
+function seedPoint(doc: { seedPointId?: string }): { seedPointId?: string } {
+  return doc.seedPointId === undefined ? {} : { seedPointId: doc.seedPointId };
+}
 
 type Head<T> = { seq: number; doc: T } | null;
 
 /** The next document of an index range that holds only documents with a changeSeq. */
-async function advance<T extends { changeSeq?: number }>(docs: AsyncIterator<T>): Promise<Head<T>> {
+async function advance<T extends object>(docs: AsyncIterator<T>): Promise<Head<T>> {
   const step = await docs.next();
   if (step.done === true) return null;
-  // The ranges are `changeSeq > after`, which leaves out documents without one.
-  return { seq: step.value.changeSeq ?? 0, doc: step.value };
+  // The ranges are `changeSeq > after`, which leaves out documents without one (seed documents
+  // among them: the migration gives each adopted one its seq).
+  const seq = "changeSeq" in step.value && typeof step.value.changeSeq === "number" ? step.value.changeSeq : 0;
+  return { seq, doc: step.value };
 }
 
 function size(entry: ChangeEntry): number {
@@ -109,6 +117,7 @@ export async function readChanges(db: QueryCtx["db"], after: number, limit: numb
         episode: hot ? withApproval(exportEpisode(doc), doc.approvalStatus) : null,
         qdrantPointId: doc.qdrantPointId ?? null,
         archived: !hot,
+        ...(isMemsync(doc) ? seedPoint(doc) : {}),
       };
       episode = await advance(episodes);
     } else if (tombstone !== null) {
@@ -120,6 +129,7 @@ export async function readChanges(db: QueryCtx["db"], after: number, limit: numb
         episode: null,
         qdrantPointId: null,
         archived: false,
+        ...seedPoint(doc),
       };
       tombstone = await advance(tombstones);
     } else {
@@ -143,7 +153,7 @@ export async function recordPoint(
   qdrantPointId: string,
   contentHash: string | undefined,
 ): Promise<boolean> {
-  if (doc === null || (contentHash !== undefined && contentHash !== doc.contentHash)) return false;
+  if (doc === null || !isMemsync(doc) || (contentHash !== undefined && contentHash !== doc.contentHash)) return false;
   if (doc.qdrantPointId !== qdrantPointId) await db.patch(doc._id, { qdrantPointId });
   return true;
 }
@@ -158,6 +168,8 @@ export async function backfillChangeSeqs(db: MutationCtx["db"], limit: number): 
     .query("episodes")
     .withIndex("by_changeSeq", (q) => q.eq("changeSeq", undefined))
     .take(limit);
+  // A seed document gets its seq from the migration, with the rest of memsync's fields (adopt.ts).
+  if (!episodes.every(isMemsync)) fail("NOT_ADOPTED", NOT_ADOPTED_MESSAGE);
   for (const doc of episodes) await db.patch(doc._id, { changeSeq: await sequence.next() });
   const rest = limit - episodes.length;
   const tombstones =

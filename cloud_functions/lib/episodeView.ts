@@ -1,8 +1,22 @@
 import type { Doc } from "../_generated/dataModel";
 import { metadataOut } from "./metadata";
 
+/** A document of memsync's shape (adopted ones included): what every reader but adopt.ts reads. */
+export type MemsyncEpisode = Extract<Doc<"episodes">, { archived: boolean }>;
+/** A document as the seed design wrote it, not adopted yet (adopt.ts). */
+export type SeedEpisode = Exclude<Doc<"episodes">, MemsyncEpisode>;
+
+/** The sentence for a key that still holds a seed document (the operator's step, not the site's). */
+export const NOT_ADOPTED_MESSAGE =
+  "this deployment still holds episodes in the seed design's shape: run `memsync adopt` (with the deploy key) first";
+
+/** Whether the document has memsync's shape; a seed document (no `archived`) is adopt.ts's alone. */
+export function isMemsync(doc: Doc<"episodes">): doc is MemsyncEpisode {
+  return "archived" in doc;
+}
+
 /** An episode with its body in the table (not archived): every text field present. */
-export type HotEpisode = Doc<"episodes"> & {
+export type HotEpisode = MemsyncEpisode & {
   sessionId: string;
   task: string;
   input: string | null;
@@ -15,6 +29,7 @@ export type HotEpisode = Doc<"episodes"> & {
 /** Whether the document holds its body (an archived episode's body is in its week's archive file). */
 export function isHot(doc: Doc<"episodes">): doc is HotEpisode {
   return (
+    isMemsync(doc) &&
     !doc.archived &&
     doc.sessionId !== undefined &&
     doc.task !== undefined &&

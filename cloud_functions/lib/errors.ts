@@ -9,7 +9,8 @@ export type ErrorCode =
   | "INVALID" // arguments that pass the validators but not our own checks
   | "TOO_LARGE" // a batch over its row limit
   | "CONFLICT" // the state forbids it: resolving a settled approval, registering a taken name
-  | "NOT_FOUND"; // an id that does not exist or belongs to another site (indistinguishable on purpose)
+  | "NOT_FOUND" // an id that does not exist or belongs to another site (indistinguishable on purpose)
+  | "NOT_ADOPTED"; // the key holds a seed design's document that `memsync adopt` has not brought to memsync's shape
 
 export function fail(code: ErrorCode, message: string): never {
   throw new ConvexError({ code, message });

@@ -1,5 +1,9 @@
 import type { Infer } from "convex/values";
+import type { Doc } from "../_generated/dataModel";
 import type { MutationCtx, QueryCtx } from "../_generated/server";
+import { isMemsync, type MemsyncEpisode, NOT_ADOPTED_MESSAGE } from "./episodeView";
+import { sameAsSeed } from "./adoption";
+import { fail } from "./errors";
 import { ChangeSequence } from "./changes";
 import { metadataText } from "./metadata";
 import type { pushItem } from "./validators";
@@ -31,11 +35,22 @@ export async function isForgotten(db: QueryCtx["db"], site: string, sourceId: st
   return tombstone !== null;
 }
 
-export async function findEpisode(db: QueryCtx["db"], site: string, sourceId: string) {
+/** The document holding a key, in whichever shape (adopt.ts reads seed documents too). */
+export async function findDocument(db: QueryCtx["db"], site: string, sourceId: string): Promise<Doc<"episodes"> | null> {
   return await db
     .query("episodes")
     .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", sourceId))
     .unique();
+}
+
+/**
+ * The episode holding a key, of memsync's shape. A seed document not adopted yet is refused
+ * (NOT_ADOPTED): reading it as memsync's would push a duplicate or lose its metadata.
+ */
+export async function findEpisode(db: QueryCtx["db"], site: string, sourceId: string): Promise<MemsyncEpisode | null> {
+  const doc = await findDocument(db, site, sourceId);
+  if (doc !== null && !isMemsync(doc)) fail("NOT_ADOPTED", NOT_ADOPTED_MESSAGE);
+  return doc;
 }
 
 function refused(sourceId: string, reason: string): PushResult {
@@ -76,6 +91,7 @@ async function pushOne(
   if (sourceId === "") return refused(sourceId, "sourceId is empty");
   if (await isForgotten(ctx.db, site, sourceId)) return refused(sourceId, "forgotten");
   const found = await findEpisode(ctx.db, site, sourceId);
+  if (found?.adopted !== undefined) return await completeAdoption(ctx, found, found.adopted.fields, item, now, sequence);
   if (found !== null && found.identityHash !== item.identityHash) {
     return { sourceId, outcome: "conflict", remoteId: found._id, syncedAt: found.syncedAt, reason: "the key holds another episode" };
   }
@@ -110,6 +126,38 @@ async function pushOne(
     changeSeq: await sequence.next(),
   });
   return { sourceId, outcome: "updated", remoteId: found._id, syncedAt: found.syncedAt, reason: null };
+}
+
+/**
+ * The first push of an adopted key (adopt.ts): the site's content compared with what the seed
+ * stored (lib/adoption.ts). The same: "unchanged", and the document completed as memsync would have
+ * inserted it (its hashes, the fields the seed never had), keeping its receipt and point; a new seq
+ * lets every search index take the completed payload (the same text: nothing is embedded again).
+ * Different: an edit, as for any key.
+ */
+async function completeAdoption(
+  ctx: MutationCtx,
+  found: MemsyncEpisode,
+  fields: readonly string[],
+  item: PushItem,
+  now: number,
+  sequence: ChangeSequence,
+): Promise<PushResult> {
+  const content = rowContent(item);
+  if ("reason" in content) return refused(item.sourceId, content.reason);
+  const { row } = content;
+  const same = sameAsSeed(found, row, fields);
+  await ctx.db.patch(found._id, {
+    ...row,
+    identityHash: item.identityHash,
+    archived: false,
+    updatedAt: now,
+    adopted: undefined,
+    ...(same ? {} : { qdrantPointId: undefined }),
+    changeSeq: await sequence.next(),
+  });
+  const outcome = same ? "unchanged" : "updated";
+  return { sourceId: item.sourceId, outcome, remoteId: found._id, syncedAt: found.syncedAt, reason: null };
 }
 
 export async function pushEpisodes(

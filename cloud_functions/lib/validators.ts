@@ -43,6 +43,67 @@ export const episodeStored = {
   metadataJson: v.optional(v.string()), // text, not an object: see lib/metadata.ts
 };
 
+/**
+ * A document of memsync's shape. `adopted` marks a seed document the migration (adopt.ts) brought to
+ * this shape: its hashes are not memsync's yet (the seed never had them), so the first push of its
+ * key compares the content itself (lib/adoption.ts) and records them.
+ */
+export const memsyncEpisode = {
+  sourceSite: v.string(),
+  sourceId: v.string(), // the AgentDB id as text, "22~1" for a reused id
+  identityHash: v.string(),
+  contentHash: v.string(),
+  // The body's text fields (sessionId, task, input, output, critique, tags, metadataJson) are
+  // optional: an archived episode's body is in its week's archive file (archiveFiles), and only
+  // its key, hashes, times and attribution stay here (lib/episodeView.ts, archive.ts).
+  ...episodeStored,
+  syncedAt: v.number(), // first receipt; never changed after
+  updatedAt: v.number(),
+  archived: v.boolean(),
+  qdrantPointId: v.optional(v.string()),
+  approvalStatus: v.optional(v.string()),
+  // The change feed's position of the latest insert or edit (lib/changes.ts). Optional only for
+  // documents written before the feed: episodes:backfillChangeSeq gives them one.
+  changeSeq: v.optional(v.number()),
+  // Adopted from the seed design and not pushed by memsync since: `fields` are the content fields
+  // the seed document carried, which the first push compares (lib/adoption.ts).
+  // `times`: the seed's own ts and createdAt (seconds or ms, as it wrote them), for the undo.
+  adopted: v.optional(
+    v.object({
+      at: v.number(),
+      fields: v.array(v.string()),
+      times: v.object({ ts: v.optional(v.number()), createdAt: v.number() }),
+    }),
+  ),
+  // The seed's Qdrant point of an adopted episode, kept for good (an edit clears qdrantPointId, not
+  // this): search indexes write the episode under this id rather than a second point (the feed carries it).
+  seedPointId: v.optional(v.string()),
+};
+
+/**
+ * An episode as the seed design's `convex-episode-sync.sh` pushed it (tests/data/seed/README.md:
+ * which fields are known and which guessed): keyed by (sourceSite, sourceId), metadata as an
+ * object, none of memsync's hashes or times. Declared so that memsync's schema can be pushed onto
+ * a deployment that holds them; adopt.ts brings them to memsync's shape, and back (--undo).
+ */
+export const seedEpisode = {
+  sourceSite: v.string(),
+  sourceId: v.string(),
+  sessionId: v.string(),
+  task: v.string(),
+  input: v.optional(nullable(v.string())),
+  output: v.optional(nullable(v.string())),
+  critique: v.optional(nullable(v.string())),
+  reward: v.optional(nullable(v.number())),
+  success: v.optional(v.boolean()),
+  tags: v.optional(v.array(v.string())),
+  metadata: v.optional(v.any()),
+  ts: v.optional(v.number()),
+  createdAt: v.number(),
+  agentName: v.optional(nullable(v.string())),
+  qdrantPointId: v.optional(v.string()),
+};
+
 /** The body fields an archived episode leaves in its archive file (codec.py's TEXT_FIELDS). */
 export const BODY_FIELDS = ["sessionId", "task", "input", "output", "critique", "tags", "metadataJson"] as const;
 

@@ -14,6 +14,7 @@ import sys
 
 from daemon import version
 from daemon.cli import (
+    adopt,
     approval,
     archive,
     capture,
@@ -55,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
         context,
         export,
         forget,
+        adopt,
         archive,
         quarantine,
         jobs,

@@ -179,7 +179,8 @@ def _sync_here(settings: Settings, args: argparse.Namespace) -> int:
             say("interrupted; the next pass resumes from the cursor")
             raise Exit(130) from None
         say(
-            f"{report.inserted} new, {report.updated} updated, {report.reused} reused ids kept, "
+            f"{report.inserted} new, {report.updated} updated, {report.unchanged} already there, "
+            f"{report.reused} reused ids kept, "
             f"{report.quarantined} quarantined; cursor {report.cursor}, backlog {report.backlog}"
         )
         if report.interrupted:

@@ -71,6 +71,9 @@ class HubDuties:
         finally:
             other.close()
 
+    def adopter(self) -> None:
+        return None  # the seed design ran on Convex: an embedded hub holds nothing of it
+
     def empty_forgotten(self) -> str | None:
         # The -wal's older frames still hold the text for as long as a daemon keeps the hub open:
         # cut it to nothing (HubConnection.empty_wal); it may not be, if others kept the hub busy.

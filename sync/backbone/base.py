@@ -189,6 +189,9 @@ class Change:
     # index keeps its point (marked archived) rather than deleting it. A restore is a change again,
     # with the episode.
     archived: bool = False
+    # An episode adopted from the seed design (cloud_functions/adopt.ts) keeps the point the seed
+    # wrote: the index writes, and deletes, that point rather than one under memsync's own id.
+    seed_point_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

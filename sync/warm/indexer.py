@@ -106,12 +106,22 @@ class ToEmbed:
     payload: dict[str, Any]
 
 
-def passage_items(site: str, source_id: str, payload: Mapping[str, Any], spans: Sequence[Span]) -> list[ToEmbed]:
-    """An episode's points, first passage first. One passage spanning the whole text is the episode's
-    point as it always was; otherwise the first carries the episode's payload plus ``passages`` and
-    ``span``, the others the filter fields, ``parent``, ``passage`` and ``span``."""
+def head_id(change: Change) -> str:
+    """The point an episode's first passage lives under: memsync's own (derived from the key), or
+    the seed's point an adopted episode kept (the feed's ``seedPointId``), so that the index writes
+    that point rather than a second one beside it."""
+    return change.seed_point_id or point_id(change.site, change.source_id)
+
+
+def passage_items(
+    site: str, source_id: str, payload: Mapping[str, Any], spans: Sequence[Span], head: str | None = None
+) -> list[ToEmbed]:
+    """An episode's points, first passage first (under ``head``, memsync's own id by default). One
+    passage spanning the whole text is the episode's point as it always was; otherwise the first
+    carries the episode's payload plus ``passages`` and ``span``, the others the filter fields,
+    ``parent``, ``passage`` and ``span``."""
     text = str(payload["text"])
-    head = point_id(site, source_id)
+    head = head or point_id(site, source_id)
     base = {k: v for k, v in payload.items() if k not in (PASSAGES_KEY, SPAN_KEY)}
     if list(spans) == [(0, len(text))]:
         return [ToEmbed(head, text, base)]
@@ -130,8 +140,9 @@ def passage_count(payload: Mapping[str, Any]) -> int:
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
 
 
-def _ids(site: str, source_id: str, count: int) -> list[str]:
-    return [passage_id(site, source_id, index) for index in range(count)]
+def _ids(site: str, source_id: str, count: int, head: str | None = None) -> list[str]:
+    ids = [passage_id(site, source_id, index) for index in range(count)]
+    return [head, *ids[1:]] if head else ids
 
 
 def _layout(payload: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -161,7 +172,7 @@ def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]
     latest change."""
     latest: dict[str, Change] = {}
     for change in changes:
-        latest[point_id(change.site, change.source_id)] = change
+        latest[head_id(change)] = change
     plan = IndexPlan()
     unchanged = 0
     for pid, change in latest.items():
@@ -176,7 +187,7 @@ def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]
             continue
         if change.episode is None:
             if pid in stored:
-                plan.delete.extend(_ids(change.site, change.source_id, passage_count(stored[pid])))
+                plan.delete.extend(_ids(change.site, change.source_id, passage_count(stored[pid]), pid))
             continue
         unchanged += _plan_episode(plan, change, stored.get(pid), split)
         if change.point_id != pid:
@@ -192,9 +203,10 @@ def _plan_episode(plan: IndexPlan, change: Change, held: Mapping[str, Any] | Non
     """Add a present episode's points to ``plan``: all embedded when its text changed, all rewritten
     when only the payload did; 1 when nothing did, else 0."""
     episode = payload_for(change)
-    ids = _ids(change.site, change.source_id, 1 if held is None else passage_count(held))
+    head = head_id(change)
+    ids = _ids(change.site, change.source_id, 1 if held is None else passage_count(held), head)
     if held is None or held.get("textHash") != episode["textHash"]:
-        items = passage_items(change.site, change.source_id, episode, split(episode["text"]))
+        items = passage_items(change.site, change.source_id, episode, split(episode["text"]), head)
         plan.embed.extend(items)
         plan.stale.extend(ids[len(items) :])
         return 0
@@ -274,7 +286,7 @@ def archived_to_embed(
 ) -> tuple[list[ToEmbed], list[str]]:
     """For archived points in no collection: what to embed from the archive's records (marked
     archived), and the ids still missing (the archive did not have them either)."""
-    by_id = {point_id(c.site, c.source_id): c for c in changes}
+    by_id = {head_id(c): c for c in changes}
     revived: list[ToEmbed] = []
     still: list[str] = []
     for pid in missing:
@@ -285,7 +297,7 @@ def archived_to_embed(
             continue
         episode = {k: v for k, v in record.items() if k != ARCHIVED_KEY}
         payload = payload_for(Change(change.seq, change.site, change.source_id, episode)) | {ARCHIVED_KEY: True}
-        revived.extend(passage_items(change.site, change.source_id, payload, split(payload["text"])))
+        revived.extend(passage_items(change.site, change.source_id, payload, split(payload["text"]), pid))
     return revived, still
 
 
@@ -425,7 +437,7 @@ class Indexer:
         report = PassReport(changes=len(changes), cursor=after, drained=not changes)
         if not changes:
             return report
-        ids = list(dict.fromkeys(point_id(c.site, c.source_id) for c in changes))
+        ids = list(dict.fromkeys(head_id(c) for c in changes))
         stored = {p.id: p.payload for p in self.store.get(ids)}
         plan = plan_page(changes, stored, self.split)
         if plan.stale:
@@ -511,7 +523,7 @@ class Indexer:
     def _from_archive(self, changes: Sequence[Change], copied: CopyPlan) -> CopyPlan:
         """Archived episodes no collection holds (archived before this index saw them: a new site,
         a new index, a rebuild under another model), embedded from their records in the archive."""
-        by_id = {point_id(c.site, c.source_id): (c.site, c.source_id) for c in changes}
+        by_id = {head_id(c): (c.site, c.source_id) for c in changes}
         records = self.backbone.archived_records([by_id[pid] for pid in copied.missing])
         revived, missing = archived_to_embed(changes, copied.missing, records, self.split)
         return CopyPlan(copied.copy, [*copied.embed, *revived], missing)

@@ -8,6 +8,7 @@ import { makeFunctionReference } from "convex/server";
 import { convexToJson, jsonToConvex, type Value } from "convex/values";
 import { backend, modules } from "../../cloud_functions/test.modules";
 import schema from "../../cloud_functions/schema";
+import { insertSeed } from "../../cloud_functions/test.seed";
 
 export type Kind = "query" | "mutation" | "action";
 export type Reply = { httpStatus: number; body: Record<string, unknown> };
@@ -142,4 +143,12 @@ function base64(bytes: Uint8Array): string {
   let text = "";
   for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(text);
+}
+
+/**
+ * The seed design's documents (tests/data/seed/) written into the tables around the functions, as
+ * the seed's own functions left them (validated by the schema): a deployment to `memsync adopt`.
+ */
+export async function seed(): Promise<Record<string, number>> {
+  return await serially(() => t.run((ctx) => insertSeed(ctx.db)));
 }

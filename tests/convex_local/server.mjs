@@ -94,6 +94,11 @@ async function serve(api, req, res) {
     if (!adminOf(req.headers.authorization).admin) return send(res, 401, { code: "Unauthorized", message: "admin key needed" });
     return send(res, 200, await api.dump());
   }
+  if (pathname === "/_local/seed") {
+    // Not Convex's API: the seed design's documents (tests/data/seed), written around the functions. Admin only.
+    if (!adminOf(req.headers.authorization).admin) return send(res, 401, { code: "Unauthorized", message: "admin key needed" });
+    return send(res, 200, await api.seed());
+  }
   if (!pathname.startsWith("/api/")) return serveHttpAction(api, req, res);
   const route = /^\/api\/(query|mutation|action)\/?$/.exec(pathname);
   if (route === null) return send(res, 404, { code: "NotFound", message: `no route ${req.method} ${req.url}` });

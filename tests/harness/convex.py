@@ -54,6 +54,13 @@ class LocalConvex:
                 out.append(gzip.decompress(data))
         return b"\n".join(out)
 
+    def load_seed(self) -> dict[str, int]:
+        """The seed design's documents (tests/data/seed) written into the tables, around the functions."""
+        reply = httpx.post(f"{self.url}/_local/seed", headers={"Authorization": f"Convex {self.admin_key}"}, timeout=60)
+        reply.raise_for_status()
+        counts: dict[str, int] = reply.json()
+        return counts
+
     def register_site(self, name: str) -> str:
         """A new site and its secret, printed once by sites:register."""
         secret: str = self.admin("mutation", "sites:register", {"name": name})["secret"]

@@ -33,6 +33,12 @@ MAX_PAGE = 500
 Kind = Literal["query", "mutation", "action"]
 
 
+NOT_ADOPTED = (
+    "the Convex deployment still holds the seed design's episodes in their old shape: run `memsync adopt` "
+    "(with the deploy key) once, then start the daemons (README: Moving from the seed design)"
+)
+
+
 def classify(code: str | None, message: str) -> MemsyncError:
     """The exception for a function's error, by its ``errorData.code``, never by message text
     (production deployments redact messages)."""
@@ -40,10 +46,11 @@ def classify(code: str | None, message: str) -> MemsyncError:
         return BackboneAuthError(f"convex refused this site's credentials: {message}")
     if code in {"INVALID", "TOO_LARGE"}:
         return BackboneRejected(f"convex rejected the request ({code}): {message}")
-    if code == "CONFLICT":
-        return BackboneConflict(message)
-    if code == "NOT_FOUND":
-        return BackboneNotFound(message)
+    if code == "NOT_ADOPTED":
+        # A person's step: the deployment holds the seed design's episodes (cloud_functions/adopt.ts).
+        return ConfigError(NOT_ADOPTED)
+    if code in {"CONFLICT", "NOT_FOUND"}:
+        return (BackboneConflict if code == "CONFLICT" else BackboneNotFound)(message)
     if code is None:
         # An uncaught error in a function, e.g. an argument that fails a validator. Permanent for
         # this request: the engine splits the batch to find the row that causes it.

@@ -23,6 +23,7 @@ class ConvexFeed(ConvexConnection):
                 None if r["episode"] is None else exported(r["episode"]),
                 r.get("qdrantPointId"),
                 bool(r.get("archived", False)),
+                r.get("seedPointId"),
             )
             for r in rows
         ]
