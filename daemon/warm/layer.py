@@ -38,7 +38,7 @@ from daemon.control.client import Progress
 from daemon.control.server import Handler
 from daemon.warm.files import Collections, status_path, write_status
 from sync.backbone.base import ChangeFeed
-from sync.errors import CollectionMismatch, ConfigError, QuotaExhausted, TransientError
+from sync.errors import CollectionMismatch, ConfigError, ForeignCollection, QuotaExhausted, TransientError
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
 from sync.warm import browse
@@ -57,6 +57,7 @@ from sync.warm.store import CollectionSpec, EdgeStore, ServerStore, VectorStore
 log = structlog.get_logger("memsync.warm")
 
 MAX_BACKOFF = 60.0
+FOREIGN_RETRY = 60.0  # seconds between looks while the serving collection is someone else's
 INDEXED_POLL = 0.02  # seconds between looks at the feed position while a hook waits for it
 
 
@@ -95,7 +96,7 @@ def open_store(settings: Settings) -> VectorStore:
         key = None if warm.qdrant_api_key is None else warm.qdrant_api_key.get_secret_value()
         if key:
             logs.register_secrets([key])
-        return ServerStore(url=warm.url, api_key=key)
+        return ServerStore(url=warm.url, api_key=key).configured(warm.collection)
     return EdgeStore(settings.warm_dir / "qdrant")
 
 
@@ -260,6 +261,11 @@ class WarmLayer:
             wait = exc.retry_after or MAX_BACKOFF
             self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
             return wait
+        except ForeignCollection as exc:
+            # Never written: the person builds memsync's own beside it or adopts it (the sentence
+            # says how); the next look finds what they chose.
+            self._set("foreign-collection", str(exc))
+            return FOREIGN_RETRY
         except CollectionMismatch as exc:
             # Step.WAIT_FOR_REINDEX (``sync.warm.lifecycle``): re-embedding everything is the person's call.
             self._set("needs-reindex", f"{exc} (run: memsync reindex)")

@@ -16,7 +16,7 @@ from typing import Generic, Protocol, TypeVar
 
 import structlog
 
-from sync.errors import MemsyncError, TransientError
+from sync.errors import MemsyncError, NotOurs, TransientError
 from sync.warm.cursor import CursorFile
 from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lifecycle import leftovers
@@ -60,6 +60,9 @@ class Rebuilder(Generic[S]):
         for name in found.drop:
             try:
                 store.drop(name)
+            except NotOurs as exc:
+                self._left_in_place(name, exc)
+                continue
             except (MemsyncError, OSError):
                 # Still listed: the next start tries again; meanwhile it only takes disk space.
                 log.exception("could not drop a collection an interrupted rebuild left", collection=name)
@@ -73,11 +76,21 @@ class Rebuilder(Generic[S]):
         store = store or self.open_store()
         try:
             store.drop(physical)
+        except NotOurs as exc:
+            self._left_in_place(physical, exc)
+            return
         except Exception:
             # Still listed to drop (``CursorFile.drop_unless_active``): the next start tries again.
             log.exception("could not drop a retired collection; dropping it at the next start", collection=physical)
             return
         self.cursor_file.settled(physical, dropped=True)
+
+    def _left_in_place(self, physical: str, refusal: NotOurs) -> None:
+        """A collection memsync did not make (or adopted) no longer serves: it stays where it is,
+        with whatever it holds (a forgotten episode's bytes too, when a purge replaced it), and this
+        site lets go of it. Deleting it is its owner's call."""
+        self.cursor_file.settled(physical, dropped=True)
+        log.warning("left a collection memsync did not make in place", collection=physical, why=str(refusal))
 
     def rebuild(
         self,

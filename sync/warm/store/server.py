@@ -15,9 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sync import http
-from sync.errors import ConfigError, MemsyncError, StoreLocked, StoreRejected, StoreUnavailable
+from sync.errors import (
+    ConfigError,
+    ForeignCollection,
+    MemsyncError,
+    NotOurs,
+    StoreLocked,
+    StoreRejected,
+    StoreUnavailable,
+)
 from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.warm.request import SearchFilter
+from sync.warm.store import adoption
 from sync.warm.store.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,
@@ -58,6 +67,7 @@ class ServerStore(StoreBase):
         from qdrant_client import QdrantClient
 
         self._where = url or location or path or ("shared client" if client is not None else "")
+        self._configured: str | None = None  # warm.collection, for the refusal's advice (``configured``)
         # A given client is shared (with other stores or the caller), so close() leaves it open.
         self._owns_client = client is None
         if client is not None:
@@ -120,10 +130,8 @@ class ServerStore(StoreBase):
                 config = self._client.get_collection(collection).config
                 record = (config.metadata or {}).get(RECORD_KEY)
                 if not isinstance(record, dict):
-                    raise ConfigError(
-                        f"collection {collection} at {self._where} has no memsync record in its metadata (made "
-                        "outside memsync, or by a Qdrant older than 1.16 that drops collection metadata): "
-                        "its embedding model is unknown; run `memsync reindex`"
+                    raise ForeignCollection(
+                        adoption.foreign_refusal(collection, self._where, configured=self._configured or collection)
                     )
                 built = CollectionSpec.from_record(collection, record)
                 check_mismatch(collection, built, wanted)
@@ -163,36 +171,87 @@ class ServerStore(StoreBase):
         self._collection, self._spec = collection, built
         return built
 
+    def configured(self, name: str) -> ServerStore:
+        """The site's ``warm.collection``: a refusal of a foreign collection advises by it."""
+        self._configured = name
+        return self
+
     @staticmethod
     def _check_layout(collection: str, params: Any, spec: CollectionSpec) -> None:
         from qdrant_client import models as qm
 
         vectors = params.vectors if isinstance(params.vectors, dict) else {}
         sparse = params.sparse_vectors or {}
-        dense = vectors.get(DENSE)
+        dense = vectors.get(spec.dense_name)
         ok = (
             dense is not None
             and dense.size == spec.dims
             and dense.distance == qm.Distance.COSINE
-            and SPARSE in sparse
-            and sparse[SPARSE].modifier == qm.Modifier.IDF
+            and spec.sparse_name in sparse
+            and sparse[spec.sparse_name].modifier == qm.Modifier.IDF
         )
         if not ok:
             raise ConfigError(
                 f"collection {collection} does not have the hybrid layout its record promises (dense "
-                f"'{DENSE}' cosine {spec.dims} dims, sparse '{SPARSE}' with IDF): run `memsync reindex`"
+                f"'{spec.dense_name}' cosine {spec.dims} dims, sparse '{spec.sparse_name}' with IDF): "
+                "run `memsync reindex`"
             )
+
+    # -- adopting a collection memsync did not make (``sync.warm.store.adoption``) ------------------
+    PAYLOAD_SAMPLE = 20  # points whose payload keys say which of memsync's filter fields are missing
+
+    def layout(self, collection: str) -> tuple[adoption.Origin, adoption.Layout] | None:
+        """Who made ``collection`` and its vectors, read without opening or changing it; None when
+        there is no such collection."""
+        self._validate_name(collection)
+        with self._client_errors("read the collection's layout"):
+            if not self._client.collection_exists(collection):
+                return None
+            config = self._client.get_collection(collection).config
+            records, _ = self._client.scroll(
+                collection, limit=self.PAYLOAD_SAMPLE, with_payload=True, with_vectors=False
+            )
+        return adoption.origin(config.metadata), _layout(config.params, records)
+
+    def adopt(self, collection: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25) -> adoption.Verdict:
+        """Record ``collection`` (made outside memsync) as adopted for this model, naming the vectors
+        memsync must use, when ``adoption.judge`` accepts its layout; ``ConfigError`` naming what
+        does not fit otherwise. Its points and vectors are left as they are."""
+        found = self.layout(collection)
+        if found is None:
+            raise ConfigError(f"there is no collection {collection} at {self._where} to adopt")
+        made_by, layout = found
+        if made_by is not adoption.Origin.FOREIGN:
+            raise ConfigError(
+                f"collection {collection} at {self._where} is memsync's already ({made_by}): nothing to adopt"
+            )
+        verdict = adoption.judge(layout, dims)
+        if not verdict.adoptable:
+            raise ConfigError(
+                f"collection {collection} at {self._where} cannot be adopted for {model_name} ({dims} dims): "
+                + "; ".join(verdict.problems)
+                + ". Build memsync's own beside it instead (set warm.collection to a name of its own)"
+            )
+        assert verdict.dense is not None
+        assert verdict.sparse is not None
+        spec = CollectionSpec(
+            model_name, dims, bm25, dense_name=verdict.dense, sparse_name=verdict.sparse, adopted=True
+        )
+        with self._client_errors("record the adoption in the collection's metadata"):
+            metadata = dict(self._client.get_collection(collection).config.metadata or {})
+            self._client.update_collection(collection, metadata=metadata | {RECORD_KEY: spec.to_record()})
+        return verdict
 
     def upsert(self, points: Sequence[WarmPoint]) -> None:
         from qdrant_client import models as qm
 
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         for p in points:
             self._check_dense(p.dense, f"point {p.id}")
         batch = [
             qm.PointStruct(
                 id=p.id,
-                vector={DENSE: list(p.dense), SPARSE: _qm_sparse(p.sparse)},
+                vector={spec.dense_name: list(p.dense), spec.sparse_name: _qm_sparse(p.sparse)},
                 payload=dict(p.payload),
             )
             for p in points
@@ -210,12 +269,12 @@ class ServerStore(StoreBase):
     ) -> Prefetched:
         from qdrant_client import models as qm
 
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         self._check_dense(dense_query, "the query vector")
         flt = _qm_filter(filter)
         requests = [
             qm.QueryRequest(query=query, using=using, filter=flt, limit=limit, with_payload=False)
-            for query, using in ((list(dense_query), DENSE), (_qm_sparse(sparse_query), SPARSE))
+            for query, using in ((list(dense_query), spec.dense_name), (_qm_sparse(sparse_query), spec.sparse_name))
         ]
         with self._client_errors("run a hybrid search"):
             dense, bm25 = self._client.query_batch_points(collection, requests)
@@ -227,7 +286,7 @@ class ServerStore(StoreBase):
     def score(self, dense_query: Sequence[float], ids: Sequence[str]) -> list[Hit]:
         from qdrant_client import models as qm
 
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         self._check_dense(dense_query, "the query vector")
         if not ids:
             return []
@@ -235,7 +294,7 @@ class ServerStore(StoreBase):
             found = self._client.query_points(
                 collection,
                 query=list(dense_query),
-                using=DENSE,
+                using=spec.dense_name,
                 query_filter=qm.Filter(must=[qm.HasIdCondition(has_id=list(ids))]),
                 limit=len(ids),
                 with_payload=True,
@@ -249,13 +308,13 @@ class ServerStore(StoreBase):
         score_threshold: float | None = None,
         filter: SearchFilter | None = None,
     ) -> list[Hit]:
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         self._check_dense(dense_query, "the query vector")
         with self._client_errors("run a dense search"):
             found = self._client.query_points(
                 collection,
                 query=list(dense_query),
-                using=DENSE,
+                using=spec.dense_name,
                 query_filter=_qm_filter(filter),
                 score_threshold=score_threshold,
                 limit=limit,
@@ -269,12 +328,12 @@ class ServerStore(StoreBase):
         limit: int = 10,
         filter: SearchFilter | None = None,
     ) -> list[Hit]:
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         with self._client_errors("run a BM25 search"):
             found = self._client.query_points(
                 collection,
                 query=_qm_sparse(sparse_query),
-                using=SPARSE,
+                using=spec.sparse_name,
                 query_filter=_qm_filter(filter),
                 limit=limit,
                 with_payload=True,
@@ -284,7 +343,7 @@ class ServerStore(StoreBase):
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
         from qdrant_client import models as qm
 
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         if not ids:
             return []
         with self._client_errors("retrieve points"):
@@ -292,7 +351,7 @@ class ServerStore(StoreBase):
         out = []
         for r in records:
             vectors: Mapping[str, Any] = r.vector if isinstance(r.vector, dict) else {}
-            sparse, dense = vectors.get(SPARSE), vectors.get(DENSE)
+            sparse, dense = vectors.get(spec.sparse_name), vectors.get(spec.dense_name)
             out.append(
                 StoredPoint(
                     str(r.id),
@@ -339,14 +398,41 @@ class ServerStore(StoreBase):
     def drop(self, collection: str) -> None:
         self._check_droppable(collection)
         with self._client_errors(f"drop collection {collection}"):
-            if self._client.collection_exists(collection):
-                self._client.delete_collection(collection)
+            if not self._client.collection_exists(collection):
+                return
+            made_by = adoption.origin(self._client.get_collection(collection).config.metadata)
+            if not adoption.may_drop(made_by):
+                raise NotOurs(
+                    f"collection {collection} at {self._where} was "
+                    + ("adopted" if made_by is adoption.Origin.ADOPTED else "not made")
+                    + " by memsync: memsync never drops it"
+                )
+            self._client.delete_collection(collection)
 
     def close(self) -> None:
         self._collection, self._spec = None, None
         if self._owns_client:
             with self._client_errors("close the client"):
                 self._client.close()
+
+
+def _layout(params: Any, records: Sequence[Any]) -> adoption.Layout:
+    """A collection's vectors as ``adoption.judge`` reads them, from qdrant-client's description."""
+    vectors = params.vectors
+    named = vectors if isinstance(vectors, dict) else {}
+    keys: set[str] = set()
+    for r in records:
+        keys.update((r.payload or {}).keys())
+    return adoption.Layout(
+        dense={n: adoption.DenseVector(int(v.size), str(v.distance.value).lower()) for n, v in named.items()},
+        sparse_idf={
+            n: v.modifier is not None and str(v.modifier.value).lower() == "idf"
+            for n, v in (params.sparse_vectors or {}).items()
+        },
+        unnamed=vectors is not None and not isinstance(vectors, dict),
+        payload_keys=frozenset(keys),
+        sampled=len(records),
+    )
 
 
 def _qm_sparse(vector: SparseVector) -> Any:
