@@ -256,6 +256,13 @@ def test_an_adopted_collection_is_searched_and_written_through_its_own_vectors_a
 
 
 class Pointer:
+    """The edge store's pointer contract (``collections.json``), in memory: one site."""
+
+    drops_at_switch = True
+
+    def building(self, physical: str) -> None:
+        pass
+
     def __init__(self, active: str) -> None:
         self.name, self._active, self.made = active, active, 0
 

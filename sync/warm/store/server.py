@@ -395,11 +395,81 @@ class ServerStore(StoreBase):
         with self._client_errors("count points"):
             return self._client.count(collection, count_filter=_qm_filter(filter), exact=True).count
 
+    # -- aliases: one lifecycle for every site of a shared server (``sync.warm.shared``) -------------
+    def alias_target(self, alias: str) -> str | None:
+        """The collection ``alias`` serves; None when there is no such alias."""
+        with self._client_errors("read the collection aliases"):
+            found = self._client.get_aliases().aliases
+        return next((a.collection_name for a in found if a.alias_name == alias), None)
+
+    def is_collection(self, name: str) -> bool:
+        """A collection (not an alias) has this name."""
+        with self._client_errors("list the collections"):
+            return any(c.name == name for c in self._client.get_collections().collections)
+
+    def collections_behind(self, alias: str) -> list[tuple[str, dict[str, Any]]]:
+        """The collections named ``<alias>-...`` that ``alias`` does not serve, with their metadata."""
+        target = self.alias_target(alias)
+        with self._client_errors("list the collections"):
+            names = [c.name for c in self._client.get_collections().collections]
+            return [
+                (n, dict(self._client.get_collection(n).config.metadata or {}))
+                for n in sorted(names)
+                if n.startswith(f"{alias}-") and n != target
+            ]
+
+    def switch_alias(self, alias: str, collection: str) -> None:
+        """Point ``alias`` at ``collection`` in one atomic update: every site's next request is served
+        by it, none by nothing."""
+        from qdrant_client import models as qm
+
+        self._validate_name(alias)
+        self._validate_name(collection)
+        ops: list[Any] = []
+        if self.alias_target(alias) is not None:
+            ops.append(qm.DeleteAliasOperation(delete_alias=qm.DeleteAlias(alias_name=alias)))
+        ops.append(qm.CreateAliasOperation(create_alias=qm.CreateAlias(collection_name=collection, alias_name=alias)))
+        with self._client_errors(f"point alias {alias} at {collection}"):
+            self._client.update_collection_aliases(change_aliases_operations=ops)
+
+    def record(self, collection: str) -> dict[str, Any] | None:
+        """The memsync record of a collection (None: foreign or missing)."""
+        with self._client_errors("read the collection's record"):
+            if not self._client.collection_exists(collection):
+                return None
+            record = (self._client.get_collection(collection).config.metadata or {}).get(RECORD_KEY)
+        return dict(record) if isinstance(record, dict) else None
+
+    def note(self, collection: str, **fields: Any) -> None:
+        """Add ``fields`` to memsync's record of one of its own collections (None removes a field):
+        where a rebuild got to, when it was retired. Never to a collection without a record."""
+        with self._client_errors("update the collection's record"):
+            metadata = dict(self._client.get_collection(collection).config.metadata or {})
+            record = metadata.get(RECORD_KEY)
+            if not isinstance(record, dict):
+                raise NotOurs(f"collection {collection} at {self._where} was not made by memsync: it is never written")
+            record = {k: v for k, v in (record | fields).items() if v is not None}
+            self._client.update_collection(collection, metadata=metadata | {RECORD_KEY: record})
+
+    def open_alias(
+        self, alias: str, physical: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25
+    ) -> CollectionSpec:
+        """Open ``physical`` with the checks ``open_or_create`` makes, then work through ``alias``:
+        searches, writes and deletes reach whatever collection the alias serves at that moment."""
+        built = self.open_or_create(physical, model_name, dims, bm25)
+        self._collection = alias
+        return built
+
     def drop(self, collection: str) -> None:
         self._check_droppable(collection)
         with self._client_errors(f"drop collection {collection}"):
             if not self._client.collection_exists(collection):
                 return
+            serving = [a.alias_name for a in self._client.get_aliases().aliases if a.collection_name == collection]
+            if serving:
+                raise StoreRejected(
+                    f"collection {collection} serves alias {serving[0]}: it is never dropped while it does"
+                )
             made_by = adoption.origin(self._client.get_collection(collection).config.metadata)
             if not adoption.may_drop(made_by):
                 raise NotOurs(
