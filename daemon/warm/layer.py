@@ -252,6 +252,7 @@ class WarmLayer:
         followed = self.shared.follow(create)
         if followed.notice is not None:
             self._notice = followed.notice
+            self._write_status()  # status says it now, whether a pass or a search opened
         inner = store.inner
         assert isinstance(inner, ServerStore)
         return inner.open_alias(self.settings.warm.collection, followed.physical, embedder.name, embedder.dims)
@@ -315,9 +316,7 @@ class WarmLayer:
             with self._work:
                 self._follow_if_moved()
                 report = self._open().run(stop=self.stop.is_set)
-                self._purge_if_owed(report)
-                if self.shared is not None:
-                    self.shared.sweep()
+                self._after_pass(report)
         except QuotaExhausted as exc:  # a pause until the provider's reset, not a failure to back off from
             wait = exc.retry_after or MAX_BACKOFF
             self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
@@ -409,7 +408,7 @@ class WarmLayer:
         with self._work:
             self._follow_if_moved()
             report = self._open().run(stop=self.stop.is_set, progress=progress)
-            self._purge_if_owed(report)
+            self._after_pass(report)
         self._totals.add(report)
         self._set("ok", None, last_pass=report)  # for status and the registry: this index has run
         return report
@@ -460,6 +459,13 @@ class WarmLayer:
         self._set("ok", None, last_pass=report)
         self.poked.set()
         return report
+
+    def _after_pass(self, report: PassReport) -> None:
+        """What a pass may leave to do: a purge owed, and on a shared Qdrant the retired collections
+        whose grace is over. Called under ``_work``."""
+        self._purge_if_owed(report)
+        if self.shared is not None:
+            self.shared.sweep()
 
     def _purge_if_owed(self, report: PassReport) -> None:
         """Rebuild the active collection if it deleted forgotten episodes' points (their bytes are
