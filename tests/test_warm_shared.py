@@ -17,15 +17,17 @@ from conftest import FakeClock, SiteFiles, warm_section
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from daemon.warm.files import read_status
+from daemon.warm.files import Collections, read_status
 from daemon.warm.layer import RebuildHeld, WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
+from sync.errors import ConfigError, ForeignCollection
 from sync.leases import Claim
 from sync.warm.embedders import LocalEmbedder
 from sync.warm.request import SearchRequest
 from sync.warm.shared import REBUILD_JOB, Behind, Move, Seen, Sweep, follow_from, locate, may_rebuild, sweep
+from sync.warm.shared_pointer import SharedPointer
 from sync.warm.store import ServerStore
 from sync.warm.store.adoption import Origin
 from sync.warm.text import text_hash
@@ -292,7 +294,62 @@ def test_a_site_whose_collection_went_away_while_it_was_away_says_so_and_catches
 def test_a_configured_name_that_is_a_collection_is_refused(fleet: Fleet, client: QdrantClient) -> None:
     client.create_collection(ALIAS, vectors_config={"dense": qm.VectorParams(size=4, distance=qm.Distance.COSINE)})
     layer = fleet.start("laptop")
-    with pytest.raises(Exception, match="names a collection on the shared Qdrant"):
+    with pytest.raises(ForeignCollection, match=r"set warm.collection to a name of its own \(e.g. memory-memsync\)"):
         layer.catch_up()
     assert client.collection_exists(ALIAS)
     assert not physical(client)
+
+
+def test_a_collection_an_older_memsync_made_under_the_configured_name_is_refused(
+    fleet: Fleet, client: QdrantClient
+) -> None:
+    with ServerStore(client=client) as older:
+        older.open_or_create(ALIAS, fleet.embedder.name, fleet.embedder.dims)
+    layer = fleet.start("laptop")
+    with pytest.raises(ConfigError, match=r"names a collection on the shared Qdrant .* run `memsync reindex`"):
+        layer.catch_up()
+    assert client.collection_exists(ALIAS)
+    assert not physical(client)
+
+
+def test_an_adopted_collection_serves_every_site_and_a_later_rebuild_leaves_it(
+    fleet: Fleet, client: QdrantClient
+) -> None:
+    laptop = fleet.hub("laptop")
+    for i in range(1, 3):
+        push(laptop, str(i), f"rotate the certificate of host db-{i}")
+    a, b = fleet.start("laptop"), fleet.start("vm")
+    a.catch_up()
+    b.catch_up()
+    first = target(client)
+    dims = fleet.embedder.dims
+    client.create_collection(
+        FOREIGN,
+        vectors_config={"dense": qm.VectorParams(size=dims, distance=qm.Distance.COSINE)},
+        sparse_vectors_config={"text": qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+    )
+    # What `memsync adopt-collection` does (daemon/warm/adopt.py): the record, then the alias.
+    ServerStore(client=client).adopt(FOREIGN, fleet.embedder.name, dims)
+    SharedPointer(
+        ALIAS,
+        lambda: ServerStore(client=client),
+        Collections(a.settings),
+        a.cursor_file,
+        grace=GRACE,
+        clock=fleet.clock,
+    ).switch(FOREIGN)
+    assert target(client) == FOREIGN
+    a.catch_up()
+    b.catch_up()  # both follow it and index the feed into it from its recorded position, 0
+    assert client.count(FOREIGN, exact=True).count == 2
+    assert found(a) == found(b) == ["1", "2"]
+
+    fleet.clock.now += 10
+    a.reindex()
+    fleet.clock.now += GRACE + 1
+    a.catch_up()
+    b.catch_up()
+    assert found(a) == found(b) == ["1", "2"]
+    assert target(client) not in (FOREIGN, first)
+    assert client.collection_exists(FOREIGN)  # adopted: never dropped
+    assert first not in physical(client)  # memsync's own retired one went after the grace

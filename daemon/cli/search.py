@@ -45,9 +45,9 @@ def register(commands: Commands) -> None:
         description="Adopt a collection on the Qdrant server that memsync did not make (e.g. the seed design's "
         "agent_memory_hybrid) for the configured model, without re-embedding it: one named dense vector of the "
         "model's size with cosine distance and one named sparse vector with the IDF modifier. memsync then "
-        "searches and writes it, and never drops it.",
+        "searches and writes it through the alias warm.collection, and never drops it.",
     )
-    adopt.add_argument("collection", nargs="?", help="the collection to adopt (default: warm.collection)")
+    adopt.add_argument("collection", help="the collection to adopt (warm.collection, the alias, names memsync's own)")
     add_config(adopt)
     adopt.set_defaults(run=adopt_main)
 

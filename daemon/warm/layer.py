@@ -142,6 +142,7 @@ class WarmLayer:
             self.collections, self.cursor_file, lambda: LockedStore(self._new_store()), stop.is_set
         )
         self._notice: str | None = None  # the alias moved under this site: what status says
+        self._opened_on: str | None = None  # the collection the alias served when this site opened
         self._embedder: Embedder = (
             embedder if embedder is not None else LazyEmbedder(lambda: open_embedder(settings, stop))
         )
@@ -255,14 +256,16 @@ class WarmLayer:
             self._write_status()  # status says it now, whether a pass or a search opened
         inner = store.inner
         assert isinstance(inner, ServerStore)
-        return inner.open_alias(self.settings.warm.collection, followed.physical, embedder.name, embedder.dims)
+        spec = inner.open_alias(self.settings.warm.collection, followed.physical, embedder.name, embedder.dims)
+        self._opened_on = followed.physical
+        return spec
 
     def _follow_if_moved(self) -> None:
         """Another site switched the alias since this site opened: reopen, following it (from the
         rebuild's recorded feed position). Called under ``_work``, before a pass."""
         if self.shared is None or self._spec is None:
             return
-        if self.shared._store().alias_target(self.settings.warm.collection) == self.collections.active():
+        if self.shared.serving() == self._opened_on:
             return
         with self._opening:
             if self._store is not None:

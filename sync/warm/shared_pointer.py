@@ -18,11 +18,11 @@ from typing import Protocol
 
 import structlog
 
-from sync.errors import ConfigError, NotOurs, StoreRejected
+from sync.errors import ConfigError, ForeignCollection, NotOurs, StoreRejected
 from sync.warm.cursor import CursorFile
 from sync.warm.shared import Behind, Move, Seen, follow_from, lease_ms, locate, sweep
 from sync.warm.store import ServerStore
-from sync.warm.store.adoption import origin
+from sync.warm.store.adoption import foreign_refusal, origin
 from sync.warm.store.base import RECORD_KEY
 
 log = structlog.get_logger("memsync.warm")
@@ -99,6 +99,10 @@ class SharedPointer:
             self._retire(store, old)
 
     # -- following the alias ----------------------------------------------------------------------------
+    def serving(self) -> str | None:
+        """The collection the alias serves now (one request)."""
+        return self._store().alias_target(self.alias)
+
     def follow(self, create: Callable[[str], None]) -> Followed:
         """Where the alias leads now. ``create(physical)`` makes a collection with this site's model
         (the first one, when there is no alias yet)."""
@@ -113,11 +117,13 @@ class SharedPointer:
         )
         move = locate(seen)
         if move is Move.REFUSE_NAME:
+            if store.record(self.alias) is None:  # no memsync record: someone else's
+                raise ForeignCollection(foreign_refusal(self.alias, store.where, configured=self.alias))
             raise ConfigError(
-                f"warm.collection = {self.alias!r} names a collection on the shared Qdrant, and memsync serves every "
-                "site through an alias of that name: set warm.collection to a name of its own (memsync builds "
-                f"{self.alias}-<time> behind it and never touches {self.alias}), or adopt it under that new name "
-                f"(`memsync adopt-collection {self.alias}`)"
+                f"warm.collection = {self.alias!r} names a collection on the shared Qdrant (made by a memsync "
+                "that served it without an alias), and memsync now serves every site through an alias of that "
+                f"name: set warm.collection to a name of its own and run `memsync reindex` (it builds "
+                f"<name>-<time> behind the new alias; {self.alias} stays until you delete it)"
             )
         if move is Move.CREATE:
             physical = self.fresh()

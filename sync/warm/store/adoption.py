@@ -133,15 +133,22 @@ def judge(layout: Layout, dims: int) -> Verdict:
 
 
 def foreign_refusal(collection: str, where: str, *, configured: str) -> str:
-    """The one sentence that refuses a collection memsync did not make, with the two ways forward."""
-    beside = (
-        f"set warm.collection to a name of its own (e.g. {configured}-memsync) and memsync builds its "
-        "collection beside it"
-        if collection == configured
-        else "run `memsync reindex`, which builds memsync's own collection beside it"
-    )
+    """The one sentence that refuses a collection memsync did not make, with the two ways forward.
+    Where ``warm.collection`` names it, both start with a name of memsync's own: on a Qdrant server
+    that name is the alias every site goes through (``sync.warm.shared``), which cannot be the name
+    of a collection."""
+    if collection == configured:
+        ways = (
+            f"set warm.collection to a name of its own (e.g. {configured}-memsync), then either memsync builds its "
+            f"own collection beside it, or, if its vectors fit this site's model, `memsync adopt-collection "
+            f"{collection}` serves it under that name"
+        )
+    else:
+        ways = (
+            "either run `memsync reindex`, which builds memsync's own collection beside it, or, if its vectors fit "
+            f"this site's model, run `memsync adopt-collection {collection}`"
+        )
     return (
-        f"collection {collection} at {where} was not made by memsync (no memsync record in its metadata), "
-        f"and memsync never drops, renames or writes it: either {beside}, or, if its vectors fit this "
-        f"site's model, run `memsync adopt-collection {collection}` (README: Adopting a Qdrant collection)"
+        f"collection {collection} at {where} was not made by memsync (no memsync record in its metadata), and "
+        f"memsync never drops, renames or writes it: {ways} (README: Adopting a Qdrant collection)"
     )

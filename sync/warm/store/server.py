@@ -171,6 +171,11 @@ class ServerStore(StoreBase):
         self._collection, self._spec = collection, built
         return built
 
+    @property
+    def where(self) -> str:
+        """The server, as sentences name it."""
+        return self._where
+
     def configured(self, name: str) -> ServerStore:
         """The site's ``warm.collection``: a refusal of a foreign collection advises by it."""
         self._configured = name
