@@ -246,11 +246,7 @@ class WarmLayer:
         reaches the collection it serves at that moment."""
         assert self.shared is not None
 
-        def create(physical: str) -> None:
-            with self._new_server_store() as made:
-                made.open_or_create(physical, embedder.name, embedder.dims)
-
-        followed = self.shared.follow(create)
+        followed = self.shared.follow(self._create_collection)
         if followed.notice is not None:
             self._notice = followed.notice
             self._write_status()  # status says it now, whether a pass or a search opened
@@ -259,6 +255,11 @@ class WarmLayer:
         spec = inner.open_alias(self.settings.warm.collection, followed.physical, embedder.name, embedder.dims)
         self._opened_on = followed.physical
         return spec
+
+    def _create_collection(self, physical: str) -> None:
+        """A shared Qdrant's first collection, with this site's model."""
+        with self._new_server_store() as made:
+            made.open_or_create(physical, self.embedder.name, self.embedder.dims)
 
     def _follow_if_moved(self) -> None:
         """Another site switched the alias since this site opened: reopen, following it (from the
@@ -541,8 +542,10 @@ class WarmLayer:
         if self.leases is None:
             raise ConfigError(f"a {why} of a shared Qdrant collection needs the backbone, which holds its lease")
         self._follow_if_moved()
-        self._open()  # follows the alias: the slot is the collection it serves now
-        job, slot = f"{REBUILD_JOB}:{self.settings.warm.collection}", self.collections.active()
+        # The slot is the collection the alias serves now. Followed without opening it: a reindex
+        # is also the fix for a collection another model built, which opening refuses.
+        slot = self.shared.follow(self._create_collection).physical
+        job = f"{REBUILD_JOB}:{self.settings.warm.collection}"
         claim = self.leases.claim_job(job, slot, lease_ms(self.settings.warm.retire_after))
         if not may_rebuild(claim):
             raise RebuildHeld(
