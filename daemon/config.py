@@ -168,6 +168,10 @@ class WarmSection(_Section):
     # Seconds without embedding after which the daemon lets go of the embedding model (the local
     # one holds ~160 MB); the next episode or search loads it again (~0.5 s). 0: keep it loaded.
     unload_after: float = Field(600.0, ge=0)
+    # store = "qdrant": seconds a collection a rebuild replaced is kept after the switch before it is
+    # dropped. Every site reaches the collections through the alias, so after the switch only requests
+    # already in flight use the old one; set it alike on every site (the shortest wins).
+    retire_after: float = Field(3600.0, ge=0, allow_inf_nan=False)
     rerank_model: str = "rerank-2.5"
     rerank_api_key: SecretStr | None = None  # default: api_key when embedder = "voyage"
     rerank_base_url: str | None = None

@@ -236,7 +236,7 @@ def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | N
     problem = None
     if state == "paused":
         problem = f"indexing paused until {_iso(paused)}: {found.get('detail')}"
-    elif state in ("needs-reindex", "error", "retrying"):
+    elif state in ("needs-reindex", "foreign-collection", "error", "retrying"):
         problem = f"{state}: {found.get('detail')}"
     totals = found.get("totals") or {}
     return {
@@ -260,6 +260,10 @@ def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | N
         # After a forget: the index's files rebuilt without the forgotten episodes (owed, purging,
         # purged, failed), and when.
         "purge": _purge(found.get("purge")),
+        # A shared Qdrant: the alias every site goes through, and what happened when another site's
+        # rebuild moved it (the collection this site used went away while it was offline, say).
+        "alias": found.get("alias"),
+        "notice": found.get("notice"),
     }
 
 
@@ -364,6 +368,10 @@ def render(report: dict[str, Any], console: Console) -> None:
         if purge is not None:
             when = f" {purge['at']}" if purge["at"] else ""
             shown += f"; forgotten episodes' purge: {purge['state']}{when}"
+        if warm.get("alias"):
+            where += f" (behind alias {warm['alias']})"
+        if warm.get("notice"):
+            shown += f"; {warm['notice']}"
         table.add_row("search index", f"{where}: {shown}")
     table.add_row("telegram", _telegram_line(report["telegram"]))
     print_stripped(table, console)

@@ -113,6 +113,10 @@ class StoreRejected(PermanentError):
     """The vector store refused the request (wrong vector size, bad id, closed store, engine error)."""
 
 
+class NotOurs(StoreRejected):
+    """A drop refused: memsync did not make the collection (or adopted it), so it stays in place."""
+
+
 # --- config: only a person can fix it (exit 78) --------------------------------------------------------
 
 
@@ -174,6 +178,10 @@ class BackboneAuthError(ConfigError):
 
 class CollectionMismatch(ConfigError):
     """The collection was built with another embedding model, size or BM25 settings."""
+
+
+class ForeignCollection(ConfigError):
+    """The collection was not made by memsync (no record): never written; build beside it or adopt it."""
 
 
 class ModelFileError(ConfigError):

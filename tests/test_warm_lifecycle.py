@@ -95,6 +95,11 @@ def test_shown_purge(last: dict[str, Any], owed: bool, shown: dict[str, Any] | N
 class Pointer:
     """The pointer's contract with the active collection fixed: ``drop_leftovers`` only reads it."""
 
+    drops_at_switch = True
+
+    def building(self, physical: str) -> None:
+        pass
+
     def __init__(self, active: str) -> None:
         self._active = active
 

@@ -230,7 +230,7 @@ def _purge_here(settings: Settings, backbone: Backbone, indexes: list[dict[str, 
             reply = ask(settings.socket_path, {"op": "purged", "timeout": timeout}, timeout=timeout + 5)
             mine["purged"] = bool(reply.get("done"))
         else:
-            with offline_layer(settings, backbone) as layer:
+            with offline_layer(settings, backbone, leases=backbone) as layer:
                 layer.catch_up()
             mine["purged"] = True
     except MemsyncError as exc:

@@ -1,4 +1,4 @@
-"""``memsync search`` and ``memsync reindex``.
+"""``memsync search``, ``memsync reindex`` and ``memsync adopt-collection``.
 
 Agents call ``search`` from hooks, on every prompt, so its usual path is light: with a daemon
 running, ``fast_search`` parses the arguments, finds the control socket from the config file
@@ -39,6 +39,17 @@ def register(commands: Commands) -> None:
     )
     add_config(reindex)
     reindex.set_defaults(run=reindex_main)
+    adopt = commands.add_parser(
+        "adopt-collection",
+        help="take over a Qdrant collection memsync did not make, when its vectors fit",
+        description="Adopt a collection on the Qdrant server that memsync did not make (e.g. the seed design's "
+        "agent_memory_hybrid) for the configured model, without re-embedding it: one named dense vector of the "
+        "model's size with cosine distance and one named sparse vector with the IDF modifier. memsync then "
+        "searches and writes it through the alias warm.collection, and never drops it.",
+    )
+    adopt.add_argument("collection", help="the collection to adopt (warm.collection, the alias, names memsync's own)")
+    add_config(adopt)
+    adopt.set_defaults(run=adopt_main)
 
 
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -174,6 +185,18 @@ def reindex_main(args: argparse.Namespace) -> int:
             f"near-duplicates, {report['failed']} refused by the embedder"
         )
         return 1 if report["failed"] else 0
+
+
+def adopt_main(args: argparse.Namespace) -> int:
+    from daemon.warm.adopt import adopt_collection
+    from sync.errors import ConfigError
+
+    with handled():
+        settings = load(args)
+        if not settings.warm.enabled:
+            raise ConfigError("the warm layer is off (warm.enabled = false)")
+        say(adopt_collection(settings, args.collection).summary())
+    return 0
 
 
 __all__ = ["fast_search", "parse_since", "register", "render_results"]

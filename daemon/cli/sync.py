@@ -203,7 +203,7 @@ def _index_here(settings: Settings, site: Site, bar: Progress, stop: threading.E
 
     interrupted = False
     try:
-        with offline_layer(settings, site.backbone, stop=stop) as layer:
+        with offline_layer(settings, site.backbone, stop=stop, leases=site.backbone) as layer:
             report = layer.catch_up(progress)
             interrupted = stop.is_set()  # closing the layer sets it too
     except Exception as exc:  # noqa: BLE001 - every failure becomes the sentence below

@@ -37,8 +37,9 @@ from daemon.config import Settings
 from daemon.control.client import Progress
 from daemon.control.server import Handler
 from daemon.warm.files import Collections, status_path, write_status
-from sync.backbone.base import ChangeFeed
-from sync.errors import CollectionMismatch, ConfigError, QuotaExhausted, TransientError
+from sync.backbone.base import ChangeFeed, JobLeases
+from sync.errors import CollectionMismatch, ConfigError, ForeignCollection, QuotaExhausted, TransientError
+from sync.leases import Claim
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
 from sync.warm import browse
@@ -48,15 +49,18 @@ from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lazy import LazyEmbedder
 from sync.warm.lifecycle import Facts, Step, next_step, shown_purge
 from sync.warm.locked import LockedStore
-from sync.warm.rebuilder import Rebuilder
+from sync.warm.rebuilder import Pointer, Rebuilder
 from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 from sync.warm.rerank import Reranker, VoyageReranker
 from sync.warm.search import search
+from sync.warm.shared import REBUILD_JOB, lease_ms, may_rebuild
+from sync.warm.shared_pointer import SharedPointer
 from sync.warm.store import CollectionSpec, EdgeStore, ServerStore, VectorStore
 
 log = structlog.get_logger("memsync.warm")
 
 MAX_BACKOFF = 60.0
+FOREIGN_RETRY = 60.0  # seconds between looks while the serving collection is someone else's
 INDEXED_POLL = 0.02  # seconds between looks at the feed position while a hook waits for it
 
 
@@ -95,7 +99,7 @@ def open_store(settings: Settings) -> VectorStore:
         key = None if warm.qdrant_api_key is None else warm.qdrant_api_key.get_secret_value()
         if key:
             logs.register_secrets([key])
-        return ServerStore(url=warm.url, api_key=key)
+        return ServerStore(url=warm.url, api_key=key).configured(warm.collection)
     return EdgeStore(settings.warm_dir / "qdrant")
 
 
@@ -111,17 +115,34 @@ class WarmLayer:
         stop: threading.Event,
         clock: Callable[[], float] = time.time,
         embedder: Embedder | None = None,
+        leases: JobLeases | None = None,
+        store: Callable[[], VectorStore] | None = None,
     ) -> None:
         self.settings = settings
         self.backbone = backbone
+        self.leases = leases  # a shared Qdrant's rebuilds are one site's at a time, under a lease
         self.stop = stop
         self.clock = clock
         self.poked = threading.Event()
-        self.collections = Collections(settings)
+        self._new_store = store or (lambda: open_store(settings))
         self.cursor_file = CursorFile(settings.warm_dir / "indexer.json")
+        self.shared: SharedPointer | None = None  # store = "qdrant": the alias every site goes through
+        self.collections: Pointer = Collections(settings)
+        if settings.warm.store == "qdrant":
+            self.shared = SharedPointer(
+                settings.warm.collection,
+                self._new_server_store,
+                Collections(settings),
+                self.cursor_file,
+                grace=settings.warm.retire_after,
+                clock=clock,
+            )
+            self.collections = self.shared
         self.rebuilder = Rebuilder(
-            self.collections, self.cursor_file, lambda: LockedStore(open_store(settings)), stop.is_set
+            self.collections, self.cursor_file, lambda: LockedStore(self._new_store()), stop.is_set
         )
+        self._notice: str | None = None  # the alias moved under this site: what status says
+        self._opened_on: str | None = None  # the collection the alias served when this site opened
         self._embedder: Embedder = (
             embedder if embedder is not None else LazyEmbedder(lambda: open_embedder(settings, stop))
         )
@@ -151,6 +172,8 @@ class WarmLayer:
             self._thread.join(timeout=30)
         if self._store is not None:
             self._store.close()
+        if self.shared is not None:
+            self.shared.close()
         if self._thread is not None:
             self._write_status()
 
@@ -197,17 +220,58 @@ class WarmLayer:
         with self._opening:
             return self._open_collection_once()
 
+    def _new_server_store(self) -> ServerStore:
+        store = self._new_store()
+        if not isinstance(store, ServerStore):
+            raise ConfigError("a shared Qdrant needs a Qdrant server store (warm.store = 'qdrant')")
+        return store
+
     def _open_collection_once(self) -> LockedStore:
         if self._store is None:
-            self._store = LockedStore(open_store(self.settings))
+            self._store = LockedStore(self._new_store())
             self.rebuilder.drop_leftovers(self._store)
         if self._spec is None:
             embedder = self.embedder
             # CollectionMismatch when it was built with another model: searches and indexing wait
             # for `memsync reindex`, syncing carries on.
-            self._spec = self._store.open_or_create(self.collections.active(), embedder.name, embedder.dims)
+            if self.shared is None:
+                self._spec = self._store.open_or_create(self.collections.active(), embedder.name, embedder.dims)
+            else:
+                self._spec = self._open_shared(self._store, embedder)
             self._reranker = open_reranker(self.settings)
         return self._store
+
+    def _open_shared(self, store: LockedStore, embedder: Embedder) -> CollectionSpec:
+        """Follow the alias (``sync.warm.shared``) and open through it: every request of this site
+        reaches the collection it serves at that moment."""
+        assert self.shared is not None
+
+        followed = self.shared.follow(self._create_collection)
+        if followed.notice is not None:
+            self._notice = followed.notice
+            self._write_status()  # status says it now, whether a pass or a search opened
+        inner = store.inner
+        assert isinstance(inner, ServerStore)
+        spec = inner.open_alias(self.settings.warm.collection, followed.physical, embedder.name, embedder.dims)
+        self._opened_on = followed.physical
+        return spec
+
+    def _create_collection(self, physical: str) -> None:
+        """A shared Qdrant's first collection, with this site's model."""
+        with self._new_server_store() as made:
+            made.open_or_create(physical, self.embedder.name, self.embedder.dims)
+
+    def _follow_if_moved(self) -> None:
+        """Another site switched the alias since this site opened: reopen, following it (from the
+        rebuild's recorded feed position). Called under ``_work``, before a pass."""
+        if self.shared is None or self._spec is None:
+            return
+        if self.shared.serving() == self._opened_on:
+            return
+        with self._opening:
+            if self._store is not None:
+                self._store.close()
+            self._store, self._spec, self._indexer = None, None, None
 
     def _open(self) -> Indexer:
         """The live indexer on the active collection."""
@@ -254,12 +318,18 @@ class WarmLayer:
             return float(min(paused - self.clock(), self.settings.catch_up_interval * 10))
         try:
             with self._work:
+                self._follow_if_moved()
                 report = self._open().run(stop=self.stop.is_set)
-                self._purge_if_owed(report)
+                self._after_pass(report)
         except QuotaExhausted as exc:  # a pause until the provider's reset, not a failure to back off from
             wait = exc.retry_after or MAX_BACKOFF
             self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
             return wait
+        except ForeignCollection as exc:
+            # Never written: the person builds memsync's own beside it or adopts it (the sentence
+            # says how); the next look finds what they chose.
+            self._set("foreign-collection", str(exc))
+            return FOREIGN_RETRY
         except CollectionMismatch as exc:
             # Step.WAIT_FOR_REINDEX (``sync.warm.lifecycle``): re-embedding everything is the person's call.
             self._set("needs-reindex", f"{exc} (run: memsync reindex)")
@@ -299,6 +369,8 @@ class WarmLayer:
             "collection": active,
             "model": None if self._spec is None else self._spec.model_name,
             "store": self.settings.warm.store,
+            "alias": None if self.shared is None else self.settings.warm.collection,
+            "notice": self._notice,
             "modelLoaded": self.model_loaded,
             "cursor": self.cursor_file.read(active),
             "totals": asdict(self._totals),
@@ -338,8 +410,9 @@ class WarmLayer:
         """Index everything the feed holds now, in this thread: ``sync`` without a daemon, and a
         search that finds the index a little behind."""
         with self._work:
+            self._follow_if_moved()
             report = self._open().run(stop=self.stop.is_set, progress=progress)
-            self._purge_if_owed(report)
+            self._after_pass(report)
         self._totals.add(report)
         self._set("ok", None, last_pass=report)  # for status and the registry: this index has run
         return report
@@ -391,6 +464,13 @@ class WarmLayer:
         self.poked.set()
         return report
 
+    def _after_pass(self, report: PassReport) -> None:
+        """What a pass may leave to do: a purge owed, and on a shared Qdrant the retired collections
+        whose grace is over. Called under ``_work``."""
+        self._purge_if_owed(report)
+        if self.shared is not None:
+            self.shared.sweep()
+
     def _purge_if_owed(self, report: PassReport) -> None:
         """Rebuild the active collection if it deleted forgotten episodes' points (their bytes are
         still in its files) and the pass drained the feed (``sync.warm.lifecycle``). Called under
@@ -406,6 +486,12 @@ class WarmLayer:
         self._write_status()
         try:
             report = self._rebuild(None, "purge")
+        except RebuildHeld:
+            # Another site is rebuilding the shared collection, or has: the next pass follows the
+            # alias to the new one, which holds no forgotten point built before it.
+            self._purge = {"state": "owed", "at": self.clock(), "detail": "another site holds the rebuild"}
+            self._write_status()
+            return
         except BaseException as exc:
             # Still owed (the mark goes only with the collection): the next pass tries again.
             self._purge = {"state": "failed", "at": self.clock(), "detail": str(exc)}
@@ -430,7 +516,8 @@ class WarmLayer:
             self._indexer, self._spec = builder, builder.spec
             return live
 
-        return self.rebuilder.rebuild(
+        slot = self._claim_rebuild(why)
+        report = self.rebuilder.rebuild(
             live=self._store,
             live_spec=self._spec,
             make_indexer=self._make_indexer,
@@ -438,6 +525,40 @@ class WarmLayer:
             progress=progress,
             why=why,
         )
+        if slot is not None and self.leases is not None:
+            self.leases.finish_job(slot[0], slot[1], "ok", f"{why}: switched to {self.collections.active()}")
+            # Reopen through the alias: the builder's handle reaches its collection directly.
+            with self._opening:
+                if self._store is not None:
+                    self._store.close()
+                self._store, self._spec, self._indexer = None, None, None
+        return report
+
+    def _claim_rebuild(self, why: str) -> tuple[str, str] | None:
+        """On a shared Qdrant, the lease on rebuilding the collection the alias serves (slot: that
+        collection), or ``RebuildHeld``; None on the edge store, where this site is alone."""
+        if self.shared is None:
+            return None
+        if self.leases is None:
+            raise ConfigError(f"a {why} of a shared Qdrant collection needs the backbone, which holds its lease")
+        self._follow_if_moved()
+        # The slot is the collection the alias serves now. Followed without opening it: a reindex
+        # is also the fix for a collection another model built, which opening refuses.
+        slot = self.shared.follow(self._create_collection).physical
+        job = f"{REBUILD_JOB}:{self.settings.warm.collection}"
+        claim = self.leases.claim_job(job, slot, lease_ms(self.settings.warm.retire_after))
+        if not may_rebuild(claim):
+            raise RebuildHeld(
+                f"another site is rebuilding the shared collection {slot} (or has: searches follow it): "
+                f"this {why} is not needed or waits for it"
+            )
+        if claim is Claim.TAKE_OVER:
+            log.warning("took over a rebuild another site left unfinished", collection=slot)
+        return job, slot
+
+
+class RebuildHeld(TransientError):
+    """Another site holds the lease on rebuilding the shared collection (or rebuilt it already)."""
 
 
 def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
@@ -480,11 +601,15 @@ def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
 
 @contextmanager
 def offline_layer(
-    settings: Settings, backbone: ChangeFeed | None, *, stop: threading.Event | None = None
+    settings: Settings,
+    backbone: ChangeFeed | None,
+    *,
+    stop: threading.Event | None = None,
+    leases: JobLeases | None = None,
 ) -> Iterator[WarmLayer]:
     """The warm layer for a command run while no daemon owns the store: search (no backbone
-    needed), catching up (``sync``) and reindex."""
-    layer = WarmLayer(settings, backbone, stop=stop or threading.Event())
+    needed), catching up (``sync``) and reindex (``leases``: a shared Qdrant's rebuild lease)."""
+    layer = WarmLayer(settings, backbone, stop=stop or threading.Event(), leases=leases)
     try:
         yield layer
     finally:

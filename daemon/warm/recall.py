@@ -71,7 +71,7 @@ def run_search(settings: Settings, request: SearchRequest) -> Found:
         return Found([SearchResult.from_wire(r) for r in reply], "daemon")
     backbone, problem = _backbone_for_catch_up(settings)
     try:
-        with offline_layer(settings, backbone) as layer:
+        with offline_layer(settings, backbone, leases=backbone) as layer:
             behind = problem if backbone is None else _catch_up_first(layer, backbone)
             return Found(layer.search(request), "this process", behind)
     finally:
@@ -119,7 +119,7 @@ def run_reindex(settings: Settings, on_progress: Callable[[Mapping[str, Any]], N
         return dict(reply), "daemon"
     backbone = open_backbone(settings, create=False)
     try:
-        with offline_layer(settings, backbone) as layer:
+        with offline_layer(settings, backbone, leases=backbone) as layer:
             report = layer.reindex(lambda r: on_progress(asdict(r)))
     finally:
         backbone.close()

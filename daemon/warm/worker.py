@@ -82,7 +82,7 @@ def serve(settings: Settings, listener: socket.socket) -> None:
     activity = Activity()
     backbone = open_backbone(settings)
     try:
-        warm = WarmLayer(settings, backbone, stop=stop).start()
+        warm = WarmLayer(settings, backbone, stop=stop, leases=backbone).start()
         server = ControlServer(listener, warm_handlers(warm), busy=activity.busy).start()
         _install_stop(stop)
         _follow_pokes(warm, stop)

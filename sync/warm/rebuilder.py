@@ -16,7 +16,7 @@ from typing import Generic, Protocol, TypeVar
 
 import structlog
 
-from sync.errors import MemsyncError, TransientError
+from sync.errors import MemsyncError, NotOurs, TransientError
 from sync.warm.cursor import CursorFile
 from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lifecycle import leftovers
@@ -26,13 +26,22 @@ log = structlog.get_logger("memsync.warm")
 
 
 class Pointer(Protocol):
-    """Which physical collection serves the configured name (the daemon's ``collections.json``)."""
+    """Which physical collection serves the configured name: the daemon's ``collections.json`` on
+    the edge store, the alias on a shared Qdrant (``sync.warm.shared_pointer``)."""
+
+    # True: the collection a switch replaced is dropped at once (one site uses it); False: it is
+    # retired, and dropped once no site has used it for a grace (a shared Qdrant).
+    drops_at_switch: bool
 
     def active(self) -> str: ...
 
     def switch(self, physical: str) -> None: ...
 
     def fresh(self) -> str: ...
+
+    def building(self, physical: str) -> None:
+        """A rebuild is filling ``physical`` (created, not yet switched to)."""
+        ...
 
 
 S = TypeVar("S", bound=VectorStore)  # the caller's store handle (the daemon's is a LockedStore)
@@ -60,6 +69,9 @@ class Rebuilder(Generic[S]):
         for name in found.drop:
             try:
                 store.drop(name)
+            except NotOurs as exc:
+                self._left_in_place(name, exc)
+                continue
             except (MemsyncError, OSError):
                 # Still listed: the next start tries again; meanwhile it only takes disk space.
                 log.exception("could not drop a collection an interrupted rebuild left", collection=name)
@@ -73,11 +85,21 @@ class Rebuilder(Generic[S]):
         store = store or self.open_store()
         try:
             store.drop(physical)
+        except NotOurs as exc:
+            self._left_in_place(physical, exc)
+            return
         except Exception:
             # Still listed to drop (``CursorFile.drop_unless_active``): the next start tries again.
             log.exception("could not drop a retired collection; dropping it at the next start", collection=physical)
             return
         self.cursor_file.settled(physical, dropped=True)
+
+    def _left_in_place(self, physical: str, refusal: NotOurs) -> None:
+        """A collection memsync did not make (or adopted) no longer serves: it stays where it is,
+        with whatever it holds (a forgotten episode's bytes too, when a purge replaced it), and this
+        site lets go of it. Deleting it is its owner's call."""
+        self.cursor_file.settled(physical, dropped=True)
+        log.warning("left a collection memsync did not make in place", collection=physical, why=str(refusal))
 
     def rebuild(
         self,
@@ -103,6 +125,7 @@ class Rebuilder(Generic[S]):
         try:
             builder = make_indexer(fresh, new, previous)
             builder.open()
+            self.collections.building(new)
             report = builder.run(stop=self.stopping, progress=progress)
             _check_not_stopped(self.stopping, why)
         except BaseException:
@@ -113,7 +136,10 @@ class Rebuilder(Generic[S]):
             raise
         # Switch: searches move to the complete new collection, then the old one goes. Listed first:
         # a crash between the switch and the drop leaves it (forgotten bytes and all) to the next start.
-        self.cursor_file.drop_unless_active(old)
+        # On a shared Qdrant the old one is retired instead: other sites' requests may be in flight.
+        drops = self.collections.drops_at_switch
+        if drops:
+            self.cursor_file.drop_unless_active(old)
         builder.previous = None  # from now on it keeps the new collection in step, as any indexer
         replaced = install(fresh, builder)
         self.collections.switch(new)
@@ -122,7 +148,10 @@ class Rebuilder(Generic[S]):
             replaced.close()
         if apart is not None:
             apart.close()
-        self.retire(old, fresh)
+        if drops:
+            self.retire(old, fresh)
+        else:
+            self.cursor_file.settled(old, dropped=True)  # this site is done with it; the sweep drops it
         return report
 
     def _previous(

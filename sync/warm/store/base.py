@@ -72,19 +72,42 @@ def passage_id(site: str, source_id: str, index: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CollectionSpec:
-    """What a collection was built with: vectors from another spec are not comparable."""
+    """What a collection was built with: vectors from another spec are not comparable. A collection
+    memsync adopted (``sync.warm.adoption``) also records the names of its vectors, which need not be
+    memsync's own, and that it was ``adopted``: memsync writes it but never drops it."""
 
     model_name: str
     dims: int
     bm25: Bm25Config = DEFAULT_BM25
+    dense_name: str = DENSE
+    sparse_name: str = SPARSE
+    adopted: bool = False
 
     def to_record(self) -> dict[str, Any]:
-        return {"format": RECORD_FORMAT, "model": self.model_name, "dims": self.dims, "bm25": self.bm25.to_dict()}
+        record: dict[str, Any] = {
+            "format": RECORD_FORMAT,
+            "model": self.model_name,
+            "dims": self.dims,
+            "bm25": self.bm25.to_dict(),
+        }
+        if (self.dense_name, self.sparse_name) != (DENSE, SPARSE):
+            record["vectors"] = {"dense": self.dense_name, "sparse": self.sparse_name}
+        if self.adopted:
+            record["adopted"] = True
+        return record
 
     @classmethod
     def from_record(cls, collection: str, record: Mapping[str, Any]) -> CollectionSpec:
         try:
-            return cls(str(record["model"]), int(record["dims"]), Bm25Config.from_dict(dict(record["bm25"])))
+            vectors = dict(record.get("vectors") or {})
+            return cls(
+                str(record["model"]),
+                int(record["dims"]),
+                Bm25Config.from_dict(dict(record["bm25"])),
+                dense_name=str(vectors.get("dense", DENSE)),
+                sparse_name=str(vectors.get("sparse", SPARSE)),
+                adopted=record.get("adopted") is True,
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"collection {collection} has an unreadable memsync record {record!r}") from exc
 
@@ -198,7 +221,9 @@ class VectorStore(Protocol):
 
     def drop(self, collection: str) -> None:
         """Delete another collection of this store and its points (``memsync reindex`` retires the
-        one it replaced); refused for the open one. Dropping a missing collection does nothing."""
+        one it replaced); refused for the open one, and (``NotOurs``) for one memsync did not make
+        or adopted (``sync.warm.adoption.may_drop``), whoever asks. Dropping a missing collection
+        does nothing."""
         ...
 
     def close(self) -> None: ...

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from sync.errors import ConfigError, MemsyncError, StoreLocked, StoreRejected
+from sync.errors import ConfigError, MemsyncError, NotOurs, StoreLocked, StoreRejected
 from sync.jsonfile import write_json_atomically
 from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.warm.request import SearchFilter
@@ -328,7 +328,17 @@ class EdgeStore(StoreBase):
                 import qdrant_edge as qe
 
                 if (folder / "shard" / "segments").exists():
-                    qe.EdgeShard.load(str(folder / "shard")).close()
+                    shard = qe.EdgeShard.load(str(folder / "shard"))
+                    try:
+                        # No record and points in it: not made here (see ``_adopt``), never dropped.
+                        foreign = not (folder / self.RECORD_FILE).exists() and shard.count(qe.CountRequest()) > 0
+                    finally:
+                        shard.close()
+                    if foreign:
+                        raise NotOurs(
+                            f"collection {collection} at {folder} holds points but no {self.RECORD_FILE}: "
+                            "memsync did not make it and never drops it"
+                        )
             shutil.rmtree(folder)
 
     def close(self) -> None:

@@ -15,9 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sync import http
-from sync.errors import ConfigError, MemsyncError, StoreLocked, StoreRejected, StoreUnavailable
+from sync.errors import (
+    ConfigError,
+    ForeignCollection,
+    MemsyncError,
+    NotOurs,
+    StoreLocked,
+    StoreRejected,
+    StoreUnavailable,
+)
 from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.warm.request import SearchFilter
+from sync.warm.store import adoption
 from sync.warm.store.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,
@@ -60,6 +69,7 @@ class ServerStore(StoreBase):
 
         self._clock = clock  # what an HTTP-date Retry-After is counted from
         self._where = url or location or path or ("shared client" if client is not None else "")
+        self._configured: str | None = None  # warm.collection, for the refusal's advice (``configured``)
         # A given client is shared (with other stores or the caller), so close() leaves it open.
         self._owns_client = client is None
         if client is not None:
@@ -122,10 +132,8 @@ class ServerStore(StoreBase):
                 config = self._client.get_collection(collection).config
                 record = (config.metadata or {}).get(RECORD_KEY)
                 if not isinstance(record, dict):
-                    raise ConfigError(
-                        f"collection {collection} at {self._where} has no memsync record in its metadata (made "
-                        "outside memsync, or by a Qdrant older than 1.16 that drops collection metadata): "
-                        "its embedding model is unknown; run `memsync reindex`"
+                    raise ForeignCollection(
+                        adoption.foreign_refusal(collection, self._where, configured=self._configured or collection)
                     )
                 built = CollectionSpec.from_record(collection, record)
                 check_mismatch(collection, built, wanted)
@@ -165,36 +173,92 @@ class ServerStore(StoreBase):
         self._collection, self._spec = collection, built
         return built
 
+    @property
+    def where(self) -> str:
+        """The server, as sentences name it."""
+        return self._where
+
+    def configured(self, name: str) -> ServerStore:
+        """The site's ``warm.collection``: a refusal of a foreign collection advises by it."""
+        self._configured = name
+        return self
+
     @staticmethod
     def _check_layout(collection: str, params: Any, spec: CollectionSpec) -> None:
         from qdrant_client import models as qm
 
         vectors = params.vectors if isinstance(params.vectors, dict) else {}
         sparse = params.sparse_vectors or {}
-        dense = vectors.get(DENSE)
+        dense = vectors.get(spec.dense_name)
         ok = (
             dense is not None
             and dense.size == spec.dims
             and dense.distance == qm.Distance.COSINE
-            and SPARSE in sparse
-            and sparse[SPARSE].modifier == qm.Modifier.IDF
+            and spec.sparse_name in sparse
+            and sparse[spec.sparse_name].modifier == qm.Modifier.IDF
         )
         if not ok:
             raise ConfigError(
                 f"collection {collection} does not have the hybrid layout its record promises (dense "
-                f"'{DENSE}' cosine {spec.dims} dims, sparse '{SPARSE}' with IDF): run `memsync reindex`"
+                f"'{spec.dense_name}' cosine {spec.dims} dims, sparse '{spec.sparse_name}' with IDF): "
+                "run `memsync reindex`"
             )
+
+    # -- adopting a collection memsync did not make (``sync.warm.store.adoption``) ------------------
+    PAYLOAD_SAMPLE = 20  # points whose payload keys say which of memsync's filter fields are missing
+
+    def layout(self, collection: str) -> tuple[adoption.Origin, adoption.Layout] | None:
+        """Who made ``collection`` and its vectors, read without opening or changing it; None when
+        there is no such collection."""
+        self._validate_name(collection)
+        with self._client_errors("read the collection's layout"):
+            if not self._client.collection_exists(collection):
+                return None
+            config = self._client.get_collection(collection).config
+            records, _ = self._client.scroll(
+                collection, limit=self.PAYLOAD_SAMPLE, with_payload=True, with_vectors=False
+            )
+        return adoption.origin(config.metadata), _layout(config.params, records)
+
+    def adopt(self, collection: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25) -> adoption.Verdict:
+        """Record ``collection`` (made outside memsync) as adopted for this model, naming the vectors
+        memsync must use, when ``adoption.judge`` accepts its layout; ``ConfigError`` naming what
+        does not fit otherwise. Its points and vectors are left as they are."""
+        found = self.layout(collection)
+        if found is None:
+            raise ConfigError(f"there is no collection {collection} at {self._where} to adopt")
+        made_by, layout = found
+        if made_by is not adoption.Origin.FOREIGN:
+            raise ConfigError(
+                f"collection {collection} at {self._where} is memsync's already ({made_by}): nothing to adopt"
+            )
+        verdict = adoption.judge(layout, dims)
+        if not verdict.adoptable:
+            raise ConfigError(
+                f"collection {collection} at {self._where} cannot be adopted for {model_name} ({dims} dims): "
+                + "; ".join(verdict.problems)
+                + ". Build memsync's own beside it instead (set warm.collection to a name of its own)"
+            )
+        assert verdict.dense is not None
+        assert verdict.sparse is not None
+        spec = CollectionSpec(
+            model_name, dims, bm25, dense_name=verdict.dense, sparse_name=verdict.sparse, adopted=True
+        )
+        with self._client_errors("record the adoption in the collection's metadata"):
+            metadata = dict(self._client.get_collection(collection).config.metadata or {})
+            self._client.update_collection(collection, metadata=metadata | {RECORD_KEY: spec.to_record()})
+        return verdict
 
     def upsert(self, points: Sequence[WarmPoint]) -> None:
         from qdrant_client import models as qm
 
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         for p in points:
             self._check_dense(p.dense, f"point {p.id}")
         batch = [
             qm.PointStruct(
                 id=p.id,
-                vector={DENSE: list(p.dense), SPARSE: _qm_sparse(p.sparse)},
+                vector={spec.dense_name: list(p.dense), spec.sparse_name: _qm_sparse(p.sparse)},
                 payload=dict(p.payload),
             )
             for p in points
@@ -212,12 +276,12 @@ class ServerStore(StoreBase):
     ) -> Prefetched:
         from qdrant_client import models as qm
 
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         self._check_dense(dense_query, "the query vector")
         flt = _qm_filter(filter)
         requests = [
             qm.QueryRequest(query=query, using=using, filter=flt, limit=limit, with_payload=False)
-            for query, using in ((list(dense_query), DENSE), (_qm_sparse(sparse_query), SPARSE))
+            for query, using in ((list(dense_query), spec.dense_name), (_qm_sparse(sparse_query), spec.sparse_name))
         ]
         with self._client_errors("run a hybrid search"):
             dense, bm25 = self._client.query_batch_points(collection, requests)
@@ -229,7 +293,7 @@ class ServerStore(StoreBase):
     def score(self, dense_query: Sequence[float], ids: Sequence[str]) -> list[Hit]:
         from qdrant_client import models as qm
 
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         self._check_dense(dense_query, "the query vector")
         if not ids:
             return []
@@ -237,7 +301,7 @@ class ServerStore(StoreBase):
             found = self._client.query_points(
                 collection,
                 query=list(dense_query),
-                using=DENSE,
+                using=spec.dense_name,
                 query_filter=qm.Filter(must=[qm.HasIdCondition(has_id=list(ids))]),
                 limit=len(ids),
                 with_payload=True,
@@ -251,13 +315,13 @@ class ServerStore(StoreBase):
         score_threshold: float | None = None,
         filter: SearchFilter | None = None,
     ) -> list[Hit]:
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         self._check_dense(dense_query, "the query vector")
         with self._client_errors("run a dense search"):
             found = self._client.query_points(
                 collection,
                 query=list(dense_query),
-                using=DENSE,
+                using=spec.dense_name,
                 query_filter=_qm_filter(filter),
                 score_threshold=score_threshold,
                 limit=limit,
@@ -271,12 +335,12 @@ class ServerStore(StoreBase):
         limit: int = 10,
         filter: SearchFilter | None = None,
     ) -> list[Hit]:
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         with self._client_errors("run a BM25 search"):
             found = self._client.query_points(
                 collection,
                 query=_qm_sparse(sparse_query),
-                using=SPARSE,
+                using=spec.sparse_name,
                 query_filter=_qm_filter(filter),
                 limit=limit,
                 with_payload=True,
@@ -286,7 +350,7 @@ class ServerStore(StoreBase):
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
         from qdrant_client import models as qm
 
-        collection, _ = self._opened()
+        collection, spec = self._opened()
         if not ids:
             return []
         with self._client_errors("retrieve points"):
@@ -294,7 +358,7 @@ class ServerStore(StoreBase):
         out = []
         for r in records:
             vectors: Mapping[str, Any] = r.vector if isinstance(r.vector, dict) else {}
-            sparse, dense = vectors.get(SPARSE), vectors.get(DENSE)
+            sparse, dense = vectors.get(spec.sparse_name), vectors.get(spec.dense_name)
             out.append(
                 StoredPoint(
                     str(r.id),
@@ -338,17 +402,114 @@ class ServerStore(StoreBase):
         with self._client_errors("count points"):
             return self._client.count(collection, count_filter=_qm_filter(filter), exact=True).count
 
+    # -- aliases: one lifecycle for every site of a shared server (``sync.warm.shared``) -------------
+    def alias_target(self, alias: str) -> str | None:
+        """The collection ``alias`` serves; None when there is no such alias."""
+        with self._client_errors("read the collection aliases"):
+            found = self._client.get_aliases().aliases
+        return next((a.collection_name for a in found if a.alias_name == alias), None)
+
+    def is_collection(self, name: str) -> bool:
+        """A collection (not an alias) has this name."""
+        with self._client_errors("list the collections"):
+            return any(c.name == name for c in self._client.get_collections().collections)
+
+    def collections_behind(self, alias: str) -> list[tuple[str, dict[str, Any]]]:
+        """The collections named ``<alias>-...`` that ``alias`` does not serve, with their metadata."""
+        target = self.alias_target(alias)
+        with self._client_errors("list the collections"):
+            names = [c.name for c in self._client.get_collections().collections]
+            return [
+                (n, dict(self._client.get_collection(n).config.metadata or {}))
+                for n in sorted(names)
+                if n.startswith(f"{alias}-") and n != target
+            ]
+
+    def switch_alias(self, alias: str, collection: str) -> None:
+        """Point ``alias`` at ``collection`` in one atomic update: every site's next request is served
+        by it, none by nothing."""
+        from qdrant_client import models as qm
+
+        self._validate_name(alias)
+        self._validate_name(collection)
+        ops: list[Any] = []
+        if self.alias_target(alias) is not None:
+            ops.append(qm.DeleteAliasOperation(delete_alias=qm.DeleteAlias(alias_name=alias)))
+        ops.append(qm.CreateAliasOperation(create_alias=qm.CreateAlias(collection_name=collection, alias_name=alias)))
+        with self._client_errors(f"point alias {alias} at {collection}"):
+            self._client.update_collection_aliases(change_aliases_operations=ops)
+
+    def record(self, collection: str) -> dict[str, Any] | None:
+        """The memsync record of a collection (None: foreign or missing)."""
+        with self._client_errors("read the collection's record"):
+            if not self._client.collection_exists(collection):
+                return None
+            record = (self._client.get_collection(collection).config.metadata or {}).get(RECORD_KEY)
+        return dict(record) if isinstance(record, dict) else None
+
+    def note(self, collection: str, **fields: Any) -> None:
+        """Add ``fields`` to memsync's record of one of its own collections (None removes a field):
+        where a rebuild got to, when it was retired. Never to a collection without a record."""
+        with self._client_errors("update the collection's record"):
+            metadata = dict(self._client.get_collection(collection).config.metadata or {})
+            record = metadata.get(RECORD_KEY)
+            if not isinstance(record, dict):
+                raise NotOurs(f"collection {collection} at {self._where} was not made by memsync: it is never written")
+            record = {k: v for k, v in (record | fields).items() if v is not None}
+            self._client.update_collection(collection, metadata=metadata | {RECORD_KEY: record})
+
+    def open_alias(
+        self, alias: str, physical: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25
+    ) -> CollectionSpec:
+        """Open ``physical`` with the checks ``open_or_create`` makes, then work through ``alias``:
+        searches, writes and deletes reach whatever collection the alias serves at that moment."""
+        built = self.open_or_create(physical, model_name, dims, bm25)
+        self._collection = alias
+        return built
+
     def drop(self, collection: str) -> None:
         self._check_droppable(collection)
         with self._client_errors(f"drop collection {collection}"):
-            if self._client.collection_exists(collection):
-                self._client.delete_collection(collection)
+            if not self._client.collection_exists(collection):
+                return
+            serving = [a.alias_name for a in self._client.get_aliases().aliases if a.collection_name == collection]
+            if serving:
+                raise StoreRejected(
+                    f"collection {collection} serves alias {serving[0]}: it is never dropped while it does"
+                )
+            made_by = adoption.origin(self._client.get_collection(collection).config.metadata)
+            if not adoption.may_drop(made_by):
+                raise NotOurs(
+                    f"collection {collection} at {self._where} was "
+                    + ("adopted" if made_by is adoption.Origin.ADOPTED else "not made")
+                    + " by memsync: memsync never drops it"
+                )
+            self._client.delete_collection(collection)
 
     def close(self) -> None:
         self._collection, self._spec = None, None
         if self._owns_client:
             with self._client_errors("close the client"):
                 self._client.close()
+
+
+def _layout(params: Any, records: Sequence[Any]) -> adoption.Layout:
+    """A collection's vectors as ``adoption.judge`` reads them, from qdrant-client's description."""
+    vectors = params.vectors
+    named = vectors if isinstance(vectors, dict) else {}
+    keys: set[str] = set()
+    for r in records:
+        keys.update((r.payload or {}).keys())
+    return adoption.Layout(
+        dense={n: adoption.DenseVector(int(v.size), str(v.distance.value).lower()) for n, v in named.items()},
+        sparse_idf={
+            n: v.modifier is not None and str(v.modifier.value).lower() == "idf"
+            for n, v in (params.sparse_vectors or {}).items()
+        },
+        unnamed=vectors is not None and not isinstance(vectors, dict),
+        payload_keys=frozenset(keys),
+        sampled=len(records),
+    )
 
 
 def _qm_sparse(vector: SparseVector) -> Any:

@@ -1,0 +1,89 @@
+"""``memsync adopt-collection``: take over a Qdrant collection memsync did not make, when its
+vectors fit (``sync.warm.store.adoption`` decides which layouts do), without re-embedding it.
+
+It records the adoption in the collection's metadata (the model this site is configured with, the
+vectors memsync must use, and that it was adopted: memsync writes it, never drops it) and points
+the configured name, the alias every site goes through (``sync.warm.shared``), at it. Nothing else
+in the collection changes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from daemon.config import Settings
+from daemon.warm.files import Collections
+from daemon.warm.layer import open_embedder, open_store
+from sync.errors import ConfigError
+from sync.warm.cursor import CursorFile
+from sync.warm.shared_pointer import SharedPointer
+from sync.warm.store import ServerStore
+from sync.warm.store.adoption import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Adopted:
+    collection: str
+    model: str
+    dims: int
+    verdict: Verdict
+
+    def summary(self) -> str:
+        said = (
+            f"adopted collection {self.collection} for {self.model} ({self.dims} dims): memsync searches its "
+            f"dense vector '{self.verdict.dense}' and sparse vector '{self.verdict.sparse}', writes new episodes "
+            "into it and never drops it"
+        )
+        if self.verdict.unmapped:
+            said += (
+                f"; its points lack memsync's fields {', '.join(self.verdict.unmapped)}: they are found by "
+                "meaning and words, but by no filter (site, agent, session, tag, since) until memsync rewrites "
+                "them from the change feed"
+            )
+        return said
+
+
+def adopt_collection(settings: Settings, collection: str) -> Adopted:
+    """Adopt ``collection`` for this site's model and serve it through the alias."""
+    warm = settings.warm
+    if warm.store != "qdrant":
+        raise ConfigError(
+            "adopting a collection is for a Qdrant server (warm.store = 'qdrant'): the edge store's "
+            "collections are memsync's own"
+        )
+    name = collection
+    if name == warm.collection:
+        raise ConfigError(
+            f"warm.collection names the collection to adopt, and on a Qdrant server warm.collection is the alias "
+            f"every site goes through: set warm.collection to a name of its own (e.g. {name}-memsync), then run "
+            f"`memsync adopt-collection {name}`"
+        )
+    embedder = open_embedder(settings)
+    store = open_store(settings)
+    assert isinstance(store, ServerStore)
+    try:
+        verdict = store.adopt(name, embedder.name, embedder.dims)
+    finally:
+        store.close()
+    # Every site's next request goes to it: the alias moves (the collection it served is retired,
+    # dropped after warm.retire_after if memsync made it), and sites index the feed into it from 0.
+    pointer = SharedPointer(
+        warm.collection,
+        lambda: _server(settings),
+        Collections(settings),
+        CursorFile(settings.warm_dir / "indexer.json"),
+        grace=warm.retire_after,
+        clock=time.time,
+    )
+    try:
+        pointer.switch(name)
+    finally:
+        pointer.close()
+    return Adopted(name, embedder.name, embedder.dims, verdict)
+
+
+def _server(settings: Settings) -> ServerStore:
+    store = open_store(settings)
+    assert isinstance(store, ServerStore)
+    return store

@@ -1,0 +1,203 @@
+"""The pointer of a shared Qdrant (``sync.warm.shared`` decides; this applies): the configured name
+is an alias on the server, which every site reads and writes through, and the site's own
+``collections.json`` only remembers which physical collection it last used (so it can tell that the
+alias moved, or that its collection went away while it was offline).
+
+It keeps the ``Pointer`` contract of ``sync.warm.rebuilder`` (``active``, ``fresh``, ``switch``,
+``building``), and adds ``follow``: look at the alias, do what ``locate`` says, and say where
+searches and indexing now go. A switch does not drop the collection it replaces: it marks it
+retired, and ``sweep`` drops it once ``grace`` has passed (``drops_at_switch`` is False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import structlog
+
+from sync.errors import ConfigError, ForeignCollection, NotOurs, StoreRejected
+from sync.warm.cursor import CursorFile
+from sync.warm.shared import Behind, Move, Seen, follow_from, lease_ms, locate, sweep
+from sync.warm.store import ServerStore
+from sync.warm.store.adoption import foreign_refusal, origin
+from sync.warm.store.base import RECORD_KEY
+
+log = structlog.get_logger("memsync.warm")
+
+
+class Remembered(Protocol):
+    """This site's record of the physical collection it last used (``collections.json``)."""
+
+    def recorded(self) -> str | None: ...
+
+    def switch(self, physical: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Followed:
+    physical: str  # the collection the alias serves, which this site now indexes
+    move: Move
+    notice: str | None  # what status and the log say when the alias moved under this site
+
+
+class SharedPointer:
+    drops_at_switch = False  # a retired collection goes after the grace (``sweep``), not at the switch
+
+    def __init__(
+        self,
+        alias: str,
+        open_store: Callable[[], ServerStore],
+        remembered: Remembered,
+        cursor_file: CursorFile,
+        *,
+        grace: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.alias = alias
+        self.open_store = open_store
+        self.remembered = remembered
+        self.cursor_file = cursor_file
+        self.grace = grace
+        self.clock = clock
+        self._admin: ServerStore | None = None
+
+    def _store(self) -> ServerStore:
+        if self._admin is None:
+            self._admin = self.open_store()
+        return self._admin
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    # -- the Pointer contract (sync.warm.rebuilder) -----------------------------------------------------
+    def active(self) -> str:
+        """The collection this site uses: the one it last followed the alias to."""
+        return self.remembered.recorded() or self.alias
+
+    def fresh(self) -> str:
+        return f"{self.alias}-{datetime.fromtimestamp(self.clock(), UTC).strftime('%Y%m%dT%H%M%S%f')}"
+
+    def building(self, physical: str) -> None:
+        """A rebuild under the lease is filling ``physical``: no sweep marks it while the lease runs."""
+        self._store().note(physical, buildingUntil=self.clock() + lease_ms(self.grace) / 1000)
+
+    def switch(self, physical: str) -> None:
+        """Every site's next request goes to ``physical``: it records the feed position it was built
+        through (where a site that follows resumes), the alias moves in one update, and the
+        collection it replaced is marked retired (dropped by ``sweep`` after the grace)."""
+        store = self._store()
+        old = store.alias_target(self.alias)
+        store.note(physical, builtThrough=self.cursor_file.read(physical), buildingUntil=None)
+        store.switch_alias(self.alias, physical)
+        self.remembered.switch(physical)
+        if old is not None and old != physical:
+            self._retire(store, old)
+
+    # -- following the alias ----------------------------------------------------------------------------
+    def serving(self) -> str | None:
+        """The collection the alias serves now (one request)."""
+        return self._store().alias_target(self.alias)
+
+    def follow(self, create: Callable[[str], None]) -> Followed:
+        """Where the alias leads now. ``create(physical)`` makes a collection with this site's model
+        (the first one, when there is no alias yet)."""
+        store = self._store()
+        target = store.alias_target(self.alias)
+        bound = self.remembered.recorded()
+        seen = Seen(
+            target=target,
+            bound=bound,
+            bound_exists=bound is not None and bound != self.alias and store.is_collection(bound),
+            name_is_collection=target is None and store.is_collection(self.alias),
+        )
+        move = locate(seen)
+        if move is Move.REFUSE_NAME:
+            if store.record(self.alias) is None:  # no memsync record: someone else's
+                raise ForeignCollection(foreign_refusal(self.alias, store.where, configured=self.alias))
+            raise ConfigError(
+                f"warm.collection = {self.alias!r} names a collection on the shared Qdrant (made by a memsync "
+                "that served it without an alias), and memsync now serves every site through an alias of that "
+                f"name: set warm.collection to a name of its own and run `memsync reindex` (it builds "
+                f"<name>-<time> behind the new alias; {self.alias} stays until you delete it)"
+            )
+        if move is Move.CREATE:
+            physical = self.fresh()
+            create(physical)
+            store.note(physical, builtThrough=0)
+            try:
+                store.switch_alias(self.alias, physical)
+            except StoreRejected:
+                # Another site made the alias first: follow it, and let the spare go (nobody used it).
+                store.drop(physical)
+                return self.follow(create)
+            self.remembered.switch(physical)
+            log.info("made the shared collection and its alias", alias=self.alias, collection=physical)
+            return Followed(physical, move, None)
+        if move is Move.ALIAS_BOUND:
+            assert bound is not None
+            store.switch_alias(self.alias, bound)
+            log.info(
+                "every site now reaches this site's collection through the alias", alias=self.alias, collection=bound
+            )
+            return Followed(bound, move, None)
+        assert target is not None
+        if move is Move.STAY:
+            if bound is None:
+                self.remembered.switch(target)
+            return Followed(target, move, None)
+        recorded = (store.record(target) or {}).get("builtThrough")
+        resume = follow_from(self.cursor_file.read(target), recorded if isinstance(recorded, int) else None)
+        self.cursor_file.write(target, resume)
+        self.remembered.switch(target)
+        if bound is not None:
+            self.cursor_file.settled(bound, dropped=True)  # this site is done with it, whatever happens to it
+        if move is Move.FOLLOW_GONE:
+            notice = (
+                f"collection {bound} went away while this site was not looking (another site rebuilt the shared "
+                f"index and retired it); following alias {self.alias} to {target}, catching up from feed position "
+                f"{resume}"
+            )
+            log.warning("the shared collection this site used went away", collection=bound, now=target, resume=resume)
+        else:
+            notice = (
+                f"another site rebuilt the shared index: following alias {self.alias} to {target} "
+                f"from feed position {resume}"
+            )
+            log.info("followed the alias to another site's rebuild", collection=target, resume=resume)
+        return Followed(target, move, notice)
+
+    # -- retiring -------------------------------------------------------------------------------------
+    def _retire(self, store: ServerStore, physical: str) -> None:
+        try:
+            store.note(physical, retiredAt=self.clock())
+        except NotOurs:
+            log.warning("left a collection memsync did not make in place", collection=physical)
+
+    def sweep(self) -> list[str]:
+        """Drop the retired collections no site has used for the grace; the names dropped."""
+        store = self._store()
+        found = []
+        for name, metadata in store.collections_behind(self.alias):
+            held = metadata.get(RECORD_KEY)
+            record: dict[str, object] = held if isinstance(held, dict) else {}
+            retired, building = record.get("retiredAt"), record.get("buildingUntil")
+            found.append(
+                Behind(
+                    name,
+                    origin(metadata),
+                    float(retired) if isinstance(retired, int | float) else None,
+                    float(building) if isinstance(building, int | float) else None,
+                )
+            )
+        decided = sweep(found, now=self.clock(), grace=self.grace)
+        for name in decided.mark:
+            store.note(name, retiredAt=self.clock())
+        for name in decided.drop:
+            store.drop(name)
+            log.info("dropped a retired collection no site has used for the grace", collection=name)
+        return list(decided.drop)
