@@ -31,6 +31,7 @@ from daemon.cli import (
     search,
     service,
     status,
+    tasks,
     telegram,
 )
 from daemon.cli import sync as sync_command
@@ -63,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
         hooks,
         capture,
         approval,
+        tasks,
         mcp,
         telegram,
         service,
