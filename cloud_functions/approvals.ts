@@ -1,5 +1,5 @@
 import { v } from "convex/values";
-import type { Doc } from "./_generated/dataModel";
+import type { Doc, Id } from "./_generated/dataModel";
 import { type QueryCtx, internalMutation, mutation, query } from "./_generated/server";
 import { defer as deferApproval, expire, markEpisode, settle } from "./lib/approvalFlow";
 import { approvalButtons, approvalText } from "./lib/approvalMessage";
@@ -9,6 +9,7 @@ import { fail } from "./lib/errors";
 import { enqueue } from "./lib/outbox";
 import { approvalKey } from "./lib/outboxKeys";
 import { approvalTimeouts, deploymentTimeoutOf } from "./lib/settings";
+import { checkedTitle, insertTask, linkTask } from "./lib/taskFlow";
 import { approvalPriority, approvalStatus, isCount } from "./lib/validators";
 
 export {
@@ -27,6 +28,9 @@ export {
  * category's timeout under the caller's policy (left out: the deployment's, lib/settings.ts). What
  * approvedAtCreation approves never waits for a person: approved at once, by "policy"; a pending
  * one is put to the reviewers on Telegram (if configured). A negative or non-finite cost is INVALID.
+ * `task` creates a task of the caller's linked to it, `taskId` links one of the caller's tasks
+ * (NOT_FOUND for none; INVALID both), in this same mutation: the task is blocked while the approval
+ * waits, or goes on at once when the policy approves it (lib/taskPolicy.ts).
  */
 export const create = mutation({
   args: {
@@ -41,8 +45,14 @@ export const create = mutation({
     testsPassed: v.optional(v.boolean()),
     summary: v.optional(v.string()),
     sourceId: v.optional(v.string()),
+    task: v.optional(v.object({ title: v.string(), assignedTo: v.optional(v.string()) })),
+    taskId: v.optional(v.string()),
   },
-  returns: v.object({ approvalId: v.id("approvals"), status: v.union(v.literal("pending"), v.literal("approved")) }),
+  returns: v.object({
+    approvalId: v.id("approvals"),
+    status: v.union(v.literal("pending"), v.literal("approved")),
+    taskId: v.optional(v.id("tasks")),
+  }),
   handler: async (ctx, args) => {
     const site = await authenticate(ctx, args);
     const now = Date.now();
@@ -53,6 +63,8 @@ export const create = mutation({
     if (costUsd !== undefined && !(Number.isFinite(costUsd) && costUsd >= 0)) {
       fail("INVALID", `costUsd must be a finite amount, not negative, got ${costUsd}`);
     }
+    if (args.task !== undefined && args.taskId !== undefined) fail("INVALID", "an approval creates a task or links one, not both");
+    if (args.task !== undefined) checkedTitle(args.task.title);
     // Its decision is written to that episode (markEpisode): an id naming none of this site's
     // episodes (hot or archived) is refused, never kept dangling.
     if (sourceId !== undefined) {
@@ -81,6 +93,14 @@ export const create = mutation({
     });
     const approval = (await ctx.db.get(approvalId))!;
     await markEpisode(ctx, approval, approval.status);
+    let taskId: Id<"tasks"> | undefined;
+    if (args.task !== undefined) {
+      const { title, assignedTo } = args.task;
+      taskId = await insertTask(ctx, { site, title, agentName: args.agentName, ...(assignedTo === undefined ? {} : { assignedTo }) }, approval, now);
+    } else if (args.taskId !== undefined) {
+      await linkTask(ctx, site, args.taskId, approval, now);
+      taskId = ctx.db.normalizeId("tasks", args.taskId)!;
+    }
     if (!approved) {
       const messageKey = approvalKey(approvalId);
       const queued = await enqueue(
@@ -90,7 +110,7 @@ export const create = mutation({
       );
       if (queued) await ctx.db.patch(approvalId, { messageKey });
     }
-    return { approvalId, status: approved ? ("approved" as const) : ("pending" as const) };
+    return { approvalId, status: approved ? ("approved" as const) : ("pending" as const), ...(taskId === undefined ? {} : { taskId }) };
   },
 });
 

@@ -102,6 +102,8 @@ export default defineSchema({
     // The digest's approvals expired during a day.
     .index("by_status_resolved", ["status", "resolvedAt"]),
 
+  // Work an agent of `site` is to do; one waiting on an approval (approvalId, the same site's)
+  // moves with its decision, deferral or expiry (lib/taskPolicy.ts, in the approval's mutation).
   tasks: defineTable({
     title: v.string(),
     agentName: v.string(),
@@ -110,7 +112,12 @@ export default defineSchema({
     status: taskStatus,
     assignedTo: v.optional(v.string()),
     approvalId: v.optional(v.id("approvals")),
-  }).index("by_site_status", ["site", "status"]),
+    createdAt: v.optional(v.number()), // absent on a task from before memsync: _creationTime
+    updatedAt: v.optional(v.number()), // its latest change; absent: never changed since created
+  })
+    .index("by_site_status", ["site", "status"])
+    .index("by_status", ["status"])
+    .index("by_approval", ["approvalId"]),
 
   collaborators: defineTable({
     name: v.string(),

@@ -3,8 +3,9 @@ request|wait`` (an agent's hooks) and ``memsync mcp``'s ``request_approval``/``w
 tools both do, one implementation.
 
 ``request`` creates the approval in the backbone with the policy applied (``sync.approvals``: some
-are approved at once) and has the server announce a pending one on Telegram (``ServerDuties``: the
-site itself on the embedded hub, the deployment on Convex). ``wait`` looks at the backbone until
+are approved at once), with the task it creates or links if asked (``sync.tasks``: blocked while it
+waits), and has the server announce a pending one on Telegram (``ServerDuties``: the site itself on
+the embedded hub, the deployment on Convex). ``wait`` looks at the backbone until
 the approval is decided, expires or ``timeout`` seconds pass; the clock and the sleep are arguments.
 """
 
@@ -13,12 +14,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from sync.backbone.base import Approvals, Tasks
 
 if TYPE_CHECKING:
     from daemon.config import Settings
     from daemon.duties import ServerDuties
-    from sync.backbone.base import Approval, Approvals
+    from sync.backbone.base import Approval, Task
 
 Decision = Literal["approved", "rejected", "expired", "pending"]
 
@@ -31,9 +34,21 @@ class Waited:
     resolved_by: str | None = None
 
 
+class ApprovalsAndTasks(Approvals, Tasks, Protocol):
+    """What a request with a task uses: the approvals, and the tasks one may create or link."""
+
+
+@dataclass(frozen=True, slots=True)
+class Requested:
+    approval_id: str
+    approval: Approval | None  # as now stored
+    note: str | None  # when its Telegram message could not be sent now (the daemon sends it)
+    task: Task | None = None  # the task it created or linked, as it now is
+
+
 def request(
     settings: Settings,
-    backbone: Approvals,
+    backbone: ApprovalsAndTasks,
     duties: ServerDuties,
     *,
     category: str,
@@ -43,13 +58,29 @@ def request(
     cost: float | None = None,
     tests_passed: bool = False,
     priority: str = "normal",
+    task: str | None = None,
+    assign: str | None = None,
+    task_id: str | None = None,
     now_ms: int,
-) -> tuple[str, Approval | None, str | None]:
-    """Create the approval: its id, the approval as now stored, and a note when its Telegram message
-    could not be sent now (the daemon sends it). ValueError: a negative cost; BackboneNotFound:
-    ``episode`` names none of this site's episodes."""
+) -> Requested:
+    """Create the approval, with a task titled ``task`` (assigned to ``assign``) or linking the
+    site's task ``task_id``. ValueError: a negative cost, an empty title, a task both created and
+    linked, an assignee without a task; LookupError: ``task_id`` names none of this site's tasks;
+    BackboneNotFound: ``episode`` names none of this site's episodes."""
+    from sync.backbone.base import NewTask
+
     if cost is not None and not cost >= 0:
         raise ValueError(f"cost {cost}: give an amount in USD, not negative")
+    if task is not None and task_id is not None:
+        raise ValueError("give a title for a new task or the id of one to link, not both")
+    if task is not None and not task.strip():
+        raise ValueError("the task's title is empty: say in a few words what is to be done")
+    if assign is not None and task is None:
+        raise ValueError("an assignee is for the task the request creates: give its title too")
+    if task_id is not None:
+        found = backbone.task(task_id)
+        if found is None or found.site != settings.site.name:
+            raise LookupError(f"no task {task_id!r} of site {settings.site.name}: `memsync tasks` lists them")
     timeout = settings.jobs.approval_timeout_ms(category)
     approval_id = backbone.create_approval(
         agent_name=agent or settings.site.defaults.agent_name or "agent",
@@ -62,12 +93,15 @@ def request(
         tests_passed=True if tests_passed else None,
         summary=summary,
         source_id=episode,
+        task=None if task is None else NewTask(task, assign),
+        task_id=task_id,
     )
     approval = backbone.approval(approval_id)
+    linked = backbone.tasks(approval_id=approval_id) if task is not None or task_id is not None else []
     note = None
     if approval is not None and approval.status == "pending":
         note = duties.announce_approval(approval_id, new=True)
-    return approval_id, approval, note
+    return Requested(approval_id, approval, note, linked[-1] if linked else None)
 
 
 def wait(

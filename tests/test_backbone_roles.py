@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from sync.backbone.base import Approvals, Coordination, Forgetting, JobLeases, Registry, Reports
+from sync.backbone.base import Approvals, Coordination, Forgetting, JobLeases, Registry, Reports, Tasks
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 
 ROOT = Path(__file__).resolve().parents[1]
-ROLES = (Registry, JobLeases, Approvals, Reports, Forgetting)
+ROLES = (Registry, JobLeases, Approvals, Tasks, Reports, Forgetting)
 
 
 def _calls(role: type) -> set[str]:
@@ -34,7 +34,7 @@ def test_the_roles_split_coordination_with_nothing_left_over_and_nothing_shared(
         for call in _calls(role):
             assert call not in seen, f"{call} is in both {seen[call]} and {role.__name__}"
             seen[call] = role.__name__
-    assert len(seen) == 17
+    assert len(seen) == 21
 
 
 @pytest.mark.parametrize("backbone", [HubBackbone, ConvexBackbone])

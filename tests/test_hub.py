@@ -423,6 +423,28 @@ def test_a_version_8_hubs_archive_marks_become_hot_again_for_the_cold_archive(tm
         hub.close()
 
 
+def test_a_version_9_hub_gains_the_tasks_table_and_keeps_its_approvals(tmp_path: Path) -> None:
+    """Version 10 added tasks: a version 9 file gets the table in the migration's transaction, its
+    approvals kept, and a task can then wait on one of them."""
+    path = tmp_path / "hub.db"
+    hub = HubBackbone(path, "laptop")
+    asked = hub.create_approval(
+        agent_name="coder", action_type="deploy", priority="low", reviewers=[], expires_at=current_ms() + 3_600_000
+    )
+    hub.close()
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript("DROP TABLE tasks; UPDATE schema_info SET value = '9' WHERE key = 'version';")
+    hub = HubBackbone(path, "laptop")
+    try:
+        assert _schema_version(path) == SCHEMA_VERSION == "10"
+        task_id = hub.create_task(title="t", agent_name="coder", approval_id=asked)
+        assert hub.tasks() == [hub.task(task_id)]
+        hub.resolve_approval(asked, "approved", "ann")
+        assert [t.status for t in hub.tasks()] == ["in_progress"]
+    finally:
+        hub.close()
+
+
 def test_a_version_2_hub_without_registry_tables_migrates_to_the_current_version(tmp_path: Path) -> None:
     """A hub so old it has no agents table: the migration adds columns only to tables that exist,
     and the schema creates the rest whole."""

@@ -121,6 +121,44 @@ def test_an_unknown_approval_is_an_error_result(site: SiteFiles) -> None:
     assert "no approval 'nope'" in result.content[0].text
 
 
+def test_request_approval_creates_its_task_and_a_decision_moves_it(site: SiteFiles) -> None:
+    from sync.backbone.hub import HubBackbone
+
+    memsync("sync", "--config", str(site.config))
+
+    async def work(client: Client) -> tuple[Any, Any, Any]:
+        asked = await client.call_tool(
+            "request_approval",
+            {"category": "deploy", "summary": "ship it", "task": "ship the release", "assign": "bob"},
+        )
+        refused = await client.call_tool("request_approval", {"category": "x", "summary": "y", "task_id": "999"})
+        empty = await client.call_tool("request_approval", {"category": "x", "summary": "y", "task": "  "})
+        return asked, refused, empty
+
+    asked, refused, empty = run(work, site)
+    assert not asked.is_error, asked.content
+    answer = asked.structured_content
+    assert answer["status"] == "pending"
+    assert refused.is_error
+    assert "no task '999' of site laptop" in refused.content[0].text
+    assert empty.is_error
+    assert "title is empty" in empty.content[0].text
+    hub = HubBackbone(site.hub, "laptop")
+    try:
+        task = hub.task(answer["taskId"])
+        assert task is not None
+        assert (task.title, task.assigned_to, task.status, task.approval_id) == (
+            "ship the release",
+            "bob",
+            "blocked",
+            answer["approvalId"],
+        )
+        hub.resolve_approval(answer["approvalId"], "rejected", "ann")
+        assert [t.status for t in hub.tasks()] == ["cancelled"]
+    finally:
+        hub.close()
+
+
 @pytest.mark.parametrize(
     ("header", "ok"),
     [

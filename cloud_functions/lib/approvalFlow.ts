@@ -1,7 +1,7 @@
 /**
  * What happens to a pending approval, however it is asked for (a site's call, a Telegram button,
- * the expiry cron): the approval, the episode it is about, and its Telegram message move together,
- * in the caller's one transaction.
+ * the expiry cron): the approval, the episode it is about, the tasks waiting on it
+ * (lib/taskFlow.ts) and its Telegram message move together, in the caller's one transaction.
  */
 import type { Doc } from "../_generated/dataModel";
 import type { MutationCtx } from "../_generated/server";
@@ -13,6 +13,7 @@ import { fail } from "./errors";
 import { enqueue } from "./outbox";
 import { approvalEditKey } from "./outboxKeys";
 import { approvalTimeouts, deploymentExpiry } from "./settings";
+import { followTasks } from "./taskFlow";
 
 type Approval = Doc<"approvals">;
 type Status = Approval["status"];
@@ -49,6 +50,7 @@ export async function settle(ctx: MutationCtx, approval: Approval, status: "appr
   if (closed !== null) fail("CONFLICT", `approval is ${closed}`);
   await ctx.db.patch(approval._id, { status, resolvedAt: now, resolvedBy: by });
   await markEpisode(ctx, approval, status);
+  await followTasks(ctx, approval._id, status, now);
   if (approval.messageKey !== undefined) {
     await enqueue(
       ctx,
@@ -71,6 +73,7 @@ export async function defer(ctx: MutationCtx, approval: Approval, by: string, no
   if (expiresAt === null) fail("CONFLICT", `approval was deferred ${MAX_DEFERS} times already`);
   const deferCount = (approval.deferCount ?? 0) + 1;
   await ctx.db.patch(approval._id, { expiresAt, deferCount });
+  await followTasks(ctx, approval._id, "deferred", now);
   if (approval.messageKey !== undefined) {
     const deferred = { ...approval, expiresAt, deferCount };
     await enqueue(
@@ -93,6 +96,7 @@ export async function defer(ctx: MutationCtx, approval: Approval, by: string, no
 export async function expire(ctx: MutationCtx, approval: Approval, now: number): Promise<void> {
   await ctx.db.patch(approval._id, { status: "expired", resolvedAt: now });
   await markEpisode(ctx, approval, "expired");
+  await followTasks(ctx, approval._id, "expired", now);
   if (approval.messageKey !== undefined) {
     await enqueue(
       ctx,

@@ -32,6 +32,7 @@ from daemon.cli import (
     search,
     service,
     status,
+    tasks,
     telegram,
 )
 from daemon.cli import sync as sync_command
@@ -65,6 +66,7 @@ def parser() -> argparse.ArgumentParser:
         hooks,
         capture,
         approval,
+        tasks,
         mcp,
         telegram,
         service,

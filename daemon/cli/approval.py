@@ -54,6 +54,11 @@ def register(commands: Commands) -> None:
     request.add_argument("--cost", type=float, metavar="USD", help="what the action costs")
     request.add_argument("--tests-passed", action="store_true", help="the change's tests pass")
     request.add_argument("--priority", choices=APPROVAL_PRIORITIES, default="normal")
+    request.add_argument(
+        "--task", metavar="TITLE", help="create a task waiting on it (blocked until it is decided; `memsync tasks`)"
+    )
+    request.add_argument("--assign", metavar="NAME", help="who the new task is assigned to (with --task)")
+    request.add_argument("--task-id", metavar="ID", help="link one of this site's existing tasks instead")
     add_json(request)
     request.set_defaults(run=request_main)
     wait = verbs.add_parser(
@@ -122,10 +127,16 @@ def request_main(args: argparse.Namespace) -> int:
         settings = load(args, log_level="error")
         if args.cost is not None and not args.cost >= 0:
             fail(f"--cost {args.cost}: give an amount in USD, not negative", EX_USAGE)
+        if args.task is not None and args.task_id is not None:
+            fail("--task creates a task and --task-id links one: give one of them", EX_USAGE)
+        if args.task is not None and not args.task.strip():
+            fail("--task is empty: give the task's title, a few words saying what is to be done", EX_USAGE)
+        if args.assign is not None and args.task is None:
+            fail("--assign is for the task --task creates: give its title with --task too", EX_USAGE)
         backbone = open_backbone(settings)
         try:
             try:
-                approval_id, approval, note = approval_calls.request(
+                requested = approval_calls.request(
                     settings,
                     backbone,
                     duties_of(settings, backbone),
@@ -136,20 +147,29 @@ def request_main(args: argparse.Namespace) -> int:
                     cost=args.cost,
                     tests_passed=args.tests_passed,
                     priority=args.priority,
+                    task=args.task,
+                    assign=args.assign,
+                    task_id=args.task_id,
                     now_ms=int(time.time() * 1000),
                 )
+            except LookupError as exc:  # --task-id names none of this site's tasks
+                fail(str(exc), EXIT_UNKNOWN)
             except BackboneNotFound as exc:  # the episode it is about: nothing to attach the decision to
                 fail(f"{exc}: give the id of one of this site's synced episodes, or leave out --episode", EXIT_UNKNOWN)
-            if note is not None:
-                console(stderr=True).print(note)
+            if requested.note is not None:
+                console(stderr=True).print(requested.note)
         finally:
             backbone.close()
+    approval, task = requested.approval, requested.task
     if args.as_json:
-        sys.stdout.write(json.dumps(_view(approval) if approval else {"approvalId": approval_id}) + "\n")
+        view = _view(approval) if approval else {"approvalId": requested.approval_id}
+        sys.stdout.write(json.dumps(view | {"taskId": None if task is None else task.task_id}) + "\n")
     else:
-        sys.stdout.write(f"{approval_id}\n")
+        sys.stdout.write(f"{requested.approval_id}\n")
         if approval is not None and approval.status != "pending":
             console(stderr=True).print(f"{approval.status} by {approval.resolved_by} (policy)")
+        if task is not None:
+            console(stderr=True).print(f"task {task.task_id} {task.status}: {task.title}")
     return 0
 
 

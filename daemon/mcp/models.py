@@ -103,6 +103,7 @@ class Approval(BaseModel):
     status: Literal["pending", "approved", "rejected", "expired"]
     resolvedBy: str | None  # noqa: N815
     expiresAt: int | None  # noqa: N815
+    taskId: str | None = None  # noqa: N815  # the task it created or linked, if asked
 
 
 class Decision(BaseModel):

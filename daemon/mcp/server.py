@@ -169,13 +169,16 @@ class Tools:
         cost_usd: float | None,
         tests_passed: bool,
         priority: str,
+        task: str | None = None,
+        assign: str | None = None,
+        task_id: str | None = None,
     ) -> Approval:
         from daemon import approval_calls
         from daemon.site import duties_of, open_backbone
 
         backbone = open_backbone(self.settings)
         try:
-            approval_id, approval, _note = approval_calls.request(
+            requested = approval_calls.request(
                 self.settings,
                 backbone,
                 duties_of(self.settings, backbone),
@@ -186,21 +189,31 @@ class Tools:
                 cost=cost_usd,
                 tests_passed=tests_passed,
                 priority=priority,
+                task=task,
+                assign=assign,
+                task_id=task_id,
                 now_ms=int(self.clock() * 1000),
             )
+        except LookupError as exc:  # task_id names none of this site's tasks
+            raise ToolError(str(exc)) from None
         except BackboneNotFound as exc:
             raise ToolError(f"{exc}: give the id of one of this site's synced episodes, or leave out episode") from None
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         finally:
             backbone.close()
+        approval, linked = requested.approval, requested.task
+        task_view = None if linked is None else linked.task_id
         if approval is None:
-            return Approval(approvalId=approval_id, status="pending", resolvedBy=None, expiresAt=None)
+            return Approval(
+                approvalId=requested.approval_id, status="pending", resolvedBy=None, expiresAt=None, taskId=task_view
+            )
         return Approval(
-            approvalId=approval_id,
+            approvalId=requested.approval_id,
             status=approval.status,
             resolvedBy=approval.resolved_by,
             expiresAt=approval.expires_at,
+            taskId=task_view,
         )
 
     def wait_for_approval(self, approval_id: str, timeout_s: float) -> Decision:
@@ -276,9 +289,16 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         cost_usd: Annotated[float | None, Field(ge=0)] = None,
         tests_passed: bool = False,
         priority: Priority = "normal",
+        task: Annotated[
+            str | None, Field(min_length=1, max_length=500, description="title of a task to create, waiting on it")
+        ] = None,
+        assign: Annotated[str | None, Field(max_length=200, description="who that new task is assigned to")] = None,
+        task_id: Annotated[str | None, Field(max_length=200, description="link this site's existing task")] = None,
     ) -> Approval:
         return await _off_loop(
-            lambda: tools.request_approval(category, summary, agent, episode, cost_usd, tests_passed, priority)
+            lambda: tools.request_approval(
+                category, summary, agent, episode, cost_usd, tests_passed, priority, task, assign, task_id
+            )
         )
 
     @server.tool(description="Wait for an approval's decision; 'pending' when timeout_s passed first.")

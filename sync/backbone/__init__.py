@@ -20,6 +20,8 @@ from sync.backbone.base import (
     SiteCursor,
     SiteState,
     Sweeps,
+    Task,
+    Tasks,
 )
 
 __all__ = [
@@ -42,4 +44,6 @@ __all__ = [
     "SiteCursor",
     "SiteState",
     "Sweeps",
+    "Task",
+    "Tasks",
 ]

@@ -4,8 +4,8 @@ Convex backbone implements the same contract over HTTP.
 A backbone is opened for one site (the site is bound then, and no call names it again) and plays
 roles, each a Protocol below with its part of the contract: ``EpisodeSink`` (the site's episodes
 and cursor, its source), ``ChangeFeed`` (every site's changes, for the warm layer),
-``Coordination`` (itself the union of ``Registry``, ``JobLeases``, ``Approvals``, ``Reports`` and
-``Forgetting``) and ``ColdArchive``. ``Backbone`` is all of them; each consumer is typed with only
+``Coordination`` (itself the union of ``Registry``, ``JobLeases``, ``Approvals``, ``Tasks``,
+``Reports`` and ``Forgetting``) and ``ColdArchive``. ``Backbone`` is all of them; each consumer is typed with only
 the role it uses. ``Sweeps`` are the global periodic
 jobs' bodies: the embedded hub has them as methods (a daemon runs them under a lease); on Convex the
 deployment's crons run the same logic server-side.
@@ -174,6 +174,30 @@ class Approval:
     created_at: int = 0  # ms
     resolved_at: int | None = None  # ms
     defer_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A task an approval request creates beside it, linked to it (``sync.tasks``)."""
+
+    title: str
+    assigned_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """Work an agent of ``site`` is to do, possibly waiting on an approval, whose decision moves its
+    status (``sync.tasks``)."""
+
+    task_id: str
+    title: str
+    agent_name: str
+    site: str
+    status: str  # one of sync.tasks.TASK_STATUSES
+    assigned_to: str | None = None
+    approval_id: str | None = None
+    created_at: int = 0  # ms
+    updated_at: int = 0  # ms; its latest change (a person's, or its approval's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,11 +409,16 @@ class Approvals(Protocol):
         tests_passed: bool | None = None,
         summary: str | None = None,
         source_id: str | None = None,
+        task: NewTask | None = None,
+        task_id: str | None = None,
     ) -> str:
         """A new approval for ``action_type`` (its category), stored with ``cost_usd`` and
         ``tests_passed`` (what the request says of itself, if anything), ``summary`` (for the person
         deciding) and ``source_id`` (one of this site's episodes it is about, whose
-        ``approvalStatus`` then follows the decision). ``timeout_ms`` is the
+        ``approvalStatus`` then follows the decision). ``task`` creates a task of this site linked to
+        it, ``task_id`` links one of this site's tasks (BackboneNotFound for none; not both), in the
+        same transaction: the task takes the ``requested`` or, approved at once, the ``approved``
+        event (``sync.tasks``). ``timeout_ms`` is the
         category's timeout under the caller's policy (None: ``sync.approvals.APPROVAL_TIMEOUTS_MS``,
         else ``DEFAULT_APPROVAL_TIMEOUT_MS``). ``sync.approvals.approved_at_creation`` decides
         whether it is approved at once, resolved_by "policy": a timeout of 0, an external_api under
@@ -399,7 +428,8 @@ class Approvals(Protocol):
     def resolve_approval(self, approval_id: str, status: str, by: str) -> str:
         """Approve or reject a pending approval, any site's (people decide for the fleet, from any
         site); BackboneConflict once resolved or past expiry, BackboneNotFound for an unknown id.
-        The linked episode's ``approvalStatus`` follows."""
+        The linked episode's ``approvalStatus`` and the linked tasks' status (``sync.tasks``) follow,
+        in the same transaction; as they do when it is deferred or expires."""
         ...
 
     def defer_approval(self, approval_id: str, by: str, timeout_ms: int | None = None) -> Approval:
@@ -414,6 +444,42 @@ class Approvals(Protocol):
 
     def approvals(self, status: str | None = None, all_sites: bool = False) -> list[Approval]:
         """This site's approvals (or every site's), oldest first."""
+        ...
+
+
+class Tasks(Protocol):
+    """Tasks: work an agent is to do, some waiting on an approval (``Approvals``), whose decision,
+    deferral or expiry moves their status by ``sync.tasks``, in the approval's own transaction. A
+    site creates its own tasks; people see and update the fleet's, from any site (as they decide
+    approvals)."""
+
+    def create_task(
+        self, *, title: str, agent_name: str, assigned_to: str | None = None, approval_id: str | None = None
+    ) -> str:
+        """A new task of this site, "pending"; linked to one of this site's approvals
+        (``approval_id``; BackboneNotFound for none), it takes at once the event of the approval's
+        status (``sync.tasks.link_event``). An empty title is rejected. Returns its id."""
+        ...
+
+    def task(self, task_id: str) -> Task | None:
+        """Any site's task by id; None for an unknown or malformed id."""
+        ...
+
+    def tasks(
+        self,
+        *,
+        status: str | None = None,
+        agent_name: str | None = None,
+        site: str | None = None,
+        approval_id: str | None = None,
+    ) -> list[Task]:
+        """The fleet's tasks (or ``site``'s), oldest first, narrowed by each filter given."""
+        ...
+
+    def update_task(self, task_id: str, *, status: str | None = None, assigned_to: str | None = None) -> Task:
+        """Set any site's task's status (one of ``sync.tasks.TASK_STATUSES``) and/or assignee (None:
+        unchanged); BackboneNotFound for an unknown id, BackboneRejected for an unknown status or
+        nothing to change. Returns it as it now is."""
         ...
 
 
@@ -447,10 +513,10 @@ class Forgetting(Protocol):
         ...
 
 
-class Coordination(Registry, JobLeases, Approvals, Reports, Forgetting, Protocol):
+class Coordination(Registry, JobLeases, Approvals, Tasks, Reports, Forgetting, Protocol):
     """The shared registry and coordination between sites, all its roles over one connection: what
     a backbone implements. Consumers take only the role they use (``Registry``, ``JobLeases``,
-    ``Approvals``, ``Reports``, ``Forgetting``)."""
+    ``Approvals``, ``Tasks``, ``Reports``, ``Forgetting``)."""
 
     def close(self) -> None: ...
 

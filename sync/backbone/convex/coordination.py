@@ -1,7 +1,7 @@
 """Convex as ``Coordination``: approvals here (``approvals.ts``; forgetting is the archive's:
-``archive``), the registry (``registry``), job leases and runs (``jobs``), sync health
-(``health``) and the digest (``digest``) beside it, as in the hub's files of the same names. The
-periodic sweeps are the deployment's crons, not calls of a site's.
+``archive``), the tasks that wait on them (``tasks``), the registry (``registry``), job leases and
+runs (``jobs``), sync health (``health``) and the digest (``digest``) beside it, as in the hub's
+files of the same names. The periodic sweeps are the deployment's crons, not calls of a site's.
 """
 
 from __future__ import annotations
@@ -10,16 +10,17 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sync.backbone.base import Approval
+from sync.backbone.base import Approval, NewTask
 from sync.backbone.convex.digest import ConvexDigest
 from sync.backbone.convex.health import ConvexHealth
 from sync.backbone.convex.jobs import ConvexJobs
 from sync.backbone.convex.registry import ConvexRegistry
+from sync.backbone.convex.tasks import ConvexTasks
 from sync.backbone.convex.wire import int_or_none
 from sync.errors import BackboneNotFound, BackboneRejected
 
 
-class ConvexCoordination(ConvexRegistry, ConvexJobs, ConvexHealth, ConvexDigest):
+class ConvexCoordination(ConvexRegistry, ConvexJobs, ConvexHealth, ConvexDigest, ConvexTasks):
     def create_approval(
         self,
         *,
@@ -33,6 +34,8 @@ class ConvexCoordination(ConvexRegistry, ConvexJobs, ConvexHealth, ConvexDigest)
         tests_passed: bool | None = None,
         summary: str | None = None,
         source_id: str | None = None,
+        task: NewTask | None = None,
+        task_id: str | None = None,
     ) -> str:
         args: dict[str, Any] = {
             "agentName": agent_name,
@@ -53,6 +56,12 @@ class ConvexCoordination(ConvexRegistry, ConvexJobs, ConvexHealth, ConvexDigest)
             args["summary"] = summary
         if source_id is not None:
             args["sourceId"] = source_id
+        if task is not None:
+            args["task"] = {"title": task.title} | (
+                {} if task.assigned_to is None else {"assignedTo": task.assigned_to}
+            )
+        if task_id is not None:
+            args["taskId"] = task_id
         value = self.call("mutation", "approvals:create", args)
         return str(value["approvalId"])
 

@@ -1,5 +1,6 @@
 """The hub as ``Coordination``: approvals here (forgetting is the archive's: ``archive``), the
-registry (``registry``), job leases and runs (``jobs``), sync health (``health``) and the digest
+tasks that wait on them (``tasks``: each approval's transaction moves them), the registry
+(``registry``), job leases and runs (``jobs``), sync health (``health``) and the digest
 (``digest``) beside it; with the periodic sweeps over every site that Convex runs as crons
 (``Sweeps``), which here whoever runs the periodic jobs calls, under a lease.
 """
@@ -21,12 +22,13 @@ from sync.approvals import (
     deferred_expiry,
     effective_expiry,
 )
-from sync.backbone.base import APPROVAL_PRIORITIES, Approval
+from sync.backbone.base import APPROVAL_PRIORITIES, Approval, NewTask
 from sync.backbone.hub.digest import HubDigest
 from sync.backbone.hub.health import HubHealth
 from sync.backbone.hub.jobs import HubJobs
 from sync.backbone.hub.registry import HubRegistry
 from sync.backbone.hub.schema import change_seq, set_change_seq
+from sync.backbone.hub.tasks import HubTasks, checked_title, follow_tasks, insert_task, link_task
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 
 _COLUMNS = (
@@ -107,7 +109,7 @@ def _follow(conn: sqlite3.Connection, site: str, source_id: str, status: str) ->
         set_change_seq(conn, seq)
 
 
-class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
+class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest, HubTasks):
     # -- approvals ------------------------------------------------------------------------------
     def create_approval(
         self,
@@ -122,7 +124,13 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
         tests_passed: bool | None = None,
         summary: str | None = None,
         source_id: str | None = None,
+        task: NewTask | None = None,
+        task_id: str | None = None,
     ) -> str:
+        if task is not None and task_id is not None:
+            raise BackboneRejected("an approval creates a task or links one, not both")
+        if task is not None:
+            checked_title(task.title)
         if priority not in APPROVAL_PRIORITIES:
             raise BackboneRejected(f"priority must be one of {', '.join(APPROVAL_PRIORITIES)}, not {priority!r}")
         timeout = _timeout(action_type, timeout_ms)
@@ -165,7 +173,24 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
             )
             if source_id is not None:
                 _follow(conn, self.site, source_id, status)
-            return str(cursor.lastrowid)
+            approval_id = cursor.lastrowid
+            assert approval_id is not None
+            if task is not None:
+                insert_task(
+                    conn,
+                    site=self.site,
+                    title=task.title,
+                    agent_name=agent_name,
+                    assigned_to=task.assigned_to,
+                    approval_id=approval_id,
+                    approval_status=status,
+                    now=now,
+                )
+            elif task_id is not None:
+                link_task(
+                    conn, site=self.site, task_id=task_id, approval_id=approval_id, approval_status=status, now=now
+                )
+            return str(approval_id)
 
         return self._run(insert)
 
@@ -182,6 +207,7 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
             )
             if row.source_site is not None and row.source_id is not None:
                 _follow(conn, row.source_site, row.source_id, status)
+            follow_tasks(conn, row.id, status, now)
             return status
 
         return self._run(resolve)
@@ -199,6 +225,7 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
             conn.execute(
                 "UPDATE approvals SET expires_at = ?, defer_count = defer_count + 1 WHERE id = ?", (until, row.id)
             )
+            follow_tasks(conn, row.id, "deferred", now)
 
         self._run(defer)
         found = self.approval(approval_id)
@@ -249,6 +276,7 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest):
             for row in due:
                 if row[5] is not None and row[6] is not None:
                     _follow(conn, row[5], row[6], "expired")
+                follow_tasks(conn, row[0], "expired", now_ms)
             return len(due)
 
         return self._run(expire)

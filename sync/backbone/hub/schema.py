@@ -7,7 +7,8 @@ approval's request says of itself (its cost, whether its tests passed), which th
 need (its summary, the episode it is about, how often it was deferred) and the decision on that
 episode (``approval_status``). Version 8 added each site's count of redacted episodes. Version 9
 added the cold archive: its files' manifests, forgets still to reach a file, the runs, and the week
-an archived episode's body went to.
+an archived episode's body went to. Version 10 added tasks, some waiting on an approval
+(``sync/backbone/hub/tasks``).
 
 Also the change feed's counter, which the writers of episodes and of tombstones both advance
 inside their own transactions.
@@ -115,6 +116,23 @@ _ARCHIVE = (
   files INTEGER NOT NULL
 )""",
 )
+# Version 10: tasks (``sync/backbone/hub/tasks``); a migration from 9 creates them in the transaction
+# that records "10".
+_TASKS = (
+    """CREATE TABLE IF NOT EXISTS tasks (
+  id INTEGER PRIMARY KEY,
+  site TEXT NOT NULL,               -- the site whose agent is to do it
+  title TEXT NOT NULL,
+  agent_name TEXT NOT NULL,
+  status TEXT NOT NULL,             -- pending | in_progress | blocked | done | failed | cancelled
+  assigned_to TEXT,
+  approval_id INTEGER,              -- the approval (approvals.id, the same site's) it waits on, if any
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS tasks_by_approval ON tasks (approval_id)",
+    "CREATE INDEX IF NOT EXISTS tasks_by_site_status ON tasks (site, status)",
+)
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS episodes (
   id INTEGER PRIMARY KEY,
@@ -183,8 +201,9 @@ SCHEMA = (
     _SITE_SOURCES,
     *_FLEET,
     *_ARCHIVE,
+    *_TASKS,
 )
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "10"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -230,9 +249,16 @@ _COLUMNS_8 = (("site_states", "redacted", "INTEGER NOT NULL DEFAULT 0"),)
 # they become hot again, and the next cleanup run archives them for real.
 _COLUMNS_9 = (("episodes", "archive_week", "TEXT"),)
 _AFTER_COLUMNS_9 = ("UPDATE episodes SET archived = 0 WHERE archive_week IS NULL",)
-# The steps that only add columns (and then run statements), by the version they start from.
-_COLUMN_STEPS = {"5": _COLUMNS_6, "6": _COLUMNS_7, "7": _COLUMNS_8, "8": _COLUMNS_9}
-_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9}
+# The steps that add columns (and then run statements: new tables), by the version they start from.
+# Version 9 to 10 adds no column, only the tasks table.
+_COLUMN_STEPS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "5": _COLUMNS_6,
+    "6": _COLUMNS_7,
+    "7": _COLUMNS_8,
+    "8": _COLUMNS_9,
+    "9": (),
+}
+_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9, "9": _TASKS}
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -246,7 +272,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     version 2 (before the change feed) to 3, version 3 (before site sources) to 4, version 4
     (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
     approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7, version 7
-    (before redaction counts) to 8, version 8 (before the cold archive) to 9."""
+    (before redaction counts) to 8, version 8 (before the cold archive) to 9, version 9 (before
+    tasks) to 10."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return
@@ -274,7 +301,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for statement in _FLEET:
                 tx.execute(statement)
             version = "5"
-        while version in _COLUMN_STEPS:  # 5 -> 6 -> 7 -> 8 -> 9: new columns (new tables: apply_schema)
+        while version in _COLUMN_STEPS:  # 5 -> 6 -> ... -> 10: new columns, then statements
             for table, column, declaration in _COLUMN_STEPS[version]:
                 _add_column(tx, table, column, declaration)
             for statement in _AFTER_COLUMNS.get(version, ()):
