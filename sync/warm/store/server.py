@@ -578,7 +578,12 @@ def _qm_filter(flt: SearchFilter | None) -> Any:
         return None
     must: list[Any] = [
         qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
-        for key, value in (("site", flt.site), ("agent", flt.agent), ("session", flt.session))
+        for key, value in (
+            ("site", flt.site),
+            ("agent", flt.agent),
+            ("session", flt.session),
+            ("sourceId", flt.source_id),
+        )
         if value is not None
     ]
     if flt.tags:
