@@ -13,7 +13,7 @@ from sync.warm import bm25
 from sync.warm.browse import episode, pick_recent, recent, window
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY
 from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
-from sync.warm.store import EdgeStore, StoredPoint, WarmPoint, passage_id, point_id
+from sync.warm.store import EdgeStore, ServerStore, StoredPoint, VectorStore, WarmPoint, passage_id, point_id
 
 DIMS = 8
 
@@ -104,6 +104,42 @@ def test_episode_by_id_or_by_site_and_source_id_with_its_session_neighbours(stor
     assert via_passage.episode.id == point_id("laptop", "3")
     assert (via_passage.before, via_passage.after) == ([], [])
     assert episode(store, EpisodeRequest(site="laptop", source_id="404")).episode is None
+
+
+SEED_POINT = "0b6c1f4e-2d3a-4c5b-8e9f-a1b2c3d4e5f6"  # the point the seed design's action wrote
+
+
+@pytest.mark.parametrize("engine", ["edge", "server"])
+def test_an_adopted_episode_is_found_by_its_key_under_its_seed_point(tmp_path: Path, engine: str) -> None:
+    """``memsync adopt`` keeps an episode's seed point: the index writes it under the seed's id
+    (``head_id``), so get_episode by site:sourceId (what ``memsync search`` shows) must find it there."""
+    s: VectorStore = EdgeStore(tmp_path / "warm") if engine == "edge" else ServerStore(location=":memory:")
+    s.open_or_create("browse", "test-model", DIMS)
+    before = _point("laptop", "7", 1_000, "s1", "coder")
+    adopted = _point("laptop", "8", 2_000, "s1", "coder", passages=2, span=[0, 10])
+    after = _point("laptop", "9", 3_000, "s1", "coder")
+    passage = WarmPoint(
+        passage_id("laptop", "8", 1),
+        adopted.dense,
+        adopted.sparse,
+        {**adopted.payload, PARENT_KEY: SEED_POINT, PASSAGE_KEY: 1, SPAN_KEY: [10, 20]},
+    )
+    s.upsert([before, WarmPoint(SEED_POINT, adopted.dense, adopted.sparse, adopted.payload), passage, after])
+    try:
+        for request in (
+            EpisodeRequest(site="laptop", source_id="8", neighbours=1),
+            EpisodeRequest(id=SEED_POINT, neighbours=1),  # a search hit's pointId
+            EpisodeRequest(id=passage_id("laptop", "8", 1), neighbours=1),  # a hit on its second passage
+        ):
+            view = episode(s, request)
+            assert view.episode is not None
+            assert view.episode.id == SEED_POINT
+            assert _ids([view.episode]) == ["laptop#8"]
+            assert (_ids(view.before), _ids(view.after)) == (["laptop#7"], ["laptop#9"])
+        assert episode(s, EpisodeRequest(site="laptop", source_id="80")).episode is None
+        assert episode(s, EpisodeRequest(site="vm", source_id="8")).episode is None
+    finally:
+        s.close()
 
 
 def test_window_at_the_edges() -> None:

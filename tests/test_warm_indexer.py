@@ -313,6 +313,7 @@ P1, P2 = passage_id("laptop", "1", 1), passage_id("laptop", "1", 2)
 SHORT = payload_for(change(1, episode("laptop", "1", "fix ERR_CONN_4471 first second")))
 LONG_HEAD = payload_for(change(1, LONG)) | {PASSAGES_KEY: 3, SPAN_KEY: [0, 17]}
 LEGACY = payload_for(change(1, LONG))  # indexed before passages: one point, its text cut at the window
+LONG_TEXT = str(LEGACY["text"])
 
 
 @pytest.mark.parametrize(
@@ -362,6 +363,25 @@ def test_a_rebuild_cuts_a_long_episode_indexed_before_passages_and_copies_one_cu
     plan = plan_copy(items, [], cut, same_model=True, same_bm25=True, bm25_config=DEFAULT_BM25)
     assert ([p.id for p in plan.copy], plan.embed) == ([PID, P1, P2], [])
     assert [p.payload for p in plan.copy] == [i.payload for i in items]
+
+
+@pytest.mark.parametrize("head", [PID, SEED_PID], ids=["memsync's own id", "adopted: the seed's point"])
+def test_a_rebuild_copies_an_archived_long_episode_passage_by_passage(head: str) -> None:
+    """An archived episode is carried by a rebuild from the collection it replaces (the feed no longer
+    has its body): every passage, cut again from the kept text, under the same ids as they were, an
+    adopted episode's first one under its seed's point as a memsync episode's under its own."""
+    items = passage_items("laptop", "1", payload_for(change(1, LONG)) | {ARCHIVED_KEY: True}, by_lines(LONG_TEXT), head)
+    held = {i.point_id: StoredPoint(i.point_id, i.payload, DENSE, OLD_SPARSE) for i in items}
+    plan = plan_copy([], [head], held, same_model=True, same_bm25=True, bm25_config=DEFAULT_BM25, split=by_lines)
+    assert ([p.id for p in plan.copy], plan.embed, plan.missing) == ([head, P1, P2], [], [])
+    assert [p.payload for p in plan.copy] == [i.payload for i in items]
+    assert [p.payload[PARENT_KEY] for p in plan.copy[1:]] == [head, head]
+    # Under another model the same cut is embedded from the kept text.
+    plan = plan_copy([], [head], held, same_model=False, same_bm25=True, bm25_config=DEFAULT_BM25, split=by_lines)
+    assert ([e.point_id for e in plan.embed], [e.text for e in plan.embed]) == (
+        [head, P1, P2],
+        ["fix ERR_CONN_4471", "first", "second"],
+    )
 
 
 def test_passage_items_carry_the_filter_fields_and_their_parent_not_the_text() -> None:

@@ -22,11 +22,23 @@ from daemon.warm.layer import RebuildHeld, WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
-from sync.errors import ConfigError, ForeignCollection
+from sync.errors import ConfigError, ForeignCollection, StoreUnavailable
 from sync.leases import Claim
 from sync.warm.embedders import LocalEmbedder
+from sync.warm.indexer import Indexer
 from sync.warm.request import SearchRequest
-from sync.warm.shared import REBUILD_JOB, Behind, Move, Seen, Sweep, follow_from, locate, may_rebuild, sweep
+from sync.warm.shared import (
+    REBUILD_JOB,
+    Behind,
+    Move,
+    Seen,
+    Sweep,
+    copy_complete,
+    follow_from,
+    locate,
+    may_rebuild,
+    sweep,
+)
 from sync.warm.shared_pointer import SharedPointer
 from sync.warm.store import ServerStore
 from sync.warm.store.adoption import Origin
@@ -42,7 +54,27 @@ LOCATED = [
     pytest.param(Seen(None, None), Move.CREATE, id="first site, nothing yet"),
     pytest.param(Seen(None, "memory-1", bound_exists=True), Move.ALIAS_BOUND, id="an older per-site pointer"),
     pytest.param(Seen(None, "memory-1", bound_exists=False), Move.CREATE, id="its collection is gone, no alias"),
-    pytest.param(Seen(None, None, name_is_collection=True), Move.REFUSE_NAME, id="the name is a collection"),
+    pytest.param(
+        Seen(None, None, name_is_collection=True, name_origin=Origin.FOREIGN),
+        Move.REFUSE_NAME,
+        id="the name is someone else's collection",
+    ),
+    pytest.param(
+        Seen(None, None, name_is_collection=True, name_origin=Origin.ADOPTED),
+        Move.REFUSE_NAME,
+        id="the name is an adopted collection",
+    ),
+    pytest.param(
+        Seen(None, None, name_is_collection=True, name_origin=Origin.OURS),
+        Move.MOVE_UNDER_ALIAS,
+        id="the name is memsync's own collection (an older memsync's)",
+    ),
+    pytest.param(Seen(None, None, moved="memory-2"), Move.ALIAS_MOVED, id="a move stopped before the alias"),
+    pytest.param(
+        Seen(None, "memory-1", bound_exists=True, moved="memory-2"),
+        Move.ALIAS_BOUND,
+        id="a move's copy and this site's own pointer: its own",
+    ),
     pytest.param(Seen("memory-1", "memory-1", bound_exists=True), Move.STAY, id="the alias serves ours"),
     pytest.param(Seen("memory-1", None), Move.STAY, id="first look at an existing alias"),
     pytest.param(Seen("memory-2", "memory-1", bound_exists=True), Move.FOLLOW, id="another site switched"),
@@ -53,6 +85,14 @@ LOCATED = [
 @pytest.mark.parametrize(("seen", "move"), LOCATED)
 def test_locate(seen: Seen, move: Move) -> None:
     assert locate(seen) is move
+
+
+@pytest.mark.parametrize(
+    ("source", "copied", "complete"),
+    [(4, 4, True), (0, 0, True), (5, 4, False), (4, 5, False)],
+)
+def test_copy_complete(source: int, copied: int, complete: bool) -> None:
+    assert copy_complete(source, copied) is complete
 
 
 @pytest.mark.parametrize(
@@ -300,15 +340,192 @@ def test_a_configured_name_that_is_a_collection_is_refused(fleet: Fleet, client:
     assert not physical(client)
 
 
-def test_a_collection_an_older_memsync_made_under_the_configured_name_is_refused(
+def older_memsync(fleet: Fleet, client: QdrantClient, *layers: WarmLayer) -> None:
+    """What an older memsync left on a shared server: each site indexed the feed into the collection
+    named warm.collection itself (no alias), with its own cursor file."""
+    for layer in layers:
+        hub = fleet.hub(layer.settings.site.name)
+        Indexer(
+            backbone=hub,
+            store=ServerStore(client=client),
+            embedder=fleet.embedder,
+            collection=ALIAS,
+            cursor_file=layer.cursor_file,
+        ).run()
+    assert client.get_collections().collections
+    assert not client.get_aliases().aliases
+
+
+def vectors(client: QdrantClient, collection: str) -> dict[str, Any]:
+    records, _ = client.scroll(collection, limit=100, with_vectors=True, with_payload=True)
+    return {str(r.id): (r.vector, r.payload) for r in records}
+
+
+def test_an_older_memsync_s_collection_moves_under_the_alias_copied_searched_at_every_step(
     fleet: Fleet, client: QdrantClient
 ) -> None:
-    with ServerStore(client=client) as older:
-        older.open_or_create(ALIAS, fleet.embedder.name, fleet.embedder.dims)
+    seed_foreign(client)
+    laptop = fleet.hub("laptop")
+    for i in range(1, 5):
+        push(laptop, str(i), f"rotate the certificate of host db-{i}")
+    a, b = fleet.start("laptop"), fleet.start("vm")
+    a.gap_wait = b.gap_wait = 0.0  # one thread: nothing can make the alias while a step is being looked at
+    older_memsync(fleet, client, a, b)
+    before = vectors(client, ALIAS)
+    through = a.cursor_file.read(ALIAS)
+    everything = ["1", "2", "3", "4"]
+
+    def both(expected: list[str]) -> None:
+        assert found(a) == expected
+        assert found(b) == expected
+        assert foreign_untouched(client)
+
+    both(everything)  # served as the older memsync served it, until it is moved
+    steps: list[str] = []
+
+    def step(said: str) -> None:
+        steps.append(said)
+        if said == "created":
+            assert b.move_under_alias() is None  # the laptop holds the lease: the vm does not move it too
+        if said == "dropped":
+            # The gap: neither the collection nor yet the alias has the name. Never an empty answer.
+            for layer in (a, b):
+                with pytest.raises(StoreUnavailable, match=f"shared collection {ALIAS} is being moved under the alias"):
+                    found(layer)
+            assert foreign_untouched(client)
+            # A search that may wait (the default) answers in full, whether it reads in the gap (it waits
+            # for the alias and reads again through it) or after the alias is made.
+            b.gap_wait = 60.0
+            waiting.start()
+        else:
+            both(everything)
+        if said == "aliased":
+            waiting.join()
+            assert waited == [everything]
+
+    waited: list[list[str]] = []
+    waiting = threading.Thread(target=lambda: waited.append(found(b)))
+
+    moved = a.move_under_alias(step)
+    assert steps == ["created", "copied 4", "verified", "dropped", "aliased"]
+    assert moved is not None
+    assert target(client) == moved
+    assert physical(client) == [moved]
+    assert not any(c.name == ALIAS for c in client.get_collections().collections)  # the alias has its name now
+    assert vectors(client, moved) == before  # every point with its vectors: nothing embedded
+    assert (client.get_collection(moved).config.metadata or {})["memsync"]["builtThrough"] == through
+    runs = [r for r in laptop.job_runs(f"{REBUILD_JOB}:{ALIAS}") if r.outcome == "ok"]
+    assert [r.site for r in runs] == ["laptop"]
+    both(everything)
+
+    assert a.catch_up().embedded == 0
+    assert b.catch_up().embedded == 0  # it follows the alias, from the recorded position
+    assert b.collections.active() == moved
+    assert b.cursor_file.read(moved) == through
+    push(laptop, "5", "rotate the certificate of host db-5")
+    assert b.catch_up().embedded == 1
+    assert a.catch_up().embedded == 0
+    both([*everything, "5"])
+
+
+def test_a_pass_moves_it_by_itself_and_the_other_site_follows(fleet: Fleet, client: QdrantClient) -> None:
+    laptop = fleet.hub("laptop")
+    for i in range(1, 4):
+        push(laptop, str(i), f"rotate the certificate of host db-{i}")
+    a, b = fleet.start("laptop"), fleet.start("vm")
+    older_memsync(fleet, client, a, b)
+    assert found(b) == ["1", "2", "3"]  # the vm opened the collection under the name, as it was
+    a.catch_up()  # drained: the pass moves it, under the lease
+    moved = target(client)
+    assert physical(client) == [moved]
+    assert "moved collection memory under the alias" in str((read_status(a.settings) or {}).get("notice"))
+    assert found(b) == ["1", "2", "3"]  # the vm's handle on the name now reaches the alias
+    assert b.catch_up().embedded == 0
+    assert b.collections.active() == moved
+    assert found(a) == found(b) == ["1", "2", "3"]
+
+
+def test_a_copy_that_falls_short_leaves_the_collection_and_is_tried_again(fleet: Fleet, client: QdrantClient) -> None:
+    laptop = fleet.hub("laptop")
+    for i in range(1, 4):
+        push(laptop, str(i), f"rotate the certificate of host db-{i}")
+    a, b = fleet.start("laptop"), fleet.start("vm")
+    older_memsync(fleet, client, a, b)
+    found(a)
+    found(b)
+
+    def meanwhile(said: str) -> None:
+        if said.startswith("copied"):
+            # The vm is still indexing into the collection under the name while it is being copied.
+            push(laptop, "4", "rotate the certificate of host db-4")
+            b.catch_up()
+
+    with pytest.raises(StoreUnavailable, match="the move is tried again at the next pass"):
+        a.move_under_alias(meanwhile)
+    assert client.count(ALIAS, exact=True).count == 4  # left as it was, with the vm's new point
+    assert not physical(client)  # the short copy went
+    assert found(a) == found(b) == ["1", "2", "3", "4"]
+    moved = a.move_under_alias()  # the laptop still holds the lease (kept): tried again
+    assert moved is not None
+    assert client.count(moved, exact=True).count == 4
+    assert found(a) == found(b) == ["1", "2", "3", "4"]
+
+
+def test_a_move_stopped_between_the_drop_and_the_alias_is_finished_by_the_next_look(
+    fleet: Fleet, client: QdrantClient
+) -> None:
+    laptop = fleet.hub("laptop")
+    for i in range(1, 3):
+        push(laptop, str(i), f"rotate the certificate of host db-{i}")
+    a, b = fleet.start("laptop"), fleet.start("vm")
+    older_memsync(fleet, client, a, b)
+    found(a)
+
+    class Stopped(Exception):
+        pass
+
+    def crash(said: str) -> None:
+        if said == "dropped":
+            raise Stopped
+
+    with pytest.raises(Stopped):
+        a.move_under_alias(crash)
+    assert not client.get_aliases().aliases
+    assert not client.collection_exists(ALIAS)
+    (copy,) = physical(client)
+    fleet.stop("laptop")
+    fresh = fleet.start("laptop")
+    assert found(fresh) == ["1", "2"]  # the alias is put on the verified copy, nothing made empty
+    assert target(client) == copy
+    assert b.catch_up().embedded == 0
+    assert found(b) == ["1", "2"]
+
+
+def test_a_reindex_replaces_an_older_memsync_s_collection_by_the_alias(fleet: Fleet, client: QdrantClient) -> None:
+    push(fleet.hub("laptop"), "1", "rotate the certificate of host db-1")
+    a, b = fleet.start("laptop"), fleet.start("vm")
+    older_memsync(fleet, client, a, b)
+    a.reindex()
+    rebuilt = target(client)
+    assert physical(client) == [rebuilt]
+    b.catch_up()
+    assert found(a) == found(b) == ["1"]
+
+
+def test_an_adopted_collection_under_the_configured_name_is_refused_and_untouched(
+    fleet: Fleet, client: QdrantClient
+) -> None:
+    client.create_collection(
+        ALIAS,
+        vectors_config={"dense": qm.VectorParams(size=fleet.embedder.dims, distance=qm.Distance.COSINE)},
+        sparse_vectors_config={"text": qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+    )
+    ServerStore(client=client).adopt(ALIAS, fleet.embedder.name, fleet.embedder.dims)
     layer = fleet.start("laptop")
-    with pytest.raises(ConfigError, match=r"names a collection on the shared Qdrant .* run `memsync reindex`"):
+    with pytest.raises(ConfigError, match=r"memsync adopted.*set warm.collection to a name of its own"):
         layer.catch_up()
     assert client.collection_exists(ALIAS)
+    assert not client.get_aliases().aliases
     assert not physical(client)
 
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -38,7 +38,16 @@ from daemon.control.client import Progress
 from daemon.control.server import Handler
 from daemon.warm.files import Collections, status_path, write_status
 from sync.backbone.base import ChangeFeed, JobLeases
-from sync.errors import CollectionMismatch, ConfigError, ForeignCollection, QuotaExhausted, TransientError
+from sync.errors import (
+    CollectionMismatch,
+    ConfigError,
+    ForeignCollection,
+    MemsyncError,
+    QuotaExhausted,
+    StoreRejected,
+    StoreUnavailable,
+    TransientError,
+)
 from sync.leases import Claim
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
@@ -58,9 +67,14 @@ from sync.warm.shared_pointer import SharedPointer
 from sync.warm.store import CollectionSpec, EdgeStore, ServerStore, VectorStore
 
 log = structlog.get_logger("memsync.warm")
+T = TypeVar("T")
 
 MAX_BACKOFF = 60.0
 FOREIGN_RETRY = 60.0  # seconds between looks while the serving collection is someone else's
+# How long a request that found neither the configured name's collection nor its alias waits for the
+# alias (another site is moving the collection under it: it drops one, then makes the other).
+GAP_WAIT = 5.0
+GAP_POLL = 0.05
 INDEXED_POLL = 0.02  # seconds between looks at the feed position while a hook waits for it
 
 
@@ -117,8 +131,10 @@ class WarmLayer:
         embedder: Embedder | None = None,
         leases: JobLeases | None = None,
         store: Callable[[], VectorStore] | None = None,
+        gap_wait: float = GAP_WAIT,
     ) -> None:
         self.settings = settings
+        self.gap_wait = gap_wait
         self.backbone = backbone
         self.leases = leases  # a shared Qdrant's rebuilds are one site's at a time, under a lease
         self.stop = stop
@@ -262,11 +278,13 @@ class WarmLayer:
             made.open_or_create(physical, self.embedder.name, self.embedder.dims)
 
     def _follow_if_moved(self) -> None:
-        """Another site switched the alias since this site opened: reopen, following it (from the
-        rebuild's recorded feed position). Called under ``_work``, before a pass."""
+        """Another site switched the alias since this site opened (or moved the collection it served
+        under the configured name under the alias): reopen, following it (from the rebuild's recorded
+        feed position). Called under ``_work``, before a pass."""
         if self.shared is None or self._spec is None:
             return
-        if self.shared.serving() == self._opened_on:
+        # No alias: this site serves the collection of that name itself, until one site moves it.
+        if (self.shared.serving() or self.settings.warm.collection) == self._opened_on:
             return
         with self._opening:
             if self._store is not None:
@@ -334,6 +352,12 @@ class WarmLayer:
             # Step.WAIT_FOR_REINDEX (``sync.warm.lifecycle``): re-embedding everything is the person's call.
             self._set("needs-reindex", f"{exc} (run: memsync reindex)")
             return 3600.0  # until a reindex (which pokes) or a restart
+        except StoreRejected:
+            if not self._in_gap():
+                raise
+            # Another site is moving the collection under the alias: the next pass follows it.
+            self._set("retrying", self._gap_sentence())
+            return self.settings.catch_up_interval
         self._totals.add(report)
         if report.changes or self._state.get("state") != "ok":
             # An empty look at the feed (every catch_up_interval, idle or not) changes nothing
@@ -386,13 +410,15 @@ class WarmLayer:
         store = self._open_collection()
         was_loaded = self.model_loaded
         try:
-            return search(
-                store,
-                self.embedder,
-                request,
-                now_ms=int(self.clock() * 1000),
-                reranker=self._reranker,
-                fusion=self.settings.warm.fusion,
+            return self._through_gap(
+                lambda: search(
+                    store,
+                    self.embedder,
+                    request,
+                    now_ms=int(self.clock() * 1000),
+                    reranker=self._reranker,
+                    fusion=self.settings.warm.fusion,
+                )
             )
         finally:
             if not was_loaded and self._thread is not None:
@@ -400,11 +426,45 @@ class WarmLayer:
 
     def recent(self, request: RecentRequest) -> list[SearchResult]:
         """The latest episodes under a filter (``sync.warm.browse``): no query, no model."""
-        return browse.recent(self._open_collection(), request)
+        store = self._open_collection()
+        return self._through_gap(lambda: browse.recent(store, request))
 
     def episode(self, request: EpisodeRequest) -> EpisodeView:
         """One episode and its session's neighbours (``sync.warm.browse``)."""
-        return browse.episode(self._open_collection(), request)
+        store = self._open_collection()
+        return self._through_gap(lambda: browse.episode(store, request))
+
+    def _in_gap(self) -> bool:
+        """Neither a collection nor an alias has the configured name: a site moving the collection
+        under the alias has dropped it and not yet made the alias (``SharedPointer.move_under_alias``)."""
+        if self.shared is None:
+            return False
+        try:
+            return self.shared.serving() is None and self.shared.origin_of_name() is None
+        except MemsyncError:
+            return False
+
+    def _through_gap(self, read: Callable[[], T]) -> T:
+        """``read()``; when it finds the configured name gone in the gap of a move under the alias,
+        again once the alias is there (the same name now reaches the copy), or a sentence saying so:
+        never an empty answer."""
+        try:
+            return read()
+        except StoreRejected:
+            if not self._in_gap():
+                raise
+        deadline = time.monotonic() + self.gap_wait
+        while self._in_gap():
+            if time.monotonic() >= deadline or self.stop.wait(GAP_POLL):
+                raise StoreUnavailable(self._gap_sentence())
+        return read()
+
+    def _gap_sentence(self) -> str:
+        name = self.settings.warm.collection
+        return (
+            f"the shared collection {name} is being moved under the alias {name} by a site (a copy, nothing is "
+            "embedded) and is out of reach for a moment: search again in a few seconds"
+        )
 
     def catch_up(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
         """Index everything the feed holds now, in this thread: ``sync`` without a daemon, and a
@@ -465,11 +525,41 @@ class WarmLayer:
         return report
 
     def _after_pass(self, report: PassReport) -> None:
-        """What a pass may leave to do: a purge owed, and on a shared Qdrant the retired collections
-        whose grace is over. Called under ``_work``."""
+        """What a pass may leave to do: a purge owed, and on a shared Qdrant the collection served
+        under the configured name to move under the alias, and the retired collections whose grace is
+        over. Called under ``_work``."""
         self._purge_if_owed(report)
         if self.shared is not None:
+            if report.drained and not self.stop.is_set():
+                self.move_under_alias()
             self.shared.sweep()
+
+    def move_under_alias(self, on_step: Callable[[str], None] | None = None) -> str | None:
+        """When this site serves memsync's own collection under the configured name itself (an
+        older memsync's, ``Move.MOVE_UNDER_ALIAS``), move it under the alias, holding the rebuild
+        lease (slot: the name), so one site moves it and the others follow the alias once it is
+        there. The new collection, or None when there is nothing to move or another site holds the
+        lease. Call under ``_work`` (a pass calls it once drained)."""
+        name = self.settings.warm.collection
+        if self.shared is None or self._opened_on != name or self.shared.serving() is not None:
+            return None
+        if self.leases is None:
+            return None  # a search without the backbone: the daemon's pass moves it
+        job = f"{REBUILD_JOB}:{name}"
+        claim = self.leases.claim_job(job, name, lease_ms(self.settings.warm.retire_after))
+        if not may_rebuild(claim):
+            log.debug("another site is moving the collection under the alias; serving it until then", collection=name)
+            return None
+        physical = self.shared.move_under_alias(self.cursor_file.read(name), on_step)
+        self.cursor_file.settled(name, dropped=True)
+        self.leases.finish_job(job, name, "ok", f"moved {name} under the alias: {physical}")
+        self._notice = f"moved collection {name} under the alias {name} (to {physical}, copied, nothing embedded)"
+        with self._opening:
+            if self._store is not None:
+                self._store.close()
+            self._store, self._spec, self._indexer = None, None, None
+        self._write_status()
+        return physical
 
     def _purge_if_owed(self, report: PassReport) -> None:
         """Rebuild the active collection if it deleted forgotten episodes' points (their bytes are

@@ -14,6 +14,8 @@ The ops, on the control socket's JSON lines (``daemon.control.server``):
 
     {"op": "episode", "request": {"id": "<pointId>"} or {"site": "...", "sourceId": "..."},
         "neighbours": 3}}
+    (by site and sourceId: the point memsync derives from them, or, for an adopted episode that
+    kept its seed's point id, the point whose payload carries them)
     -> {"ok": true, "result": {"episode": result or null, "before": [...], "after": [...]}}
        "before" and "after": up to ``neighbours`` episodes of the same site's session on each side,
        in time order; "episode" null when the index holds no such episode.
@@ -76,11 +78,21 @@ def recent(store: VectorStore, request: RecentRequest) -> list[SearchResult]:
         scan = min(scan * 4, MAX_RECENT_SCAN)
 
 
+def by_key(store: VectorStore, site: str, source_id: str) -> list[StoredPoint]:
+    """An episode's first point found by its key in the payload: an adopted episode (``memsync
+    adopt``) keeps the point its seed wrote, under the seed's id rather than the one memsync derives
+    from the key (``sync.warm.indexer.head_id``). Its passages carry the key too: the first is the
+    one without ``parent``."""
+    points = store.in_time_order(SearchFilter(site=site, source_id=source_id), limit=MAX_SESSION_SCAN)
+    return episodes_only(points)[:1]
+
+
 def episode(store: VectorStore, request: EpisodeRequest) -> EpisodeView:
     """One episode (asked for by a passage's id, the episode it belongs to) and its neighbours."""
     request.check()
-    wanted = request.id or point_id(str(request.site), str(request.source_id))
-    found = store.get([wanted])
+    found = store.get([request.id or point_id(str(request.site), str(request.source_id))])
+    if not found and not request.id:
+        found = by_key(store, str(request.site), str(request.source_id))
     if found and PARENT_KEY in found[0].payload:
         found = store.get([str(found[0].payload[PARENT_KEY])])
     if not found:

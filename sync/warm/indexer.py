@@ -248,7 +248,8 @@ def plan_copy(
     with those very vectors. Each passage is copied or embedded on its own: a point is copied only
     when it was made from the same part of the same text. An archived point (``carry``) keeps its
     old payload, marked archived, its passages cut again from the text that payload kept (the feed
-    no longer has its body); what cannot be copied is embedded from that text."""
+    no longer has its body); what cannot be copied is embedded from that text. An adopted episode's
+    first point keeps its seed's id (``head_id``), its passages are cut and copied as any other's."""
     plan = CopyPlan()
 
     def take(item: ToEmbed) -> None:
@@ -269,11 +270,15 @@ def plan_copy(
             plan.missing.append(pid)  # without its body nothing can index it again
             continue
         payload = held.payload | {ARCHIVED_KEY: True}
-        site, source_id = str(payload.get("site", "")), str(payload.get("sourceId", ""))
-        if point_id(site, source_id) != pid:  # a payload from before sourceId was kept: one point as it was
+        site, source_id = payload.get("site"), payload.get("sourceId")
+        if not isinstance(site, str) or not isinstance(source_id, str):
+            # A payload from before sourceId was kept, or an adopted collection's point memsync never
+            # rewrote (the seed's own keys): one point as it was.
             take(ToEmbed(pid, text, payload))
             continue
-        for item in passage_items(site, source_id, payload, split(text)):
+        # Cut again, as a memsync episode is: under its own id, or the seed's point an adopted one
+        # kept (``head_id``), with its further passages under the ids derived from its key.
+        for item in passage_items(site, source_id, payload, split(text), pid):
             take(item)
     return plan
 

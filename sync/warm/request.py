@@ -47,6 +47,9 @@ class SearchFilter:
     session: str | None = None
     tags: tuple[str, ...] = field(default=())
     since_ms: int | None = None
+    # One episode's points (its first and its passages) by its key: an adopted episode lives under
+    # its seed's point id, not the one memsync derives from the key (``sync.warm.browse``).
+    source_id: str | None = None
 
     def is_empty(self) -> bool:
         return self == SearchFilter()
@@ -81,6 +84,7 @@ class SearchRequest:
                     session=flt.get("session"),
                     tags=tuple(str(t) for t in flt.get("tags") or ()),
                     since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
+                    source_id=None if flt.get("source_id") is None else str(flt["source_id"]),
                 ),
                 collapse=bool(data.get("collapse", True)),
                 rerank=bool(data.get("rerank", False)),
@@ -199,6 +203,7 @@ def _filter_from_wire(data: Mapping[str, Any]) -> SearchFilter:
         session=flt.get("session"),
         tags=tuple(str(t) for t in flt.get("tags") or ()),
         since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
+        source_id=None if flt.get("source_id") is None else str(flt["source_id"]),
     )
 
 

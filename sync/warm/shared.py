@@ -9,7 +9,13 @@ deleted through the alias) is gone for every site at once.
 - ``locate``: what a site does when it opens the index or looks again after a pass: keep going, make
   the first collection and its alias, put the alias on the collection this site already served (an
   older memsync's per-site pointer), follow the alias to the collection another site switched to,
-  or refuse a configured name that is itself a collection.
+  move memsync's own collection that an older memsync served under the configured name itself (no
+  alias) under the alias, put the alias on the copy such a move left when it stopped between
+  dropping the collection and making the alias, or refuse a configured name that is a collection
+  memsync did not make (or adopted).
+- ``copy_complete``: a move under the alias drops the collection it copied only when the copy holds
+  as many points as the collection does (counted exactly, after the copy): memsync's own data is
+  never dropped on the strength of a copy that fell short.
 - ``follow_from``: the feed position a site resumes from in the collection it follows: the position
   the rebuild recorded in it (every change up to there is in it), or its own if further.
 - ``may_rebuild``: the rebuild (reindex, or the purge after a forget) of the collection the alias
@@ -40,7 +46,12 @@ class Move(StrEnum):
     ALIAS_BOUND = "alias-bound"  # no alias: put it on the collection this site served (a per-site pointer)
     FOLLOW = "follow"  # another site switched the alias: follow it, resuming at its recorded position
     FOLLOW_GONE = "follow-gone"  # as FOLLOW, and the collection this site last used went away meanwhile
-    REFUSE_NAME = "refuse-name"  # warm.collection names a collection, so it cannot be an alias
+    # warm.collection names memsync's own collection (an older memsync served it without an alias):
+    # copy it into <name>-<time> (vectors and all, no embedding), drop it, make the alias at once.
+    # Under the rebuild lease (slot: the name), so one site moves it; the others serve it until then.
+    MOVE_UNDER_ALIAS = "move-under-alias"
+    ALIAS_MOVED = "alias-moved"  # no alias, no such collection: put the alias on a move's verified copy
+    REFUSE_NAME = "refuse-name"  # warm.collection names a collection memsync did not make, or adopted
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +62,18 @@ class Seen:
     bound: str | None  # the physical collection this site last used (its ``collections.json``)
     bound_exists: bool = False
     name_is_collection: bool = False  # a collection (not an alias) has the configured name
+    name_origin: Origin | None = None  # who made that collection (``sync.warm.store.adoption``)
+    moved: str | None = None  # a move's verified copy of that collection, when the collection is gone
 
 
 def locate(seen: Seen) -> Move:
     if seen.target is None:
         if seen.name_is_collection:
-            return Move.REFUSE_NAME
+            return Move.MOVE_UNDER_ALIAS if seen.name_origin is Origin.OURS else Move.REFUSE_NAME
         if seen.bound is not None and seen.bound_exists:
             return Move.ALIAS_BOUND
+        if seen.moved is not None:
+            return Move.ALIAS_MOVED
         return Move.CREATE
     if seen.bound is None or seen.target == seen.bound:
         return Move.STAY
@@ -69,6 +84,13 @@ def follow_from(own: int, recorded: int | None) -> int:
     """Where a site resumes in the collection it follows: the rebuild's recorded position holds
     every change up to it; a site further on (it indexed there before) keeps its own."""
     return max(own, recorded or 0)
+
+
+def copy_complete(source: int, copied: int) -> bool:
+    """May a move under the alias drop the collection it copied? Only when the copy holds every
+    point of it. A site still indexing into the old collection during the copy makes them differ
+    (a point written after the page that would have carried it): the move is tried again later."""
+    return copied == source
 
 
 def may_rebuild(claim: Claim) -> bool:

@@ -18,12 +18,12 @@ from typing import Protocol
 
 import structlog
 
-from sync.errors import ConfigError, ForeignCollection, NotOurs, StoreRejected
+from sync.errors import ConfigError, ForeignCollection, NotOurs, StoreRejected, StoreUnavailable
 from sync.warm.cursor import CursorFile
-from sync.warm.shared import Behind, Move, Seen, follow_from, lease_ms, locate, sweep
+from sync.warm.shared import Behind, Move, Seen, copy_complete, follow_from, lease_ms, locate, sweep
 from sync.warm.store import ServerStore
-from sync.warm.store.adoption import foreign_refusal, origin
-from sync.warm.store.base import RECORD_KEY
+from sync.warm.store.adoption import Origin, foreign_refusal, origin
+from sync.warm.store.base import RECORD_KEY, CollectionSpec
 
 log = structlog.get_logger("memsync.warm")
 
@@ -93,6 +93,10 @@ class SharedPointer:
         store = self._store()
         old = store.alias_target(self.alias)
         store.note(physical, builtThrough=self.cursor_file.read(physical), buildingUntil=None)
+        if old is None and store.origin_of(self.alias) is not None:
+            # A reindex of memsync's own collection served under the name itself (``locate`` refuses
+            # any other): it goes, and the alias takes its name at once (Qdrant has no name for both).
+            store.drop(self.alias)
         store.switch_alias(self.alias, physical)
         self.remembered.switch(physical)
         if old is not None and old != physical:
@@ -103,28 +107,43 @@ class SharedPointer:
         """The collection the alias serves now (one request)."""
         return self._store().alias_target(self.alias)
 
+    def origin_of_name(self) -> Origin | None:
+        """Who made the collection that has the configured name (None: no such collection)."""
+        return self._store().origin_of(self.alias)
+
     def follow(self, create: Callable[[str], None]) -> Followed:
         """Where the alias leads now. ``create(physical)`` makes a collection with this site's model
         (the first one, when there is no alias yet)."""
         store = self._store()
         target = store.alias_target(self.alias)
         bound = self.remembered.recorded()
+        plain = store.origin_of(self.alias) if target is None else None
         seen = Seen(
             target=target,
             bound=bound,
             bound_exists=bound is not None and bound != self.alias and store.is_collection(bound),
-            name_is_collection=target is None and store.is_collection(self.alias),
+            name_is_collection=plain is not None,
+            name_origin=plain,
+            moved=store.moved_copy(self.alias) if target is None and plain is None else None,
         )
         move = locate(seen)
         if move is Move.REFUSE_NAME:
-            if store.record(self.alias) is None:  # no memsync record: someone else's
+            if plain is Origin.FOREIGN:  # no memsync record: someone else's
                 raise ForeignCollection(foreign_refusal(self.alias, store.where, configured=self.alias))
             raise ConfigError(
-                f"warm.collection = {self.alias!r} names a collection on the shared Qdrant (made by a memsync "
-                "that served it without an alias), and memsync now serves every site through an alias of that "
-                f"name: set warm.collection to a name of its own and run `memsync reindex` (it builds "
-                f"<name>-<time> behind the new alias; {self.alias} stays until you delete it)"
+                f"warm.collection = {self.alias!r} names a collection on the shared Qdrant that memsync adopted, "
+                "and memsync serves every site through an alias of that name: set warm.collection to a name of "
+                f"its own, then run `memsync adopt-collection {self.alias}` (it serves it under that name)"
             )
+        if move is Move.MOVE_UNDER_ALIAS:
+            # Served as it is (an older memsync did) until one site has moved it (``move_under_alias``).
+            return Followed(self.alias, move, None)
+        if move is Move.ALIAS_MOVED:
+            assert seen.moved is not None
+            store.switch_alias(self.alias, seen.moved)
+            log.warning("made the alias on the copy a move under it left", alias=self.alias, collection=seen.moved)
+            target, bound = seen.moved, None
+            move = Move.STAY
         if move is Move.CREATE:
             physical = self.fresh()
             create(physical)
@@ -146,12 +165,15 @@ class SharedPointer:
             )
             return Followed(bound, move, None)
         assert target is not None
+        recorded = (store.record(target) or {}).get("builtThrough") if move is not Move.STAY or bound is None else None
+        resume = follow_from(self.cursor_file.read(target), recorded if isinstance(recorded, int) else None)
         if move is Move.STAY:
             if bound is None:
+                # A first look (or the first since another site moved the collection under the alias):
+                # everything up to the recorded position is in it.
+                self.cursor_file.write(target, resume)
                 self.remembered.switch(target)
             return Followed(target, move, None)
-        recorded = (store.record(target) or {}).get("builtThrough")
-        resume = follow_from(self.cursor_file.read(target), recorded if isinstance(recorded, int) else None)
         self.cursor_file.write(target, resume)
         self.remembered.switch(target)
         if bound is not None:
@@ -170,6 +192,45 @@ class SharedPointer:
             )
             log.info("followed the alias to another site's rebuild", collection=target, resume=resume)
         return Followed(target, move, notice)
+
+    # -- moving memsync's own collection under the alias ------------------------------------------------
+    def move_under_alias(self, built_through: int, on_step: Callable[[str], None] | None = None) -> str:
+        """Replace memsync's own collection served under the configured name by the alias (``locate``:
+        ``MOVE_UNDER_ALIAS``; the caller holds the rebuild lease): copy its points, vectors and all,
+        into ``<name>-<time>``, verify the copy by count (``copy_complete``), drop it, make the alias
+        on the copy at once. ``built_through``: the feed position the copied collection holds
+        (sites resume there). ``on_step`` hears "created", "copied N", "verified", "dropped",
+        "aliased". The new collection's name."""
+        store = self._store()
+        step = on_step or (lambda _said: None)
+        if store.origin_of(self.alias) is not Origin.OURS:
+            raise NotOurs(f"collection {self.alias} at {store.where} is not memsync's own: it is never moved")
+        record = store.record(self.alias) or {}
+        spec = CollectionSpec.from_record(self.alias, record)
+        physical = self.fresh()
+        with self.open_store() as made:
+            made.open_or_create(physical, spec.model_name, spec.dims, spec.bm25)
+        self.building(physical)
+        step("created")
+        store.copy_points(self.alias, physical, on_page=lambda n: step(f"copied {n}"))
+        source, copied = store.exact_count(self.alias), store.exact_count(physical)
+        if not copy_complete(source, copied):
+            store.drop(physical)
+            raise StoreUnavailable(
+                f"the copy of {self.alias} holds {copied} points and {self.alias} {source} (a site still indexing "
+                f"into it?): {self.alias} stays as it is, and the move is tried again at the next pass"
+            )
+        # Named as the copy before the drop: a stop between the drop and the alias leaves it findable.
+        store.note(physical, builtThrough=built_through, buildingUntil=None, copyOf=self.alias)
+        step("verified")
+        store.drop(self.alias)
+        step("dropped")
+        store.switch_alias(self.alias, physical)
+        step("aliased")
+        self.cursor_file.write(physical, max(built_through, self.cursor_file.read(physical)))
+        self.remembered.switch(physical)
+        log.info("moved the collection under its alias", alias=self.alias, collection=physical, points=copied)
+        return physical
 
     # -- retiring -------------------------------------------------------------------------------------
     def _retire(self, store: ServerStore, physical: str) -> None:

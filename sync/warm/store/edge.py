@@ -363,7 +363,12 @@ def _edge_filter(qe: Any, flt: SearchFilter | None) -> Any:
         return None
     must: list[Any] = [
         qe.FieldCondition(key, match=qe.MatchValue(value))
-        for key, value in (("site", flt.site), ("agent", flt.agent), ("session", flt.session))
+        for key, value in (
+            ("site", flt.site),
+            ("agent", flt.agent),
+            ("session", flt.session),
+            ("sourceId", flt.source_id),
+        )
         if value is not None
     ]
     if flt.tags:

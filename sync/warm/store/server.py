@@ -458,6 +458,59 @@ class ServerStore(StoreBase):
             record = {k: v for k, v in (record | fields).items() if v is not None}
             self._client.update_collection(collection, metadata=metadata | {RECORD_KEY: record})
 
+    def origin_of(self, collection: str) -> adoption.Origin | None:
+        """Who made ``collection`` (None: there is no such collection)."""
+        with self._client_errors("read the collection's record"):
+            if not self._client.collection_exists(collection):
+                return None
+            return adoption.origin(self._client.get_collection(collection).config.metadata)
+
+    def moved_copy(self, alias: str) -> str | None:
+        """The newest verified copy a move under ``alias`` left (its record's ``copyOf``), not retired."""
+        copies = [
+            name
+            for name, metadata in self.collections_behind(alias)
+            if isinstance(record := metadata.get(RECORD_KEY), dict)
+            and record.get("copyOf") == alias
+            and record.get("retiredAt") is None
+        ]
+        return copies[-1] if copies else None
+
+    def exact_count(self, collection: str) -> int:
+        """The points in ``collection``, counted exactly (not the estimate)."""
+        with self._client_errors(f"count the points of {collection}"):
+            return self._client.count(collection, exact=True).count
+
+    def copy_points(
+        self, source: str, dest: str, page_size: int = 256, on_page: Callable[[int], None] | None = None
+    ) -> int:
+        """Copy every point of ``source`` into ``dest`` as it is (ids, payloads, every vector: nothing
+        is embedded); ``on_page(copied so far)`` after each page. Only into a collection memsync made."""
+        from qdrant_client import models as qm
+
+        if adoption.origin(self._metadata(dest)) is not adoption.Origin.OURS:
+            raise NotOurs(f"collection {dest} at {self._where} was not made by memsync: it is never written")
+        copied = 0
+        offset: Any = None
+        while True:
+            with self._client_errors(f"read the points of {source}"):
+                records, offset = self._client.scroll(
+                    source, limit=page_size, offset=offset, with_payload=True, with_vectors=True
+                )
+            batch = [qm.PointStruct(id=r.id, vector=r.vector or {}, payload=r.payload or {}) for r in records]
+            if batch:
+                with self._client_errors(f"copy points into {dest}"):
+                    self._client.upsert(dest, batch, wait=True)
+            copied += len(batch)
+            if on_page is not None and batch:
+                on_page(copied)
+            if offset is None:
+                return copied
+
+    def _metadata(self, collection: str) -> dict[str, Any]:
+        with self._client_errors("read the collection's record"):
+            return dict(self._client.get_collection(collection).config.metadata or {})
+
     def open_alias(
         self, alias: str, physical: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25
     ) -> CollectionSpec:
@@ -525,7 +578,12 @@ def _qm_filter(flt: SearchFilter | None) -> Any:
         return None
     must: list[Any] = [
         qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
-        for key, value in (("site", flt.site), ("agent", flt.agent), ("session", flt.session))
+        for key, value in (
+            ("site", flt.site),
+            ("agent", flt.agent),
+            ("session", flt.session),
+            ("sourceId", flt.source_id),
+        )
         if value is not None
     ]
     if flt.tags:
