@@ -7,7 +7,9 @@ the purge after a forget) around it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import dataclasses
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from conftest import CountingEmbedder, SiteFiles, memsync, warm_section
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from sync.backbone.base import PushItem
+from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import ConfigError, ForeignCollection, NotOurs
@@ -25,6 +27,8 @@ from sync.warm.cursor import CursorFile
 from sync.warm.embedders import LocalEmbedder
 from sync.warm.indexer import Indexer, Previous
 from sync.warm.rebuilder import Rebuilder
+from sync.warm.request import SearchFilter, SearchRequest
+from sync.warm.search import search
 from sync.warm.store import ServerStore, VectorStore, WarmPoint, point_id
 from sync.warm.store.adoption import (
     DenseVector,
@@ -387,3 +391,126 @@ def test_the_command_says_adoption_is_for_a_qdrant_server(
     assert done.returncode == 78, done.stderr
     assert "adopting a collection is for a Qdrant server (warm.store = 'qdrant')" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# --- the first pass over an adopted collection embeds nothing it already has ------------------------
+
+
+class AdoptedFeed:
+    """The hub's change feed as Convex's reads after `memsync adopt` (``sync.backbone.convex.feed``):
+    an adopted episode names its seed point (``seedPointId``), and, while its content is the one
+    the seed embedded, carries that point as its recorded ``qdrantPointId``; one edited since has
+    none recorded."""
+
+    def __init__(self, hub: HubBackbone, seeds: dict[str, str], edited: set[str]) -> None:
+        self.hub, self.seeds, self.edited = hub, seeds, edited
+
+    def changes(self, after: int, limit: int) -> list[Change]:
+        out = []
+        for c in self.hub.changes(after, limit):
+            seed = self.seeds.get(c.source_id)
+            recorded = c.point_id or (seed if c.source_id not in self.edited else None)
+            out.append(dataclasses.replace(c, seed_point_id=seed, point_id=recorded))
+        return out
+
+    def feed_end(self) -> int:
+        return self.hub.feed_end()
+
+    def record_point_ids(self, records: Sequence[PointRecord]) -> int:
+        return self.hub.record_point_ids(records)
+
+    def archived_records(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        return self.hub.archived_records(keys)
+
+    def close(self) -> None:
+        self.hub.close()
+
+
+LONG_OUTPUT = " ".join(f"step {n}: drained node {n} of the kafka cluster and checked its lag." for n in range(60))
+EPISODES = {  # sourceId -> (task, output, tags, ts)
+    "1": ("rotate the TLS certificate on the edge proxy", "done", ["tls"], 1_790_000_000_000),
+    "2": ("open the vault with the combination 8812", "done", ["vault"], 1_790_100_000_000),
+    "3": ("drain the kafka cluster before the upgrade", LONG_OUTPUT, ["kafka"], 1_790_200_000_000),
+    "4": ("rebuild the search index after the schema change", "done", ["index"], 1_790_300_000_000),
+}
+SEED_IDS = {sid: str(uuid.uuid5(uuid.NAMESPACE_URL, f"seed/{sid}")) for sid in EPISODES}
+
+
+def test_the_first_pass_over_an_adopted_collection_embeds_only_what_the_seed_lacks(
+    tmp_path: Any, client: QdrantClient, hub: HubBackbone, local: LocalEmbedder
+) -> None:
+    """Seed points (the seed's payload, no textHash, under the ids the adopted episodes keep) are
+    made memsync's by a payload-only update: no embedder call for them; the long one's further
+    passages and the one edited since the seed embedded it are all that is embedded. Then every
+    filter finds them, their dense vectors are the seed's, and a replay embeds nothing."""
+    seed_texts = {}
+    for sid, (task, output, tags, ts) in EPISODES.items():
+        body = {"sessionId": "s1", "task": task, "output": output, "ts": ts, "agentName": "coder", "tags": tags}
+        hub.push(
+            [
+                PushItem(
+                    sid, int(sid), f"id-{sid}", text_hash(canonical_json(body).decode()), body, canonical_json(body)
+                )
+            ],
+            int(sid),
+        )
+        seed_texts[sid] = f"{task}\n{output}"
+    client.create_collection(
+        SEED,
+        vectors_config={"dense": qm.VectorParams(size=local.dims, distance=qm.Distance.COSINE)},
+        sparse_vectors_config={"text": qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+    )
+    seed_vectors = dict(zip(seed_texts, local.embed_documents(list(seed_texts.values())), strict=True))
+    client.upsert(
+        SEED,
+        [
+            qm.PointStruct(
+                id=SEED_IDS[sid],
+                vector={"dense": seed_vectors[sid], "text": qm.SparseVector(indices=[int(sid)], values=[1.0])},
+                payload={"sourceSite": "laptop", "sourceId": sid, "content": text, "metadata": {"seed": True}},
+            )
+            for sid, text in seed_texts.items()
+        ],
+        wait=True,
+    )
+    ServerStore(client=client).adopt(SEED, local.name, local.dims)
+    embedder = CountingEmbedder(local)
+    feed = AdoptedFeed(hub, SEED_IDS, edited={"4"})
+    store = ServerStore(client=client)
+    indexer = Indexer(
+        backbone=feed, store=store, embedder=embedder, collection=SEED, cursor_file=CursorFile(tmp_path / "i.json")
+    )
+    long_passages = [seed_texts["3"][a:b] for a, b in indexer.split(seed_texts["3"])]
+    assert len(long_passages) > 1, "episode 3 must be longer than one passage"
+
+    report = indexer.run()
+    assert report.adopted == 3
+    assert embedder.documents == [*long_passages[1:], seed_texts["4"]]  # the long one's tail, the edited one
+    assert client.count(SEED, exact=True).count == 4 + len(long_passages) - 1
+
+    for sid in ("1", "2", "3"):
+        (point,) = store.get([SEED_IDS[sid]], with_vectors=True)
+        assert point.payload["textHash"] == text_hash(seed_texts[sid])
+        assert point.payload["site"] == "laptop"
+        assert point.payload["sourceId"] == sid
+        assert "metadata" not in point.payload
+        assert point.dense is not None
+        assert max(abs(a - b) for a, b in zip(point.dense, seed_vectors[sid], strict=True)) < 1e-5
+    (long_head,) = store.get([SEED_IDS["3"]])
+    assert long_head.payload["passages"] == len(long_passages)
+    assert store.get([point_id("laptop", "1"), point_id("laptop", "3")]) == []  # never a second point
+
+    def found(query: str, flt: SearchFilter) -> list[str]:
+        hits = search(store, local, SearchRequest(query, limit=10, filter=flt), now_ms=1_790_400_000_000, decay=False)
+        return sorted(h.source_id for h in hits)
+
+    assert found("certificate", SearchFilter(site="laptop")) == ["1", "2", "3", "4"]
+    assert found("certificate", SearchFilter(tags=("vault",))) == ["2"]
+    assert found("kafka", SearchFilter(since_ms=1_790_150_000_000)) == ["3", "4"]
+    assert found("kafka", SearchFilter(site="vm")) == []
+
+    indexer.cursors.write(SEED, 0)  # a replay of the whole feed: everything is memsync's now
+    again = indexer.run()
+    assert (again.adopted, again.embedded, again.unchanged) == (0, 0, 4)
+    assert len(embedder.documents) == len(long_passages)
+    store.close()

@@ -5,6 +5,7 @@ a rebuild that copies from the collection it replaces instead of embedding again
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,13 @@ from sync.warm.indexer import (
     payload_for,
     plan_copy,
     plan_page,
+    trusted_seed,
 )
 from sync.warm.request import SearchRequest
 from sync.warm.search import search
 from sync.warm.store import (
     PAYLOAD_INDEXES,
+    CollectionSpec,
     EdgeStore,
     SearchFilter,
     ServerStore,
@@ -201,6 +204,111 @@ def test_plan_page_adopted(
     assert [r.point_id for r in plan.record] == record, name
     assert plan.unchanged == unchanged, name
     assert PID not in {*(e.point_id for e in plan.embed), *plan.delete}, "never a second point under memsync's id"
+
+
+# An adopted collection's seed point: the seed's own payload (no textHash), a vector memsync keeps.
+SEED_PAYLOAD = {"sourceSite": "laptop", "sourceId": "1", "content": "fix ERR_CONN_4471", "metadata": {"k": 1}}
+
+
+def halves(text: str) -> list[tuple[int, int]]:
+    """A split that cuts every text in two: an episode longer than one passage."""
+    return [(0, len(text) // 2), (len(text) // 2, len(text))]
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "stored", "seeds", "split", "adopt", "embed", "unchanged"),
+    [
+        (
+            "seed point, vouched for by the backbone: payload only, nothing embedded",
+            adopted(1, EP, point=SEED_PID),
+            {SEED_PID: SEED_PAYLOAD},
+            {SEED_PID},
+            None,
+            [SEED_PID],
+            [],
+            0,
+        ),
+        (
+            "seed point of a long episode: the seed's vector is the first passage, the rest embedded",
+            adopted(1, EP, point=SEED_PID),
+            {SEED_PID: SEED_PAYLOAD},
+            {SEED_PID},
+            halves,
+            [SEED_PID],
+            [passage_id("laptop", "1", 1)],
+            0,
+        ),
+        (
+            "edited since the seed embedded it (no point recorded): embedded again",
+            adopted(2, EP | {"output": "edited"}),
+            {SEED_PID: SEED_PAYLOAD},
+            {SEED_PID},
+            None,
+            [],
+            [SEED_PID],
+            0,
+        ),
+        (
+            "not trusted (not adopted, or no dense vector of its size): embedded",
+            adopted(1, EP, point=SEED_PID),
+            {SEED_PID: SEED_PAYLOAD},
+            set(),
+            None,
+            [],
+            [SEED_PID],
+            0,
+        ),
+        (
+            "already memsync's (textHash): the ordinary path, unchanged",
+            adopted(1, EP, point=SEED_PID),
+            {SEED_PID: STORED},
+            {SEED_PID},
+            None,
+            [],
+            [],
+            1,
+        ),
+    ],
+)
+def test_plan_page_trusts_an_adopted_seed_point(
+    name: str,
+    change: Change,
+    stored: dict[str, dict[str, Any]],
+    seeds: set[str],
+    split: Callable[[str], list[tuple[int, int]]] | None,
+    adopt: list[str],
+    embed: list[str],
+    unchanged: int,
+) -> None:
+    plan = plan_page([change], stored, split or (lambda text: [(0, len(text))]), seeds)
+    assert [pid for pid, _ in plan.adopt] == adopt, name
+    assert [e.point_id for e in plan.embed] == embed, name
+    assert plan.unchanged == unchanged, name
+    assert plan.rewrite == [], name
+    assert plan.delete == [], name
+    for _, payload in plan.adopt:
+        # memsync's payload entire (every filter's field and the hash), none of the seed's keys
+        assert payload["textHash"] == text_hash(episode_text(EP)), name
+        assert {"site", "sourceId", "tags", "ts", "agent"} <= set(payload), name
+        assert not {"metadata", "content"} & set(payload), name
+        assert (PASSAGES_KEY in payload) == (split is not None), name
+
+
+SPEC = CollectionSpec("m", 3, adopted=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "spec", "held", "trusted"),
+    [
+        ("adopted, seed payload, a vector of its size", SPEC, StoredPoint("p", SEED_PAYLOAD, (1.0, 0.0, 0.0)), True),
+        ("memsync's own collection", replace(SPEC, adopted=False), StoredPoint("p", SEED_PAYLOAD, (1.0, 0, 0)), False),
+        ("written by memsync (textHash)", SPEC, StoredPoint("p", STORED, (1.0, 0.0, 0.0)), False),
+        ("no dense vector", SPEC, StoredPoint("p", SEED_PAYLOAD, None), False),
+        ("a vector of another size", SPEC, StoredPoint("p", SEED_PAYLOAD, (1.0, 0.0)), False),
+    ],
+)
+def test_trusted_seed(name: str, spec: CollectionSpec, held: StoredPoint, trusted: bool) -> None:
+    assert trusted_seed(spec, held) is trusted, name
 
 
 def archived(seq: int, site: str = "laptop", sid: str = "1") -> Change:

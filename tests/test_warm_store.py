@@ -150,6 +150,18 @@ def test_count_get_and_idempotent_upsert(store: VectorStore) -> None:
     assert bare.dense is None
 
 
+def test_overwrite_payloads_keeps_vectors_and_skips_missing_points(store: VectorStore) -> None:
+    pid = point_id("site-a", "2")
+    [before] = store.get([pid], with_vectors=True)
+    store.overwrite_payloads([(pid, {"site": "site-b", "tags": ["x"]}), (point_id("site-a", "missing"), {"a": 1})])
+    [got] = store.get([pid], with_vectors=True)
+    assert got.payload == {"site": "site-b", "tags": ["x"]}  # replaced whole, not merged
+    assert got.dense == before.dense
+    assert got.sparse == before.sparse
+    assert store.count() == 5  # the missing id was not created
+    assert store.count(SearchFilter(site="site-b")) == 1  # the indexed fields follow the new payload
+
+
 def test_edit_replaces_payload_and_vectors(store: VectorStore) -> None:
     pid = point_id("site-a", "1")
     store.upsert([WarmPoint(pid, axis(7), bm25.embed_document("edited text"), {"site": "site-a", "ts": 1})])

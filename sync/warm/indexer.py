@@ -34,13 +34,27 @@ before them (one point, its text cut at the window) is embedded again as passage
 next edited, or by the next rebuild (``memsync reindex``), whose copy finds its first point lacking
 the ``passages`` the new cut has.
 
+An adopted collection (``memsync adopt-collection``) already holds the seed design's vectors, under
+the point ids its episodes keep (``head_id``), with the seed's payload and no ``textHash``. Its
+first pass must not embed them again (the seed's users have hundreds of thousands of paid-for
+vectors): a seed point is trusted (``trusted_seed``) when the collection is adopted, the point
+carries no ``textHash`` (memsync never wrote it), holds a dense vector of the collection's size,
+and the backbone still records it for the episode's content (``Change.point_id`` is the point: an
+episode edited after the seed embedded it has no recorded point and is embedded again). Its payload
+is replaced by memsync's (``overwrite_payloads``: no vector is read back or sent), so every filter
+and browse finds it; its dense and sparse vectors stay the seed's. An episode longer than one
+passage keeps the seed's vector as its first passage (the seed embedded the whole text, which its
+provider cut at the same window memsync's first passage fills) and only its further passages are
+embedded: the tail becomes searchable, the head costs nothing, and the first point's payload says
+``passages`` and ``span`` as memsync's own cut does, so a later rebuild copies it as any other.
+
 The decisions (what to embed, copy, rewrite, mark, delete, which point a near-duplicate links to)
 are pure functions, tested from tables; ``Indexer`` does the I/O around them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -150,6 +164,14 @@ def _layout(payload: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple(payload.get(k) for k in ("textHash", PASSAGES_KEY, SPAN_KEY, PASSAGE_KEY))
 
 
+def trusted_seed(spec: CollectionSpec, held: StoredPoint) -> bool:
+    """Is ``held`` (read with its vectors) a seed point of an adopted collection, whose vector
+    memsync keeps rather than embedding its episode again: memsync never wrote it (no
+    ``textHash``) and it has a dense vector of the collection's size. ``plan_page`` also asks
+    the backbone's word that the point is the episode's current content."""
+    return spec.adopted and "textHash" not in held.payload and held.dense is not None and len(held.dense) == spec.dims
+
+
 @dataclass(frozen=True, slots=True)
 class IndexPlan:
     """One page of the feed, decided."""
@@ -162,11 +184,18 @@ class IndexPlan:
     archive: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # archived: payload marked
     carry: list[str] = field(default_factory=list)  # archived, not in this store: from ``previous``
     stale: list[str] = field(default_factory=list)  # passages past an edited episode's new count
+    adopt: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # seed points: payload only
 
 
-def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]], split: Split = whole) -> IndexPlan:
+def plan_page(
+    changes: Sequence[Change],
+    stored: Mapping[str, Mapping[str, Any]],
+    split: Split = whole,
+    seeds: Collection[str] = (),
+) -> IndexPlan:
     """Decide a page: ``stored`` maps point ids already in the store to their payloads (an
-    episode's first point: the others follow from it), ``split`` cuts a text into passages.
+    episode's first point: the others follow from it), ``split`` cuts a text into passages,
+    ``seeds`` names the stored points ``trusted_seed`` accepts (an adopted collection's).
 
     A key repeated in the page (it cannot be, but a replayed page may overlap) counts once, as its
     latest change."""
@@ -189,14 +218,25 @@ def plan_page(changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]
             if pid in stored:
                 plan.delete.extend(_ids(change.site, change.source_id, passage_count(stored[pid]), pid))
             continue
-        unchanged += _plan_episode(plan, change, stored.get(pid), split)
+        held = stored.get(pid)
+        if held is not None and pid in seeds and "textHash" not in held and change.point_id == pid:
+            _plan_seed(plan, change, split)
+            continue
+        unchanged += _plan_episode(plan, change, held, split)
         if change.point_id != pid:
             plan.record.append(PointRecord(change.site, change.source_id, pid, str(change.episode.get("contentHash"))))
     # A restored episode is a normal change again: its payload (no ``archived``) differs from the
     # marked one held, so it is rewritten above without the mark.
-    return IndexPlan(
-        plan.embed, plan.rewrite, plan.delete, plan.record, unchanged, plan.archive, plan.carry, plan.stale
-    )
+    return replace(plan, unchanged=unchanged)
+
+
+def _plan_seed(plan: IndexPlan, change: Change, split: Split) -> None:
+    """An adopted seed point the backbone vouches for: its vector kept as the episode's first
+    passage, its payload memsync's; only passages past the first are embedded."""
+    payload = payload_for(change)
+    first, *further = passage_items(change.site, change.source_id, payload, split(payload["text"]), head_id(change))
+    plan.adopt.append((first.point_id, first.payload))
+    plan.embed.extend(further)
 
 
 def _plan_episode(plan: IndexPlan, change: Change, held: Mapping[str, Any] | None, split: Split) -> int:
@@ -353,6 +393,7 @@ _COUNTS: Final = (
     "unchanged",
     "linked",
     "failed",
+    "adopted",
 )
 
 
@@ -371,6 +412,7 @@ class PassReport:
     copied: int = 0  # taken from the collection a rebuild replaces, not embedded
     archived: int = 0  # points marked archived
     archived_missing: int = 0  # archived episodes with no point to keep (nor, in a rebuild, to copy)
+    adopted: int = 0  # an adopted collection's seed points made memsync's, their vectors kept
 
     def add(self, other: PassReport) -> None:
         for name in _COUNTS:
@@ -444,7 +486,7 @@ class Indexer:
             return report
         ids = list(dict.fromkeys(head_id(c) for c in changes))
         stored = {p.id: p.payload for p in self.store.get(ids)}
-        plan = plan_page(changes, stored, self.split)
+        plan = plan_page(changes, stored, self.split, self._seeds(changes, stored))
         if plan.stale:
             # Before the upserts: until the first point says how many passages there are now, a
             # replay still sees the old count and deletes these again.
@@ -456,6 +498,10 @@ class Indexer:
             self.store.upsert(copied.copy)
         report.embedded, report.linked, failed = self._embed(copied.embed)
         report.failed = len(failed)
+        if plan.adopt:
+            # After its further passages: until its payload carries memsync's textHash, a replay
+            # trusts the seed point again and embeds them again, rather than finding it done.
+            self.store.overwrite_payloads(plan.adopt)
         self._rewrite(plan.rewrite + plan.archive)
         if plan.delete:
             # Owed before the delete: the deleted points' bytes stay in the store's files until the
@@ -468,6 +514,7 @@ class Indexer:
         # Counted in episodes, not points: a long episode is one, whatever its passages.
         report.rewritten = sum(pid in stored for pid, _ in plan.rewrite)
         report.deleted, report.unchanged = sum(pid in stored for pid in plan.delete), plan.unchanged
+        report.adopted = len(plan.adopt)
         report.copied, report.archived, report.archived_missing = (
             sum(PARENT_KEY not in p.payload for p in copied.copy),
             len(plan.archive) + len(plan.carry) - len(copied.missing),
@@ -490,6 +537,20 @@ class Indexer:
             if page.drained:
                 break
         return total
+
+    def _seeds(self, changes: Sequence[Change], stored: Mapping[str, Mapping[str, Any]]) -> set[str]:
+        """The stored points of this page ``trusted_seed`` accepts: only in an adopted collection,
+        and only those never written by memsync are read with their vectors."""
+        spec = self.spec or self.open()
+        if not spec.adopted:
+            return set()
+        unwritten = [
+            c.point_id for c in changes if c.point_id == head_id(c) and "textHash" not in stored.get(c.point_id, {})
+        ]
+        unwritten = [pid for pid in dict.fromkeys(unwritten) if pid in stored]
+        if not unwritten:
+            return set()
+        return {p.id for p in self.store.get(unwritten, with_vectors=True) if trusted_seed(spec, p)}
 
     def _copy(self, plan: IndexPlan) -> CopyPlan:
         """What ``previous`` gives this page (nothing outside a rebuild: then an archived episode

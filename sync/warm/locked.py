@@ -9,7 +9,8 @@ milliseconds: a search waits at most for one upsert of one batch.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.warm.store import (
@@ -82,6 +83,10 @@ class LockedStore:
     ) -> list[StoredPoint]:
         with self._lock:
             return self.inner.in_time_order(filter, limit, newest_first)
+
+    def overwrite_payloads(self, payloads: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        with self._lock:
+            self.inner.overwrite_payloads(payloads)
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:

@@ -208,6 +208,12 @@ class VectorStore(Protocol):
 
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]: ...
 
+    def overwrite_payloads(self, payloads: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Replace these points' payloads, their vectors untouched (nothing is sent but the
+        payloads): an adopted seed point made memsync's without embedding it again. A point that
+        does not exist is left out."""
+        ...
+
     def in_time_order(
         self, filter: SearchFilter | None = None, limit: int = 10, newest_first: bool = True
     ) -> list[StoredPoint]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -303,6 +303,16 @@ class EdgeStore(StoreBase):
         with self._edge_errors("read points in time order"):
             records, _next = shard.scroll(request)
         return [StoredPoint(str(r.id), dict(r.payload or {})) for r in records]
+
+    def overwrite_payloads(self, payloads: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        import qdrant_edge as qe
+
+        shard = self._live()
+        there = {p.id for p in self.get([pid for pid, _ in payloads])} if payloads else set()
+        for pid, payload in payloads:
+            if pid in there:
+                with self._edge_errors("overwrite payloads"):
+                    shard.update(qe.UpdateOperation.overwrite_payload([pid], dict(payload)))
 
     def delete(self, ids: Sequence[str]) -> None:
         import qdrant_edge as qe

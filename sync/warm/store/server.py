@@ -371,6 +371,23 @@ class ServerStore(StoreBase):
             )
         return out
 
+    def overwrite_payloads(self, payloads: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        from qdrant_client import models as qm
+
+        collection, _ = self._opened()
+        if not payloads:
+            return
+        # Only the points that exist: Qdrant refuses the whole batch for a missing id.
+        there = {p.id for p in self.get([pid for pid, _ in payloads])}
+        operations = [
+            qm.OverwritePayloadOperation(overwrite_payload=qm.SetPayload(payload=dict(payload), points=[pid]))
+            for pid, payload in payloads
+            if pid in there
+        ]
+        if operations:
+            with self._client_errors("overwrite payloads"):
+                self._client.batch_update_points(collection, operations, wait=True)
+
     def delete(self, ids: Sequence[str]) -> None:
         from qdrant_client import models as qm
 
