@@ -13,8 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import AgentProcess, SiteFiles, episode, memsync, write_config
+from conftest import (
+    AgentProcess,
+    SiteFiles,
+    episode,
+    memsync,
+    start_daemon,
+    status_json,
+    stop_daemon,
+    wait_for,
+    wait_started,
+    write_config,
+)
 from convex_fixtures import LocalConvex, running_local_convex
+from harness.daemon import log_tail, logged
 
 from daemon.cli.adopt import NOT_CONVEX
 from daemon.duties import OPERATOR_KEY_ENV
@@ -202,3 +214,72 @@ def test_adopt_says_what_is_wrong_in_one_sentence(convex: LocalConvex, tmp_path:
     assert flat(batch.stderr) == "memsync: --batch must be from 1 to 500, not 0"
     for done in (on_hub, no_key, wrong, both, batch):
         assert "Traceback" not in done.stderr
+
+
+@pytest.fixture
+def fresh_convex() -> Iterator[LocalConvex]:
+    """A deployment of this test's own, loaded with the seed: the module's is rolled back by the test above."""
+    with running_local_convex() as server:
+        server.load_seed()
+        yield server
+
+
+def synced(log: Path) -> dict[str, int]:
+    """What a daemon's log says its passes sent: episodes new and updated ("synced" events)."""
+    events = logged(log, "synced")
+    return {"new": sum(e["inserted"] for e in events), "updated": sum(e["updated"] for e in events)}
+
+
+def test_adopt_then_two_sites_daemons_send_every_episode_once(
+    fresh_convex: LocalConvex, agents: Callable[[Path], AgentProcess], tmp_path: Path
+) -> None:
+    """After `memsync adopt`, two real `memsync run` daemons (one per site) sync their AgentDB files:
+    each site's cursor reaches its last row, every key is in Convex once, the seed's episodes are
+    not sent as new (only the one edited since the seed pushed it is sent, as an update), and they
+    keep their Qdrant point and creation time."""
+    convex = fresh_convex
+    laptop = site_config(tmp_path, "laptop", convex, agents, new=2)
+    vm = site_config(tmp_path, "vm", convex, agents, new=1)
+    secrets = {"laptop": convex.register_site("laptop"), "vm": convex.register_site("vm")}
+    adopted = memsync(
+        "adopt", "-c", str(laptop.config), env={OPERATOR_KEY_ENV: convex.admin_key, **as_site(secrets["laptop"])}
+    )
+    assert adopted.returncode == 0, adopted.stderr
+    assert "adopted 7 seed episodes" in flat(adopted.stderr)
+
+    rows = {"laptop": 4 + 2, "vm": 3 + 1}  # the seed's episodes for the site, then the new ones
+    logs = {site.name: tmp_path / f"{site.name}.log" for site in (laptop, vm)}
+    procs = {
+        site.name: start_daemon(site.config, logs[site.name], env=as_site(secrets[site.name])) for site in (laptop, vm)
+    }
+    try:
+        for site in (laptop, vm):
+            wait_started(site, procs[site.name], logs[site.name])
+
+        def caught_up(site: SiteFiles) -> Callable[[], bool]:
+            def reached() -> bool:
+                if procs[site.name].poll() is not None:
+                    raise AssertionError(f"{site.name}'s daemon exited: {log_tail(logs[site.name], 40)}")
+                _, report = status_json(site.config, env=as_site(secrets[site.name]))
+                return report.get("cursor") == rows[site.name] and report.get("backlog") == 0
+
+            return reached
+
+        for site in (laptop, vm):
+            wait_for(caught_up(site), timeout=120, interval=0.3, what=f"{site.name}'s daemon to sync its file")
+    finally:
+        codes = {name: stop_daemon(proc, timeout=30) for name, proc in procs.items()}
+    assert codes == {"laptop": 0, "vm": 0}
+
+    assert synced(logs["laptop"]) == {"new": 2, "updated": 1}  # so 3 of its 4 seed episodes unchanged
+    assert synced(logs["vm"]) == {"new": 1, "updated": 0}  # its 3 seed episodes unchanged
+    episodes = tables(convex)["episodes"]
+    keys = [(e["sourceSite"], e["sourceId"]) for e in episodes]
+    assert len(keys) == len(set(keys)) == 7 + 3
+    by_key = {(e["sourceSite"], e["sourceId"]): e for e in episodes}
+    for seed in SEED_EPISODES:
+        doc = by_key[seed["sourceSite"], seed["sourceId"]]
+        assert doc["createdAt"] == seed["createdAt"]
+        assert len(doc["contentHash"]) == 64  # memsync's hash now: the next pass compares it
+        if (seed["sourceSite"], seed["sourceId"]) != EDITED:
+            assert doc.get("qdrantPointId") == seed.get("qdrantPointId")
