@@ -218,7 +218,10 @@ def _index_here(settings: Settings, site: Site, bar: Progress, stop: threading.E
         return
     if interrupted:  # a Ctrl-C the index's pages obeyed (or that came as the last one finished)
         _interrupted_indexing(report)
-    say(f"indexed for search: {report.embedded} embedded, {report.rewritten} updated, {report.deleted} removed")
+    # An adopted collection's first pass keeps the seed's vectors: say how many it took over.
+    adopted = f", {report.adopted} kept from the adopted collection" if report.adopted else ""
+    counts = f"{report.embedded} embedded, {report.rewritten} updated, {report.deleted} removed"
+    say(f"indexed for search: {counts}{adopted}")
 
 
 def _interrupted_indexing(report: IndexReport | None) -> NoReturn:
