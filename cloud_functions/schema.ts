@@ -124,10 +124,13 @@ export default defineSchema({
     approvalId: v.optional(v.id("approvals")),
   }).index("by_site_status", ["site", "status"]),
 
+  // The people memsync speaks to beyond the default chat (lib/routing.ts): the operator's config's
+  // [[collaborators]], pushed by `memsync collaborators sync` (collaborators.ts's replace).
   collaborators: defineTable({
     name: v.string(),
     role: v.string(),
     telegramChatId: v.string(),
+    telegramUserId: v.optional(v.string()), // for their button presses; default: a private chat's id
     permissions: v.array(v.string()),
     notifyOn: v.array(v.string()),
   }).index("by_name", ["name"]),

@@ -85,6 +85,12 @@ class ServerDuties(Protocol):
         here; the file that still holds it when that could not be done now (None: none)."""
         ...
 
+    def sync_collaborators(self, collaborators: list[dict[str, Any]]) -> str:
+        """Make the server's collaborators the config's ``[[collaborators]]`` (each as Convex's
+        table holds them); a sentence saying what was done. Raises ``OperatorRefused`` (or a
+        ConfigError) when the server needs a credential it was not given or refuses it."""
+        ...
+
 
 class ConvexDuties:
     """Convex's duties: the deployment announces approvals and runs the sweeps in its crons; a site
@@ -137,3 +143,26 @@ class ConvexDuties:
 
     def empty_forgotten(self) -> str | None:
         return None  # the deployment's storage is Convex's: no file of ours holds the text
+
+    def sync_collaborators(self, collaborators: list[dict[str, Any]]) -> str:
+        # The table is admin-written (collaborators.ts's replace): the operator's deploy key, as forget's.
+        deploy_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
+        if not deploy_key:
+            raise ConfigError(
+                f"pushing collaborators to the Convex deployment needs its deploy key: set {OPERATOR_KEY_ENV} in "
+                "this shell (Convex dashboard, Settings, Deploy keys), never in a daemon's environment"
+            )
+        logs.register_secrets([deploy_key])
+        operator = self.backbone.operator(deploy_key)
+        try:
+            done = operator.call("mutation", "collaborators:replace", {"collaborators": collaborators})
+        except BackboneAuthError:
+            raise OperatorRefused(
+                f"the deployment {self.backbone.url} refused the deploy key in {OPERATOR_KEY_ENV}: copy a current "
+                "one from the Convex dashboard (Settings, Deploy keys) for this deployment"
+            ) from None
+        finally:
+            operator.close()
+        removed = list(done.get("removed") or [])
+        gone = f"; removed {', '.join(removed)}" if removed else ""
+        return f"{done.get('stored')} collaborator(s) stored in the Convex deployment {self.backbone.url}{gone}"
