@@ -6,8 +6,8 @@
  * reads the same entries from its config. Nothing else writes it.
  */
 import { v } from "convex/values";
-import type { Doc } from "./_generated/dataModel";
-import { internalMutation, internalQuery, type QueryCtx } from "./_generated/server";
+import { internalMutation, internalQuery } from "./_generated/server";
+import { collaboratorsOf } from "./lib/collaborators";
 import { fail } from "./lib/errors";
 import { notifyRefusal, permissionRefusal } from "./lib/routing";
 
@@ -20,11 +20,6 @@ const collaborator = v.object({
   notifyOn: v.array(v.string()),
 });
 type Collaborator = typeof collaborator.type;
-
-/** Everyone listed, in the order they were pushed (the config's: routing lists their chats so). */
-export async function collaboratorsOf(db: QueryCtx["db"]): Promise<Doc<"collaborators">[]> {
-  return await db.query("collaborators").collect();
-}
 
 /** Why this entry cannot be stored, in the hub's words (contracts/notify_routing.json), or null. */
 function problem(c: Collaborator): string | null {

@@ -13,6 +13,8 @@ import { closedReason, defer, settle } from "./lib/approvalFlow";
 import { clockUtc } from "./lib/approvalMessage";
 import { MAX_DEFERS } from "./lib/approvalPolicy";
 import { parseButton, reviewerRefusal } from "./lib/buttonPresses";
+import { collaboratorsOf } from "./lib/collaborators";
+import { ownChats } from "./lib/routing";
 import { outboxRow } from "./lib/outbox";
 import { type BotReply, callBotApi, clip, keyboard, type TelegramConfig, telegramConfig } from "./lib/telegram";
 
@@ -210,7 +212,7 @@ export const deliver = internalAction({
   },
 });
 
-type Press = { fromId: string; fromName: string; data: string };
+type Press = { fromId: string; fromName: string; data: string; chatId?: string };
 
 /** The answer to a press in another chat than memsync's own (a bot may be added to other chats), whatever it asks. */
 export const OTHER_CHAT = "This chat does not decide memsync's approvals.";
@@ -232,6 +234,12 @@ function closedAnswer(approval: Doc<"approvals">, now: number): string | null {
 
 /** What a button does; the text Telegram shows the presser (contracts/press_answers.json). */
 async function decide(ctx: MutationCtx, press: Press, now: number): Promise<string> {
+  // Our buttons are only in our chats (the default one, the collaborators'): a press from elsewhere
+  // (the bot added to another group) is refused, whatever it asks.
+  const config = telegramConfig();
+  if (config !== null && press.chatId !== undefined && !ownChats(config.chatId, await collaboratorsOf(ctx.db)).has(press.chatId)) {
+    return OTHER_CHAT; // the hub's words (contracts/press_answers.json)
+  }
   const parsed = parseButton(press.data);
   if (parsed === null) return UNKNOWN_BUTTON;
   const { action, target } = parsed;
@@ -246,8 +254,9 @@ async function decide(ctx: MutationCtx, press: Press, now: number): Promise<stri
   const id: Id<"approvals"> | null = ctx.db.normalizeId("approvals", target);
   const approval = id === null ? null : await ctx.db.get(id);
   if (approval === null) return "No such approval.";
-  // Approve, reject and defer are the reviewers' decisions (contracts/button_presses.json).
-  const refused = reviewerRefusal(action, press.fromId, approval.reviewers);
+  // Approve, reject and defer are the reviewers' decisions, and those of the collaborators with
+  // `approve` (contracts/button_presses.json, notify_routing.json).
+  const refused = reviewerRefusal(action, press.fromId, approval.reviewers, await collaboratorsOf(ctx.db));
   if (refused !== null) return refused;
   const closed = closedAnswer(approval, now);
   if (closed !== null) return closed;
@@ -262,12 +271,12 @@ async function decide(ctx: MutationCtx, press: Press, now: number): Promise<stri
 }
 
 /**
- * A button pressed in the chat (http.ts): approve, reject or defer an approval (its reviewers
- * only), snooze or mute an alert (anyone in the chat). Once per Telegram update: a repeated updateId (Telegram retrying its webhook) gets the
+ * A button pressed in one of our chats (http.ts): approve, reject or defer an approval (its
+ * reviewers and the collaborators with `approve` only), snooze or mute an alert (anyone in the chat). Once per Telegram update: a repeated updateId (Telegram retrying its webhook) gets the
  * first answer again and changes nothing.
  */
 export const press = internalMutation({
-  args: { callbackId: v.string(), fromId: v.string(), fromName: v.string(), data: v.string(), updateId: v.number() },
+  args: { callbackId: v.string(), fromId: v.string(), fromName: v.string(), data: v.string(), updateId: v.number(), chatId: v.optional(v.string()) },
   returns: v.object({ answer: v.string() }),
   handler: async (ctx, args) => {
     const seen = await ctx.db
