@@ -290,14 +290,17 @@ export default defineSchema({
     attempts: v.number(),
     lastError: v.optional(v.string()),
     claimedUntil: v.optional(v.number()), // a deliver is sending it: no other may until then
+    chatId: v.optional(v.string()), // a collaborator's chat (its key is lib/outboxKeys.ts's chatKey); none: the default chat
   })
     .index("by_key", ["key"])
     .index("by_pending", ["sentAt", "notBefore"]),
 
-  // Telegram's pacing (telegram.ts's claim): the moment the next message handed out may go, a pause
-  // after the one handed out before it, whichever deliver has it. One row.
+  // Telegram's pacing (telegram.ts's claim): the moment the next message handed out to a chat may
+  // go, a pause after the one handed out before it to that chat, whichever deliver has it. One row
+  // per chat (chatId: a collaborator's; none: the default chat).
   telegramPacing: defineTable({
     nextSendAt: v.number(),
+    chatId: v.optional(v.string()),
   }),
 
   // Telegram updates already handled: Telegram retries a webhook it thinks failed, and a button
