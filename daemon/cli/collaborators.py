@@ -56,7 +56,7 @@ def list_main(args: argparse.Namespace) -> int:
     with handled():
         settings = load(args, log_level="error")
         rows = [as_stored(p) for p in settings.collaborators]
-        if args.json:
+        if args.as_json:
             print(json.dumps(rows, ensure_ascii=False))
             return 0
         if not rows:
