@@ -12,7 +12,7 @@ import { observeFleet, subjectKey } from "./lib/alertSignals";
 import { machineByKey, saveMachine, stateOf } from "./lib/alertStore";
 import { noticeButtons, noticeText } from "./lib/alertText";
 import { fleet } from "./lib/fleet";
-import { enqueue } from "./lib/outbox";
+import { enqueueRouted } from "./lib/outbox";
 import { alertKey } from "./lib/outboxKeys";
 import { alertsEnabled, deploymentFleetRules, signalSpecs } from "./lib/settings";
 
@@ -53,7 +53,7 @@ export const sweep = internalMutation({
         const notice = { ...raw, severity: seen.severity };
         // A recovery's spell is the one it ends: the state before it, which it clears.
         const spell = notice.kind === "recovered" ? before!.downAt : after.downAt;
-        await enqueue(
+        await enqueueRouted(
           ctx,
           {
             kind: "send",
@@ -62,6 +62,7 @@ export const sweep = internalMutation({
             buttons: noticeButtons(seen.signal, seen.subject, machine.id, notice),
             severity: notice.severity,
           },
+          { kind: "alert", name: seen.signal }, // the default chat, and each collaborator's that hears this kind
           now,
         );
         said.push({ kind: notice.kind, subject: subjectKey(seen) });

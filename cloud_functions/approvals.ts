@@ -6,7 +6,7 @@ import { approvalButtons, approvalText } from "./lib/approvalMessage";
 import { APPROVED_BY_POLICY, approvedAtCreation, effectiveExpiry, severityOfPriority } from "./lib/approvalPolicy";
 import { authenticate, siteArgs } from "./lib/auth";
 import { fail } from "./lib/errors";
-import { enqueue } from "./lib/outbox";
+import { enqueueRouted } from "./lib/outbox";
 import { approvalKey } from "./lib/outboxKeys";
 import { approvalTimeouts, deploymentTimeoutOf } from "./lib/settings";
 import { checkedTitle, insertTask, linkTask } from "./lib/taskFlow";
@@ -103,9 +103,11 @@ export const create = mutation({
     }
     if (!approved) {
       const messageKey = approvalKey(approvalId);
-      const queued = await enqueue(
+      // To the default chat and each collaborator's that hears this category (lib/routing.ts).
+      const queued = await enqueueRouted(
         ctx,
         { kind: "send", key: messageKey, text: approvalText(approval), buttons: approvalButtons(approvalId), severity: severityOfPriority(approval.priority) },
+        { kind: "approval", name: approval.actionType },
         now,
       );
       if (queued) await ctx.db.patch(approvalId, { messageKey });

@@ -67,3 +67,47 @@ test("a stranger's approve, reject and defer through the press mutation decide n
   expect(await press("42", "a", 9)).toEqual({ answer: "Approved." });
   expect(await t.run((ctx) => ctx.db.get(approvalId))).toMatchObject({ status: "approved", resolvedBy: "Ann" });
 });
+
+test("a collaborator with `approve` decides through the press mutation; one without it, or a group's id, does not", async () => {
+  const t = backend();
+  const laptop = await registerSite(t, "laptop");
+  await t.mutation(internal.collaborators.replace, {
+    collaborators: [
+      { name: "ada", role: "lead", telegramChatId: "111", permissions: ["approve"], notifyOn: ["approvals"] },
+      { name: "cy", role: "ops", telegramChatId: "333", permissions: [], notifyOn: ["alerts"] },
+      { name: "team", role: "group", telegramChatId: "-100444", permissions: ["approve"], notifyOn: [] },
+    ],
+  });
+  const { approvalId } = await t.mutation(api.approvals.create, {
+    ...laptop,
+    agentName: "claude",
+    actionType: "deploy",
+    priority: "normal",
+    reviewers: ["42"],
+    expiresAt: Date.now() + 3_600_000,
+  });
+  const press = (fromId: string, updateId: number) =>
+    t.mutation(internal.telegram.press, { callbackId: `cb${updateId}`, fromId, fromName: fromId, data: `a:${approvalId}`, updateId });
+  expect(await press("333", 1)).toEqual({ answer: presses.not_a_reviewer });
+  expect(await press("-100444", 2)).toEqual({ answer: presses.not_a_reviewer });
+  expect(await t.run((ctx) => ctx.db.get(approvalId))).toMatchObject({ status: "pending" });
+  expect(await press("111", 3)).toEqual({ answer: "Approved." });
+  expect(await t.run((ctx) => ctx.db.get(approvalId))).toMatchObject({ status: "approved", resolvedBy: "111" });
+});
+
+test("collaborators:replace stores exactly the list pushed, and refuses a wrong entry in the hub's words, writing nothing", async () => {
+  const t = backend();
+  const ada = { name: "ada", role: "lead", telegramChatId: "111", permissions: ["approve"], notifyOn: ["offline", "digest"] };
+  const bob = { name: "bob", role: "", telegramChatId: "-100222", telegramUserId: "222", permissions: [], notifyOn: ["approvals"] };
+  expect(await t.mutation(internal.collaborators.replace, { collaborators: [ada, bob] })).toEqual({ stored: 2, removed: [] });
+  expect(await t.mutation(internal.collaborators.replace, { collaborators: [bob] })).toEqual({ stored: 1, removed: ["ada"] });
+  expect(await t.query(internal.collaborators.list, {})).toEqual([bob]);
+  await expect(t.mutation(internal.collaborators.replace, { collaborators: [{ ...ada, notifyOn: ["ofline"] }] })).rejects.toThrow(
+    "ada: notify_on has no name 'ofline' (names: alerts, silent,",
+  );
+  await expect(t.mutation(internal.collaborators.replace, { collaborators: [{ ...ada, permissions: ["admin"] }] })).rejects.toThrow(
+    "ada: permissions has no name 'admin' (names: approve)",
+  );
+  await expect(t.mutation(internal.collaborators.replace, { collaborators: [ada, ada] })).rejects.toThrow("'ada' is listed twice");
+  expect(await t.query(internal.collaborators.list, {})).toEqual([bob]);
+});

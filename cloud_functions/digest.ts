@@ -5,7 +5,7 @@ import { authenticate, siteArgs } from "./lib/auth";
 import { type DigestDocument, digestMessage } from "./lib/digestMessage";
 import { isMemsync, type MemsyncEpisode } from "./lib/episodeView";
 import { fail } from "./lib/errors";
-import { enqueue } from "./lib/outbox";
+import { enqueueRouted } from "./lib/outbox";
 import { digestKey, digestSentKey } from "./lib/outboxKeys";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -279,11 +279,11 @@ export const get = query({
   },
 });
 
-/** Queues the stored digest `found` as one Telegram message under `key`; false if not queued. */
+/** Queues the stored digest `found` as one Telegram message under `key` to each chat that hears the digest; false if not queued. */
 async function queueDigest(ctx: MutationCtx, found: Doc<"digests">, key: string, severity: "warning" | "critical", now: number) {
   const digest = JSON.parse(found.bodyJson) as DigestDocument;
   const text = digestMessage(digest);
-  return await enqueue(ctx, { kind: "send", key, text, severity }, now);
+  return await enqueueRouted(ctx, { kind: "send", key, text, severity }, { kind: "digest", name: null }, now);
 }
 
 /**

@@ -8,7 +8,6 @@ import { internal } from "./_generated/api";
 import { httpAction } from "./_generated/server";
 import { sameText } from "./lib/auth";
 import { callBotApi, telegramConfig, webhookSecret } from "./lib/telegram";
-import { OTHER_CHAT } from "./telegram";
 
 type CallbackQuery = {
   id?: unknown;
@@ -47,20 +46,16 @@ const telegramWebhook = httpAction(async (ctx, request) => {
   // A press of no data, or of data we do not know, is answered all the same (telegram.ts's UNKNOWN_BUTTON).
   if (callbackId === "" || (typeof fromId !== "number" && typeof fromId !== "string")) return reply(200);
   const config = telegramConfig();
-  // Our buttons are only in our chat: a press from elsewhere (the bot added to another group) is refused.
+  // The chat it was pressed in: press refuses one that is not ours (the default chat, a collaborator's).
   const chatId = query.message?.chat?.id;
-  let answer: string;
-  if (config !== null && chatId !== undefined && String(chatId) !== config.chatId) {
-    answer = OTHER_CHAT; // the hub's words (contracts/press_answers.json)
-  } else {
-    ({ answer } = await ctx.runMutation(internal.telegram.press, {
-      callbackId,
-      fromId: String(fromId),
-      fromName: nameOf(query.from ?? {}, String(fromId)),
-      data,
-      updateId: update.update_id,
-    }));
-  }
+  const { answer } = await ctx.runMutation(internal.telegram.press, {
+    callbackId,
+    fromId: String(fromId),
+    fromName: nameOf(query.from ?? {}, String(fromId)),
+    data,
+    updateId: update.update_id,
+    ...(typeof chatId === "number" || typeof chatId === "string" ? { chatId: String(chatId) } : {}),
+  });
   if (config !== null) {
     // Best effort: the press is done whatever happens to its toast (and callBotApi never throws).
     await callBotApi(config, "answerCallbackQuery", { callback_query_id: callbackId, text: answer });

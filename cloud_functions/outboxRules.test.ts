@@ -8,9 +8,9 @@
 import { describe, expect, test, vi } from "vitest";
 import { internal } from "./_generated/api";
 import { enqueue, type OutboxItem } from "./lib/outbox";
-import { alertKey, approvalEditKey, approvalKey, digestKey, digestSentKey } from "./lib/outboxKeys";
+import { alertKey, approvalEditKey, approvalKey, chatKey, digestKey, digestSentKey } from "./lib/outboxKeys";
 import { backoffMs, MAX_ATTEMPTS, PER_CHAT_PAUSE_MS, ROUND_SIZE } from "./telegram";
-import { useTelegramBackend } from "./test.botApi";
+import { CHAT, useTelegramBackend } from "./test.botApi";
 import { contract } from "./test.contracts";
 
 type KeyCase = Record<string, unknown> & { message: string; key: string };
@@ -21,6 +21,7 @@ const KEYED: Record<string, (c: KeyCase) => string> = {
   "approval edit": (c) => approvalEditKey(c.approval as string, c.status as string, c.defer_count as number),
   digest: (c) => digestKey(c.day as string),
   "digest asked for": (c) => digestSentKey(c.day as string, c.at as number),
+  "in a chat": (c) => chatKey(c.of as string, (c.chat as string | null) ?? undefined),
 };
 
 describe("each message is queued under the contract's key (contracts/outbox_keys.json)", () => {
@@ -45,10 +46,13 @@ describe("the outbox's retry rules", () => {
   });
 });
 
-type Step = { queue?: string; edit?: string; of?: string; text?: string; queued?: boolean; deliver?: boolean; fail?: number; wait_ms?: number };
-const PACING = contract<{ per_chat_pause_ms: number; round_size: number; edits: { name: string; steps: Step[]; telegram: [string, string][] }[] }>(
-  "outbox_rules.json",
-);
+type Step = { queue?: string; chat?: string; edit?: string; of?: string; text?: string; queued?: boolean; deliver?: boolean; fail?: number; wait_ms?: number };
+const PACING = contract<{
+  per_chat_pause_ms: number;
+  round_size: number;
+  edits: { name: string; steps: Step[]; telegram: [string, string][]; chats?: string[] }[];
+  two_chats: { queue: { key: string; chat?: string }[]; moments_ms: Record<string, number> };
+}>("outbox_rules.json");
 const NOW = Date.parse("2026-01-15T12:00:00Z");
 const tg = useTelegramBackend(NOW, ["laptop"]);
 const queue = (item: OutboxItem) => tg.t.run((ctx) => enqueue(ctx, item, Date.now()));
@@ -95,10 +99,23 @@ describe("an edit is queued as the contract says", () => {
         const item: OutboxItem =
           step.edit !== undefined
             ? { kind: "edit", key: step.edit, refKey: step.of!, text: step.text!, severity: "critical" }
-            : { kind: "send", key: step.queue!, text: step.text!, severity: "critical" };
+            : { kind: "send", key: step.queue!, text: step.text!, severity: "critical", ...(step.chat === undefined ? {} : { chatId: step.chat }) };
         expect(await queue(item), `step ${i}`).toBe(step.queued ?? true);
       }
     }
     expect(tg.bot.requests.filter((r) => r.ok).map((r) => [r.method, r.body.text])).toEqual(c.telegram);
+    if (c.chats !== undefined) {
+      expect(tg.bot.requests.filter((r) => r.ok).map((r) => String(r.body.chat_id))).toEqual(c.chats.map((chat) => (chat === "default" ? CHAT : chat)));
+    }
   });
+});
+
+test("each chat is paced on its own (contracts/outbox_rules.json's two_chats)", async () => {
+  for (const q of PACING.two_chats.queue) {
+    await queue({ kind: "send", key: q.key, text: q.key, severity: "critical", ...(q.chat === undefined ? {} : { chatId: q.chat }) });
+  }
+  const handed = await tg.t.mutation(internal.telegram.claim, { now: NOW });
+  const keys = await tg.t.run(async (ctx) => Promise.all(handed.map(async (h) => (await ctx.db.get(h.id))!.key)));
+  expect(Object.fromEntries(handed.map((h, i) => [keys[i], h.sendAt - NOW]))).toEqual(PACING.two_chats.moments_ms);
+  expect(handed.map((h) => h.sendAt)).toEqual([...handed.map((h) => h.sendAt)].sort((a, b) => a - b));
 });

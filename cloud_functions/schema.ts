@@ -119,10 +119,13 @@ export default defineSchema({
     .index("by_status", ["status"])
     .index("by_approval", ["approvalId"]),
 
+  // The people memsync speaks to beyond the default chat (lib/routing.ts): the operator's config's
+  // [[collaborators]], pushed by `memsync collaborators sync` (collaborators.ts's replace).
   collaborators: defineTable({
     name: v.string(),
     role: v.string(),
     telegramChatId: v.string(),
+    telegramUserId: v.optional(v.string()), // for their button presses; default: a private chat's id
     permissions: v.array(v.string()),
     notifyOn: v.array(v.string()),
   }).index("by_name", ["name"]),
@@ -283,14 +286,17 @@ export default defineSchema({
     attempts: v.number(),
     lastError: v.optional(v.string()),
     claimedUntil: v.optional(v.number()), // a deliver is sending it: no other may until then
+    chatId: v.optional(v.string()), // a collaborator's chat (its key is lib/outboxKeys.ts's chatKey); none: the default chat
   })
     .index("by_key", ["key"])
     .index("by_pending", ["sentAt", "notBefore"]),
 
-  // Telegram's pacing (telegram.ts's claim): the moment the next message handed out may go, a pause
-  // after the one handed out before it, whichever deliver has it. One row.
+  // Telegram's pacing (telegram.ts's claim): the moment the next message handed out to a chat may
+  // go, a pause after the one handed out before it to that chat, whichever deliver has it. One row
+  // per chat (chatId: a collaborator's; none: the default chat).
   telegramPacing: defineTable({
     nextSendAt: v.number(),
+    chatId: v.optional(v.string()),
   }),
 
   // Telegram updates already handled: Telegram retries a webhook it thinks failed, and a button

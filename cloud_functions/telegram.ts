@@ -13,6 +13,8 @@ import { closedReason, defer, settle } from "./lib/approvalFlow";
 import { clockUtc } from "./lib/approvalMessage";
 import { MAX_DEFERS } from "./lib/approvalPolicy";
 import { parseButton, reviewerRefusal } from "./lib/buttonPresses";
+import { collaboratorsOf } from "./lib/collaborators";
+import { ownChats } from "./lib/routing";
 import { outboxRow } from "./lib/outbox";
 import { type BotReply, callBotApi, clip, keyboard, type TelegramConfig, telegramConfig } from "./lib/telegram";
 
@@ -23,9 +25,9 @@ export const CLAIM_MS = 60 * SECOND;
 /** The messages one claim hands out: a round (the hub's sender's limit a round; contracts/outbox_rules.json). */
 export const ROUND_SIZE = 10;
 /**
- * Between two messages to the chat, as the hub's sender paces (Telegram allows about one message a
+ * Between two messages to a chat, as the hub's sender paces (Telegram allows about one message a
  * second per chat; contracts/outbox_rules.json): each message handed out may go this long after
- * the one handed out before it, whichever deliver has it (two delivers run at once when two
+ * the one handed out before it to the same chat, whichever deliver has it (two delivers run at once when two
  * mutations queue at once), and its deliver waits for that moment (an action may await a timer).
  */
 export const PER_CHAT_PAUSE_MS = 1000;
@@ -48,21 +50,24 @@ const claimed = v.object({
   buttons: v.optional(v.array(v.array(button))),
   attempts: v.number(),
   refMessageId: v.optional(v.number()),
-  sendAt: v.number(), // its moment: PER_CHAT_PAUSE_MS after the one handed out before it
+  sendAt: v.number(), // its moment: PER_CHAT_PAUSE_MS after the one handed out before it to its chat
+  chatId: v.optional(v.string()), // a collaborator's chat; none: the default chat
 });
 
 /**
  * Hands out a round of the rows due now, each to one deliver with its moment to go (sendAt): a row
  * is claimed until CLAIM_MS after its moment in the same transaction that hands it out, so two
- * delivers never send the same row, and the moments are a pause apart across delivers. An edit
- * waits for the message it edits; it is given up if that message never went out.
+ * delivers never send the same row, and the moments of one chat's messages are a pause apart across
+ * delivers (each chat is paced on its own, as Telegram limits each chat). Handed out in the order
+ * of their moments. An edit waits for the message it edits; it is given up if that message never
+ * went out.
  */
 export const claim = internalMutation({
   args: { now: v.number() },
   returns: v.array(claimed),
   handler: async (ctx, { now }) => {
-    const pacing = await ctx.db.query("telegramPacing").first();
-    let moment = Math.max(now, pacing?.nextSendAt ?? 0);
+    const pacing = await ctx.db.query("telegramPacing").collect(); // one row per chat
+    const moments = new Map<string | undefined, number>();
     const due = await ctx.db
       .query("telegramOutbox")
       .withIndex("by_pending", (q) => q.eq("sentAt", undefined).lte("notBefore", now))
@@ -81,6 +86,7 @@ export const claim = internalMutation({
         if (ref.sentAt === undefined) continue;
         refMessageId = ref.messageId;
       }
+      const moment = moments.get(row.chatId) ?? Math.max(now, pacing.find((p) => p.chatId === row.chatId)?.nextSendAt ?? 0);
       await ctx.db.patch(row._id, { claimedUntil: moment + CLAIM_MS });
       out.push({
         id: row._id,
@@ -90,14 +96,16 @@ export const claim = internalMutation({
         attempts: row.attempts,
         ...(refMessageId === undefined ? {} : { refMessageId }),
         sendAt: moment,
+        ...(row.chatId === undefined ? {} : { chatId: row.chatId }),
       });
-      moment += PER_CHAT_PAUSE_MS;
+      moments.set(row.chatId, moment + PER_CHAT_PAUSE_MS);
     }
-    if (out.length > 0) {
-      if (pacing === null) await ctx.db.insert("telegramPacing", { nextSendAt: moment });
-      else await ctx.db.patch(pacing._id, { nextSendAt: moment });
+    for (const [chatId, nextSendAt] of moments) {
+      const row = pacing.find((p) => p.chatId === chatId);
+      if (row === undefined) await ctx.db.insert("telegramPacing", { nextSendAt, ...(chatId === undefined ? {} : { chatId }) });
+      else await ctx.db.patch(row._id, { nextSendAt });
     }
-    return out;
+    return out.sort((a, b) => a.sendAt - b.sendAt); // stable: a chat's own order is kept
   },
 });
 
@@ -130,16 +138,18 @@ export const release = internalMutation({
 });
 
 async function send(config: TelegramConfig, row: typeof claimed.type): Promise<BotReply> {
+  // Each message to its own chat (a collaborator's, or the default one), each edit to its message's.
+  const chatId = row.chatId ?? config.chatId;
   if (row.kind === "edit") {
     return await callBotApi(config, "editMessageText", {
-      chat_id: config.chatId,
+      chat_id: chatId,
       message_id: row.refMessageId,
       text: clip(row.text),
       reply_markup: keyboard(row.buttons),
     });
   }
   return await callBotApi(config, "sendMessage", {
-    chat_id: config.chatId,
+    chat_id: chatId,
     text: clip(row.text),
     ...(row.buttons === undefined ? {} : { reply_markup: keyboard(row.buttons) }),
   });
@@ -210,7 +220,7 @@ export const deliver = internalAction({
   },
 });
 
-type Press = { fromId: string; fromName: string; data: string };
+type Press = { fromId: string; fromName: string; data: string; chatId?: string };
 
 /** The answer to a press in another chat than memsync's own (a bot may be added to other chats), whatever it asks. */
 export const OTHER_CHAT = "This chat does not decide memsync's approvals.";
@@ -232,6 +242,12 @@ function closedAnswer(approval: Doc<"approvals">, now: number): string | null {
 
 /** What a button does; the text Telegram shows the presser (contracts/press_answers.json). */
 async function decide(ctx: MutationCtx, press: Press, now: number): Promise<string> {
+  // Our buttons are only in our chats (the default one, the collaborators'): a press from elsewhere
+  // (the bot added to another group) is refused, whatever it asks.
+  const config = telegramConfig();
+  if (config !== null && press.chatId !== undefined && !ownChats(config.chatId, await collaboratorsOf(ctx.db)).has(press.chatId)) {
+    return OTHER_CHAT; // the hub's words (contracts/press_answers.json)
+  }
   const parsed = parseButton(press.data);
   if (parsed === null) return UNKNOWN_BUTTON;
   const { action, target } = parsed;
@@ -246,8 +262,9 @@ async function decide(ctx: MutationCtx, press: Press, now: number): Promise<stri
   const id: Id<"approvals"> | null = ctx.db.normalizeId("approvals", target);
   const approval = id === null ? null : await ctx.db.get(id);
   if (approval === null) return "No such approval.";
-  // Approve, reject and defer are the reviewers' decisions (contracts/button_presses.json).
-  const refused = reviewerRefusal(action, press.fromId, approval.reviewers);
+  // Approve, reject and defer are the reviewers' decisions, and those of the collaborators with
+  // `approve` (contracts/button_presses.json, notify_routing.json).
+  const refused = reviewerRefusal(action, press.fromId, approval.reviewers, await collaboratorsOf(ctx.db));
   if (refused !== null) return refused;
   const closed = closedAnswer(approval, now);
   if (closed !== null) return closed;
@@ -262,12 +279,12 @@ async function decide(ctx: MutationCtx, press: Press, now: number): Promise<stri
 }
 
 /**
- * A button pressed in the chat (http.ts): approve, reject or defer an approval (its reviewers
- * only), snooze or mute an alert (anyone in the chat). Once per Telegram update: a repeated updateId (Telegram retrying its webhook) gets the
+ * A button pressed in one of our chats (http.ts): approve, reject or defer an approval (its
+ * reviewers and the collaborators with `approve` only), snooze or mute an alert (anyone in the chat). Once per Telegram update: a repeated updateId (Telegram retrying its webhook) gets the
  * first answer again and changes nothing.
  */
 export const press = internalMutation({
-  args: { callbackId: v.string(), fromId: v.string(), fromName: v.string(), data: v.string(), updateId: v.number() },
+  args: { callbackId: v.string(), fromId: v.string(), fromName: v.string(), data: v.string(), updateId: v.number(), chatId: v.optional(v.string()) },
   returns: v.object({ answer: v.string() }),
   handler: async (ctx, args) => {
     const seen = await ctx.db

@@ -13,7 +13,7 @@ import { backend, registerSite, type Backend } from "./test.setup";
 const realSetTimeout = globalThis.setTimeout.bind(globalThis);
 
 /** A request the fake received: `ok` whether it answered success, `at` the (fake) time it came. */
-export type BotRequest = { token: string; method: string; body: Record<string, unknown>; ok: boolean; at: number };
+export type BotRequest = { token: string; method: string; body: Record<string, unknown>; ok: boolean; at: number; messageId?: number };
 type Scripted = { method: string | null; status: number; body: Record<string, unknown> };
 
 export class FakeBotApi {
@@ -33,7 +33,8 @@ export class FakeBotApi {
         const [, token = "", method = ""] = /^\/bot([^/]*)\/(.*)$/.exec(req.url ?? "") ?? [];
         const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
         const [status, reply] = this.answer(method, token);
-        this.requests.push({ token, method, body, ok: status === 200, at: Date.now() });
+        const sent = (reply as { result?: { message_id?: unknown } }).result?.message_id;
+        this.requests.push({ token, method, body, ok: status === 200, at: Date.now(), ...(typeof sent === "number" && sent > 0 ? { messageId: sent } : {}) });
         res.writeHead(status, { "Content-Type": "application/json" });
         res.end(JSON.stringify(reply));
       });
@@ -60,6 +61,11 @@ export class FakeBotApi {
 
   of(method: string): Record<string, unknown>[] {
     return this.requests.filter((r) => r.method === method).map((r) => r.body);
+  }
+
+  /** The successful requests of `method`, with what the fake answered (a sent message's id). */
+  ok(method: string): BotRequest[] {
+    return this.requests.filter((r) => r.method === method && r.ok);
   }
 
   private answer(method: string, token: string): [number, Record<string, unknown>] {

@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
 from daemon.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
 from daemon.quiet_hours import parse_quiet_hours, zone
+from daemon.routing import notify_refusal, permission_refusal, presser_id
 from daemon.signal_names import SIGNAL_NAMES
 from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.episode import Attribution
@@ -323,6 +324,62 @@ class TelegramSection(_Section):
         return self
 
 
+class Collaborator(_Section):
+    """``[[collaborators]]``: a person who hears from memsync in their own Telegram chat what
+    ``notify_on`` names, and may decide approvals with the ``approve`` permission
+    (``daemon/routing.py`` says the vocabulary and the rules)."""
+
+    name: str = Field(min_length=1, max_length=100)
+    role: str = ""
+    chat_id: str  # their private chat with the bot (their user id), or a group's ("-100...")
+    # Their Telegram user id, for their button presses; default: chat_id when it is a private chat.
+    user_id: str | None = None
+    permissions: list[str] = Field(default_factory=list)
+    notify_on: list[str] = Field(default_factory=list)
+
+    @field_validator("chat_id", "user_id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("chat_id")
+    @classmethod
+    def _chat(cls, value: str) -> str:
+        if not re.fullmatch(r"-?[0-9]{1,20}|@[A-Za-z0-9_]{5,32}", value):
+            raise ValueError(f'use a Telegram chat id (a number, "-100..." for a group) or @channel, not {value!r}')
+        return value
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str | None) -> str | None:
+        if value is not None and not value.isdigit():
+            raise ValueError(f"use a Telegram user id (a positive number), not {value!r}")
+        return value
+
+    @field_validator("permissions")
+    @classmethod
+    def _permissions(cls, value: list[str]) -> list[str]:
+        for name in value:
+            refused = permission_refusal(name)
+            if refused is not None:
+                raise ValueError(refused)
+        return value
+
+    @field_validator("notify_on")
+    @classmethod
+    def _notify_on(cls, value: list[str]) -> list[str]:
+        for name in value:
+            refused = notify_refusal(name)
+            if refused is not None:
+                raise ValueError(refused)
+        return value
+
+    @property
+    def presser_id(self) -> str | None:
+        """Who they are when they press a button (``routing.presser_id``)."""
+        return presser_id(self.chat_id, self.user_id)
+
+
 class AlertsSection(_Section):
     """What the alerts say and when (``daemon/alerts``); they go to the log always, and to Telegram
     when it is configured."""
@@ -406,6 +463,7 @@ class Settings(BaseSettings):
     privacy: PrivacySection = PrivacySection()
     mcp: McpSection = McpSection()
     log: LogSection = LogSection()
+    collaborators: list[Collaborator] = Field(default_factory=list)
     data_dir: Path | None = None
     config_file: Path | None = None
 
@@ -420,6 +478,15 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The environment overrides the file (init carries the file's values); .env fills in last.
         return env_settings, dotenv_settings, init_settings
+
+    @field_validator("collaborators")
+    @classmethod
+    def _one_each(cls, value: list[Collaborator]) -> list[Collaborator]:
+        names = [c.name for c in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"collaborator {', '.join(map(repr, twice))} is listed twice: give each person one entry")
+        return value
 
     # -- derived paths ----------------------------------------------------------------------------
     @property

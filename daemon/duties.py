@@ -92,6 +92,12 @@ class ServerDuties(Protocol):
         Raises ``ConfigError`` when the deploy key is not set."""
         ...
 
+    def sync_collaborators(self, collaborators: list[dict[str, Any]]) -> str:
+        """Make the server's collaborators the config's ``[[collaborators]]`` (each as Convex's
+        table holds them); a sentence saying what was done. Raises ``OperatorRefused`` (or a
+        ConfigError) when the server needs a credential it was not given or refuses it."""
+        ...
+
 
 class ConvexDuties:
     """Convex's duties: the deployment announces approvals and runs the sweeps in its crons; a site
@@ -125,20 +131,36 @@ class ConvexDuties:
     def digest_builder(self) -> str:
         return "Convex's crons build each day's at 06:00 UTC the day after"
 
-    def forget_elsewhere(self, site: str, source_id: str) -> Forgotten | None:
-        # A site's secret reaches only its own episodes: another's needs the operator's deploy key.
+    def _deploy_key(self, needed_for: str | None) -> str | None:
+        """The operator's deploy key from this shell, kept out of every log; None when it is not set
+        and ``needed_for`` is None, else a ConfigError saying what needs it."""
         deploy_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
         if not deploy_key:
-            return None
+            if needed_for is None:
+                return None
+            raise ConfigError(
+                f"{needed_for} needs the deployment's deploy key: set {OPERATOR_KEY_ENV} (Convex dashboard, "
+                "Settings, Deploy keys) in this shell only, never in a daemon's environment, and run it again"
+            )
         logs.register_secrets([deploy_key])
+        return deploy_key
+
+    def _refused(self) -> OperatorRefused:
+        return OperatorRefused(
+            f"the deployment {self.backbone.url} refused the deploy key in {OPERATOR_KEY_ENV}: copy a current "
+            "one from the Convex dashboard (Settings, Deploy keys) for this deployment"
+        )
+
+    def forget_elsewhere(self, site: str, source_id: str) -> Forgotten | None:
+        # A site's secret reaches only its own episodes: another's needs the operator's deploy key.
+        deploy_key = self._deploy_key(None)
+        if deploy_key is None:
+            return None
         operator = self.backbone.operator(deploy_key)
         try:
             return operator.forget(site, source_id)
         except BackboneAuthError:
-            raise OperatorRefused(
-                f"the deployment {self.backbone.url} refused the deploy key in {OPERATOR_KEY_ENV}: copy a current "
-                "one from the Convex dashboard (Settings, Deploy keys) for this deployment"
-            ) from None
+            raise self._refused() from None
         finally:
             operator.close()
 
@@ -148,11 +170,21 @@ class ConvexDuties:
     def adopter(self) -> SeedAdoption | None:
         from sync.backbone.convex.adoption import SeedAdoption
 
-        deploy_key = os.environ.get(OPERATOR_KEY_ENV, "").strip()
-        if not deploy_key:
-            raise ConfigError(
-                f"`memsync adopt` needs the deployment's deploy key: set {OPERATOR_KEY_ENV} (Convex dashboard, "
-                "Settings, Deploy keys) in this shell only, never in a daemon's environment, and run it again"
-            )
-        logs.register_secrets([deploy_key])
+        deploy_key = self._deploy_key("`memsync adopt`")
+        assert deploy_key is not None  # refused above when unset
         return SeedAdoption(self.backbone.operator(deploy_key))
+
+    def sync_collaborators(self, collaborators: list[dict[str, Any]]) -> str:
+        # The table is admin-written (collaborators.ts's replace): the operator's deploy key, as forget's.
+        deploy_key = self._deploy_key("pushing collaborators to the Convex deployment")
+        assert deploy_key is not None  # refused above when unset
+        operator = self.backbone.operator(deploy_key)
+        try:
+            done = operator.call("mutation", "collaborators:replace", {"collaborators": collaborators})
+        except BackboneAuthError:
+            raise self._refused() from None
+        finally:
+            operator.close()
+        removed = list(done.get("removed") or [])
+        gone = f"; removed {', '.join(removed)}" if removed else ""
+        return f"{done.get('stored')} collaborator(s) stored in the Convex deployment {self.backbone.url}{gone}"

@@ -52,3 +52,29 @@ def test_only_reviewers_decide_approvals(code: str) -> None:
     expected = PRESSES["not_a_reviewer"] if PRESSES["actions"][code]["reviewers_only"] else None
     assert refusal(press, reviewers=("7",)) == expected
     assert refusal(press, reviewers=("42",)) is None
+
+
+def test_a_collaborator_with_approve_decides_and_presses_count_in_memsyncs_chats_only() -> None:
+    from daemon.config import Collaborator
+    from daemon.routing import own_chats
+
+    people = [
+        Collaborator(name="ada", chat_id="111", permissions=["approve"]),
+        Collaborator(name="cy", chat_id="333"),
+        Collaborator(name="team", chat_id="-100444", permissions=["approve"]),
+    ]
+    chats = own_chats("-100", people)
+
+    def press(from_id: int, chat: int) -> Press:
+        update = pressed("a:k1")
+        update["callback_query"]["from"]["id"] = from_id
+        update["callback_query"]["message"]["chat"]["id"] = chat
+        found = parse(update)
+        assert found is not None
+        return found
+
+    assert refusal(press(111, 111), ("42",), chats, people) is None  # in her own chat
+    assert refusal(press(111, -100), ("42",), chats, people) is None  # in the default chat
+    assert refusal(press(333, 333), ("42",), chats, people) == PRESSES["not_a_reviewer"]  # no approve
+    assert refusal(press(444, -100444), ("42",), chats, people) == PRESSES["not_a_reviewer"]  # a group is nobody
+    assert refusal(press(111, -555), ("42",), chats, people) == "This chat does not decide memsync's approvals."

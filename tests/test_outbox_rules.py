@@ -6,7 +6,9 @@ API on 127.0.0.1 and a real alert store."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,14 @@ from contract import contract
 from fake_telegram import FakeTelegram
 
 from daemon.alerts.messages import Message
-from daemon.alerts.outbox_keys import alert_key, approval_edit_key, approval_key, digest_key, digest_sent_key
+from daemon.alerts.outbox_keys import (
+    alert_key,
+    approval_edit_key,
+    approval_key,
+    chat_key,
+    digest_key,
+    digest_sent_key,
+)
 from daemon.alerts.store import PER_CHAT_PAUSE_MS, ROUND_SIZE, AlertStore, Queued
 from daemon.telegram.client import BotApi
 from daemon.telegram.sender import BACKOFF, MAX_ATTEMPTS, deliver
@@ -43,6 +52,7 @@ KEYED: dict[str, Callable[[dict[str, Any]], str]] = {
     "approval edit": lambda c: approval_edit_key(c["approval"], c["status"], c["defer_count"]),
     "digest": lambda c: digest_key(c["day"]),
     "digest asked for": lambda c: digest_sent_key(c["day"], c["at"]),
+    "in a chat": lambda c: chat_key(c["of"], c["chat"]),
 }
 
 
@@ -136,7 +146,7 @@ def test_an_edit_is_queued_as_the_contract_says(case: dict[str, Any], tmp_path: 
     with BotApi(TOKEN, tg.api_base) as bot:
         for index, step in enumerate(case["steps"]):
             if "queue" in step:
-                queued = store.enqueue(Queued(step["queue"], Message(step["text"]), "critical"))
+                queued = store.enqueue(Queued(step["queue"], Message(step["text"]), "critical", chat=step.get("chat")))
             elif "edit" in step:
                 queued = store.enqueue(Queued(step["edit"], Message(step["text"]), "critical", edits=step["of"]))
             elif "wait_ms" in step:
@@ -148,3 +158,38 @@ def test_an_edit_is_queued_as_the_contract_says(case: dict[str, Any], tmp_path: 
                 continue
             assert queued == step.get("queued", True), f"step {index}: {step}"
     assert [[c.method, c.body["text"]] for c in tg.sent if c.ok] == case["telegram"]
+    if "chats" in case:
+        assert [str(c.body["chat_id"]) for c in tg.sent if c.ok] == [
+            CHAT if c == "default" else c for c in case["chats"]
+        ]
+
+
+def test_each_chat_is_paced_on_its_own(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = AlertStore(tmp_path / "alerts.db", clock=clock)
+    for queued in RULES["two_chats"]["queue"]:
+        store.enqueue(Queued(queued["key"], Message(queued["key"]), "critical", chat=queued.get("chat")))
+    now = store.now_ms()
+    handed = store.claim_due("a")
+    assert {o.key: o.send_at - now for o in handed} == RULES["two_chats"]["moments_ms"]
+    assert [o.send_at for o in handed] == sorted(o.send_at for o in handed)
+
+
+def test_an_outbox_written_before_collaborators_reads_on(tmp_path: Path) -> None:
+    """An alerts file of the schema before ``chat``: its rows are the default chat's, and an edit
+    of a message queued then still edits it, in the default chat."""
+    path = tmp_path / "alerts.db"
+    with closing(sqlite3.connect(path)) as old, old:
+        old.execute(
+            "CREATE TABLE outbox (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,"
+            " text TEXT NOT NULL, buttons TEXT NOT NULL, ref_key TEXT, severity TEXT NOT NULL,"
+            " not_before INTEGER NOT NULL, created_at INTEGER NOT NULL, claimed_until INTEGER, sent_at INTEGER,"
+            " message_id INTEGER, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT)"
+        )
+        old.execute(
+            "INSERT INTO outbox (key, kind, text, buttons, severity, not_before, created_at, sent_at, message_id)"
+            " VALUES ('approval:7', 'send', 'approve?', '[]', 'critical', 0, 0, 1, 5)"
+        )
+    store = AlertStore(path)
+    assert store.enqueue(Queued("approval:7:approved", Message("approved"), "critical", edits="approval:7"))
+    assert [(o.key, o.chat, o.ref_message_id) for o in store.claim_due("a")] == [("approval:7:approved", None, 5)]

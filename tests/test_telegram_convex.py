@@ -59,8 +59,8 @@ class Site:
         )
         self.env = {"MEMSYNC_BACKBONE__SITE_SECRET": self.secret}
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return memsync(*args, "--config", str(self.files.config), env=self.env)
+    def run(self, *args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return memsync(*args, "--config", str(self.files.config), env={**self.env, **(env_extra or {})})
 
     def ask(self, category: str, *more: str) -> str:
         done = self.run("approval", "request", "--category", category, "--summary", f"do {category}", *more)
@@ -188,3 +188,90 @@ def test_convex_says_a_stopped_site_itself_with_no_daemon_running(
     assert sorted(t.split(" ", 2)[0] for t in said) == sorted(["🟠", "🔴"]), said
     assert any("daemon silent" in t for t in said)
     assert any("has not synced" in t for t in said)
+
+
+def test_collaborators_pushed_from_the_config_hear_their_categories_and_decide(
+    site: Site, convex: LocalConvex, tg: FakeTelegram
+) -> None:
+    """``memsync collaborators sync`` makes the deployment's table the config's list (with the deploy
+    key only); the deployment then sends a category to the chats that asked for it, and takes a
+    collaborator's Approve while refusing one without the permission."""
+    ada, bob_chat, bob = 111, "-100333", 333
+    with site.files.config.open("a", encoding="utf-8") as config:
+        config.write(
+            f'\n[[collaborators]]\nname = "ada"\nchat_id = {ada}\npermissions = ["approve"]\n'
+            'notify_on = ["approval:financial"]\n'
+            f'[[collaborators]]\nname = "bob"\nchat_id = "{bob_chat}"\nuser_id = {bob}\nnotify_on = ["approvals"]\n'
+        )
+    keyless = site.run("collaborators", "sync", env_extra={"CONVEX_DEPLOY_KEY": ""})
+    assert keyless.returncode == 78, keyless.stderr
+    needs = "pushing collaborators to the Convex deployment needs the deployment's deploy key: set CONVEX_DEPLOY_KEY"
+    assert needs in keyless.stderr
+    wrong = site.run("collaborators", "sync", env_extra={"CONVEX_DEPLOY_KEY": "not-the-deploy-key"})
+    assert wrong.returncode == 78, wrong.stderr
+    assert "refused the deploy key in CONVEX_DEPLOY_KEY" in wrong.stderr
+    assert convex.admin("query", "collaborators:list", {}) == []
+    pushed = site.run("collaborators", "sync", env_extra={"CONVEX_DEPLOY_KEY": convex.admin_key})
+    try:
+        assert pushed.returncode == 0, pushed.stderr
+        assert "2 collaborator(s) stored in the Convex deployment" in pushed.stderr
+        assert convex.admin("query", "collaborators:list", {}) == [
+            {
+                "name": "ada",
+                "role": "",
+                "telegramChatId": str(ada),
+                "permissions": ["approve"],
+                "notifyOn": ["approval:financial"],
+            },
+            {
+                "name": "bob",
+                "role": "",
+                "telegramChatId": bob_chat,
+                "telegramUserId": str(bob),
+                "permissions": [],
+                "notifyOn": ["approvals"],
+            },
+        ]
+        financial, destructive = site.ask("financial"), site.ask("destructive")
+
+        def chats_of(approval_id: str) -> list[str]:
+            return sorted(str(m["chat_id"]) for m in tg.messages() if m["text"].endswith(f"id {approval_id}"))
+
+        wait_for(lambda: len(chats_of(financial)) == 3, timeout=20, what="the financial approval in three chats")
+        wait_for(lambda: len(chats_of(destructive)) == 2, timeout=20, what="the destructive approval in two chats")
+        assert chats_of(financial) == sorted([CHAT, str(ada), bob_chat])
+        assert chats_of(destructive) == sorted([CHAT, bob_chat])
+
+        def message_in(chat: str, approval_id: str) -> int:
+            found = [
+                i
+                for i, m in enumerate(tg.messages(), start=1)
+                if str(m["chat_id"]) == chat and m["text"].endswith(f"id {approval_id}")
+            ]
+            assert len(found) == 1, found
+            return found[0]
+
+        def hook(message: int, data: str, from_id: int) -> None:
+            update = tg.callback_update(message, data, from_id, "Ada" if from_id == ada else "Bob")
+            posted = httpx.post(
+                f"{convex.url}/telegram",
+                json=update,
+                headers={"X-Telegram-Bot-Api-Secret-Token": HOOK_SECRET},
+                timeout=30,
+            )
+            assert posted.status_code == 200
+
+        hook(message_in(bob_chat, financial), f"a:{financial}", bob)
+        assert json.loads(site.run("approvals", "list", "--status", "pending", "--site-only", "--json").stdout)
+        assert "You are not a reviewer of this approval." in [a.get("text") for a in tg.answers()]
+        hook(message_in(str(ada), financial), f"a:{financial}", ada)
+        assert site.run("approval", "wait", financial, "--timeout", "30").returncode == 0
+        for chat in (CHAT, str(ada), bob_chat):
+            message = message_in(chat, financial)
+            wait_for(
+                lambda m=message: tg.current(m)["text"].startswith("✅ Approved by Ada"),  # type: ignore[misc]
+                timeout=20,
+                what=f"the edit in chat {chat}",
+            )
+    finally:  # the module's other tests expect the default chat alone
+        convex.admin("mutation", "collaborators:replace", {"collaborators": []})

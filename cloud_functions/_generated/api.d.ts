@@ -19,6 +19,7 @@ import type * as alerts from "../alerts.js";
 import type * as approvals from "../approvals.js";
 import type * as archive from "../archive.js";
 import type * as archiveNode from "../archiveNode.js";
+import type * as collaborators from "../collaborators.js";
 import type * as crons from "../crons.js";
 import type * as digest from "../digest.js";
 import type * as episodes from "../episodes.js";
@@ -75,6 +76,7 @@ declare const fullApi: ApiFromModules<{
   approvals: typeof approvals;
   archive: typeof archive;
   archiveNode: typeof archiveNode;
+  collaborators: typeof collaborators;
   crons: typeof crons;
   digest: typeof digest;
   episodes: typeof episodes;

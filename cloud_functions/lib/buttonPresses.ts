@@ -2,6 +2,7 @@
  * What a button press asks, and whether the presser may: pure, as daemon/telegram/callbacks.py
  * (both run contracts/button_presses.json). telegram.ts's press mutation does what is allowed.
  */
+import { type Approver, mayDecide } from "./routing";
 
 /** The answer to an approve, reject or defer pressed by someone not among the approval's reviewers. */
 export const NOT_A_REVIEWER = "You are not a reviewer of this approval.";
@@ -24,8 +25,9 @@ export function parseButton(data: string): { action: ButtonAction; target: strin
 
 /**
  * Why the presser (a Telegram user id) may not take `action` on an approval with these reviewers,
- * in the hub's words, or null: daemon/telegram/callbacks.py's refusal (its chat check is http.ts's).
+ * in the hub's words, or null: daemon/telegram/callbacks.py's refusal (its chat check is
+ * telegram.ts's press). `people`: the collaborators, of whom those with `approve` decide too.
  */
-export function reviewerRefusal(action: ButtonAction, fromId: string, reviewers: readonly string[]): string | null {
-  return REVIEWERS_ONLY.has(action) && !reviewers.includes(fromId) ? NOT_A_REVIEWER : null;
+export function reviewerRefusal(action: ButtonAction, fromId: string, reviewers: readonly string[], people: readonly Approver[] = []): string | null {
+  return REVIEWERS_ONLY.has(action) && !mayDecide(fromId, reviewers, people) ? NOT_A_REVIEWER : null;
 }

@@ -26,3 +26,10 @@ export const digestKey = (day: string): string => `digest:${day}`;
 
 /** A digest a person asked for (`memsync digest --send`): each time they ask. */
 export const digestSentKey = (day: string, atMs: number): string => `digest:${day}:sent:${atMs}`;
+
+/**
+ * The outbox key of message `key` in one chat: as is in the default chat (undefined: the key every
+ * message had before collaborators, so rows queued then read on), `key@chat` in a collaborator's.
+ * One message to two chats is two rows, each sent and edited in its own chat.
+ */
+export const chatKey = (key: string, chat: string | undefined): string => (chat === undefined ? key : `${key}@${chat}`);

@@ -34,3 +34,10 @@ def digest_key(day: str) -> str:
 def digest_sent_key(day: str, at_ms: int) -> str:
     """A digest a person asked for (``memsync digest --send``): each time they ask."""
     return f"digest:{day}:sent:{at_ms}"
+
+
+def chat_key(key: str, chat: str | None) -> str:
+    """The outbox key of message ``key`` in one chat: as is in the default chat (None: the key
+    every message had before collaborators, so an outbox written then reads on), ``key@chat`` in a
+    collaborator's. One message to two chats is two rows, each sent and edited in its own chat."""
+    return key if chat is None else f"{key}@{chat}"

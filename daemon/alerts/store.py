@@ -30,6 +30,7 @@ from typing import Any, Final, TypeVar
 
 from daemon.alerts.machine import AlertState
 from daemon.alerts.messages import Button, Keyboard, Message, alert_id
+from daemon.alerts.outbox_keys import chat_key
 from sync.errors import PathProblem
 from sync.sqlite_db import apply_schema, forget_text, open_wal, write_tx
 
@@ -60,7 +61,8 @@ SCHEMA = (
   sent_at INTEGER,
   message_id INTEGER,               -- Telegram's, once sent
   attempts INTEGER NOT NULL DEFAULT 0,
-  last_error TEXT
+  last_error TEXT,
+  chat TEXT                         -- a collaborator's chat; NULL: the default chat (telegram.chat_id)
 )""",
     "CREATE INDEX IF NOT EXISTS outbox_due ON outbox (sent_at, not_before)",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -72,11 +74,14 @@ SCHEMA_VERSION = "1"
 class Queued:
     """A message to send (or, with ``edits``, an edit of the message sent under that key)."""
 
-    key: str  # unique: the same decision queued twice is sent once
+    key: str  # unique (per chat): the same decision queued twice is sent once
     message: Message
     severity: str = "warning"
     not_before: int | None = None  # ms; None: now
+    # An edit goes to every chat its message went to: its key and ``edits`` are the messages' own
+    # (``outbox_keys``), without a chat.
     edits: str | None = None
+    chat: str | None = None  # a collaborator's chat; None: the default chat
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +93,8 @@ class Outgoing:
     buttons: Keyboard
     ref_message_id: int | None  # edit: the message it edits (sent before it is handed out)
     attempts: int
-    send_at: int = 0  # ms: its moment, PER_CHAT_PAUSE_MS after the message handed out before it
+    send_at: int = 0  # ms: its moment, PER_CHAT_PAUSE_MS after the message handed out before it to its chat
+    chat: str | None = None  # a collaborator's chat; None: the default chat
 
 
 def _keyboard(raw: str) -> Keyboard:
@@ -123,6 +129,11 @@ def outbox_summary(path: Path, site: str | None = None) -> dict[str, Any] | None
     }
 
 
+def _pacing_key(chat: str | None) -> str:
+    """Where a chat's next moment is kept (the default chat's under the key it always had)."""
+    return "next_send_at" if chat is None else f"next_send_at:{chat}"
+
+
 def _token_key(site: str | None) -> str:
     # By site: the file is shared by every site's daemon on the hub, each with its own env file.
     return f"token_refused:{site}"
@@ -137,10 +148,20 @@ class AlertStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = open_wal(path, busy_timeout_ms=10_000)
             apply_schema(self._conn, SCHEMA, SCHEMA_VERSION)
+            self._add_chat_column()
         except (sqlite3.Error, OSError) as exc:
             raise PathProblem(
                 f"cannot use the alerts file {path}: {exc}; check that its folder is writable by this user"
             ) from None
+
+    def _add_chat_column(self) -> None:
+        """An outbox written before collaborators has no ``chat``: each of its rows is the default
+        chat's, which NULL says. Checked again inside the write: another daemon may add it first."""
+        if "chat" in {row[1] for row in self._conn.execute("PRAGMA table_info(outbox)")}:
+            return
+        with write_tx(self._conn) as tx:
+            if "chat" not in {row[1] for row in tx.execute("PRAGMA table_info(outbox)")}:
+                tx.execute("ALTER TABLE outbox ADD COLUMN chat TEXT")
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -230,18 +251,35 @@ class AlertStore:
             return self._insert(tx, item)
 
     def _insert(self, tx: sqlite3.Connection, item: Queued) -> bool:
-        """Queue ``item`` under its key, once. An edit of a message still waiting (unsent, and no
-        sender on it) rewrites that message instead, so that it goes out once, as it now reads; an
-        edit of a message already out drops the earlier edits still waiting, which a retry could
-        send after it and so put back what it replaced (contracts/outbox_rules.json, as Convex's
-        lib/outbox.ts)."""
-        if tx.execute("SELECT 1 FROM outbox WHERE key = ?", (item.key,)).fetchone() is not None:
+        """Queue ``item`` under its key in its chat, once; an edit, in every chat its message went
+        to (True if any). An edit of a message still waiting (unsent, and no sender on it) rewrites
+        that message instead, so that it goes out once, as it now reads; an edit of a message
+        already out drops the earlier edits still waiting, which a retry could send after it and so
+        put back what it replaced (contracts/outbox_rules.json, as Convex's lib/outbox.ts)."""
+        if item.edits is None:
+            return self._insert_one(tx, item, chat_key(item.key, item.chat), None, item.chat)
+        prefix = f"{item.edits}@"
+        chats = [
+            row[0]
+            for row in tx.execute(
+                "SELECT chat FROM outbox WHERE kind = 'send' AND (key = ? OR substr(key, 1, ?) = ?) ORDER BY id",
+                (item.edits, len(prefix), prefix),
+            ).fetchall()
+        ]
+        queued = False
+        for chat in chats:
+            queued |= self._insert_one(tx, item, chat_key(item.key, chat), chat_key(item.edits, chat), chat)
+        return queued
+
+    def _insert_one(self, tx: sqlite3.Connection, item: Queued, key: str, edits: str | None, chat: str | None) -> bool:
+        """One row: ``item`` under ``key`` (its chat's), editing the message of key ``edits``."""
+        if tx.execute("SELECT 1 FROM outbox WHERE key = ?", (key,)).fetchone() is not None:
             return False
         buttons = json.dumps([[{"text": b.text, "data": b.data} for b in row] for row in item.message.buttons])
         now = self.now_ms()
         sent_at = None
-        if item.edits is not None:
-            ref = tx.execute("SELECT id, sent_at, claimed_until FROM outbox WHERE key = ?", (item.edits,)).fetchone()
+        if edits is not None:
+            ref = tx.execute("SELECT id, sent_at, claimed_until FROM outbox WHERE key = ?", (edits,)).fetchone()
             if ref is None:
                 return False  # nothing to edit, ever
             ref_id, ref_sent, ref_claimed = ref
@@ -252,46 +290,47 @@ class AlertStore:
                 tx.execute(
                     "UPDATE outbox SET sent_at = ?, last_error = 'superseded by a later edit' WHERE kind = 'edit'"
                     " AND ref_key = ? AND sent_at IS NULL AND (claimed_until IS NULL OR claimed_until <= ?)",
-                    (now, item.edits, now),
+                    (now, edits, now),
                 )
         tx.execute(
-            "INSERT INTO outbox (key, kind, text, buttons, ref_key, severity, not_before, created_at, sent_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO outbox (key, kind, text, buttons, ref_key, severity, not_before, created_at, sent_at, chat)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                item.key,
-                "send" if item.edits is None else "edit",
+                key,
+                "send" if edits is None else "edit",
                 item.message.text,
                 buttons,
-                item.edits,
+                edits,
                 item.severity,
                 item.not_before or now,
                 now,
                 sent_at,
+                chat,
             ),
         )
         return True
 
     def claim_due(self, holder: str, limit: int = ROUND_SIZE) -> list[Outgoing]:
         """Hand out up to ``limit`` due messages, oldest first, each with its moment to go
-        (``send_at``: PER_CHAT_PAUSE_MS after the one handed out before it, by any sender, or now)
-        and claimed until CLAIM_MS after it. An edit is due only once the message it edits was sent;
-        one whose message never went out is dropped."""
+        (``send_at``: PER_CHAT_PAUSE_MS after the one handed out before it to the same chat, by any
+        sender, or now), in the order of their moments, and claimed until CLAIM_MS after it. An
+        edit is due only once the message it edits was sent; one whose message never went out is
+        dropped."""
         now = self.now_ms()
         with self._tx() as tx:
             paused = tx.execute("SELECT value FROM meta WHERE key = 'paused_until'").fetchone()
             if paused is not None and int(paused[0]) > now:
                 return []
-            paced = tx.execute("SELECT value FROM meta WHERE key = 'next_send_at'").fetchone()
-            moment = now if paced is None else max(now, int(paced[0]))
             rows = tx.execute(
-                "SELECT o.id, o.key, o.kind, o.text, o.buttons, o.attempts, r.message_id, r.sent_at FROM outbox AS o"
-                " LEFT JOIN outbox AS r ON r.key = o.ref_key"
+                "SELECT o.id, o.key, o.kind, o.text, o.buttons, o.attempts, r.message_id, r.sent_at, o.chat"
+                " FROM outbox AS o LEFT JOIN outbox AS r ON r.key = o.ref_key"
                 " WHERE o.sent_at IS NULL AND o.not_before <= ? AND (o.claimed_until IS NULL OR o.claimed_until < ?)"
                 " ORDER BY o.not_before, o.id LIMIT ?",
                 (now, now, limit * 4),
             ).fetchall()
+            moments: dict[str | None, int] = {}  # each chat's next moment
             handed: list[Outgoing] = []
-            for oid, key, kind, text, buttons, attempts, ref_message, ref_sent in rows:
+            for oid, key, kind, text, buttons, attempts, ref_message, ref_sent, chat in rows:
                 if kind == "edit" and ref_message is None:
                     if ref_sent is not None:  # its message was given up: nothing to edit, ever
                         tx.execute(
@@ -300,13 +339,17 @@ class AlertStore:
                     continue
                 if len(handed) >= limit:
                     break
+                if chat not in moments:
+                    paced = tx.execute("SELECT value FROM meta WHERE key = ?", (_pacing_key(chat),)).fetchone()
+                    moments[chat] = now if paced is None else max(now, int(paced[0]))
+                moment = moments[chat]
                 tx.execute("UPDATE outbox SET claimed_until = ? WHERE id = ?", (moment + CLAIM_MS, oid))
-                handed.append(Outgoing(oid, key, kind, text, _keyboard(buttons), ref_message, attempts, moment))
-                moment += PER_CHAT_PAUSE_MS
-            if handed:
-                tx.execute("INSERT OR REPLACE INTO meta VALUES ('next_send_at', ?)", (str(moment),))
+                handed.append(Outgoing(oid, key, kind, text, _keyboard(buttons), ref_message, attempts, moment, chat))
+                moments[chat] = moment + PER_CHAT_PAUSE_MS
+            for chat, moment in moments.items():
+                tx.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_pacing_key(chat), str(moment)))
             del holder  # who claimed is not kept: a claim is a deadline, not an owner
-            return handed
+            return sorted(handed, key=lambda o: o.send_at)  # stable: a chat's own order is kept
 
     def mark_sent(self, item: Outgoing, message_id: int | None) -> None:
         with self._tx() as tx:

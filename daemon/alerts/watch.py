@@ -14,12 +14,13 @@ from typing import Any
 import structlog
 
 from daemon.alerts.machine import HOUR_MS, AlertState, Notice, Observation, SignalSpec, step
-from daemon.alerts.messages import Message, digest_message, notice_message
+from daemon.alerts.messages import digest_message, notice_message
 from daemon.alerts.outbox_keys import alert_key
 from daemon.alerts.signals import MINUTE_MS, SIGNALS, FleetRules, Subject
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
 from daemon.quiet_hours import send_after
+from daemon.routing import Kind, chats_for
 
 log = structlog.get_logger("memsync.alerts")
 
@@ -73,14 +74,16 @@ class Alerts:
             for notice in notices if telegram.enabled else []:
                 spell = (state.down_at if state is not None else 0) if notice.kind == "recovered" else new.down_at
                 at = observations[subject].at
-                queued.append(
+                queued += [
                     Queued(
                         alert_key(key, notice.kind, spell, new.reminders),
                         notice_message(subject, notice),
                         notice.severity,
                         send_after(notice.severity, at, telegram.quiet_hours, telegram.timezone),
+                        chat=chat,
                     )
-                )
+                    for chat in outbox_chats(self.settings, "alert", subject.signal)
+                ]
             return new, queued, notices
 
         said = self.store.advance(sorted(by_key), decide)
@@ -100,16 +103,24 @@ class Alerts:
         return out
 
     def queue_digest(self, digest: Mapping[str, Any], key: str) -> bool:
-        """The digest as one message under ``key`` (one per day: ``outbox_keys.digest_key``)."""
-        return self.queue(key, digest_message(digest))
-
-    def queue(self, key: str, message: Message, *, edits: str | None = None) -> bool:
+        """The digest as one message under ``key`` (one per day: ``outbox_keys.digest_key``) to
+        each chat that hears it."""
         if not self.settings.telegram.enabled:
             return False
-        queued = self.store.enqueue(Queued(key, message, edits=edits))
+        message = digest_message(digest)
+        queued = False
+        for chat in outbox_chats(self.settings, "digest", None):
+            queued |= self.store.enqueue(Queued(key, message, chat=chat))
         if queued:
             self.queued.set()
         return queued
+
+
+def outbox_chats(settings: Settings, kind: Kind, name: str | None) -> tuple[str | None, ...]:
+    """The chats a message of ``kind`` (about signal or category ``name``) goes to
+    (``routing.chats_for``), as the outbox names them: None for the default chat."""
+    default = settings.telegram.chat_id
+    return tuple(None if chat == default else chat for chat in chats_for(kind, name, default, settings.collaborators))
 
 
 def local_observations(site: str, problems: Mapping[str, str], now_ms: int) -> dict[Subject, Observation]:

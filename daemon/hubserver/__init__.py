@@ -74,6 +74,13 @@ class HubDuties:
     def adopter(self) -> None:
         return None  # the seed design ran on Convex: an embedded hub holds nothing of it
 
+    def sync_collaborators(self, collaborators: list[dict[str, Any]]) -> str:
+        # The sites are the server: each reads [[collaborators]] from its own config as it starts.
+        return (
+            f"{len(collaborators)} collaborator(s) in this config; on the embedded hub each site's daemon reads "
+            "[[collaborators]] from its own config when it starts (give every site the same list): nothing to push"
+        )
+
     def empty_forgotten(self) -> str | None:
         # The -wal's older frames still hold the text for as long as a daemon keeps the hub open:
         # cut it to nothing (HubConnection.empty_wal); it may not be, if others kept the hub busy.

@@ -1,6 +1,7 @@
 """Approval announcements on the embedded hub (``cloud_functions/approvals.ts`` and
 ``telegram.ts`` on Convex): a pending approval's message with its buttons, and the edit a decision
-needs, queued in the site's outbox and sent at once when Telegram takes it."""
+needs, queued in the site's outbox for each chat that hears the approval's category (an edit goes to
+every chat its message went to) and sent at once when Telegram takes it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
     from daemon.alerts.messages import approval_message
     from daemon.alerts.outbox_keys import approval_key
     from daemon.alerts.store import AlertStore, Queued
+    from daemon.alerts.watch import outbox_chats
     from daemon.hubserver.telegram import reconcile, track
     from daemon.quiet_hours import send_after
     from daemon.telegram.sender import send_now
@@ -33,7 +35,8 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
             # A high or critical approval goes at once; the others wait out the quiet hours.
             severity = severity_of_priority(approval.priority)
             when = send_after(severity, store.now_ms(), telegram.quiet_hours, telegram.timezone)
-            store.enqueue(Queued(approval_key(approval_id), approval_message(approval), severity, when))
+            for chat in outbox_chats(settings, "approval", approval.action_type):
+                store.enqueue(Queued(approval_key(approval_id), approval_message(approval), severity, when, chat=chat))
             track(store, approval_id)
         else:
             reconcile(backbone, store, only=approval_id)

@@ -14,6 +14,7 @@ def send(settings: Settings, day: str, digest: dict[str, Any]) -> str:
     from daemon.alerts.messages import digest_message
     from daemon.alerts.outbox_keys import digest_sent_key
     from daemon.alerts.store import AlertStore, Queued
+    from daemon.alerts.watch import outbox_chats
     from daemon.telegram.sender import send_now
 
     telegram = settings.telegram
@@ -21,7 +22,9 @@ def send(settings: Settings, day: str, digest: dict[str, Any]) -> str:
     assert telegram.chat_id is not None
     store = AlertStore(settings.alerts_path)
     try:
-        store.enqueue(Queued(digest_sent_key(day, store.now_ms()), digest_message(digest)))
+        key = digest_sent_key(day, store.now_ms())
+        for chat in outbox_chats(settings, "digest", None):
+            store.enqueue(Queued(key, digest_message(digest), chat=chat))
         done = send_now(store, telegram.bot_token.get_secret_value(), telegram.api_base, telegram.chat_id)
     finally:
         store.close()

@@ -11,6 +11,8 @@ it is handled. Approval messages are edited from the approval as the backbone ha
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 import structlog
 
 from daemon.alerts.machine import mute, snooze
@@ -20,6 +22,7 @@ from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
 from daemon.duties import ApprovalsClient
 from daemon.hubserver.tracked import TrackedApprovals
+from daemon.routing import Approver, own_chats
 from daemon.telegram.callbacks import (
     HOLD_MS,
     OTHER_CHAT,
@@ -41,27 +44,31 @@ def apply(
     coordination: Approvals,
     store: AlertStore,
     *,
-    chat_id: str | None = None,
+    chats: str | Collection[str] | None = None,
     defer_timeout_ms: int | None = None,
+    people: Sequence[Approver] = (),
 ) -> str:
-    """Do what the press asks, if the presser may; the answer to show them. ``chat_id``: the chat
+    """Do what the press asks, if the presser may; the answer to show them. ``chats``: the chats
     memsync speaks in (presses from any other are refused, whatever they ask, before anything is
-    looked up)."""
-    if elsewhere(press, chat_id):
+    looked up); ``people``: the collaborators, of whom those with ``approve`` decide approvals too."""
+    if elsewhere(press, chats):
         return OTHER_CHAT
     if isinstance(press, UnknownPress):
         return UNKNOWN_BUTTON
     if press.action in (Action.SNOOZE, Action.MUTE):
         return _hold(press, store)
-    return _decide(press, coordination, store, defer_timeout_ms)
+    return _decide(press, coordination, store, defer_timeout_ms, people)
 
 
-def _decide(press: Press, coordination: Approvals, store: AlertStore, defer_timeout_ms: int | None) -> str:
-    """Approve, reject or defer the approval the press is about: its reviewers only."""
+def _decide(
+    press: Press, coordination: Approvals, store: AlertStore, defer_timeout_ms: int | None, people: Sequence[Approver]
+) -> str:
+    """Approve, reject or defer the approval the press is about: its reviewers and the
+    collaborators with ``approve`` only."""
     approval = coordination.approval(press.target)
     if approval is None:
         return "No such approval."
-    refused = refusal(press, approval.reviewers)
+    refused = refusal(press, approval.reviewers, people=people)
     if refused is not None:
         log.warning("button press refused", approval=press.target, from_id=press.from_id, reason=refused)
         return refused
@@ -144,8 +151,9 @@ class HubPresses:
             press,
             self.coordination,
             self.store,
-            chat_id=self.settings.telegram.chat_id,
+            chats=own_chats(self.settings.telegram.chat_id, self.settings.collaborators),
             defer_timeout_ms=self._defer_timeout(press.target) if isinstance(press, Press) else None,
+            people=self.settings.collaborators,
         )
 
     def close(self) -> None:

@@ -1,19 +1,21 @@
 """What a button press asks, and whether the presser may. Pure.
 
 Callback data: ``a:`` / ``r:`` / ``d:`` + an approval id (approve, reject, defer: only the
-approval's reviewers, by Telegram user id), ``s:`` / ``m:`` + an alert id (snooze 1 h, mute 1 day:
-anyone in the chat). A press of any other data (a button of an older memsync, of another bot in the
-chat) is answered too, or Telegram's client spins until it gives up (contracts/press_answers.json).
+approval's reviewers and the collaborators with ``approve``, by Telegram user id), ``s:`` / ``m:``
++ an alert id (snooze 1 h, mute 1 day: anyone in the chat). A press of any other data (a button of
+an older memsync, of another bot in the chat) is answered too, or Telegram's client spins until it
+gives up (contracts/press_answers.json).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from daemon.alerts.machine import HOUR_MS
+from daemon.routing import Approver, may_decide
 
 
 class Action(StrEnum):
@@ -107,17 +109,29 @@ def parse(update: dict[str, Any]) -> Press | None:
     return found if isinstance(found, Press) else None
 
 
-def elsewhere(press: Press | UnknownPress, chat_id: str | None) -> bool:
-    """Was it pressed in another chat than memsync's own (``chat_id``; None: any chat counts)? A
-    bot may be added to other chats: presses there count for nothing, whatever they ask."""
-    return chat_id is not None and press.chat_id is not None and press.chat_id != chat_id
+def elsewhere(press: Press | UnknownPress, chats: str | Collection[str] | None) -> bool:
+    """Was it pressed in another chat than memsync's own (``chats``: the default chat and the
+    collaborators', ``routing.own_chats``; None: any chat counts)? A bot may be added to other
+    chats: presses there count for nothing, whatever they ask."""
+    if chats is None or press.chat_id is None:
+        return False
+    return press.chat_id not in ({chats} if isinstance(chats, str) else chats)
 
 
-def refusal(press: Press | UnknownPress, reviewers: Sequence[str], chat_id: str | None = None) -> str | None:
-    """Why this press may not do what it asks, or None: only presses in memsync's own chat count,
-    and only an approval's reviewers may decide it."""
-    if elsewhere(press, chat_id):
+def refusal(
+    press: Press | UnknownPress,
+    reviewers: Sequence[str],
+    chats: str | Collection[str] | None = None,
+    people: Sequence[Approver] = (),
+) -> str | None:
+    """Why this press may not do what it asks, or None: only presses in memsync's own chats count,
+    and only an approval's reviewers, or a collaborator with ``approve`` (``people``), may decide it."""
+    if elsewhere(press, chats):
         return OTHER_CHAT
-    if isinstance(press, Press) and press.action in APPROVAL_ACTIONS and press.from_id not in reviewers:
+    if (
+        isinstance(press, Press)
+        and press.action in APPROVAL_ACTIONS
+        and not may_decide(press.from_id, reviewers, people)
+    ):
         return NOT_A_REVIEWER
     return None

@@ -1,7 +1,7 @@
 """Sending the outbox (``daemon/alerts/store.py``): claim what is due, send or edit it, mark it.
 
 Telegram's limits and failures, each handled once here: about one message a second per chat (each
-message waits for its moment, a pause after the one handed out before it by any sender:
+message waits for its moment, a pause after the one handed out before it to its chat by any sender:
 ``AlertStore.claim_due``; contracts/outbox_rules.json, as Convex's deliver paces); a 429 holds the
 message for the ``retry_after`` Telegram gives and ends the round (everything else waits too); an
 unreachable or failing API holds it with the project's backoff (``sync.retry.RetryPolicy``), and
@@ -47,8 +47,9 @@ def deliver(
     limit: int = ROUND_SIZE,
 ) -> Round:
     """One round: up to ``limit`` due messages, each sent at its moment (``Outgoing.send_at``: a
-    second apart). ``pause(seconds)`` waits for it and returns False when the daemon is stopping
-    (the rest stays queued). Raises TelegramAuthError."""
+    second apart in its chat) to its chat (``chat_id``, the default chat, or a collaborator's).
+    ``pause(seconds)`` waits for it and returns False when the daemon is stopping (the rest stays
+    queued). Raises TelegramAuthError."""
     items = store.claim_due("sender", limit)
     sent = 0
     for index, item in enumerate(items):
@@ -83,7 +84,9 @@ def deliver(
     return Round(sent, None)
 
 
-def _send(bot: BotApi, chat_id: str, item: Outgoing, store: AlertStore) -> None:
+def _send(bot: BotApi, default_chat: str, item: Outgoing, store: AlertStore) -> None:
+    # Each message to its own chat (a collaborator's, or the default chat), and each edit to its message's.
+    chat_id = default_chat if item.chat is None else item.chat
     if item.kind == "edit":
         assert item.ref_message_id is not None  # claim_due hands out an edit only once its message was sent
         bot.edit_message_text(chat_id, item.ref_message_id, item.text, item.buttons or None)
