@@ -213,6 +213,9 @@ def test_a_shared_reindex_fixes_a_collection_another_model_built(
     assert vm_b.catch_up().embedded == 0
     assert vm_b.collections.active() == rebuilt
     assert vm_b.cursor_file.read(rebuilt) == laptop_b.cursor_file.read(rebuilt)
+    shown = read_status(vm_b.settings) or {}
+    assert (shown.get("state"), shown.get("model"), shown.get("collection")) == ("ok", MODEL_B, rebuilt)
+    assert "another site rebuilt the shared index" in str(shown.get("notice"))
 
     # B's vectors: every point's dense vector is B's (the fake's, normalised) for the text it holds,
     # and a query with an episode's text finds that episode first by meaning alone, from both sites.

@@ -56,7 +56,7 @@ from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lazy import LazyEmbedder
-from sync.warm.lifecycle import Facts, Step, next_step, shown_purge
+from sync.warm.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
 from sync.warm.locked import LockedStore
 from sync.warm.rebuilder import Pointer, Rebuilder
 from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
@@ -351,7 +351,7 @@ class WarmLayer:
         except CollectionMismatch as exc:
             # Step.WAIT_FOR_REINDEX (``sync.warm.lifecycle``): re-embedding everything is the person's call.
             self._set("needs-reindex", f"{exc} (run: memsync reindex)")
-            return 3600.0  # until a reindex (which pokes) or a restart
+            return mismatch_wait(shared=self.shared is not None, catch_up_interval=self.settings.catch_up_interval)
         except StoreRejected:
             if not self._in_gap():
                 raise
