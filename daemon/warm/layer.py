@@ -107,13 +107,19 @@ def open_reranker(settings: Settings) -> Reranker | None:
     return VoyageReranker(secret.get_secret_value(), model=warm.rerank_model, base_url=base_url)
 
 
-def open_store(settings: Settings) -> VectorStore:
+def open_server_store(settings: Settings) -> ServerStore:
+    """A store on the Qdrant server the settings name (``warm.url``, ``warm.qdrant_api_key``): how a
+    command reaches the server, and the seam its tests replace (a store on a shared local-mode client)."""
     warm = settings.warm
-    if warm.store == "qdrant":
-        key = None if warm.qdrant_api_key is None else warm.qdrant_api_key.get_secret_value()
-        if key:
-            logs.register_secrets([key])
-        return ServerStore(url=warm.url, api_key=key).configured(warm.collection)
+    key = None if warm.qdrant_api_key is None else warm.qdrant_api_key.get_secret_value()
+    if key:
+        logs.register_secrets([key])
+    return ServerStore(url=warm.url, api_key=key)
+
+
+def open_store(settings: Settings) -> VectorStore:
+    if settings.warm.store == "qdrant":
+        return open_server_store(settings).configured(settings.warm.collection)
     return EdgeStore(settings.warm_dir / "qdrant")
 
 
