@@ -12,7 +12,17 @@ from typing import Any
 import pytest
 
 from sync.warm.cursor import CursorFile
-from sync.warm.lifecycle import Facts, Leftovers, Step, leftovers, next_step, owes_work, shown_purge
+from sync.warm.lifecycle import (
+    ALONE_MISMATCH_WAIT,
+    Facts,
+    Leftovers,
+    Step,
+    leftovers,
+    mismatch_wait,
+    next_step,
+    owes_work,
+    shown_purge,
+)
 from sync.warm.rebuilder import Rebuilder
 from sync.warm.store import EdgeStore
 
@@ -48,6 +58,18 @@ def test_a_purge_only_when_drained_owed_and_not_stopping_and_reindex_wins_everyw
             assert next_step(facts) is Step.WAIT_FOR_REINDEX, facts
         else:
             assert (next_step(facts) is Step.PURGE) == (drained and owed and not stopping), facts
+
+
+@pytest.mark.parametrize(
+    ("shared", "interval", "wait"),
+    [
+        pytest.param(False, 30.0, ALONE_MISMATCH_WAIT, id="alone: only a reindex here (which wakes it) fixes it"),
+        pytest.param(True, 30.0, 30.0, id="a shared Qdrant: another site's reindex may have moved the alias"),
+        pytest.param(True, 10.0, 10.0, id="shared, on Convex's interval"),
+    ],
+)
+def test_how_long_a_mismatch_waits_before_looking_again(shared: bool, interval: float, wait: float) -> None:
+    assert mismatch_wait(shared=shared, catch_up_interval=interval) == wait
 
 
 LEFTOVERS = [

@@ -15,11 +15,14 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
 from daemon.warm.results import parse_since, render_results
 from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
+
+if TYPE_CHECKING:
+    from daemon.warm.adopt import ServerFactory
 
 
 def register(commands: Commands) -> None:
@@ -187,15 +190,18 @@ def reindex_main(args: argparse.Namespace) -> int:
         return 1 if report["failed"] else 0
 
 
-def adopt_main(args: argparse.Namespace) -> int:
+def adopt_main(args: argparse.Namespace, *, server: ServerFactory | None = None) -> int:
+    """``server``: how a Qdrant server store is made from the settings (``daemon.warm.adopt``); the
+    CLI's is a client on ``warm.url``."""
     from daemon.warm.adopt import adopt_collection
+    from daemon.warm.layer import open_server_store
     from sync.errors import ConfigError
 
     with handled():
         settings = load(args)
         if not settings.warm.enabled:
             raise ConfigError("the warm layer is off (warm.enabled = false)")
-        say(adopt_collection(settings, args.collection).summary())
+        say(adopt_collection(settings, args.collection, server=server or open_server_store).summary())
     return 0
 
 

@@ -5,16 +5,20 @@ It records the adoption in the collection's metadata (the model this site is con
 vectors memsync must use, and that it was adopted: memsync writes it, never drops it) and points
 the configured name, the alias every site goes through (``sync.warm.shared``), at it. Nothing else
 in the collection changes.
+
+``server`` is how a Qdrant server store is made from the settings (``open_server_store``: a client
+on ``warm.url``); a test gives a store on qdrant-client's local mode, which no URL reaches.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from daemon.config import Settings
 from daemon.warm.files import Collections
-from daemon.warm.layer import open_embedder, open_store
+from daemon.warm.layer import open_embedder, open_server_store
 from sync.errors import ConfigError
 from sync.warm.cursor import CursorFile
 from sync.warm.shared_pointer import SharedPointer
@@ -44,7 +48,16 @@ class Adopted:
         return said
 
 
-def adopt_collection(settings: Settings, collection: str) -> Adopted:
+ServerFactory = Callable[[Settings], ServerStore]
+
+
+def adopt_collection(
+    settings: Settings,
+    collection: str,
+    *,
+    server: ServerFactory = open_server_store,
+    clock: Callable[[], float] = time.time,
+) -> Adopted:
     """Adopt ``collection`` for this site's model and serve it through the alias."""
     warm = settings.warm
     if warm.store != "qdrant":
@@ -60,8 +73,11 @@ def adopt_collection(settings: Settings, collection: str) -> Adopted:
             f"`memsync adopt-collection {name}`"
         )
     embedder = open_embedder(settings)
-    store = open_store(settings)
-    assert isinstance(store, ServerStore)
+
+    def configured() -> ServerStore:
+        return server(settings).configured(warm.collection)
+
+    store = configured()
     try:
         verdict = store.adopt(name, embedder.name, embedder.dims)
     finally:
@@ -70,20 +86,14 @@ def adopt_collection(settings: Settings, collection: str) -> Adopted:
     # dropped after warm.retire_after if memsync made it), and sites index the feed into it from 0.
     pointer = SharedPointer(
         warm.collection,
-        lambda: _server(settings),
+        configured,
         Collections(settings),
         CursorFile(settings.warm_dir / "indexer.json"),
         grace=warm.retire_after,
-        clock=time.time,
+        clock=clock,
     )
     try:
         pointer.switch(name)
     finally:
         pointer.close()
     return Adopted(name, embedder.name, embedder.dims, verdict)
-
-
-def _server(settings: Settings) -> ServerStore:
-    store = open_store(settings)
-    assert isinstance(store, ServerStore)
-    return store

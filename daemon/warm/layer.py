@@ -56,7 +56,7 @@ from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lazy import LazyEmbedder
-from sync.warm.lifecycle import Facts, Step, next_step, shown_purge
+from sync.warm.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
 from sync.warm.locked import LockedStore
 from sync.warm.rebuilder import Pointer, Rebuilder
 from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
@@ -107,13 +107,19 @@ def open_reranker(settings: Settings) -> Reranker | None:
     return VoyageReranker(secret.get_secret_value(), model=warm.rerank_model, base_url=base_url)
 
 
-def open_store(settings: Settings) -> VectorStore:
+def open_server_store(settings: Settings) -> ServerStore:
+    """A store on the Qdrant server the settings name (``warm.url``, ``warm.qdrant_api_key``): how a
+    command reaches the server, and the seam its tests replace (a store on a shared local-mode client)."""
     warm = settings.warm
-    if warm.store == "qdrant":
-        key = None if warm.qdrant_api_key is None else warm.qdrant_api_key.get_secret_value()
-        if key:
-            logs.register_secrets([key])
-        return ServerStore(url=warm.url, api_key=key).configured(warm.collection)
+    key = None if warm.qdrant_api_key is None else warm.qdrant_api_key.get_secret_value()
+    if key:
+        logs.register_secrets([key])
+    return ServerStore(url=warm.url, api_key=key)
+
+
+def open_store(settings: Settings) -> VectorStore:
+    if settings.warm.store == "qdrant":
+        return open_server_store(settings).configured(settings.warm.collection)
     return EdgeStore(settings.warm_dir / "qdrant")
 
 
@@ -351,7 +357,7 @@ class WarmLayer:
         except CollectionMismatch as exc:
             # Step.WAIT_FOR_REINDEX (``sync.warm.lifecycle``): re-embedding everything is the person's call.
             self._set("needs-reindex", f"{exc} (run: memsync reindex)")
-            return 3600.0  # until a reindex (which pokes) or a restart
+            return mismatch_wait(shared=self.shared is not None, catch_up_interval=self.settings.catch_up_interval)
         except StoreRejected:
             if not self._in_gap():
                 raise

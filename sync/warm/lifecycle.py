@@ -48,6 +48,19 @@ def next_step(facts: Facts) -> Step:
     return Step.PURGE
 
 
+# Alone (the edge store), only this site's `memsync reindex` fixes a mismatch, and it wakes the loop.
+ALONE_MISMATCH_WAIT = 3600.0
+
+
+def mismatch_wait(*, shared: bool, catch_up_interval: float) -> float:
+    """Seconds a layer whose serving collection another model built waits before it looks again.
+    On a shared Qdrant another site's reindex fixes it too, by moving the alias, and nothing tells
+    this site: it looks again at the catch-up interval, so it follows the alias, resumes indexing
+    and stops asking (in status) for a reindex that is done. Alone, an hour: only a reindex here,
+    which wakes the loop, or a restart changes anything."""
+    return catch_up_interval if shared else ALONE_MISMATCH_WAIT
+
+
 @dataclass(frozen=True)
 class Leftovers:
     """What to do with the collections a rebuild listed to drop unless active (``CursorFile``)."""
