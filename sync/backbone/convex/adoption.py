@@ -103,43 +103,60 @@ class SeedAdoption:
     ) -> bool:
         """Seed episodes adopted, then tasks placed, a batch a call, until none is left (True) or
         ``stop()`` (False: run it again, it goes on where it stopped)."""
-        while not stop():
-            step = self.operator.call("mutation", "adopt:adoptEpisodes", {"limit": limit})
+
+        def episodes(step: dict[str, Any]) -> None:
             progress.adopted += int(step["adopted"])
-            progress.batches += 1
-            tick(progress)
-            if not step["more"]:
-                break
-        else:
-            return False
-        after: str | None = None
-        while not stop():
-            page = self.operator.call("mutation", "adopt:placeTasks", {"after": after, "limit": limit})
+
+        def tasks(page: dict[str, Any]) -> None:
             progress.placed += int(page["placed"])
             progress.unplaced += int(page["unplaced"])
-            tick(progress)
-            after = page.get("next")
-            if after is None:
-                return True
-        return False
+
+        return self._episodes_then_tasks(
+            ("adopt:adoptEpisodes", episodes), ("adopt:placeTasks", tasks), progress, limit=limit, stop=stop, tick=tick
+        )
 
     def undo(
         self, progress: Progress, *, limit: int, stop: Callable[[], bool], tick: Callable[[Progress], None]
     ) -> bool:
         """Every hot episode back to the seed's shape, then tasks without a site; True when done."""
-        while not stop():
-            step = self.operator.call("mutation", "adopt:undoEpisodes", {"limit": limit})
+
+        def episodes(step: dict[str, Any]) -> None:
             progress.undone += int(step["undone"])
+
+        def tasks(page: dict[str, Any]) -> None:
+            progress.tasks_undone += int(page["unplaced"])
+
+        return self._episodes_then_tasks(
+            ("adopt:undoEpisodes", episodes), ("adopt:unplaceTasks", tasks), progress, limit=limit, stop=stop, tick=tick
+        )
+
+    def _episodes_then_tasks(
+        self,
+        episodes: tuple[str, Callable[[dict[str, Any]], None]],
+        tasks: tuple[str, Callable[[dict[str, Any]], None]],
+        progress: Progress,
+        *,
+        limit: int,
+        stop: Callable[[], bool],
+        tick: Callable[[Progress], None],
+    ) -> bool:
+        """The episodes' mutation until it says there are no more (each call a batch, resumable
+        because what is left is an index range), then the tasks' pages; False when ``stop()``."""
+        mutation, count = episodes
+        while not stop():
+            step = self.operator.call("mutation", mutation, {"limit": limit})
+            count(step)
             progress.batches += 1
             tick(progress)
             if not step["more"]:
                 break
         else:
             return False
+        mutation, count = tasks
         after: str | None = None
         while not stop():
-            page = self.operator.call("mutation", "adopt:unplaceTasks", {"after": after, "limit": limit})
-            progress.tasks_undone += int(page["unplaced"])
+            page = self.operator.call("mutation", mutation, {"after": after, "limit": limit})
+            count(page)
             tick(progress)
             after = page.get("next")
             if after is None:
