@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from daemon import logs
+from daemon.counts import counted
 from sync.backbone.base import Approvals
 from sync.errors import BackboneAuthError, ConfigError
 
@@ -187,4 +188,5 @@ class ConvexDuties:
             operator.close()
         removed = list(done.get("removed") or [])
         gone = f"; removed {', '.join(removed)}" if removed else ""
-        return f"{done.get('stored')} collaborator(s) stored in the Convex deployment {self.backbone.url}{gone}"
+        stored = counted(int(done.get("stored") or 0), "collaborator")
+        return f"{stored} stored in the Convex deployment {self.backbone.url}{gone}"

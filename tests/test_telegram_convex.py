@@ -214,7 +214,7 @@ def test_collaborators_pushed_from_the_config_hear_their_categories_and_decide(
     pushed = site.run("collaborators", "sync", env_extra={"CONVEX_DEPLOY_KEY": convex.admin_key})
     try:
         assert pushed.returncode == 0, pushed.stderr
-        assert "2 collaborator(s) stored in the Convex deployment" in pushed.stderr
+        assert "2 collaborators stored in the Convex deployment" in pushed.stderr
         assert convex.admin("query", "collaborators:list", {}) == [
             {
                 "name": "ada",

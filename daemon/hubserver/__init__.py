@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from daemon.counts import counted
 from daemon.hubserver import approvals
 from daemon.hubserver.digest import send
 
@@ -77,8 +78,9 @@ class HubDuties:
     def sync_collaborators(self, collaborators: list[dict[str, Any]]) -> str:
         # The sites are the server: each reads [[collaborators]] from its own config as it starts.
         return (
-            f"{len(collaborators)} collaborator(s) in this config; on the embedded hub each site's daemon reads "
-            "[[collaborators]] from its own config when it starts (give every site the same list): nothing to push"
+            f"{counted(len(collaborators), 'collaborator')} in this config; on the embedded hub each site's "
+            "daemon reads [[collaborators]] from its own config when it starts (give every site the same list): "
+            "nothing to push"
         )
 
     def empty_forgotten(self) -> str | None:
