@@ -28,6 +28,7 @@ from sync.warm.indexer import (
     PASSAGES_KEY,
     SPAN_KEY,
     Indexer,
+    IndexPlan,
     Previous,
     ToEmbed,
     archived_to_embed,
@@ -93,6 +94,23 @@ PID = point_id("laptop", "1")
 STORED = payload_for(change(1, EP))
 
 
+def check_plan(
+    name: str,
+    plan: IndexPlan,
+    embed: list[str],
+    rewrite: list[str],
+    delete: list[str],
+    record: list[str],
+    unchanged: int,
+) -> None:
+    """One table row of ``plan_page``: what it embeds, rewrites, deletes, records and leaves."""
+    assert [e.point_id for e in plan.embed] == embed, name
+    assert [pid for pid, _ in plan.rewrite] == rewrite, name
+    assert plan.delete == delete, name
+    assert [r.point_id for r in plan.record] == record, name
+    assert plan.unchanged == unchanged, name
+
+
 @pytest.mark.parametrize(
     ("name", "changes", "stored", "embed", "rewrite", "delete", "record", "unchanged"),
     [
@@ -117,11 +135,7 @@ def test_plan_page(
     unchanged: int,
 ) -> None:
     plan = plan_page(changes, stored)
-    assert [e.point_id for e in plan.embed] == embed, name
-    assert [pid for pid, _ in plan.rewrite] == rewrite, name
-    assert plan.delete == delete, name
-    assert [r.point_id for r in plan.record] == record, name
-    assert plan.unchanged == unchanged, name
+    check_plan(name, plan, embed, rewrite, delete, record, unchanged)
 
 
 SEED_PID = "7b0c0f5e-3f5c-4f0e-9a57-1c9a3e9d2a11"  # the seed design's point of an adopted episode
@@ -198,11 +212,7 @@ def test_plan_page_adopted(
     unchanged: int,
 ) -> None:
     plan = plan_page(changes, stored)
-    assert [e.point_id for e in plan.embed] == embed, name
-    assert [pid for pid, _ in plan.rewrite] == rewrite, name
-    assert plan.delete == delete, name
-    assert [r.point_id for r in plan.record] == record, name
-    assert plan.unchanged == unchanged, name
+    check_plan(name, plan, embed, rewrite, delete, record, unchanged)
     assert PID not in {*(e.point_id for e in plan.embed), *plan.delete}, "never a second point under memsync's id"
 
 
