@@ -100,12 +100,14 @@ test-fast: bootstrap node
 demo: bootstrap $(GEN)/node_modules/.stamp-node
 	$(BIN)/memsync demo
 
-# The references written from the code (tests/test_docs_reference.py fails when they drift).
+# The references written from the code (tests/test_docs_reference.py fails when they drift) and the
+# benchmarks' figures from bench/figures.json (tests/test_benchmark_figures.py).
 docs: bootstrap
 	$(BIN)/memsync docs commands > docs/reference/commands.md.new
 	mv docs/reference/commands.md.new docs/reference/commands.md
 	$(BIN)/memsync docs configuration > docs/reference/configuration.md.new
 	mv docs/reference/configuration.md.new docs/reference/configuration.md
+	$(BIN)/python -m bench.figures
 
 bench: bootstrap $(GEN)/node_modules/.stamp-node $(CONVEX)
 	$(BIN)/python -m bench.run_all
