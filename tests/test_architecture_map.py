@@ -1,7 +1,8 @@
 """Tier: unit. docs/ARCHITECTURE.md's map matches the tree, as tests/test_import_graph.py holds the
 imports: every package folder under daemon/ and sync/ (sub-packages included) and every loose
 module at their top is named in the map; every daemon/ or sync/ path the map names exists; and a
-module a folder's row names (`runner.py` in the `daemon/loop/` row) is in that folder."""
+module a folder's row names (`runner.py` in the `daemon/loop/` row) is in that folder; and every
+daemon/ or sync/ path named anywhere in ARCHITECTURE.md, the design essays or the guides exists."""
 
 from __future__ import annotations
 
@@ -140,3 +141,24 @@ def test_each_kind_of_drift_is_named(tmp_path: Path) -> None:
         "the map names sync/backbone/hub/, which is not a folder",
         "the map's row for daemon/alerts/ names store.py, which is not in it",
     ]
+
+
+def missing_paths(text: str, root: Path) -> list[str]:
+    """The daemon/ and sync/ paths a doc names in code that the tree does not have."""
+    return sorted(
+        path
+        for path in named_paths(text)
+        if not ((root / path).is_dir() if path.endswith("/") else (root / path).exists())
+    )
+
+
+def test_every_code_path_the_docs_name_exists() -> None:
+    docs = [ROOT / "docs" / "ARCHITECTURE.md", *sorted((ROOT / "docs" / "design").glob("*.md"))]
+    docs += sorted((ROOT / "docs" / "guides").glob("*.md"))
+    found = {
+        str(doc.relative_to(ROOT)): missing
+        for doc in docs
+        if (missing := missing_paths(doc.read_text(encoding="utf-8"), ROOT))
+    }
+    assert not found, f"docs name daemon/ or sync/ paths that do not exist: {found}"
+    assert missing_paths("`sync/warm/indexer.py` and `daemon/nowhere/`", ROOT) == ["daemon/nowhere/"]
