@@ -17,6 +17,12 @@ can leave a stamp unchanged (the "racy git" problem), so a file whose own bytes 
 shortly before we read it stays suspect, and is read again on the next poll, until it is old enough.
 How long that is depends on the file system's clock: 50 ms where timestamps carry sub-second
 digits, two seconds where they are whole seconds.
+
+A file whose time is ahead of this machine's clock (a clock stepped back, a file from a machine
+whose clock runs ahead, a network mount's server) would keep looking "written a moment ago": the
+wait for its window is bounded by the window itself, and such a file is read whole, and read again
+on every poll, until this clock passes its time. ``AgentDBReader.ahead_of_clock_s`` says by how much,
+for the log and ``status``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ FINE_RACY_WINDOW_NS = 20_000_000
 # A read that would start inside a window this short waits it out instead (so it need not be read
 # again); a longer one (a coarse clock) is read at once and again on the next poll.
 WAIT_OUT_WINDOW_NS = 100_000_000
+# A file this far ahead of our clock is worth saying (the log, status): below, a network mount's
+# usual drift, which the racy window absorbs anyway.
+SKEW_SAID_NS = 2_000_000_000
 # The WAL index header: two 48-byte copies at the start of -shm, written in the host's byte order;
 # its change counter moves on every commit. Readers never write it.
 WAL_INDEX_HEADER = 48
@@ -288,6 +297,9 @@ class AgentDBReader:
         self._clock_ns = clock_ns
         self._seen: FileStamp | None = None
         self._racy = True
+        # How far the file's time was ahead of our clock at the last look (seconds), when that is
+        # more than SKEW_SAID_NS; None otherwise.
+        self.ahead_of_clock_s: float | None = None
 
     def has_changed(self) -> bool:
         """True when the file may hold something the last snapshot did not. Costs two stats and, for
@@ -309,6 +321,8 @@ class AgentDBReader:
             if stamp is None:
                 self._seen, self._racy = None, False
                 raise SourceMissing(f"AgentDB file {self.path} does not exist")
+            ahead_ns = stamp.newest_ns - started_ns
+            self.ahead_of_clock_s = ahead_ns / 1e9 if ahead_ns > SKEW_SAID_NS else None
             wal = self._in_wal_mode(stamp)
             left_ns = 0 if wal and stamp.wal_index is not None else _left_in_window(stamp, started_ns)
             if left_ns and not waited:
@@ -319,10 +333,10 @@ class AgentDBReader:
             try:
                 if wal:
                     snap = self._wal_snapshot(stamp)
-                elif not left_ns and stamp.racy_window_ns() <= WAIT_OUT_WINDOW_NS:
+                elif not left_ns and ahead_ns <= 0 and stamp.racy_window_ns() <= WAIT_OUT_WINDOW_NS:
                     snap = self._file_in_place(stamp)
                 else:
-                    snap = self._file_snapshot(stamp)  # still being written, or a coarse clock
+                    snap = self._file_snapshot(stamp)  # still being written, a coarse clock, or ahead of ours
             except SourceUnavailable:
                 # Not worth reading again until the file changes.
                 self._seen, self._racy = stamp, False
@@ -460,10 +474,21 @@ class AgentDBReader:
         return Snapshot(conn, columns, stamp, "wal")
 
 
+def clock_ahead_message(ahead_s: float) -> str:
+    """What the log and ``status`` say of a file whose time is ``ahead_s`` ahead of our clock."""
+    return (
+        f"the AgentDB file's time is {ahead_s:.0f} s ahead of this machine's clock (a clock set back, or "
+        "a file written by a machine whose clock runs ahead): it is read whole on every poll until this "
+        "clock passes it; check the clocks (timedatectl)"
+    )
+
+
 def _left_in_window(stamp: FileStamp, now_ns: int) -> int:
     """Nanoseconds until a file written just now is safe to read once and for all (0: it is), for
-    clocks fine enough that waiting beats reading it again later."""
+    clocks fine enough that waiting beats reading it again later. Never more than two windows: a
+    file further ahead of ``now_ns`` than its window was not written "just now" by this clock (it
+    is ahead of it), and waiting would only wait out the difference between two clocks."""
     window = stamp.racy_window_ns()
-    if window > WAIT_OUT_WINDOW_NS:
+    if window > WAIT_OUT_WINDOW_NS or stamp.newest_ns - now_ns > window:
         return 0
     return max(0, stamp.newest_ns + window - now_ns)
