@@ -186,13 +186,15 @@ def _stored_or_built(backbone: Reports, day: str, today: str) -> dict[str, Any] 
 
 
 def digest_main(args: argparse.Namespace) -> int:
+    from daemon.schedule import plan
     from daemon.site import duties_of, open_backbone
 
     with handled():
         settings = load(args, log_level="error")
         now = time.time()
         today = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
-        day = args.date or (datetime.fromtimestamp(now, UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
+        # Yesterday: the day a manual `jobs run daily-digest` builds, at every hour.
+        day = args.date or plan.last_whole_day(datetime.fromtimestamp(now, UTC))
         try:
             datetime.strptime(day, "%Y-%m-%d")
         except ValueError:
