@@ -23,6 +23,12 @@ whose clock runs ahead, a network mount's server) would keep looking "written a 
 wait for its window is bounded by the window itself, and such a file is read whole, and read again
 on every poll, until this clock passes its time. ``AgentDBReader.ahead_of_clock_s`` says by how much,
 for the log and ``status``.
+
+A read that fails while a writer is at work (a torn header, pages SQLite rejects) is tried again:
+the writer moves the file's stamp when it is done. A file that stays as it is, unreadable, for
+``SETTLED_NS`` by this machine's monotonic clock is not being written but damaged (overwritten in
+place, truncated for good, emptied): that is ``SourceUnavailable``, said as what it is, and the
+file is not read again until it changes.
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ WAIT_OUT_WINDOW_NS = 100_000_000
 # A file this far ahead of our clock is worth saying (the log, status): below, a network mount's
 # usual drift, which the racy window absorbs anyway.
 SKEW_SAID_NS = 2_000_000_000
+# An unreadable file unchanged this long is damaged, not being written: sql.js truncates the file,
+# then spends a while exporting the database before it writes (over 50 ms at 13 MB).
+SETTLED_NS = 2_000_000_000
 # The WAL index header: two 48-byte copies at the start of -shm, written in the host's byte order;
 # its change counter moves on every commit. Readers never write it.
 WAL_INDEX_HEADER = 48
@@ -181,6 +190,7 @@ class Snapshot:
         stamp: FileStamp,
         mode: str,
         verify: Callable[[], None] | None = None,
+        failed: Callable[[str], NoReturn] | None = None,
     ):
         self._conn = conn
         self.columns = columns
@@ -189,6 +199,9 @@ class Snapshot:
         # Read in place from a file someone may rewrite: after each query, raises SnapshotNotReady
         # if the file moved, so that nothing read across a rewrite is ever returned.
         self._verify = verify or (lambda: None)
+        # A query SQLite refused on a file that did not move: says whether it is damaged or not yet
+        # readable (the reader's judgement), raising either way.
+        self._failed = failed or _not_ready
         present = [c if c in columns else f"NULL AS {c}" for c in (*BASE_COLUMNS, *ATTRIBUTION_COLUMNS)]
         self._select = f"SELECT {', '.join(present)} FROM episodes"
         self._names = (*BASE_COLUMNS, *ATTRIBUTION_COLUMNS)
@@ -201,7 +214,7 @@ class Snapshot:
             rows = self._conn.execute(f"{self._select} {where}", tuple(params)).fetchall()
         except sqlite3.DatabaseError as exc:
             self._verify()  # a rewrite under us is the likelier story, and the better message
-            raise SnapshotNotReady(f"reading episodes failed: {exc}") from exc
+            self._failed(f"reading episodes failed: {exc}")
         self._verify()
         return rows
 
@@ -214,7 +227,7 @@ class Snapshot:
             row = self._conn.execute(sql, tuple(params)).fetchone()
         except sqlite3.DatabaseError as exc:
             self._verify()
-            raise SnapshotNotReady(f"reading episodes failed: {exc}") from exc
+            self._failed(f"reading episodes failed: {exc}")
         self._verify()
         return None if row is None else row[0]
 
@@ -289,12 +302,16 @@ class AgentDBReader:
         pause: float = 0.005,
         sleep: Callable[[float], None] = time.sleep,
         clock_ns: Callable[[], int] = time.time_ns,
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self.path = path
         self._attempts = attempts
         self._pause = pause
         self._sleep = sleep
-        self._clock_ns = clock_ns
+        self._clock_ns = clock_ns  # compared with the file's times (the racy window)
+        self._monotonic_ns = monotonic_ns  # how long the file stays unreadable
+        # The stamp reads last failed on, and when that was first seen (monotonic): see _unreadable.
+        self._failing: tuple[FileStamp, int] | None = None
         self._seen: FileStamp | None = None
         self._racy = True
         # How far the file's time was ahead of our clock at the last look (seconds), when that is
@@ -398,11 +415,11 @@ class AgentDBReader:
             verify()  # torn pages read as no tables, or as a malformed file: was it rewritten?
             if isinstance(exc, SourceUnavailable):
                 raise
-            raise SnapshotNotReady(f"SQLite rejected the file: {exc}") from exc
+            self._unreadable(stamp, f"SQLite rejected the file: {exc}")
         except BaseException:
             conn.close()
             raise
-        return Snapshot(conn, columns, stamp, "file", verify)
+        return Snapshot(conn, columns, stamp, "file", verify, lambda reason: self._unreadable(stamp, reason))
 
     def _file_snapshot(self, stamp: FileStamp) -> Snapshot:
         try:
@@ -436,23 +453,31 @@ class AgentDBReader:
             columns = _episode_columns(conn, self.path)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise SnapshotNotReady(f"SQLite rejected the snapshot: {exc}") from exc
+            self._unreadable(stamp, f"SQLite rejected the snapshot: {exc}")
         except BaseException:
             conn.close()
             raise
-        return Snapshot(conn, columns, stamp, "file")
+        return Snapshot(conn, columns, stamp, "file", failed=lambda reason: self._unreadable(stamp, reason))
 
     def _refuse(self, problem: HeaderProblem, stamp: FileStamp, *, empty: bool | None = None) -> NoReturn:
         if problem.permanent:
             raise SourceUnavailable(f"{self.path}: {problem.reason}")
-        if (stamp.size == 0 if empty is None else empty) and self._stable_for_a_while(stamp):
-            raise SourceUnavailable(f"{self.path}: file is empty")
-        raise SnapshotNotReady(problem.reason)
+        self._unreadable(stamp, problem.reason, empty=stamp.size == 0 if empty is None else empty)
 
-    def _stable_for_a_while(self, stamp: FileStamp) -> bool:
-        # Not the racy window: sql.js truncates the file, then spends a while exporting the
-        # database before it writes (over 50 ms at 13 MB). Empty for two seconds is empty.
-        return self._clock_ns() - stamp.newest_ns > RACY_WINDOW_NS
+    def _unreadable(self, stamp: FileStamp, reason: str, *, empty: bool = False) -> NoReturn:
+        """A read of the file as ``stamp`` found failed for ``reason``. A writer at work moves the
+        stamp when it is done: SnapshotNotReady, read it again. The same stamp still unreadable
+        ``SETTLED_NS`` after its first failure (by the monotonic clock: the file's own times may be
+        ahead of ours) is damaged: SourceUnavailable, not read again until it changes."""
+        now = self._monotonic_ns()
+        if self._failing is None or not stamp.same_content(self._failing[0]):
+            self._failing = (stamp, now)
+        elif now - self._failing[1] >= SETTLED_NS:
+            self._seen, self._racy = stamp, False
+            if empty:
+                raise SourceUnavailable(f"{self.path}: file is empty")
+            raise SourceUnavailable(damaged_message(self.path, reason, (now - self._failing[1]) / 1e9))
+        raise SnapshotNotReady(reason)
 
     def _wal_snapshot(self, stamp: FileStamp) -> Snapshot:
         uri = f"file:{quote(str(self.path))}?mode=ro"
@@ -472,6 +497,18 @@ class AgentDBReader:
             conn.close()
             raise
         return Snapshot(conn, columns, stamp, "wal")
+
+
+def _not_ready(reason: str) -> NoReturn:
+    raise SnapshotNotReady(reason)
+
+
+def damaged_message(path: Path, reason: str, unchanged_s: float) -> str:
+    """What the log, ``status`` and the agentdb alert say of a file that stays unreadable."""
+    return (
+        f"{path} is damaged ({reason}) and has not changed for {unchanged_s:.0f} s, so no agent is "
+        "rewriting it: restore it from a backup; memsync reads it again when it changes"
+    )
 
 
 def clock_ahead_message(ahead_s: float) -> str:

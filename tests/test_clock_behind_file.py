@@ -8,33 +8,16 @@ with os.utime, and the waits are recorded, never slept."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
+from harness import episodes_file
 
 from sync.agentdb import RACY_WINDOW_NS, WAIT_OUT_WINDOW_NS, AgentDBReader
 
 NOW_NS = 1_800_000_000_123_456_789  # this machine's clock, with sub-millisecond digits as Linux has
 DAY_NS = 86_400 * 10**9
-
-
-def agentdb_file(path: Path, rows: int = 3) -> Path:
-    """A SQLite file with AgentDB's episodes table (the columns the reader needs)."""
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TABLE episodes (id INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER, session_id TEXT NOT NULL, "
-        "task TEXT NOT NULL, input TEXT, output TEXT, critique TEXT, reward REAL, success BOOLEAN, "
-        "created_at INTEGER)"
-    )
-    conn.executemany(
-        "INSERT INTO episodes (session_id, task, created_at) VALUES (?, ?, ?)",
-        [("s", f"task {i}", 1_700_000_000) for i in range(rows)],
-    )
-    conn.commit()
-    conn.close()
-    return path
 
 
 @pytest.mark.parametrize(
@@ -46,7 +29,7 @@ def agentdb_file(path: Path, rows: int = 3) -> Path:
     ],
 )
 def test_a_file_ahead_of_the_clock_is_read_without_waiting_out_the_difference(tmp_path: Path, ahead_ns: int) -> None:
-    path = agentdb_file(tmp_path / "agentdb.db")
+    path = episodes_file(tmp_path / "agentdb.db")
     os.utime(path, ns=(NOW_NS + ahead_ns, NOW_NS + ahead_ns))
     waits: list[float] = []
     reader = AgentDBReader(path, sleep=waits.append, clock_ns=lambda: NOW_NS)
@@ -59,7 +42,7 @@ def test_a_file_ahead_of_the_clock_is_read_without_waiting_out_the_difference(tm
 
 
 def test_a_file_a_moment_ahead_waits_one_window_at_most_and_says_nothing(tmp_path: Path) -> None:
-    path = agentdb_file(tmp_path / "agentdb.db")
+    path = episodes_file(tmp_path / "agentdb.db")
     written = NOW_NS + 5_000_000  # 5 ms ahead: the lag between two clocks, not a skew worth saying
     os.utime(path, ns=(written, written))
     now = [NOW_NS]
@@ -76,7 +59,7 @@ def test_a_file_a_moment_ahead_waits_one_window_at_most_and_says_nothing(tmp_pat
 
 
 def test_the_skew_is_said_only_past_the_coarse_window_and_forgotten_when_the_clock_passes(tmp_path: Path) -> None:
-    path = agentdb_file(tmp_path / "agentdb.db")
+    path = episodes_file(tmp_path / "agentdb.db")
     written = NOW_NS + 40 * 10**9
     os.utime(path, ns=(written, written))
     now = [NOW_NS]
@@ -90,7 +73,7 @@ def test_the_skew_is_said_only_past_the_coarse_window_and_forgotten_when_the_clo
 
 
 def test_the_real_clock_is_the_default(tmp_path: Path) -> None:
-    path = agentdb_file(tmp_path / "agentdb.db")
+    path = episodes_file(tmp_path / "agentdb.db")
     reader = AgentDBReader(path, sleep=lambda _s: None)
     ahead = time.time_ns() + DAY_NS
     os.utime(path, ns=(ahead, ahead))

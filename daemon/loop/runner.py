@@ -341,7 +341,8 @@ class Daemon:
             return False, True
         except SnapshotNotReady as exc:
             # A busy writer, not a failure: read again on the next change or poll, without backing off.
-            self._report(site, "last_error", f"AgentDB file is being rewritten; will read it again: {exc}", quiet=True)
+            # A file that stays unreadable is damaged, which the reader says (SourceUnavailable).
+            self._report(site, "last_error", f"AgentDB file not readable yet (a write in progress?): {exc}", quiet=True)
             return True, True
         except ConfigError:
             raise  # e.g. the backbone refused our credentials: only a person can fix that (exit 78)
