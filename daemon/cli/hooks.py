@@ -11,6 +11,7 @@ import argparse
 import difflib
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -180,10 +181,29 @@ def _config(args: argparse.Namespace) -> Path | None:
     return config
 
 
+def _found_without_a_config() -> None:
+    """Fail (78) unless the environment alone configures a site. The hooks run in the agent's
+    environment, with no -c: a config must be written into them, or bare commands find no site."""
+    from daemon.config import load_settings
+    from sync.errors import MemsyncError
+
+    try:
+        load_settings(None)
+    except (MemsyncError, OSError, ValueError):
+        fail(
+            "no config file given: pass the site's config with -c FILE (or set MEMSYNC_CONFIG) for the hooks "
+            "to name, else they find no site; nothing was written",
+            EX_CONFIG,
+        )
+
+
 def run_install(args: argparse.Namespace, now: Callable[[], float]) -> int:
     tool, scope = cast(Tool, args.tool), cast(Scope, args.scope)
     home, project = Path.home(), _project(args)
-    options = Options(per_prompt=args.per_prompt, capture=args.capture, config=_config(args))
+    config = _config(args)
+    if config is None:
+        _found_without_a_config()
+    options = Options(per_prompt=args.per_prompt, capture=args.capture, config=config)
     files = [f.path for f in settings_files(tool, scope, home, project)]
     try:
         current = read_files(files)
@@ -219,6 +239,7 @@ def run_status(args: argparse.Namespace) -> int:
     home, project = Path.home(), _project(args)
     tools: tuple[Tool, ...] = (args.tool,) if args.tool else TOOLS
     problems = 0
+    starts: list[tuple[str, str]] = []  # (where, the installed session-start command)
     for tool in tools:
         for scope in SCOPES:
             files = [f.path for f in settings_files(tool, scope, home, project)]
@@ -234,6 +255,8 @@ def run_status(args: argparse.Namespace) -> int:
             print(f"{tool} ({scope}): {len(found.events)} hook(s), MCP server {'yes' if found.server else 'no'}")
             for event in found.events:
                 print(f"  {event}")
+            if found.start_command is not None:
+                starts.append((f"{tool}, {scope}", found.start_command))
     executable = shutil.which("memsync")
     if executable is None:
         print("memsync on PATH: not found; the hooks will fail: put memsync's directory on the agents' PATH")
@@ -241,11 +264,21 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print(f"memsync on PATH: {executable}")
     print(f"daemon: {_daemon_state(args)}")
-    if executable is not None:
-        ok, sentence = _context_check(executable, project, args.config)
+    # What is installed is what the agents run: each session-start hook as written, config and all.
+    for where, command in starts:
+        ok, sentence = _context_check(command, project)
+        print(f"context check ({where}): {sentence}")
+        problems += not ok
+    if not starts and executable is not None:  # nothing installed: what `hooks install` would write
+        command = shlex.join([executable, "context", "--for", "claude-code", *_config_args(args.config)])
+        ok, sentence = _context_check(command, project)
         print(f"context check: {sentence}")
         problems += not ok
     return 1 if problems else 0
+
+
+def _config_args(config: Path | None) -> list[str]:
+    return ["--config", str(config)] if config else []
 
 
 def _daemon_state(args: argparse.Namespace) -> str:
@@ -267,30 +300,47 @@ def _daemon_state(args: argparse.Namespace) -> str:
     return f"answers on {path}"
 
 
-def _context_check(executable: str, project: Path, config: Path | None) -> tuple[bool, str]:
-    """Run the session-start hook as Claude Code would, with a made-up session."""
+def _context_check(command: str, project: Path) -> tuple[bool, str]:
+    """Run a session-start hook's command as the agent tools do (through the shell, in the project,
+    the session's JSON on stdin), with a made-up session. The environment is this one without
+    MEMSYNC_CONFIG, which an agent's need not have: the hook must name its config itself."""
     event = {"session_id": "memsync-hooks-status", "cwd": str(project), "hook_event_name": "SessionStart"}
     event |= {"source": "startup", "transcript_path": ""}
-    command = [executable, "context", "--for", "claude-code", *(["--config", str(config)] if config else [])]
+    environ = {k: v for k, v in os.environ.items() if k != "MEMSYNC_CONFIG"}
     try:
         done = subprocess.run(
-            command,
+            ["/bin/sh", "-c", command],
             input=json.dumps(event),
             capture_output=True,
             text=True,
             timeout=CONTEXT_CHECK_TIMEOUT_S,
             check=False,
+            cwd=project,
+            env=environ,
         )
     except subprocess.TimeoutExpired:
-        return False, f"memsync context did not answer within {CONTEXT_CHECK_TIMEOUT_S:g}s"
+        return False, f"the hook did not answer within {CONTEXT_CHECK_TIMEOUT_S:g}s: {command}"
     except OSError as exc:
-        return False, f"could not run {executable}: {exc.strerror or exc}"
+        return False, f"could not run the hook {command}: {exc.strerror or exc}"
+    why = (done.stderr.strip().splitlines() or ["no message"])[-1]
     if done.returncode == 2 and "invalid choice" in done.stderr:
         return True, "this memsync has no `memsync context` yet: the context hooks will add nothing"
     if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return False, f"memsync context exited {done.returncode}: {why}"
-    return True, f"ok ({len(done.stdout)} characters of context for a new session here)"
+        return False, f"the hook exited {done.returncode}: {why}"
+    if done.stderr.strip():  # the hook answers nothing rather than fail, and says why
+        return False, f"the hook adds no context: {why}"
+    return True, f"ok ({_context_chars(done.stdout)} characters of context for a new session here)"
+
+
+def _context_chars(answer: str) -> int:
+    """The context a hook's answer carries (its ``additionalContext``), in characters."""
+    try:
+        data = json.loads(answer) if answer.strip() else {}
+    except json.JSONDecodeError:
+        return len(answer)
+    output = data.get("hookSpecificOutput") if isinstance(data, dict) else None
+    context = output.get("additionalContext") if isinstance(output, dict) else None
+    return len(context) if isinstance(context, str) else 0
 
 
 __all__ = ["register"]

@@ -220,11 +220,13 @@ class Installed:
 
     events: tuple[str, ...]  # "SessionStart: memsync context --for claude-code", ...
     server: bool
+    start_command: str | None = None  # the session start's context hook, as written (what status runs)
 
 
 def installed(tool: Tool, scope: Scope, current: Mapping[Path, str | None], home: Path, project: Path) -> Installed:
     events: list[str] = []
     server = False
+    start: str | None = None
     for file in settings_files(tool, scope, home, project):
         text = current.get(file.path)
         if text is None:
@@ -240,10 +242,12 @@ def installed(tool: Tool, scope: Scope, current: Mapping[Path, str | None], home
                     for handler in group.get("hooks", ()) if isinstance(group, dict) else ():
                         if is_ours(handler):
                             events.append(f"{event}: {handler['command']}")
+                            if event == DIALECTS[tool].session_start and " context " in handler["command"]:
+                                start = start or handler["command"]
         if file.mcp:
             servers = _object_at(file.path, data, "mcpServers", create=False) or {}
             server = server or _server_is_ours(servers.get(SERVER))
-    return Installed(tuple(events), server)
+    return Installed(tuple(events), server, start)
 
 
 def merge_hooks(path: Path, data: dict[str, Any], tool: Tool, wanted: Mapping[str, list[dict[str, Any]]]) -> None:
