@@ -33,3 +33,12 @@ def test_a_heartbeat_whose_state_path_is_unusable_says_why(
     line = one_line(done)
     assert f"{blocker} (state.path)" in line, line
     assert "it is a file, not a folder" in line, line
+
+
+def test_a_forgotten_config_file_is_named_as_such(tmp_path: Path) -> None:
+    for command in (["status"], ["sync"], ["heartbeat", "--agent", "coder"]):
+        done = memsync(*command, env={"MEMSYNC_CONFIG": ""}, cwd=tmp_path)
+        assert done.returncode == EX_CONFIG, done.stderr
+        line = one_line(done)
+        assert "no config file given: pass the site's config with -c FILE, or set MEMSYNC_CONFIG" in line, line
+        assert "missing key" not in line
