@@ -10,8 +10,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import SiteFiles, memsync
+from conftest import SiteFiles, memsync, warm_section, write_config
 
+from daemon.cli.common import EX_USAGE
 from sync.errors import EX_CONFIG
 
 
@@ -42,3 +43,24 @@ def test_a_forgotten_config_file_is_named_as_such(tmp_path: Path) -> None:
         line = one_line(done)
         assert "no config file given: pass the site's config with -c FILE, or set MEMSYNC_CONFIG" in line, line
         assert "missing key" not in line
+
+
+def test_search_for_a_site_no_one_has_names_the_sites(
+    make_agentdb: Callable[..., Path], tmp_path: Path, short_dir: Path
+) -> None:
+    hub = tmp_path / "hub.db"
+    sites = [
+        write_config(tmp_path / name, name, make_agentdb(3, seed=seed, name=f"{name}.db"), hub, warm=warm)
+        for name, seed, warm in (
+            ("laptop", 1, warm_section(tmp_path, short_dir, "laptop")),
+            ("vm", 2, None),
+        )
+    ]
+    for site in sites:
+        assert memsync("sync", "--config", str(site.config)).returncode == 0
+    laptop = str(sites[0].config)
+    done = memsync("search", "task", "--site", "lapton", "--config", laptop)
+    assert done.returncode == EX_USAGE, done.stdout + done.stderr
+    assert one_line(done) == "memsync: search: no site named 'lapton' (sites: laptop, vm)"
+    known = memsync("search", "no such words anywhere zzzq", "--site", "vm", "--json", "--config", laptop)
+    assert known.returncode == 0, known.stderr
