@@ -6,13 +6,18 @@ has, `memsync jobs` on an 80-column terminal, and status's counts after a forget
 
 from __future__ import annotations
 
+import os
+import pty
+import re
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from conftest import SiteFiles, memsync, warm_section, write_config
 
 from daemon.cli.common import EX_USAGE
+from daemon.job_table import JOB_NAMES
 from sync.errors import EX_CONFIG
 
 
@@ -64,3 +69,38 @@ def test_search_for_a_site_no_one_has_names_the_sites(
     assert one_line(done) == "memsync: search: no site named 'lapton' (sites: laptop, vm)"
     known = memsync("search", "no such words anywhere zzzq", "--site", "vm", "--json", "--config", laptop)
     assert known.returncode == 0, known.stderr
+
+
+def test_jobs_fit_an_80_column_terminal(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]
+) -> None:
+    site = site_files(agentdb=make_agentdb(2))
+    assert memsync("sync", "--config", str(site.config)).returncode == 0
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daemon", "jobs", "--config", str(site.config)],
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            env={**os.environ, "COLUMNS": "80", "LINES": "50", "TERM": "xterm"},
+        )
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(60)
+    finally:
+        os.close(leader)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.decode("utf-8", "replace"))  # the terminal's bold, not text
+    lines = text.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80, text
+    for job in JOB_NAMES:
+        assert any(line.split() and line.split()[0] == job for line in lines), (job, text)
+    assert "…" not in text, text
