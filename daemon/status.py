@@ -132,7 +132,8 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
             "startedAt": _iso(_float(meta.get("daemon_started_at"))),
         },
         "cursor": cursor,
-        "synced": synced,
+        # The site's episodes the backbone holds (it follows forgets); the sidecar's count without it.
+        "synced": backbone["cursor"]["totalSynced"] if backbone.get("cursor") else synced,
         "backlog": backlog,
         "lastSyncAt": _iso(_float(meta.get("last_success_at"))),
         "lagSeconds": None if lag is None else round(lag, 3),

@@ -6,6 +6,7 @@ has, `memsync jobs` on an 80-column terminal, and status's counts after a forget
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import SiteFiles, memsync, warm_section, write_config
+from conftest import SiteFiles, hub_episodes, memsync, status_json, warm_section, write_config
 
 from daemon.cli.common import EX_USAGE
 from daemon.job_table import JOB_NAMES
@@ -104,3 +105,16 @@ def test_jobs_fit_an_80_column_terminal(
     for job in JOB_NAMES:
         assert any(line.split() and line.split()[0] == job for line in lines), (job, text)
     assert "…" not in text, text
+
+
+def test_status_counts_follow_a_forget(site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]) -> None:
+    site = site_files(agentdb=make_agentdb(6))
+    assert memsync("sync", "--config", str(site.config)).returncode == 0
+    forgot = memsync("forget", "laptop:2", "laptop:5", "--config", str(site.config))
+    assert forgot.returncode == 0, forgot.stderr
+    _code, report = status_json(site.config)
+    held = len(hub_episodes(site.hub, "laptop"))
+    assert held == 4
+    assert (report["synced"], report["backbone"]["cursor"]["totalSynced"]) == (held, held), json.dumps(report)
+    shown = memsync("status", "--config", str(site.config))
+    assert "6 (4 episodes synced)" in " ".join(shown.stdout.split()), shown.stdout
