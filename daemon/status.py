@@ -19,7 +19,7 @@ from daemon.config import Settings
 from daemon.control.lock import holder_pid
 from daemon.counts import counted
 from daemon.health import Facts, Level, assess, lag_seconds
-from daemon.paths import agentdb_problem, writable_problem
+from daemon.paths import agentdb_folder_missing, agentdb_problem, writable_problem
 from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
@@ -119,6 +119,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         warm_problem=warm.get("problem"),
         source_refused=refused,
         clock_ahead=clock_ahead_message(agentdb["aheadOfClock"]) if agentdb.get("aheadOfClock") else None,
+        agentdb_folder=agentdb_folder_missing(settings.agentdb.path) if agentdb["waiting"] else None,
     )
     level, reasons = assess(facts)
     return {

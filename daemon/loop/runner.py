@@ -34,7 +34,7 @@ from daemon.config import Settings
 from daemon.control.lock import SiteLock
 from daemon.loop.changes import ChangeWaker
 from daemon.loop.notify import Notifier
-from daemon.paths import check_site
+from daemon.paths import agentdb_folder_missing, check_site
 from daemon.site import Site, duties_of, open_backbone
 from daemon.warm.host import WarmHost
 
@@ -335,7 +335,11 @@ class Daemon:
             # over nothing, so that `sync --wait` returns at once; the file's creation wakes us.
             if not self._waiting_said:
                 self._waiting_said = True
-                log.info("waiting for the AgentDB file to be created", path=str(self.settings.agentdb.path))
+                typo = agentdb_folder_missing(self.settings.agentdb.path)
+                if typo is not None:  # likelier a wrong path than an agent yet to write
+                    log.warning("waiting for the AgentDB file to be created", detail=typo)
+                else:
+                    log.info("waiting for the AgentDB file to be created", path=str(self.settings.agentdb.path))
             self.problems.recovered("source_error")
             site.sidecar.set_many({"last_pass_started_at": started, "backlog": 0, "source_error": str(exc)})
             return False, True
