@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Final, cast
 
@@ -141,8 +141,18 @@ def write_atomically(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
-def apply(current: Mapping[Path, str | None], planned: Mapping[Path, str | None], *, dry_run: bool, now: float) -> int:
-    """Write the planned files (a backup of each existing one first) or, dry, print the diff; how many change."""
+def apply(
+    current: Mapping[Path, str | None],
+    planned: Mapping[Path, str | None],
+    *,
+    dry_run: bool,
+    now: float,
+    pristine: Collection[Path] = (),
+) -> int:
+    """Write the planned files or, dry, print the diff; how many change. A file in ``pristine``
+    (it holds none of memsync's entries: the user's own) is backed up first, in place of any
+    earlier backup: one a file, the last text memsync did not write into, which uninstall restores
+    byte for byte. A file memsync already wrote into gets none: its backup is still that one."""
     changed = 0
     for path, new in planned.items():
         old = current.get(path)
@@ -160,7 +170,9 @@ def apply(current: Mapping[Path, str | None], planned: Mapping[Path, str | None]
             )
             continue
         backup = None
-        if old is not None:
+        if old is not None and path in pristine:
+            for earlier in path.parent.glob(f"{path.name}{BACKUP_INFIX}*"):
+                earlier.unlink()
             backup = backup_name(path, now)
             shutil.copy2(path, backup)
         if new is None:
@@ -208,14 +220,25 @@ def run_install(args: argparse.Namespace, now: Callable[[], float]) -> int:
     try:
         current = read_files(files)
         planned = plan_install(tool, scope, options, current, home, project)
+        pristine = _pristine(tool, scope, current, home, project)
     except Malformed as exc:
         fail(f"{exc} (nothing was written)", EX_CONFIG)
-    changed = apply(current, planned, dry_run=args.dry_run, now=now())
+    changed = apply(current, planned, dry_run=args.dry_run, now=now(), pristine=pristine)
     if not changed:
         print(f"memsync is already installed for {tool} ({scope}); nothing to change")
     elif args.dry_run:
         print(f"dry run: {changed} file(s) would change; nothing was written", file=sys.stderr)
     return 0
+
+
+def _pristine(tool: Tool, scope: Scope, current: Mapping[Path, str | None], home: Path, project: Path) -> set[Path]:
+    """The files that exist and hold none of memsync's entries: the user's own text."""
+    found = set()
+    for path, text in current.items():
+        mine = installed(tool, scope, {path: text}, home, project)
+        if text is not None and not mine.events and not mine.server:
+            found.add(path)
+    return found
 
 
 def run_uninstall(args: argparse.Namespace, now: Callable[[], float]) -> int:
