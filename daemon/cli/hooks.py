@@ -29,6 +29,7 @@ from daemon.hooks.plan import (
     Options,
     Scope,
     Tool,
+    has_comments,
     installed,
     plan_install,
     plan_uninstall,
@@ -223,12 +224,31 @@ def run_install(args: argparse.Namespace, now: Callable[[], float]) -> int:
         pristine = _pristine(tool, scope, current, home, project)
     except Malformed as exc:
         fail(f"{exc} (nothing was written)", EX_CONFIG)
+    _say_lost_comments(current, planned, pristine, dry_run=args.dry_run)
     changed = apply(current, planned, dry_run=args.dry_run, now=now(), pristine=pristine)
     if not changed:
         print(f"memsync is already installed for {tool} ({scope}); nothing to change")
     elif args.dry_run:
         print(f"dry run: {changed} file(s) would change; nothing was written", file=sys.stderr)
     return 0
+
+
+def _say_lost_comments(
+    current: Mapping[Path, str | None], planned: Mapping[Path, str | None], pristine: Collection[Path], *, dry_run: bool
+) -> None:
+    """A JSONC file (Gemini CLI's settings) written back as JSON loses its comments: say so, and
+    where they are kept, before it happens."""
+    for path, new in planned.items():
+        old = current.get(path)
+        if new is None or new == old or not has_comments(old) or has_comments(new):
+            continue
+        kept = (
+            "its backup beside it keeps them (`memsync hooks uninstall` restores it)"
+            if path in pristine
+            else "copy them back by hand if you need them"
+        )
+        verb = "would drop" if dry_run else "drops"
+        print(f"note: {path} has comments, which JSON cannot hold: writing it {verb} them; {kept}", file=sys.stderr)
 
 
 def _pristine(tool: Tool, scope: Scope, current: Mapping[Path, str | None], home: Path, project: Path) -> set[Path]:
@@ -250,6 +270,7 @@ def run_uninstall(args: argparse.Namespace, now: Callable[[], float]) -> int:
         planned = plan_uninstall(tool, scope, current, home, project, {p: backups_of(p) for p in files})
     except Malformed as exc:
         fail(f"{exc} (nothing was written)", EX_CONFIG)
+    _say_lost_comments(current, planned, set(), dry_run=args.dry_run)
     changed = apply(current, planned, dry_run=args.dry_run, now=now())
     if not changed:
         print(f"memsync is not installed for {tool} ({scope}); nothing to change")
