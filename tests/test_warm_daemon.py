@@ -78,8 +78,10 @@ def test_a_running_daemon_indexes_what_its_agent_writes_and_serves_search(
 
     _, tagged, _ = search(site, "certificate", "--tag", "ops")
     assert [r["sourceId"] for r in tagged["results"]] == ["1"]
-    _, elsewhere, _ = search(site, "certificate", "--site", "vm")
+    _, elsewhere, _ = search(site, "certificate", "--site", "laptop", "--agent", "nobody")
     assert elsewhere["results"] == []
+    code, _, said = search(site, "certificate", "--site", "vm")  # no site of that name
+    assert (code, said) == (2, "memsync: search: no site named 'vm' (sites: laptop)\n")
 
     code, report = status_json(site.config)
     assert report["warm"]["state"] == "ok"
