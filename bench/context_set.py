@@ -56,6 +56,7 @@ from bench.common import (
     workdir,
 )
 from bench.recall import Planned, index
+from daemon.context.hook import HookInput, Plan, plan
 
 SET: Final = ROOT / "tests" / "data" / "context_set.json"
 HOOKS: Final = ROOT / "tests" / "data" / "hooks"
@@ -345,27 +346,31 @@ def ask_case(site: SiteFiles, root: Path, tool: str, case: Case, n: int) -> tupl
     return run_hook(site, tool, hook_stdin(tool, "SessionStart", cwd=str(cwd), session_id=session, source="startup"))
 
 
-def capture(site: SiteFiles, case: Case, root: Path) -> dict[str, Any]:
-    """What ``memsync context`` asks the daemon for this case, as it asks it (``daemon.cli.context``):
-    the search for the prompt (or the project and last prompt at a start) and the project's recent
-    episodes, as the daemon's wire results."""
-    from daemon.context.files import project_name
-    from daemon.context.hook import HookInput, plan
-    from daemon.control.client import ask
-    from sync.warm.request import RecentRequest, SearchFilter, SearchRequest
-
-    socket = site.settings().socket_path
-    project = project_name(project_dir(root, case.project))
+def planned(case: Case, project: str | None) -> Plan:
+    """What the hook decides for ``case`` (``daemon.context.hook.plan``), as Claude Code would ask."""
     hook = HookInput(
         tool="claude-code",
         event="SessionStart" if case.start else "UserPromptSubmit",
-        session_id="capture",
+        session_id=case.id,
         cwd=None,
         transcript_path=None,
         source=("resume" if case.kind == "resume" else "startup") if case.start else None,
         prompt=None if case.start else case.prompt,
     )
-    decided = plan(hook, project=project, last_prompt=case.prompt if case.kind == "resume" else None)
+    return plan(hook, project=project, last_prompt=case.prompt if case.kind == "resume" else None)
+
+
+def capture(site: SiteFiles, case: Case, root: Path) -> dict[str, Any]:
+    """What ``memsync context`` asks the daemon for this case, as it asks it (``daemon.cli.context``):
+    the search for the prompt (or the project and last prompt at a start) and the project's recent
+    episodes, as the daemon's wire results."""
+    from daemon.context.files import project_name
+    from daemon.control.client import ask
+    from sync.warm.request import RecentRequest, SearchFilter, SearchRequest
+
+    socket = site.settings().socket_path
+    project = project_name(project_dir(root, case.project))
+    decided = planned(case, project)
     record: dict[str, Any] = {"case": case.id, "project": project, "plan": decided.action, "query": decided.query}
     if decided.action != "search":
         return record | {"found": [], "recent": []}

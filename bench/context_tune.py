@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.context_set import Case, ContextSet, Scored, block_of, load_set, score, summary_of
+from bench.context_set import Case, ContextSet, Scored, block_of, load_set, planned, score, summary_of
 from daemon.context.compose import ENTRY_CHARS, compose
-from daemon.context.hook import HookInput, fitted, plan
+from daemon.context.hook import fitted
 from daemon.context.relevance import RULES, Rules
 from sync.warm.request import SearchResult
 
@@ -40,7 +40,7 @@ FLOOR_GRID: dict[str, Sequence[float]] = {
     "project": (0.0, 0.05, 0.10, 0.15),
 }
 ENTRY_GRID: dict[str, Sequence[int]] = {"max_entries": (2, 3, 4), "entry_chars": (1_000, 1_600, 2_400)}
-TOOL = "claude-code"  # the tools' prompt blocks differ only in their envelope (bench/context_set.py)
+TOOL = "claude-code"  # the tools' blocks differ only in their envelope and cap (bench/context_set.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,17 +59,9 @@ class Choice:
 
 def replay(case: Case, captured: Mapping[str, Any], choice: Choice) -> str:
     """The block the hook gives for ``case`` from what the daemon answered, under ``choice``."""
-    hook = HookInput(
-        tool=TOOL,
-        event="SessionStart" if case.start else "UserPromptSubmit",
-        session_id="tune",
-        cwd=None,
-        transcript_path=None,
-        source=("resume" if case.kind == "resume" else "startup") if case.start else None,
-        prompt=None if case.start else case.prompt,
-    )
     project = captured["project"]
-    decided = plan(hook, project=project, last_prompt=case.prompt if case.kind == "resume" else None)
+    decided = planned(case, project)
+    event = "SessionStart" if case.start else "UserPromptSubmit"
     if decided.action != "search":
         return ""
     found = [SearchResult.from_wire(r) for r in captured["found"]]
@@ -88,7 +80,7 @@ def replay(case: Case, captured: Mapping[str, Any], choice: Choice) -> str:
         )
         return block.text, None
 
-    out, _ = fitted(TOOL, hook.event, decided.budget, make)
+    out, _ = fitted(TOOL, event, decided.budget, make)
     return block_of(TOOL, out)
 
 
