@@ -4,8 +4,8 @@ The section between the figures markers is regenerated from bench/results/*.json
 run on its own (``--only idle``) updates its rows and leaves the others' last figures, each with
 its own date.
 
-    python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks mcp archive
-                             recall]
+    python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks context_set mcp
+                             archive recall]
                             [--render-only]
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import archive, backfill, convex_backfill, hooks, idle, latency, mcp, recall, warm, writing
+from bench import archive, backfill, context_set, convex_backfill, hooks, idle, latency, mcp, recall, warm, writing
 from bench.common import RESULTS, ROOT, decimals, emit, progress
 
 Record = dict[str, Any]
@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "warm": (warm.run, warm.describe_run),
     "writing": (writing.run, writing.describe_run),
     "hooks": (hooks.run, hooks.describe_run),
+    "context_set": (context_set.run, context_set.describe_run),
     "mcp": (mcp.run, mcp.describe_run),
     "archive": (archive.run, archive.describe_run),
     # Without LoCoMo's data (an argument, never downloaded) only the labelled set: run
