@@ -103,6 +103,8 @@ def test_a_failed_attempt_is_said_to_be_one() -> None:
         (True, 0.9, "worked · reward 0.90"),
         (False, 0.4, "FAILED attempt · reward 0.40"),
         (False, None, "FAILED attempt"),
+        (False, 0.0, "no outcome recorded"),  # AgentDB's zeros when the agent said nothing
+        (True, 0.0, "worked · reward 0.00"),
         (None, 0.5, "reward 0.50"),
         (None, None, ""),
     ],

@@ -7,8 +7,9 @@
       Lesson: Lockfile was not the problem; 137 means the process was killed.
 
 - **How it went**: ``success`` false is a FAILED attempt, said so, so that an agent does not repeat
-  it; true is "worked"; the reward beside either. (AgentDB stores success 0 when an agent does not
-  say: an episode that never had an outcome reads as failed too. Its reward, 0, says as much.)
+  it; true is "worked"; the reward beside either. AgentDB stores success 0 and reward 0 when an
+  agent does not say (a captured session, a conversation turn): success false with reward 0 cannot
+  be told from that, so it reads "no outcome recorded" rather than calling a plain note a failure.
 - **Labels**: an episode's text is its task, input, output and critique, one per line, blank ones
   left out (``sync.warm.text.episode_text``). The task is known from the result; when exactly three
   lines follow it, they are the input (Context), the output (Result) and the critique (Lesson).
@@ -66,6 +67,8 @@ def outcome(result: SearchResult) -> str:
     reward = f"reward {result.reward:.2f}" if result.reward is not None else ""
     if result.success is None:
         return reward
+    if not result.success and result.reward == 0:
+        return "no outcome recorded"
     said = "worked" if result.success else "FAILED attempt"
     return f"{said} · {reward}" if reward else said
 
