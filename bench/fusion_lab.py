@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from bench import recall
 from bench.common import CACHE, ROOT, progress
-from sync.warm.request import Mode
+from sync.search.request import Mode
 
 NOW_MS: Final = 1_790_000_000_000  # the fixed clock: searches run "now"
 HOUR_MS: Final = 3_600_000
@@ -88,8 +88,8 @@ def build_store(turns: Sequence[Turn], cache: Path) -> tuple[Any, dict[str, str]
     from sync.backbone.base import PushItem
     from sync.backbone.hub import HubBackbone
     from sync.episode import Attribution, Episode, convert
+    from sync.search.embedders.local import LocalEmbedder
     from sync.warm.cursor import CursorFile
-    from sync.warm.embedders import LocalEmbedder
     from sync.warm.indexer import Indexer
     from sync.warm.store import EdgeStore
 
@@ -203,8 +203,8 @@ def variants() -> list[Variant]:
 def _search(
     store: Any, embedder: Any, variant: Variant, query: str, tags: tuple[str, ...], limit: int, now_ms: int
 ) -> list[Any]:
+    from sync.search.request import SearchFilter, SearchRequest
     from sync.warm.fusion import FusionSpec
-    from sync.warm.request import SearchFilter, SearchRequest
     from sync.warm.search import search
 
     request = SearchRequest(
@@ -248,8 +248,8 @@ class Labelled:
 
 
 def labelled_store(tmp: Path) -> tuple[Any, list[Mapping[str, Any]], list[Mapping[str, Any]], int]:
-    from sync.warm import bm25
-    from sync.warm.embedders import LocalEmbedder
+    from sync.search.embedders import bm25
+    from sync.search.embedders.local import LocalEmbedder
     from sync.warm.store import EdgeStore, WarmPoint, point_id
     from sync.warm.text import episode_text
 
@@ -311,7 +311,7 @@ def category_table(rows: Sequence[tuple[Variant, Recall, Labelled]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     import tempfile
 
-    from sync.warm.embedders import LocalEmbedder
+    from sync.search.embedders.local import LocalEmbedder
 
     parser = argparse.ArgumentParser(prog="python -m bench.fusion_lab", description=__doc__.split("\n")[0])
     parser.add_argument("data", type=Path, help="a folder of LoCoMo conversation files (e.g. the development half)")

@@ -51,9 +51,9 @@ import numpy.typing as npt
 from harness.relevance import CLASSES, TOP, load_set, set_points, shared_rank  # the test's own scoring
 
 from bench import recall as recall_bench  # one LoCoMo reader
-from sync.warm import bm25
-from sync.warm.embedders import Embedder, LocalEmbedder
-from sync.warm.request import SearchFilter
+from sync.search.embedders import bm25
+from sync.search.embedders.local import Embedder, LocalEmbedder
+from sync.search.request import SearchFilter
 from sync.warm.search import hybrid
 from sync.warm.store import EdgeStore, WarmPoint, point_id
 from sync.warm.text import episode_text

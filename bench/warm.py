@@ -347,7 +347,7 @@ def first_found(socket: Path, query: str, token: str, mode: str, timeout: float)
     among the results, not necessarily the first. A limit of 10 costs what a
     limit of 1 does: the search fetches max(4 x limit, 40) candidates either way."""
     from daemon.control.client import ask
-    from sync.warm.request import SearchRequest
+    from sync.search.request import SearchRequest
 
     wire = SearchRequest(query=query, limit=SEARCH_LIMIT, mode=mode).to_wire()  # type: ignore[arg-type]
     request = {"op": "search", "request": wire}
@@ -532,7 +532,7 @@ def build_points(
     episodes of one family). Payloads are the indexer's own (``payload_for``), across 4 sites, with
     timestamps spread over the past year."""
     from sync.backbone.base import Change
-    from sync.warm import bm25
+    from sync.search.embedders import bm25
     from sync.warm.indexer import payload_for
     from sync.warm.store import WarmPoint, point_id
 
@@ -560,7 +560,7 @@ def build_points(
 def make_queries(n: int, seed: int) -> list[Any]:
     """Varied requests: keywords, error strings, ticket ids, identifiers and paths, questions; one
     in four with a filter (agent, tag, site or a since date), as ``memsync search`` offers."""
-    from sync.warm.request import SearchRequest
+    from sync.search.request import SearchRequest
     from sync.warm.store import SearchFilter
 
     rng = random.Random(seed)
@@ -624,7 +624,7 @@ def measure_search(
     whole search, then through the store's part alone (``sync.warm.search.hybrid``: prefetch,
     fusion, similarities) with the same parameters (and, inside it, the engine's calls, timed by
     ``shard``)."""
-    from sync.warm import bm25
+    from sync.search.embedders import bm25
     from sync.warm.search import candidates_for, hybrid, search
 
     embed_ms = []
@@ -808,7 +808,7 @@ def run(
     parts: tuple[str, ...] = PARTS,
     long: int = 100,
 ) -> dict[str, Any]:
-    from sync.warm.embedders import LocalEmbedder
+    from sync.search.embedders.local import LocalEmbedder
 
     records: list[dict[str, Any]] = []
     with stopwatch() as total:

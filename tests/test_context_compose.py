@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from daemon.context.compose import CLOSE, LABEL, OPEN, compose, neutralise, trimmed
-from sync.warm.request import SearchResult, when_words
+from sync.search.request import SearchResult, when_words
 
 DAY_MS = 86_400_000
 T0 = 1_780_000_000_000  # a fixed moment: nothing here depends on today

@@ -22,12 +22,12 @@ from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import ConfigError, ForeignCollection, NotOurs
-from sync.warm import bm25
+from sync.search.embedders import bm25
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.request import SearchFilter, SearchRequest
 from sync.warm.cursor import CursorFile
-from sync.warm.embedders import LocalEmbedder
 from sync.warm.indexer import Indexer, Previous
 from sync.warm.rebuilder import Rebuilder
-from sync.warm.request import SearchFilter, SearchRequest
 from sync.warm.search import search
 from sync.warm.store import ServerStore, VectorStore, WarmPoint, point_id
 from sync.warm.store.adoption import (

@@ -28,7 +28,7 @@ from fake_providers import (
 
 from sync.errors import ConfigError, ModelFileError, PermanentError, QuotaExhausted, TransientError
 from sync.retry import RetryPolicy
-from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
+from sync.search.embedders.local import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sync.warm.bm25 import SparseVector
+from sync.search.embedders.bm25 import SparseVector
 from sync.warm.fusion import (
     DENSE_WEIGHT_FULL_MATCH,
     DENSE_WEIGHT_NO_MATCH,

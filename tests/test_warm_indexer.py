@@ -17,9 +17,10 @@ from qdrant_client import QdrantClient
 from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
-from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.request import SearchRequest
 from sync.warm.cursor import CursorFile
-from sync.warm.embedders import LocalEmbedder
 from sync.warm.indexer import (
     ARCHIVED_KEY,
     DUPLICATE_KEY,
@@ -40,7 +41,6 @@ from sync.warm.indexer import (
     plan_page,
     trusted_seed,
 )
-from sync.warm.request import SearchRequest
 from sync.warm.search import search
 from sync.warm.store import (
     PAYLOAD_INDEXES,

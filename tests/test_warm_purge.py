@@ -22,8 +22,8 @@ from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import BackboneUnavailable
-from sync.warm.embedders import LocalEmbedder
-from sync.warm.request import SearchRequest
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.request import SearchRequest
 from sync.warm.text import text_hash
 
 SECRET = "the-vault-combination-is-8812"

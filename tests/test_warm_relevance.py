@@ -36,8 +36,8 @@ from harness.relevance import (
 )
 from qdrant_client import QdrantClient
 
-from sync.warm import bm25
-from sync.warm.embedders import LocalEmbedder
+from sync.search.embedders import bm25
+from sync.search.embedders.local import LocalEmbedder
 from sync.warm.search import hybrid
 from sync.warm.store import EdgeStore, Hit, ServerStore, VectorStore, WarmPoint
 from sync.warm.text import episode_text

@@ -24,9 +24,9 @@ from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import ConfigError, ForeignCollection, StoreUnavailable
 from sync.leases import Claim
-from sync.warm.embedders import LocalEmbedder
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.request import SearchRequest
 from sync.warm.indexer import Indexer
-from sync.warm.request import SearchRequest
 from sync.warm.shared import (
     REBUILD_JOB,
     Behind,

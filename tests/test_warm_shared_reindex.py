@@ -26,9 +26,9 @@ from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import CollectionMismatch
-from sync.warm.embedders import Embedder, LocalEmbedder
+from sync.search.embedders.local import Embedder, LocalEmbedder
+from sync.search.request import SearchRequest
 from sync.warm.indexer import PassReport
-from sync.warm.request import SearchRequest
 from sync.warm.shared import REBUILD_JOB
 from sync.warm.store import ServerStore
 from sync.warm.text import text_hash

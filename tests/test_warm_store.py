@@ -25,7 +25,7 @@ from sync.errors import (
     StoreUnavailable,
     TransientError,
 )
-from sync.warm import bm25
+from sync.search.embedders import bm25
 from sync.warm.fusion import DENSE_WEIGHT_FULL_MATCH
 from sync.warm.search import hybrid
 from sync.warm.store import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id

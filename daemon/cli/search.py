@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
 from daemon.warm.results import parse_since, render_results
-from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
+from sync.search.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
     from daemon.warm.adopt import ServerFactory

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from sync.warm.request import SearchResult
+from sync.search.request import SearchResult
 
 FENCE: Final = "memsync-memories"
 OPEN: Final = f"<{FENCE}>"

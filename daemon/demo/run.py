@@ -31,7 +31,7 @@ from daemon.warm.files import read_status
 from daemon.warm.recall import run_search
 from daemon.warm.results import render_results
 from sync.backbone.hub import HubBackbone
-from sync.warm.request import SearchFilter, SearchRequest
+from sync.search.request import SearchFilter, SearchRequest
 
 SITES = ("laptop", "vm")
 DRAIN_SECONDS = 10.0

@@ -26,7 +26,7 @@ from pydantic import Field
 from daemon.config import Settings
 from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
-from sync.warm.request import EpisodeRequest, RecentRequest, SearchFilter, SearchRequest
+from sync.search.request import EpisodeRequest, RecentRequest, SearchFilter, SearchRequest
 
 T = TypeVar("T")
 
@@ -101,7 +101,7 @@ class Tools:
         return Memories.model_validate({"results": reply})  # the wire's fields are the schema's
 
     def episode(self, id: str, neighbours: int) -> Episode:
-        from sync.warm.request import EpisodeView
+        from sync.search.request import EpisodeView
 
         site, _, source = id.partition(":")
         request = (

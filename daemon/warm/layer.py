@@ -5,7 +5,7 @@ here: the run loop pokes the indexer after each pass that pushed episodes (and, 
 the hub file's changes poke it when other sites push); the control socket's threads search,
 read recent episodes and one episode with its neighbours (``sync.warm.browse``), and reindex.
 The embedding model stays loaded while it is used, so a search costs one query embedding, and is
-let go after ``warm.unload_after`` idle seconds (``sync.warm.lazy``): an idle daemon does not keep
+let go after ``warm.unload_after`` idle seconds (``sync.search.embedders.lazy``): an idle daemon does not keep
 160 MB for a search that may not come.
 
 Failures never stop syncing. A transient one (store busy, provider down) backs off and retries; an
@@ -51,15 +51,15 @@ from sync.errors import (
 from sync.leases import Claim
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
+from sync.search.embedders.lazy import LazyEmbedder
+from sync.search.embedders.local import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
+from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 from sync.warm import browse
 from sync.warm.cursor import CursorFile
-from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.warm.indexer import Indexer, PassReport, Previous
-from sync.warm.lazy import LazyEmbedder
 from sync.warm.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
 from sync.warm.locked import LockedStore
 from sync.warm.rebuilder import Pointer, Rebuilder
-from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 from sync.warm.rerank import Reranker, VoyageReranker
 from sync.warm.search import search
 from sync.warm.shared import REBUILD_JOB, lease_ms, may_rebuild

@@ -26,7 +26,7 @@ from daemon.warm.lag import episodes_behind
 from daemon.warm.layer import WarmLayer, offline_layer
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
-from sync.warm.request import SearchRequest, SearchResult
+from sync.search.request import SearchRequest, SearchResult
 
 # Episodes a search with no daemon running indexes itself before answering: about a second of the
 # local model's time; beyond it the search answers at once and says what it cannot see.

@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from typing import IO
 
-from sync.warm.request import SearchResult
+from sync.search.request import SearchResult
 
 _SINCE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY
-from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
 from sync.warm.store import StoredPoint, VectorStore, point_id
 
 # A session's episodes read to find one's neighbours; a longer session shows those in this window.

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from sync.warm.bm25 import SparseVector
+from sync.search.embedders.bm25 import SparseVector
 from sync.warm.store import Scored
 
 Fusion = Literal["relative", "rrf"]

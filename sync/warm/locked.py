@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.warm.store import (
     DEFAULT_PREFETCH_LIMIT,
     CollectionSpec,

@@ -7,7 +7,7 @@ pairs, best first, where ``index`` points into the caller's ``documents``. Score
 only within one call: they are relative to the query and the other candidates of that request.
 
 Calls retry 429 and 5xx through the project's ``RetryPolicy`` (honouring Retry-After), with the same
-error mapping and key scrubbing as the embedders (``sync.warm.cloud``): a rejected key is a
+error mapping and key scrubbing as the embedders (``sync.search.embedders.cloud``): a rejected key is a
 ``ConfigError``, a bad request a ``PermanentError``, an exhausted quota ``QuotaExhausted``, an
 unreachable server a ``TransientError``. The API key never appears in a message or a repr.
 """
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from sync.errors import PermanentError
 from sync.retry import RetryPolicy
-from sync.warm.cloud import VoyageClient
+from sync.search.embedders.cloud import VoyageClient
 
 # Voyage's API reference (docs.voyageai.com/reference/reranker-api; the voyageai package itself
 # documents and checks no limit): at most 1,000 documents a request.

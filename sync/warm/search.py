@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
-from sync.warm import bm25
-from sync.warm.embedders import Embedder
+from sync.search.embedders import bm25
+from sync.search.embedders.local import Embedder
+from sync.search.request import Passage, SearchFilter, SearchRequest, SearchResult
 from sync.warm.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
 from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
-from sync.warm.request import Passage, SearchFilter, SearchRequest, SearchResult
 from sync.warm.rerank import Reranker
 from sync.warm.store import Hit, Scored, VectorStore
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.paths import ROOT
-from sync.warm import bm25
+from sync.search.embedders import bm25
 from sync.warm.store import Hit, WarmPoint, point_id
 from sync.warm.text import episode_text
 

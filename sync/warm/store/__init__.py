@@ -9,7 +9,7 @@ Their errors are in ``sync.errors``: ``StoreUnavailable`` (and ``StoreLocked``),
 ``CollectionMismatch``.
 """
 
-from sync.warm.request import SearchFilter
+from sync.search.request import SearchFilter
 from sync.warm.store.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,

@@ -15,7 +15,7 @@ whose vectors memsync can search as they are (``judge``):
   person configured the model that filled it, which memsync cannot check, and says so;
 - one named sparse vector whose IDF the engine applies (``Modifier.IDF``; the seed's ``text``,
   filled by Qdrant's own BM25, ``qdrant/bm25``, which memsync's client-side BM25 reproduces,
-  ``sync.warm.bm25``);
+  ``sync.search.embedders.bm25``);
 - an unnamed (single) vector, a dense vector of another size or distance, or a sparse vector
   without IDF is refused: it would answer memsync's queries with noise.
 

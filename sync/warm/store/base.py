@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, Self
 
 from sync.errors import CollectionMismatch, ConfigError, StoreRejected
-from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
-from sync.warm.request import SearchFilter
+from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.request import SearchFilter
 
 DENSE: Final = "dense"
 SPARSE: Final = "bm25"

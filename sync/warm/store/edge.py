@@ -23,8 +23,8 @@ from typing import Any, Final
 
 from sync.errors import ConfigError, MemsyncError, NotOurs, StoreLocked, StoreRejected
 from sync.jsonfile import write_json_atomically
-from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
-from sync.warm.request import SearchFilter
+from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.request import SearchFilter
 from sync.warm.store.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,

@@ -24,8 +24,8 @@ from sync.errors import (
     StoreRejected,
     StoreUnavailable,
 )
-from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
-from sync.warm.request import SearchFilter
+from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.request import SearchFilter
 from sync.warm.store import adoption
 from sync.warm.store.base import (
     DEFAULT_PREFETCH_LIMIT,

@@ -31,7 +31,7 @@ import mmh3
 from py_rust_stemmers import SnowballStemmer  # ships no stubs
 
 from sync.errors import ConfigError
-from sync.warm._unicode import EXTRA_ALNUM_RANGES, LOWERCASE_OVERRIDES
+from sync.search.embedders._unicode import EXTRA_ALNUM_RANGES, LOWERCASE_OVERRIDES
 
 # NLTK's English stopword list (179 words), the list Qdrant's ``english`` stopwords use. Entries with
 # an apostrophe can never match a token (the apostrophe splits it) but are kept so the list stays

@@ -11,7 +11,7 @@ models are never comparable: ``name`` and ``dims`` are what a collection records
 
 The cloud embedders retry 429 and 5xx through the project's ``RetryPolicy`` (honouring Retry-After
 and the server's retry hints), with the call, error-mapping and key-scrubbing code they share with the
-reranker in ``sync.warm.cloud``. An exhausted quota is not retried here: it raises ``QuotaExhausted``
+reranker in ``sync.search.embedders.cloud``. An exhausted quota is not retried here: it raises ``QuotaExhausted``
 with a long ``retry_after`` so that the caller can pause and show it in ``status``. API keys never
 appear in a message, a repr or an exception's cause.
 """
@@ -35,7 +35,7 @@ import numpy.typing as npt
 from sync.errors import ConfigError, ModelFileError, PermanentError, TransientError
 from sync.memory import release_free_memory
 from sync.retry import RetryPolicy
-from sync.warm.cloud import DEFAULT_RETRY, CloudClient, VoyageClient, import_extra, retry_after_header
+from sync.search.embedders.cloud import DEFAULT_RETRY, CloudClient, VoyageClient, import_extra, retry_after_header
 
 if TYPE_CHECKING:
     from google.genai import errors as genai_errors
