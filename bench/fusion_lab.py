@@ -89,9 +89,9 @@ def build_store(turns: Sequence[Turn], cache: Path) -> tuple[Any, dict[str, str]
     from sync.backbone.hub import HubBackbone
     from sync.episode import Attribution, Episode, convert
     from sync.search.embedders.local import LocalEmbedder
+    from sync.search.stores import EdgeStore
     from sync.warm.cursor import CursorFile
     from sync.warm.indexer import Indexer
-    from sync.warm.store import EdgeStore
 
     keys = {str(i + 1): f"{t.conv}:{t.dia_id}" for i, t in enumerate(turns)}
     digest = hashlib.sha256(json.dumps([[t.conv, t.session, t.dia_id, t.task, t.ts_ms] for t in turns]).encode())
@@ -250,7 +250,7 @@ class Labelled:
 def labelled_store(tmp: Path) -> tuple[Any, list[Mapping[str, Any]], list[Mapping[str, Any]], int]:
     from sync.search.embedders import bm25
     from sync.search.embedders.local import LocalEmbedder
-    from sync.warm.store import EdgeStore, WarmPoint, point_id
+    from sync.search.stores import EdgeStore, WarmPoint, point_id
     from sync.warm.text import episode_text
 
     raw = json.loads(LABELLED.read_text(encoding="utf-8"))

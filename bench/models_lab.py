@@ -54,8 +54,8 @@ from bench import recall as recall_bench  # one LoCoMo reader
 from sync.search.embedders import bm25
 from sync.search.embedders.local import Embedder, LocalEmbedder
 from sync.search.request import SearchFilter
+from sync.search.stores import EdgeStore, WarmPoint, point_id
 from sync.warm.search import hybrid
-from sync.warm.store import EdgeStore, WarmPoint, point_id
 from sync.warm.text import episode_text
 
 ROOT = Path(__file__).resolve().parents[1]

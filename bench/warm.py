@@ -425,10 +425,10 @@ def indexer_pass(embedder: Any, converted: Sequence[Converted], root: Path) -> t
     """Seconds for one ``Indexer.run()`` over a fresh hub holding the episodes, into a fresh store
     (wrapped as the daemon wraps it); and how many it embedded."""
     from sync.backbone.hub import HubBackbone
+    from sync.search.stores import EdgeStore
+    from sync.search.stores.locked import LockedStore
     from sync.warm.cursor import CursorFile
     from sync.warm.indexer import Indexer
-    from sync.warm.locked import LockedStore
-    from sync.warm.store import EdgeStore
 
     hub = HubBackbone(root / "hub.db", SITE)
     store = LockedStore(EdgeStore(root / "qdrant"))
@@ -533,8 +533,8 @@ def build_points(
     timestamps spread over the past year."""
     from sync.backbone.base import Change
     from sync.search.embedders import bm25
+    from sync.search.stores import WarmPoint, point_id
     from sync.warm.indexer import payload_for
-    from sync.warm.store import WarmPoint, point_id
 
     rng = random.Random(start)
     noise_rng = np.random.default_rng(start)
@@ -561,7 +561,7 @@ def make_queries(n: int, seed: int) -> list[Any]:
     """Varied requests: keywords, error strings, ticket ids, identifiers and paths, questions; one
     in four with a filter (agent, tag, site or a since date), as ``memsync search`` offers."""
     from sync.search.request import SearchRequest
-    from sync.warm.store import SearchFilter
+    from sync.search.stores import SearchFilter
 
     rng = random.Random(seed)
     makers: list[Callable[[], str]] = [
@@ -682,8 +682,8 @@ def search_runs(
 ) -> list[dict[str, Any]]:
     """One collection grown to each size in turn (as the indexer grows it: upserts, never
     ``optimize()``), searched at each."""
-    from sync.warm.locked import LockedStore
-    from sync.warm.store import EdgeStore
+    from sync.search.stores import EdgeStore
+    from sync.search.stores.locked import LockedStore
 
     queries = make_queries(n_queries, seed=11)
     records: list[dict[str, Any]] = []

@@ -1,4 +1,4 @@
-"""memsync never destroys a collection it did not make (``sync.warm.store.adoption``): which layouts
+"""memsync never destroys a collection it did not make (``sync.search.stores.adoption``): which layouts
 may be adopted and who made a collection, from tables; then, on qdrant-client's local mode (the
 stand-in for a Qdrant server), a seed-shaped collection (named vectors ``dense`` and ``text``, no
 memsync record) refused when opened, never dropped whoever asks, adopted when its vectors fit and
@@ -25,21 +25,12 @@ from sync.errors import ConfigError, ForeignCollection, NotOurs
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.request import SearchFilter, SearchRequest
+from sync.search.stores import ServerStore, VectorStore, WarmPoint, point_id
+from sync.search.stores.adoption import DenseVector, Layout, Origin, Verdict, foreign_refusal, judge, may_drop, origin
 from sync.warm.cursor import CursorFile
 from sync.warm.indexer import Indexer, Previous
 from sync.warm.rebuilder import Rebuilder
 from sync.warm.search import search
-from sync.warm.store import ServerStore, VectorStore, WarmPoint, point_id
-from sync.warm.store.adoption import (
-    DenseVector,
-    Layout,
-    Origin,
-    Verdict,
-    foreign_refusal,
-    judge,
-    may_drop,
-    origin,
-)
 from sync.warm.text import text_hash
 
 DIMS = 8

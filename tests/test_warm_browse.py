@@ -11,9 +11,9 @@ import pytest
 
 from sync.search.embedders import bm25
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
+from sync.search.stores import EdgeStore, ServerStore, StoredPoint, VectorStore, WarmPoint, passage_id, point_id
 from sync.warm.browse import episode, pick_recent, recent, window
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY
-from sync.warm.store import EdgeStore, ServerStore, StoredPoint, VectorStore, WarmPoint, passage_id, point_id
 
 DIMS = 8
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sync.search.embedders.bm25 import SparseVector
+from sync.search.stores import Scored
 from sync.warm.fusion import (
     DENSE_WEIGHT_FULL_MATCH,
     DENSE_WEIGHT_NO_MATCH,
@@ -16,7 +17,6 @@ from sync.warm.fusion import (
     spec_of,
 )
 from sync.warm.fusion import RELATIVE_ALPHA as A
-from sync.warm.store import Scored
 
 
 def dense(*scored: tuple[str, float]) -> list[Scored]:

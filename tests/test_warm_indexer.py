@@ -20,6 +20,17 @@ from sync.episode import canonical_json
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.request import SearchRequest
+from sync.search.stores import (
+    PAYLOAD_INDEXES,
+    CollectionSpec,
+    EdgeStore,
+    SearchFilter,
+    ServerStore,
+    StoredPoint,
+    VectorStore,
+    passage_id,
+    point_id,
+)
 from sync.warm.cursor import CursorFile
 from sync.warm.indexer import (
     ARCHIVED_KEY,
@@ -42,17 +53,6 @@ from sync.warm.indexer import (
     trusted_seed,
 )
 from sync.warm.search import search
-from sync.warm.store import (
-    PAYLOAD_INDEXES,
-    CollectionSpec,
-    EdgeStore,
-    SearchFilter,
-    ServerStore,
-    StoredPoint,
-    VectorStore,
-    passage_id,
-    point_id,
-)
 from sync.warm.text import episode_text, text_hash
 
 NOW_MS = 1_790_000_000_000

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sync.search.stores import EdgeStore
 from sync.warm.cursor import CursorFile
 from sync.warm.lifecycle import (
     ALONE_MISMATCH_WAIT,
@@ -24,7 +25,6 @@ from sync.warm.lifecycle import (
     shown_purge,
 )
 from sync.warm.rebuilder import Rebuilder
-from sync.warm.store import EdgeStore
 
 # reindex asked, mismatch, drained, stopping, purge owed -> the step
 STEPS = [

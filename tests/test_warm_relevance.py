@@ -38,8 +38,8 @@ from qdrant_client import QdrantClient
 
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
+from sync.search.stores import EdgeStore, Hit, ServerStore, VectorStore, WarmPoint
 from sync.warm.search import hybrid
-from sync.warm.store import EdgeStore, Hit, ServerStore, VectorStore, WarmPoint
 from sync.warm.text import episode_text
 
 COLLECTION: Final = "relevance"

@@ -15,9 +15,9 @@ from sync.retry import RetryPolicy
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.request import SearchRequest, SearchResult, when_words
+from sync.search.stores import EdgeStore, SearchFilter, WarmPoint, point_id
 from sync.warm.rerank import VoyageReranker
 from sync.warm.search import candidates_for, search
-from sync.warm.store import EdgeStore, SearchFilter, WarmPoint, point_id
 
 NOW_MS = 1_790_000_000_000
 TEXTS = [

@@ -26,6 +26,8 @@ from sync.errors import ConfigError, ForeignCollection, StoreUnavailable
 from sync.leases import Claim
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.request import SearchRequest
+from sync.search.stores import ServerStore
+from sync.search.stores.adoption import Origin
 from sync.warm.indexer import Indexer
 from sync.warm.shared import (
     REBUILD_JOB,
@@ -40,8 +42,6 @@ from sync.warm.shared import (
     sweep,
 )
 from sync.warm.shared_pointer import SharedPointer
-from sync.warm.store import ServerStore
-from sync.warm.store.adoption import Origin
 from sync.warm.text import text_hash
 
 ALIAS = "memory"

@@ -28,9 +28,9 @@ from sync.episode import canonical_json
 from sync.errors import CollectionMismatch
 from sync.search.embedders.local import Embedder, LocalEmbedder
 from sync.search.request import SearchRequest
+from sync.search.stores import ServerStore
 from sync.warm.indexer import PassReport
 from sync.warm.shared import REBUILD_JOB
-from sync.warm.store import ServerStore
 from sync.warm.text import text_hash
 
 ALIAS = "memory"

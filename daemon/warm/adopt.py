@@ -1,5 +1,5 @@
 """``memsync adopt-collection``: take over a Qdrant collection memsync did not make, when its
-vectors fit (``sync.warm.store.adoption`` decides which layouts do), without re-embedding it.
+vectors fit (``sync.search.stores.adoption`` decides which layouts do), without re-embedding it.
 
 It records the adoption in the collection's metadata (the model this site is configured with, the
 vectors memsync must use, and that it was adopted: memsync writes it, never drops it) and points
@@ -20,10 +20,10 @@ from daemon.config import Settings
 from daemon.warm.files import Collections
 from daemon.warm.layer import open_embedder, open_server_store
 from sync.errors import ConfigError
+from sync.search.stores import ServerStore
+from sync.search.stores.adoption import Verdict
 from sync.warm.cursor import CursorFile
 from sync.warm.shared_pointer import SharedPointer
-from sync.warm.store import ServerStore
-from sync.warm.store.adoption import Verdict
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,17 +54,17 @@ from sync.retry import RetryPolicy
 from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.embedders.local import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
+from sync.search.stores import CollectionSpec, EdgeStore, ServerStore, VectorStore
+from sync.search.stores.locked import LockedStore
 from sync.warm import browse
 from sync.warm.cursor import CursorFile
 from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
-from sync.warm.locked import LockedStore
 from sync.warm.rebuilder import Pointer, Rebuilder
 from sync.warm.rerank import Reranker, VoyageReranker
 from sync.warm.search import search
 from sync.warm.shared import REBUILD_JOB, lease_ms, may_rebuild
 from sync.warm.shared_pointer import SharedPointer
-from sync.warm.store import CollectionSpec, EdgeStore, ServerStore, VectorStore
 
 log = structlog.get_logger("memsync.warm")
 T = TypeVar("T")

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
+from sync.search.stores import StoredPoint, VectorStore, point_id
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY
-from sync.warm.store import StoredPoint, VectorStore, point_id
 
 # A session's episodes read to find one's neighbours; a longer session shows those in this window.
 MAX_SESSION_SCAN: Final = 2000

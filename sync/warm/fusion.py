@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from sync.search.embedders.bm25 import SparseVector
-from sync.warm.store import Scored
+from sync.search.stores import Scored
 
 Fusion = Literal["relative", "rrf"]
 FUSIONS: Final[tuple[Fusion, ...]] = ("relative", "rrf")

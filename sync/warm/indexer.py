@@ -62,9 +62,17 @@ from sync.backbone.base import Change, ChangeFeed, PointRecord
 from sync.errors import PermanentError
 from sync.search.embedders import bm25
 from sync.search.embedders.local import Embedder
+from sync.search.stores import (
+    PAYLOAD_INDEXES,
+    CollectionSpec,
+    StoredPoint,
+    VectorStore,
+    WarmPoint,
+    passage_id,
+    point_id,
+)
 from sync.warm.cursor import CursorFile
 from sync.warm.rank import cosine
-from sync.warm.store import PAYLOAD_INDEXES, CollectionSpec, StoredPoint, VectorStore, WarmPoint, passage_id, point_id
 from sync.warm.text import Span, episode_text, split_passages, text_hash
 
 DEFAULT_DUPLICATE_THRESHOLD: Final = 0.95

@@ -17,10 +17,10 @@ from typing import Generic, Protocol, TypeVar
 import structlog
 
 from sync.errors import MemsyncError, NotOurs, TransientError
+from sync.search.stores import CollectionSpec, VectorStore
 from sync.warm.cursor import CursorFile
 from sync.warm.indexer import Indexer, PassReport, Previous
 from sync.warm.lifecycle import leftovers
-from sync.warm.store import CollectionSpec, VectorStore
 
 log = structlog.get_logger("memsync.warm")
 

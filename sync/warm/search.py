@@ -21,11 +21,11 @@ from typing import Final
 from sync.search.embedders import bm25
 from sync.search.embedders.local import Embedder
 from sync.search.request import Passage, SearchFilter, SearchRequest, SearchResult
+from sync.search.stores import Hit, Scored, VectorStore
 from sync.warm.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
 from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
 from sync.warm.rerank import Reranker
-from sync.warm.store import Hit, Scored, VectorStore
 
 # Where ``by_episode`` leaves which passage matched, in a result's payload (never stored).
 MATCH_KEY: Final = "_match"

@@ -25,7 +25,7 @@ deleted through the alias) is gone for every site at once.
   the alias has left it only requests already in flight still use it: it is marked retired when it
   is switched away from (or when first found behind the alias unmarked and not being built: a
   rebuild that crashed) and dropped ``grace`` after that, by whichever site looks. A collection memsync did not make, or
-  adopted, is never dropped (``sync.warm.store.adoption``).
+  adopted, is never dropped (``sync.search.stores.adoption``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sync.leases import Claim
-from sync.warm.store.adoption import Origin, may_drop
+from sync.search.stores.adoption import Origin, may_drop
 
 REBUILD_JOB = "warm-rebuild"  # the lease's job; one per alias: f"{REBUILD_JOB}:{alias}"
 
@@ -62,7 +62,7 @@ class Seen:
     bound: str | None  # the physical collection this site last used (its ``collections.json``)
     bound_exists: bool = False
     name_is_collection: bool = False  # a collection (not an alias) has the configured name
-    name_origin: Origin | None = None  # who made that collection (``sync.warm.store.adoption``)
+    name_origin: Origin | None = None  # who made that collection (``sync.search.stores.adoption``)
     moved: str | None = None  # a move's verified copy of that collection, when the collection is gone
 
 

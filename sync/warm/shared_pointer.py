@@ -19,11 +19,11 @@ from typing import Protocol
 import structlog
 
 from sync.errors import ConfigError, ForeignCollection, NotOurs, StoreRejected, StoreUnavailable
+from sync.search.stores import ServerStore
+from sync.search.stores.adoption import Origin, foreign_refusal, origin
+from sync.search.stores.base import RECORD_KEY, CollectionSpec
 from sync.warm.cursor import CursorFile
 from sync.warm.shared import Behind, Move, Seen, copy_complete, follow_from, lease_ms, locate, sweep
-from sync.warm.store import ServerStore
-from sync.warm.store.adoption import Origin, foreign_refusal, origin
-from sync.warm.store.base import RECORD_KEY, CollectionSpec
 
 log = structlog.get_logger("memsync.warm")
 

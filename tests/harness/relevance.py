@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from harness.paths import ROOT
 from sync.search.embedders import bm25
-from sync.warm.store import Hit, WarmPoint, point_id
+from sync.search.stores import Hit, WarmPoint, point_id
 from sync.warm.text import episode_text
 
 DATA: Final = ROOT / "tests" / "data" / "warm_relevance.json"

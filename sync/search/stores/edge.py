@@ -25,7 +25,7 @@ from sync.errors import ConfigError, MemsyncError, NotOurs, StoreLocked, StoreRe
 from sync.jsonfile import write_json_atomically
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.search.request import SearchFilter
-from sync.warm.store.base import (
+from sync.search.stores.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,
     PAYLOAD_INDEXES,

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from sync.warm.store.base import DENSE, PAYLOAD_INDEXES, RECORD_KEY, SPARSE
+from sync.search.stores.base import DENSE, PAYLOAD_INDEXES, RECORD_KEY, SPARSE
 
 # Names preferred when a collection has several candidates: memsync's own, then the seed design's.
 PREFERRED_DENSE: Final = (DENSE,)

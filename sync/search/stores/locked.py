@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
-from sync.warm.store import (
+from sync.search.stores import (
     DEFAULT_PREFETCH_LIMIT,
     CollectionSpec,
     Hit,

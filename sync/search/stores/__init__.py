@@ -10,7 +10,7 @@ Their errors are in ``sync.errors``: ``StoreUnavailable`` (and ``StoreLocked``),
 """
 
 from sync.search.request import SearchFilter
-from sync.warm.store.base import (
+from sync.search.stores.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,
     PAYLOAD_INDEXES,
@@ -25,8 +25,8 @@ from sync.warm.store.base import (
     passage_id,
     point_id,
 )
-from sync.warm.store.edge import EdgeStore
-from sync.warm.store.server import ServerStore
+from sync.search.stores.edge import EdgeStore
+from sync.search.stores.server import ServerStore
 
 __all__ = [
     "DEFAULT_PREFETCH_LIMIT",

@@ -26,8 +26,8 @@ from sync.errors import (
 )
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.search.request import SearchFilter
-from sync.warm.store import adoption
-from sync.warm.store.base import (
+from sync.search.stores import adoption
+from sync.search.stores.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,
     PAYLOAD_INDEXES,
@@ -204,7 +204,7 @@ class ServerStore(StoreBase):
                 "run `memsync reindex`"
             )
 
-    # -- adopting a collection memsync did not make (``sync.warm.store.adoption``) ------------------
+    # -- adopting a collection memsync did not make (``sync.search.stores.adoption``) ------------------
     PAYLOAD_SAMPLE = 20  # points whose payload keys say which of memsync's filter fields are missing
 
     def layout(self, collection: str) -> tuple[adoption.Origin, adoption.Layout] | None:
