@@ -88,9 +88,9 @@ def build_store(turns: Sequence[Turn], cache: Path) -> tuple[Any, dict[str, str]
     from sync.backbone.base import PushItem
     from sync.backbone.hub import HubBackbone
     from sync.episode import Attribution, Episode, convert
+    from sync.search.collection.cursor import CursorFile
     from sync.search.embedders.local import LocalEmbedder
     from sync.search.stores import EdgeStore
-    from sync.warm.cursor import CursorFile
     from sync.warm.indexer import Indexer
 
     keys = {str(i + 1): f"{t.conv}:{t.dia_id}" for i, t in enumerate(turns)}

@@ -425,9 +425,9 @@ def indexer_pass(embedder: Any, converted: Sequence[Converted], root: Path) -> t
     """Seconds for one ``Indexer.run()`` over a fresh hub holding the episodes, into a fresh store
     (wrapped as the daemon wraps it); and how many it embedded."""
     from sync.backbone.hub import HubBackbone
+    from sync.search.collection.cursor import CursorFile
     from sync.search.stores import EdgeStore
     from sync.search.stores.locked import LockedStore
-    from sync.warm.cursor import CursorFile
     from sync.warm.indexer import Indexer
 
     hub = HubBackbone(root / "hub.db", SITE)

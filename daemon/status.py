@@ -26,8 +26,8 @@ from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
+from sync.search.collection.cursor import CursorFile
 from sync.source import SourceIdentity, describe, refusal
-from sync.warm.cursor import CursorFile
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".
 BEHIND_COUNT_LIMIT = 1000

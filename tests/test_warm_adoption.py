@@ -22,12 +22,12 @@ from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import ConfigError, ForeignCollection, NotOurs
+from sync.search.collection.cursor import CursorFile
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.request import SearchFilter, SearchRequest
 from sync.search.stores import ServerStore, VectorStore, WarmPoint, point_id
 from sync.search.stores.adoption import DenseVector, Layout, Origin, Verdict, foreign_refusal, judge, may_drop, origin
-from sync.warm.cursor import CursorFile
 from sync.warm.indexer import Indexer, Previous
 from sync.warm.rebuilder import Rebuilder
 from sync.warm.search import search

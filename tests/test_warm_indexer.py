@@ -17,6 +17,7 @@ from qdrant_client import QdrantClient
 from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
+from sync.search.collection.cursor import CursorFile
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.request import SearchRequest
@@ -31,7 +32,6 @@ from sync.search.stores import (
     passage_id,
     point_id,
 )
-from sync.warm.cursor import CursorFile
 from sync.warm.indexer import (
     ARCHIVED_KEY,
     DUPLICATE_KEY,

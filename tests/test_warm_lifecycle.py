@@ -1,4 +1,4 @@
-"""The collection lifecycle's decisions (``sync.warm.lifecycle``) from tables, and the executor's
+"""The collection lifecycle's decisions (``sync.search.collection.lifecycle``) from tables, and the executor's
 leftover drop (``sync.warm.rebuilder``) against the real engine. The rebuild itself, its switch and
 its retirements run end to end in test_warm_purge.py (purge, interrupted purge, restart) and
 test_warm_daemon.py (another model refused until ``memsync reindex``)."""
@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from sync.search.stores import EdgeStore
-from sync.warm.cursor import CursorFile
-from sync.warm.lifecycle import (
+from sync.search.collection.cursor import CursorFile
+from sync.search.collection.lifecycle import (
     ALONE_MISMATCH_WAIT,
     Facts,
     Leftovers,
@@ -24,6 +23,7 @@ from sync.warm.lifecycle import (
     owes_work,
     shown_purge,
 )
+from sync.search.stores import EdgeStore
 from sync.warm.rebuilder import Rebuilder
 
 # reindex asked, mismatch, drained, stopping, purge owed -> the step

@@ -20,10 +20,10 @@ from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.retry import RetryPolicy
+from sync.search.collection.cursor import CursorFile
 from sync.search.embedders.local import GeminiEmbedder, LocalEmbedder
 from sync.search.request import Mode, SearchRequest, SearchResult
 from sync.search.stores import EdgeStore, SearchFilter, ServerStore, VectorStore, passage_id, point_id
-from sync.warm.cursor import CursorFile
 from sync.warm.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count
 from sync.warm.search import search
 from sync.warm.text import text_hash

@@ -1,4 +1,4 @@
-"""One collection lifecycle for every site of a shared Qdrant: the decisions (``sync.warm.shared``)
+"""One collection lifecycle for every site of a shared Qdrant: the decisions (``sync.search.collection.shared_alias``)
 from tables, then the proof on qdrant-client's local mode: sites on one shared client (each its own
 warm layer, cursor file and ``collections.json``), a real hub backbone holding the rebuild's lease,
 through a reindex, a forget and its purge, the grace, and a site that was away while its
@@ -24,12 +24,7 @@ from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import ConfigError, ForeignCollection, StoreUnavailable
 from sync.leases import Claim
-from sync.search.embedders.local import LocalEmbedder
-from sync.search.request import SearchRequest
-from sync.search.stores import ServerStore
-from sync.search.stores.adoption import Origin
-from sync.warm.indexer import Indexer
-from sync.warm.shared import (
+from sync.search.collection.shared_alias import (
     REBUILD_JOB,
     Behind,
     Move,
@@ -41,7 +36,12 @@ from sync.warm.shared import (
     may_rebuild,
     sweep,
 )
-from sync.warm.shared_pointer import SharedPointer
+from sync.search.collection.shared_pointer import SharedPointer
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.request import SearchRequest
+from sync.search.stores import ServerStore
+from sync.search.stores.adoption import Origin
+from sync.warm.indexer import Indexer
 from sync.warm.text import text_hash
 
 ALIAS = "memory"

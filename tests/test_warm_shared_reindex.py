@@ -1,4 +1,4 @@
-"""A shared Qdrant whose served collection another model built (``sync.warm.shared``): two sites on
+"""A shared Qdrant whose served collection another model built (``sync.search.collection.shared_alias``): two sites on
 one qdrant-client local-mode client (each its own warm layer, cursor file and ``collections.json``),
 a real hub backbone holding the rebuild's lease, and the configured model B served by Gemini's REST
 API on 127.0.0.1 (``fake_providers``). Built with model A (the local MiniLM), then both sites
@@ -26,11 +26,11 @@ from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import CollectionMismatch
+from sync.search.collection.shared_alias import REBUILD_JOB
 from sync.search.embedders.local import Embedder, LocalEmbedder
 from sync.search.request import SearchRequest
 from sync.search.stores import ServerStore
 from sync.warm.indexer import PassReport
-from sync.warm.shared import REBUILD_JOB
 from sync.warm.text import text_hash
 
 ALIAS = "memory"

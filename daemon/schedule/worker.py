@@ -304,7 +304,7 @@ def index_catch_up(settings: Settings, feed: ChangeFeed) -> str:
     (it exits only after ``warm.unload_after`` idle seconds)."""
     from daemon.control.client import ask
     from daemon.warm.files import Collections
-    from sync.warm.cursor import CursorFile
+    from sync.search.collection.cursor import CursorFile
 
     cursor = CursorFile(settings.warm_dir / "indexer.json").read(Collections(settings).active())
     end = feed.feed_end()

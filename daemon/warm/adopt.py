@@ -3,7 +3,7 @@ vectors fit (``sync.search.stores.adoption`` decides which layouts do), without 
 
 It records the adoption in the collection's metadata (the model this site is configured with, the
 vectors memsync must use, and that it was adopted: memsync writes it, never drops it) and points
-the configured name, the alias every site goes through (``sync.warm.shared``), at it. Nothing else
+the configured name, the alias every site goes through (``sync.search.collection.shared_alias``), at it. Nothing else
 in the collection changes.
 
 ``server`` is how a Qdrant server store is made from the settings (``open_server_store``: a client
@@ -20,10 +20,10 @@ from daemon.config import Settings
 from daemon.warm.files import Collections
 from daemon.warm.layer import open_embedder, open_server_store
 from sync.errors import ConfigError
+from sync.search.collection.cursor import CursorFile
+from sync.search.collection.shared_pointer import SharedPointer
 from sync.search.stores import ServerStore
 from sync.search.stores.adoption import Verdict
-from sync.warm.cursor import CursorFile
-from sync.warm.shared_pointer import SharedPointer
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ read them without importing the embedders and vector stores (numpy, onnxruntime,
   fresh one and switches to it when it is complete, so searches never see a half-built index. It
   is fsynced: after a switch the old collection is deleted, and a pointer lost to a crash would
   name it. On a shared Qdrant the alias is the pointer, and this file remembers the collection the
-  site last used (``sync.warm.shared_pointer``).
+  site last used (``sync.search.collection.shared_pointer``).
 - ``status.json``: what the daemon's warm layer last reported, for ``status``.
 """
 

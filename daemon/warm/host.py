@@ -36,7 +36,7 @@ from sync.errors import MemsyncError
 from sync.pacing import Backoff
 from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
-from sync.warm.cursor import CursorFile
+from sync.search.collection.cursor import CursorFile
 
 log = structlog.get_logger("memsync.warm")
 

@@ -16,9 +16,9 @@ Rebuilding is one path for two reasons. ``memsync reindex`` asks for it. And a p
 deleted a forgotten episode's point leaves its bytes in the engine's files (qdrant-edge keeps a
 deleted point's payload in its WAL, and its segments until a vacuum; measured), so once the feed is
 drained the layer rebuilds the collection without it and drops the old one, whose files go with it.
-When to do which is decided in ``sync.warm.lifecycle`` (pure); ``sync.warm.rebuilder`` rebuilds,
+When to do which is decided in ``sync.search.collection.lifecycle`` (pure); ``sync.warm.rebuilder`` rebuilds,
 switches and drops. The promises a crash must not lose (a purge owed, a collection to drop) are in
-the cursor file (``sync.warm.cursor``), and a restarted layer keeps them.
+the cursor file (``sync.search.collection.cursor``), and a restarted layer keeps them.
 """
 
 from __future__ import annotations
@@ -51,20 +51,20 @@ from sync.errors import (
 from sync.leases import Claim
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
+from sync.search.collection.cursor import CursorFile
+from sync.search.collection.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
+from sync.search.collection.shared_alias import REBUILD_JOB, lease_ms, may_rebuild
+from sync.search.collection.shared_pointer import SharedPointer
 from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.embedders.local import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 from sync.search.stores import CollectionSpec, EdgeStore, ServerStore, VectorStore
 from sync.search.stores.locked import LockedStore
 from sync.warm import browse
-from sync.warm.cursor import CursorFile
 from sync.warm.indexer import Indexer, PassReport, Previous
-from sync.warm.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
 from sync.warm.rebuilder import Pointer, Rebuilder
 from sync.warm.rerank import Reranker, VoyageReranker
 from sync.warm.search import search
-from sync.warm.shared import REBUILD_JOB, lease_ms, may_rebuild
-from sync.warm.shared_pointer import SharedPointer
 
 log = structlog.get_logger("memsync.warm")
 T = TypeVar("T")
@@ -264,7 +264,7 @@ class WarmLayer:
         return self._store
 
     def _open_shared(self, store: LockedStore, embedder: Embedder) -> CollectionSpec:
-        """Follow the alias (``sync.warm.shared``) and open through it: every request of this site
+        """Follow the alias (``sync.search.collection.shared_alias``) and open through it: every request of this site
         reaches the collection it serves at that moment."""
         assert self.shared is not None
 
@@ -355,7 +355,8 @@ class WarmLayer:
             self._set("foreign-collection", str(exc))
             return FOREIGN_RETRY
         except CollectionMismatch as exc:
-            # Step.WAIT_FOR_REINDEX (``sync.warm.lifecycle``): re-embedding everything is the person's call.
+            # Step.WAIT_FOR_REINDEX (``sync.search.collection.lifecycle``): re-embedding everything
+            # is the person's call.
             self._set("needs-reindex", f"{exc} (run: memsync reindex)")
             return mismatch_wait(shared=self.shared is not None, catch_up_interval=self.settings.catch_up_interval)
         except StoreRejected:
@@ -569,7 +570,7 @@ class WarmLayer:
 
     def _purge_if_owed(self, report: PassReport) -> None:
         """Rebuild the active collection if it deleted forgotten episodes' points (their bytes are
-        still in its files) and the pass drained the feed (``sync.warm.lifecycle``). Called under
+        still in its files) and the pass drained the feed (``sync.search.collection.lifecycle``). Called under
         ``_work``."""
         active = self.collections.active()
         facts = Facts(

@@ -60,6 +60,7 @@ from typing import Any, Final
 
 from sync.backbone.base import Change, ChangeFeed, PointRecord
 from sync.errors import PermanentError
+from sync.search.collection.cursor import CursorFile
 from sync.search.embedders import bm25
 from sync.search.embedders.local import Embedder
 from sync.search.stores import (
@@ -71,7 +72,6 @@ from sync.search.stores import (
     passage_id,
     point_id,
 )
-from sync.warm.cursor import CursorFile
 from sync.warm.rank import cosine
 from sync.warm.text import Span, episode_text, split_passages, text_hash
 

@@ -1,4 +1,4 @@
-"""Applies the collection lifecycle (``sync.warm.lifecycle``) with the store: drops what an
+"""Applies the collection lifecycle (``sync.search.collection.lifecycle``) with the store: drops what an
 interrupted rebuild left, rebuilds into a fresh collection and switches searches to it, retires the
 collection it replaced.
 
@@ -6,7 +6,7 @@ A rebuild reads the feed from 0 into a fresh collection and copies every point w
 unchanged from the collection it replaces (its vectors too, while the model is the same): a purge
 embeds nothing. Searches are served by the old collection until the switch. The promises a crash
 must not lose (a collection to drop unless it is active) are written to the cursor file
-(``sync.warm.cursor``) before each step that could leave one behind, so a restart keeps them.
+(``sync.search.collection.cursor``) before each step that could leave one behind, so a restart keeps them.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from typing import Generic, Protocol, TypeVar
 import structlog
 
 from sync.errors import MemsyncError, NotOurs, TransientError
+from sync.search.collection.cursor import CursorFile
+from sync.search.collection.lifecycle import leftovers
 from sync.search.stores import CollectionSpec, VectorStore
-from sync.warm.cursor import CursorFile
 from sync.warm.indexer import Indexer, PassReport, Previous
-from sync.warm.lifecycle import leftovers
 
 log = structlog.get_logger("memsync.warm")
 
 
 class Pointer(Protocol):
     """Which physical collection serves the configured name: the daemon's ``collections.json`` on
-    the edge store, the alias on a shared Qdrant (``sync.warm.shared_pointer``)."""
+    the edge store, the alias on a shared Qdrant (``sync.search.collection.shared_pointer``)."""
 
     # True: the collection a switch replaced is dropped at once (one site uses it); False: it is
     # retired, and dropped once no site has used it for a grace (a shared Qdrant).

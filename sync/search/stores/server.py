@@ -419,7 +419,7 @@ class ServerStore(StoreBase):
         with self._client_errors("count points"):
             return self._client.count(collection, count_filter=_qm_filter(filter), exact=True).count
 
-    # -- aliases: one lifecycle for every site of a shared server (``sync.warm.shared``) -------------
+    # -- aliases: one lifecycle for every site of a shared server (``sync.search.collection.shared_alias``)
     def alias_target(self, alias: str) -> str | None:
         """The collection ``alias`` serves; None when there is no such alias."""
         with self._client_errors("read the collection aliases"):

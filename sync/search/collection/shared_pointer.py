@@ -1,4 +1,4 @@
-"""The pointer of a shared Qdrant (``sync.warm.shared`` decides; this applies): the configured name
+"""The pointer of a shared Qdrant (``sync.search.collection.shared_alias`` decides; this applies): the configured name
 is an alias on the server, which every site reads and writes through, and the site's own
 ``collections.json`` only remembers which physical collection it last used (so it can tell that the
 alias moved, or that its collection went away while it was offline).
@@ -19,11 +19,11 @@ from typing import Protocol
 import structlog
 
 from sync.errors import ConfigError, ForeignCollection, NotOurs, StoreRejected, StoreUnavailable
+from sync.search.collection.cursor import CursorFile
+from sync.search.collection.shared_alias import Behind, Move, Seen, copy_complete, follow_from, lease_ms, locate, sweep
 from sync.search.stores import ServerStore
 from sync.search.stores.adoption import Origin, foreign_refusal, origin
 from sync.search.stores.base import RECORD_KEY, CollectionSpec
-from sync.warm.cursor import CursorFile
-from sync.warm.shared import Behind, Move, Seen, copy_complete, follow_from, lease_ms, locate, sweep
 
 log = structlog.get_logger("memsync.warm")
 

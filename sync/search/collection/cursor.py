@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.jsonfile import read_json_object, write_json_atomically
-from sync.warm import lifecycle
+from sync.search.collection import lifecycle
 
 _CURSORS = "cursors"
 _PURGE = "purgeOwed"
