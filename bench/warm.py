@@ -19,8 +19,8 @@
    are per episode and per passage: what a long episode costs, and whether a passage costs more
    than a short episode does.
 3. Search latency on the embedded store at 10k and 100k points: the product's whole search
-   (``sync.warm.search.search``: query embedding, BM25 query, dense and BM25 prefetch, fusion,
-   decay, collapse) for 200 varied queries, and its store part alone (``sync.warm.search.hybrid``,
+   (``sync.search.query.pipeline.search``: query embedding, BM25 query, dense and BM25 prefetch, fusion,
+   decay, collapse) for 200 varied queries, and its store part alone (``sync.search.query.pipeline.hybrid``,
    the same request, the query vectors computed beforehand). The points are synthetic (see ``build_points``).
    qdrant-edge's ``optimize()`` is never called: the product does not call it either.
 
@@ -324,7 +324,7 @@ def long_corpus(n: int, seed: int) -> list[dict[str, Any]]:
 
 
 def texts_of(episodes: Sequence[dict[str, Any]]) -> list[str]:
-    from sync.warm.text import episode_text
+    from sync.search.indexing.text import episode_text
 
     return [episode_text(ep) for ep in episodes]
 
@@ -426,9 +426,9 @@ def indexer_pass(embedder: Any, converted: Sequence[Converted], root: Path) -> t
     (wrapped as the daemon wraps it); and how many it embedded."""
     from sync.backbone.hub import HubBackbone
     from sync.search.collection.cursor import CursorFile
+    from sync.search.indexing.indexer import Indexer
     from sync.search.stores import EdgeStore
     from sync.search.stores.locked import LockedStore
-    from sync.warm.indexer import Indexer
 
     hub = HubBackbone(root / "hub.db", SITE)
     store = LockedStore(EdgeStore(root / "qdrant"))
@@ -488,7 +488,7 @@ def throughput_runs(
 def long_runs(embedder: Any, runs: int, episodes: int) -> list[dict[str, Any]]:
     """Indexing long episodes: the indexer (which splits them) against the bare embedder over the
     passages it embeds, alternating, bare first."""
-    from sync.warm.text import split_passages
+    from sync.search.indexing.text import split_passages
 
     eps = long_corpus(episodes, seed=11)
     texts = texts_of(eps)
@@ -533,8 +533,8 @@ def build_points(
     timestamps spread over the past year."""
     from sync.backbone.base import Change
     from sync.search.embedders import bm25
+    from sync.search.indexing.indexer import payload_for
     from sync.search.stores import WarmPoint, point_id
-    from sync.warm.indexer import payload_for
 
     rng = random.Random(start)
     noise_rng = np.random.default_rng(start)
@@ -621,11 +621,11 @@ def measure_search(
     store: Any, shard: TimedShard, embedder: Any, queries: Sequence[Any], passes: int, size: int
 ) -> list[dict[str, Any]]:
     """``passes`` passes over the queries (each in its own shuffled order): each query through the
-    whole search, then through the store's part alone (``sync.warm.search.hybrid``: prefetch,
+    whole search, then through the store's part alone (``sync.search.query.pipeline.hybrid``: prefetch,
     fusion, similarities) with the same parameters (and, inside it, the engine's calls, timed by
     ``shard``)."""
     from sync.search.embedders import bm25
-    from sync.warm.search import candidates_for, hybrid, search
+    from sync.search.query.pipeline import candidates_for, hybrid, search
 
     embed_ms = []
     prepared = []

@@ -160,7 +160,7 @@ class WarmSection(_Section):
     batch_size: int = Field(64, ge=1, le=500, description="episodes embedded and upserted together")
     duplicate_threshold: float = Field(0.95, gt=0, le=1.0, description="cosine at which episodes are linked")
     # How search fuses the dense and BM25 lists: "relative" (scaled scores, dense weighted 0.8 to 0.4 by how
-    # much of the query BM25's best hit holds) or "rrf" (Reciprocal Rank Fusion, k = 2). sync/warm/fusion.py
+    # much of the query BM25's best hit holds) or "rrf" (Reciprocal Rank Fusion, k = 2). sync/search/query/fusion.py
     # says why relative is the default.
     fusion: Literal["relative", "rrf"] = "relative"
     # Seconds between looks for other sites' episodes. Default: 30 on the embedded hub, where a change

@@ -22,11 +22,11 @@ from daemon.health import Facts, Level, assess, lag_seconds
 from daemon.paths import agentdb_problem, writable_problem
 from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status
-from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
 from sync.search.collection.cursor import CursorFile
+from sync.search.indexing.lag import episodes_behind
 from sync.source import SourceIdentity, describe, refusal
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".

@@ -25,13 +25,13 @@ from sync.errors import ConfigError, ForeignCollection, NotOurs
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.indexer import Indexer, Previous
+from sync.search.indexing.rebuilder import Rebuilder
+from sync.search.indexing.text import text_hash
+from sync.search.query.pipeline import search
 from sync.search.request import SearchFilter, SearchRequest
 from sync.search.stores import ServerStore, VectorStore, WarmPoint, point_id
 from sync.search.stores.adoption import DenseVector, Layout, Origin, Verdict, foreign_refusal, judge, may_drop, origin
-from sync.warm.indexer import Indexer, Previous
-from sync.warm.rebuilder import Rebuilder
-from sync.warm.search import search
-from sync.warm.text import text_hash
 
 DIMS = 8
 MODEL = "gemini/gemini-embedding-001"

@@ -20,19 +20,7 @@ from sync.episode import canonical_json
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.search.embedders.local import LocalEmbedder
-from sync.search.request import SearchRequest
-from sync.search.stores import (
-    PAYLOAD_INDEXES,
-    CollectionSpec,
-    EdgeStore,
-    SearchFilter,
-    ServerStore,
-    StoredPoint,
-    VectorStore,
-    passage_id,
-    point_id,
-)
-from sync.warm.indexer import (
+from sync.search.indexing.indexer import (
     ARCHIVED_KEY,
     DUPLICATE_KEY,
     PARENT_KEY,
@@ -52,8 +40,20 @@ from sync.warm.indexer import (
     plan_page,
     trusted_seed,
 )
-from sync.warm.search import search
-from sync.warm.text import episode_text, text_hash
+from sync.search.indexing.text import episode_text, text_hash
+from sync.search.query.pipeline import search
+from sync.search.request import SearchRequest
+from sync.search.stores import (
+    PAYLOAD_INDEXES,
+    CollectionSpec,
+    EdgeStore,
+    SearchFilter,
+    ServerStore,
+    StoredPoint,
+    VectorStore,
+    passage_id,
+    point_id,
+)
 
 NOW_MS = 1_790_000_000_000
 DAY_MS = 86_400_000

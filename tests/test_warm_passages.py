@@ -15,18 +15,18 @@ from conftest import CountingEmbedder
 from fake_providers import KEY, gemini_respond, serve
 from qdrant_client import QdrantClient
 
-from daemon.warm.results import render_results
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.retry import RetryPolicy
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders.local import GeminiEmbedder, LocalEmbedder
+from sync.search.indexing.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count
+from sync.search.indexing.text import text_hash
+from sync.search.query.pipeline import search
+from sync.search.query.results_text import render_results
 from sync.search.request import Mode, SearchRequest, SearchResult
 from sync.search.stores import EdgeStore, SearchFilter, ServerStore, VectorStore, passage_id, point_id
-from sync.warm.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count
-from sync.warm.search import search
-from sync.warm.text import text_hash
 
 NOW_MS = 1_790_000_000_000
 COLLECTION = "agent_memory_hybrid"

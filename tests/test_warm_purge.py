@@ -23,8 +23,8 @@ from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import BackboneUnavailable
 from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.text import text_hash
 from sync.search.request import SearchRequest
-from sync.warm.text import text_hash
 
 SECRET = "the-vault-combination-is-8812"
 OTHER_SECRET = "the-backup-passphrase-is-4471"

@@ -14,10 +14,10 @@ from test_warm_rerank import ranking, rerank_respond
 from sync.retry import RetryPolicy
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
+from sync.search.query.pipeline import candidates_for, search
+from sync.search.query.rerank import VoyageReranker
 from sync.search.request import SearchRequest, SearchResult, when_words
 from sync.search.stores import EdgeStore, SearchFilter, WarmPoint, point_id
-from sync.warm.rerank import VoyageReranker
-from sync.warm.search import candidates_for, search
 
 NOW_MS = 1_790_000_000_000
 TEXTS = [

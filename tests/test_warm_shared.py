@@ -38,11 +38,11 @@ from sync.search.collection.shared_alias import (
 )
 from sync.search.collection.shared_pointer import SharedPointer
 from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.indexer import Indexer
+from sync.search.indexing.text import text_hash
 from sync.search.request import SearchRequest
 from sync.search.stores import ServerStore
 from sync.search.stores.adoption import Origin
-from sync.warm.indexer import Indexer
-from sync.warm.text import text_hash
 
 ALIAS = "memory"
 FOREIGN = "agent_memory_hybrid"

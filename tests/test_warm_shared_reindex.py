@@ -28,10 +28,10 @@ from sync.episode import canonical_json
 from sync.errors import CollectionMismatch
 from sync.search.collection.shared_alias import REBUILD_JOB
 from sync.search.embedders.local import Embedder, LocalEmbedder
+from sync.search.indexing.indexer import PassReport
+from sync.search.indexing.text import text_hash
 from sync.search.request import SearchRequest
 from sync.search.stores import ServerStore
-from sync.warm.indexer import PassReport
-from sync.warm.text import text_hash
 
 ALIAS = "memory"
 GRACE = 600.0

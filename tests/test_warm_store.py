@@ -26,9 +26,9 @@ from sync.errors import (
     TransientError,
 )
 from sync.search.embedders import bm25
+from sync.search.query.fusion import DENSE_WEIGHT_FULL_MATCH
+from sync.search.query.pipeline import hybrid
 from sync.search.stores import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
-from sync.warm.fusion import DENSE_WEIGHT_FULL_MATCH
-from sync.warm.search import hybrid
 
 DIMS = 8
 # EdgeStore keeps dense vectors as float16 (half the memory, a faster scan): a cosine is good to

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
-from daemon.warm.results import parse_since, render_results
+from sync.search.query.results_text import parse_since, render_results
 from sync.search.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from daemon.cli.locate import QuickPaths
     from daemon.config import Settings
     from daemon.site import Site
-    from sync.warm.indexer import PassReport as IndexReport
+    from sync.search.indexing.indexer import PassReport as IndexReport
 
 
 def register(commands: Commands) -> None:

@@ -1,5 +1,5 @@
 """Ask a running daemon for recent episodes or one episode with its neighbours (the ``recent`` and
-``episode`` ops, described in ``sync.warm.browse``), from light code: the standard library,
+``episode`` ops, described in ``sync.search.query.browse``), from light code: the standard library,
 ``daemon.control.client`` and the wire types of ``sync.search.request``, nothing heavier.
 
 ``memsync context`` (a hook on every prompt) and ``memsync mcp`` call these. A daemon older than the

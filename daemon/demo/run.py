@@ -29,8 +29,8 @@ from daemon.control.lock import holder_pid
 from daemon.demo.agents import Agent
 from daemon.warm.files import read_status
 from daemon.warm.recall import run_search
-from daemon.warm.results import render_results
 from sync.backbone.hub import HubBackbone
+from sync.search.query.results_text import render_results
 from sync.search.request import SearchFilter, SearchRequest
 
 SITES = ("laptop", "vm")

@@ -20,7 +20,7 @@ from sync.jsonfile import read_json_object, write_json_atomically
 
 
 class Collections:
-    """The edge store's pointer (``sync.warm.rebuilder.Pointer``); on a shared Qdrant, where the
+    """The edge store's pointer (``sync.search.indexing.rebuilder.Pointer``); on a shared Qdrant, where the
     alias is the pointer, the record of the physical collection this site last used."""
 
     drops_at_switch = True  # one site uses the edge store's collections: the replaced one goes at once

@@ -3,7 +3,7 @@
 One process owns an embedded store, so the daemon opens it once and everything else goes through
 here: the run loop pokes the indexer after each pass that pushed episodes (and, on the embedded hub,
 the hub file's changes poke it when other sites push); the control socket's threads search,
-read recent episodes and one episode with its neighbours (``sync.warm.browse``), and reindex.
+read recent episodes and one episode with its neighbours (``sync.search.query.browse``), and reindex.
 The embedding model stays loaded while it is used, so a search costs one query embedding, and is
 let go after ``warm.unload_after`` idle seconds (``sync.search.embedders.lazy``): an idle daemon does not keep
 160 MB for a search that may not come.
@@ -16,7 +16,7 @@ Rebuilding is one path for two reasons. ``memsync reindex`` asks for it. And a p
 deleted a forgotten episode's point leaves its bytes in the engine's files (qdrant-edge keeps a
 deleted point's payload in its WAL, and its segments until a vacuum; measured), so once the feed is
 drained the layer rebuilds the collection without it and drops the old one, whose files go with it.
-When to do which is decided in ``sync.search.collection.lifecycle`` (pure); ``sync.warm.rebuilder`` rebuilds,
+When to do which is decided in ``sync.search.collection.lifecycle`` (pure); ``sync.search.indexing.rebuilder`` rebuilds,
 switches and drops. The promises a crash must not lose (a purge owed, a collection to drop) are in
 the cursor file (``sync.search.collection.cursor``), and a restarted layer keeps them.
 """
@@ -57,14 +57,14 @@ from sync.search.collection.shared_alias import REBUILD_JOB, lease_ms, may_rebui
 from sync.search.collection.shared_pointer import SharedPointer
 from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.embedders.local import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
+from sync.search.indexing.indexer import Indexer, PassReport, Previous
+from sync.search.indexing.rebuilder import Pointer, Rebuilder
+from sync.search.query import browse
+from sync.search.query.pipeline import search
+from sync.search.query.rerank import Reranker, VoyageReranker
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 from sync.search.stores import CollectionSpec, EdgeStore, ServerStore, VectorStore
 from sync.search.stores.locked import LockedStore
-from sync.warm import browse
-from sync.warm.indexer import Indexer, PassReport, Previous
-from sync.warm.rebuilder import Pointer, Rebuilder
-from sync.warm.rerank import Reranker, VoyageReranker
-from sync.warm.search import search
 
 log = structlog.get_logger("memsync.warm")
 T = TypeVar("T")
@@ -432,12 +432,12 @@ class WarmLayer:
                 self._write_status()  # status no longer says the model was let go
 
     def recent(self, request: RecentRequest) -> list[SearchResult]:
-        """The latest episodes under a filter (``sync.warm.browse``): no query, no model."""
+        """The latest episodes under a filter (``sync.search.query.browse``): no query, no model."""
         store = self._open_collection()
         return self._through_gap(lambda: browse.recent(store, request))
 
     def episode(self, request: EpisodeRequest) -> EpisodeView:
-        """One episode and its session's neighbours (``sync.warm.browse``)."""
+        """One episode and its session's neighbours (``sync.search.query.browse``)."""
         store = self._open_collection()
         return self._through_gap(lambda: browse.episode(store, request))
 
@@ -605,7 +605,7 @@ class WarmLayer:
         self._write_status()
 
     def _rebuild(self, progress: Callable[[PassReport], None] | None, why: str) -> PassReport:
-        """Rebuild into a fresh collection and switch searches to it (``sync.warm.rebuilder``).
+        """Rebuild into a fresh collection and switch searches to it (``sync.search.indexing.rebuilder``).
         Call under ``_work``."""
 
         def install(fresh: LockedStore, builder: Indexer) -> LockedStore | None:

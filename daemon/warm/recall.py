@@ -22,10 +22,10 @@ from daemon.control.client import ask
 from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
 from daemon.site import never_synced, open_backbone
-from daemon.warm.lag import episodes_behind
 from daemon.warm.layer import WarmLayer, offline_layer
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
+from sync.search.indexing.lag import episodes_behind
 from sync.search.request import SearchRequest, SearchResult
 
 # Episodes a search with no daemon running indexes itself before answering: about a second of the

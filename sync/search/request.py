@@ -48,7 +48,7 @@ class SearchFilter:
     tags: tuple[str, ...] = field(default=())
     since_ms: int | None = None
     # One episode's points (its first and its passages) by its key: an adopted episode lives under
-    # its seed's point id, not the one memsync derives from the key (``sync.warm.browse``).
+    # its seed's point id, not the one memsync derives from the key (``sync.search.query.browse``).
     source_id: str | None = None
 
     def is_empty(self) -> bool:
@@ -155,7 +155,7 @@ class SearchResult:
         passage: Passage | None = None,
     ) -> SearchResult:
         """An episode's point payload as a result: a search's hit, or an episode read without a
-        query (``sync.warm.browse``: score 0, no similarity)."""
+        query (``sync.search.query.browse``: score 0, no similarity)."""
         reward = payload.get("reward")
         success = payload.get("success")
         ts = _int(payload.get("ts"))
@@ -190,7 +190,7 @@ class SearchResult:
         return cls(**fields)
 
 
-# --- episodes read without a query (``sync.warm.browse``): the ``recent`` and ``episode`` ops ------
+# --- episodes read without a query (``sync.search.query.browse``): the ``recent`` and ``episode`` ops ------
 
 MAX_NEIGHBOURS: Final = 20
 

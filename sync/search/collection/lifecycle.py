@@ -1,7 +1,7 @@
 """The search index's collection lifecycle as decisions: what to do next with the serving collection
 (keep it in step, purge it, rebuild it, wait for ``memsync reindex``), which collections an
 interrupted rebuild left to drop, whether the index owes work with nothing new in the feed, and what
-status says of the purge. Pure: the facts in, the action out; ``sync.warm.rebuilder`` applies them
+status says of the purge. Pure: the facts in, the action out; ``sync.search.indexing.rebuilder`` applies them
 with the store, and the daemon's warm layer (``daemon/warm/layer.py``) asks.
 
 Why a purge is a rebuild: a pass that deleted a forgotten episode's point leaves its bytes in the

@@ -66,7 +66,7 @@ class Embedder(Protocol):
     @property
     def passage_tokens(self) -> int:
         """The most tokens of a document the model reads (special tokens excluded): a longer
-        episode is indexed as passages of at most this many (``sync.warm.text.split_passages``)."""
+        episode is indexed as passages of at most this many (``sync.search.indexing.text.split_passages``)."""
         ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

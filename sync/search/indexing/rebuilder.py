@@ -19,8 +19,8 @@ import structlog
 from sync.errors import MemsyncError, NotOurs, TransientError
 from sync.search.collection.cursor import CursorFile
 from sync.search.collection.lifecycle import leftovers
+from sync.search.indexing.indexer import Indexer, PassReport, Previous
 from sync.search.stores import CollectionSpec, VectorStore
-from sync.warm.indexer import Indexer, PassReport, Previous
 
 log = structlog.get_logger("memsync.warm")
 

@@ -2,9 +2,9 @@
 
 The pipeline, in order: the query is embedded twice (dense by the collection's own model, BM25 as
 Qdrant computes it); the store runs a dense and a BM25 prefetch under the same filter, in one engine
-call; the two lists are fused (``sync.warm.fusion``: relative scores by default, or RRF); the
+call; the two lists are fused (``sync.search.query.fusion``: relative scores by default, or RRF); the
 winners are read back with their payloads and cosine similarity; the fused scores are decayed by
-age, gated by similarity (``sync.warm.rank``); a long episode's passages are grouped under it, its
+age, gated by similarity (``sync.search.query.rank``); a long episode's passages are grouped under it, its
 best passage ranking it and shown with it (``by_episode``);
 near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
 survivors and MMR trades a little relevance for diversity. More candidates than asked for are
@@ -20,12 +20,12 @@ from typing import Final
 
 from sync.search.embedders import bm25
 from sync.search.embedders.local import Embedder
+from sync.search.indexing.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
+from sync.search.query.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
+from sync.search.query.rank import Ranked, apply_decay, collapse_duplicates, mmr
+from sync.search.query.rerank import Reranker
 from sync.search.request import Passage, SearchFilter, SearchRequest, SearchResult
 from sync.search.stores import Hit, Scored, VectorStore
-from sync.warm.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
-from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
-from sync.warm.rank import Ranked, apply_decay, collapse_duplicates, mmr
-from sync.warm.rerank import Reranker
 
 # Where ``by_episode`` leaves which passage matched, in a result's payload (never stored).
 MATCH_KEY: Final = "_match"
@@ -62,7 +62,7 @@ def hybrid(
 
 
 def best_lexical_coverage(store: VectorStore, sparse_query: bm25.SparseVector, sparse: Sequence[Scored]) -> float:
-    """How much of the query BM25's first hit holds (``sync.warm.fusion.lexical_coverage``), read
+    """How much of the query BM25's first hit holds (``sync.search.query.fusion.lexical_coverage``), read
     from that point's own sparse vector: one point, so one small read. 0 when BM25 found nothing."""
     if not sparse:
         return 0.0

@@ -24,7 +24,7 @@ the spec is the same), not embedded again; an archived episode, whose body the f
 has, can only be copied (or, under another model, embedded from the text its old payload kept).
 
 An episode longer than the embedder's window is several points, one per passage
-(``sync.warm.text.split_passages``), each with its own dense and BM25 vector: BM25 per passage too,
+(``sync.search.indexing.text.split_passages``), each with its own dense and BM25 vector: BM25 per passage too,
 so that a keyword search says which passage matched, and a long episode's length does not dilute a
 rare term. The first passage keeps the episode's own id and its whole payload, plus ``passages``
 (how many) and ``span``; the others (``passage_id``) carry the filter fields, ``parent`` (the
@@ -63,6 +63,8 @@ from sync.errors import PermanentError
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders import bm25
 from sync.search.embedders.local import Embedder
+from sync.search.indexing.text import Span, episode_text, split_passages, text_hash
+from sync.search.query.rank import cosine
 from sync.search.stores import (
     PAYLOAD_INDEXES,
     CollectionSpec,
@@ -72,8 +74,6 @@ from sync.search.stores import (
     passage_id,
     point_id,
 )
-from sync.warm.rank import cosine
-from sync.warm.text import Span, episode_text, split_passages, text_hash
 
 DEFAULT_DUPLICATE_THRESHOLD: Final = 0.95
 DUPLICATE_KEY: Final = "duplicateOf"
