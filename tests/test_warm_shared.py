@@ -17,8 +17,8 @@ from conftest import FakeClock, SiteFiles, warm_section
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from daemon.warm.files import Collections, read_status
-from daemon.warm.layer import RebuildHeld, WarmLayer
+from daemon.search_worker.files import Collections, read_status
+from daemon.search_worker.layer import RebuildHeld, WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
@@ -545,7 +545,7 @@ def test_an_adopted_collection_serves_every_site_and_a_later_rebuild_leaves_it(
         vectors_config={"dense": qm.VectorParams(size=dims, distance=qm.Distance.COSINE)},
         sparse_vectors_config={"text": qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
     )
-    # What `memsync adopt-collection` does (daemon/warm/adopt.py): the record, then the alias.
+    # What `memsync adopt-collection` does (daemon/search_worker/adopt.py): the record, then the alias.
     ServerStore(client=client).adopt(FOREIGN, fleet.embedder.name, dims)
     SharedPointer(
         ALIAS,

@@ -20,8 +20,8 @@ from conftest import FakeClock, SiteFiles, wait_for, warm_section
 from fake_providers import KEY, FakeProvider, fake_vector, gemini_respond, serve
 from qdrant_client import QdrantClient
 
-from daemon.warm.files import read_status
-from daemon.warm.layer import RebuildHeld, WarmLayer
+from daemon.search_worker.files import read_status
+from daemon.search_worker.layer import RebuildHeld, WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json

@@ -36,7 +36,7 @@ from daemon import logs
 from daemon.config import Settings
 from daemon.control.client import Progress
 from daemon.control.server import Handler
-from daemon.warm.files import Collections, status_path, write_status
+from daemon.search_worker.files import Collections, status_path, write_status
 from sync.backbone.base import ChangeFeed, JobLeases
 from sync.errors import (
     CollectionMismatch,

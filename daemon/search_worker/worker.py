@@ -2,11 +2,11 @@
 
 The embedding stack (numpy, onnxruntime, tokenizers, qdrant-edge and the model) costs about 80 MB
 the moment it is imported and cannot be unloaded from a process, while the sync daemon needs under
-60. So it lives here, in a child of the daemon (``daemon.warm.host`` starts it): an idle daemon
+60. So it lives here, in a child of the daemon (``daemon.search_worker.host`` starts it): an idle daemon
 holds what syncing needs, and the first episode or search after an idle spell pays about a second
 to start this process again.
 
-    python -m daemon.warm.worker --listen-fd N [--config F]
+    python -m daemon.search_worker.worker --listen-fd N [--config F]
 
 It serves the daemon's control socket (inherited, already listening, as ``--listen-fd``), reads
 pokes from stdin (one line each: new episodes reached the backbone) and exits:
@@ -34,8 +34,8 @@ import structlog
 from daemon import logs
 from daemon.config import Settings, load_settings
 from daemon.control.server import ControlServer
+from daemon.search_worker.layer import WarmLayer, warm_handlers
 from daemon.site import open_backbone
-from daemon.warm.layer import WarmLayer, warm_handlers
 from sync.errors import ConfigError, MemsyncError
 
 log = structlog.get_logger("memsync.warm")
@@ -121,7 +121,7 @@ def _follow_pokes(warm: WarmLayer, stop: threading.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m daemon.warm.worker", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m daemon.search_worker.worker", description=__doc__)
     parser.add_argument("--listen-fd", type=int, required=True)
     parser.add_argument("--config", type=Path)
     args = parser.parse_args(argv)

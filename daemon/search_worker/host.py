@@ -1,11 +1,11 @@
 """The daemon's side of the warm layer: it holds the control socket and starts the worker process
-(``daemon.warm.worker``) when there is work, so that an idle daemon holds no embedding stack.
+(``daemon.search_worker.worker``) when there is work, so that an idle daemon holds no embedding stack.
 
 Work is: a search or reindex request (it waits in the socket's backlog, the worker takes it), new
 episodes this site just pushed (the run loop pokes), another site's episodes on the embedded hub
 (the hub file's change pokes), or an index behind the backbone's change feed, looked for every
 ``catch_up_interval`` while no worker runs (this is how another site's episodes arrive on Convex),
-or a purge the index still owes (the cursor file says so; ``daemon.warm.layer``).
+or a purge the index still owes (the cursor file says so; ``daemon.search_worker.layer``).
 While the worker runs it does all of that itself; pokes are passed on to it.
 
 A worker that fails is started again with the project's one backoff; while it is backing off, a
@@ -30,7 +30,7 @@ import structlog
 
 from daemon.config import Settings
 from daemon.control.server import listen, unlink
-from daemon.warm.files import Collections, read_status
+from daemon.search_worker.files import Collections, read_status
 from sync.backbone.base import ChangeFeed
 from sync.errors import MemsyncError
 from sync.pacing import Backoff
@@ -186,7 +186,7 @@ class WarmHost:
 
     # -- the worker ----------------------------------------------------------------------------------
     def _default_argv(self, listen_fd: int) -> list[str]:
-        argv = [sys.executable, "-m", "daemon.warm.worker", "--listen-fd", str(listen_fd)]
+        argv = [sys.executable, "-m", "daemon.search_worker.worker", "--listen-fd", str(listen_fd)]
         if self.settings.config_file is not None:
             argv += ["--config", str(self.settings.config_file)]
         return argv

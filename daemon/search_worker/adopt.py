@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from daemon.config import Settings
-from daemon.warm.files import Collections
-from daemon.warm.layer import open_embedder, open_server_store
+from daemon.search_worker.files import Collections
+from daemon.search_worker.layer import open_embedder, open_server_store
 from sync.errors import ConfigError
 from sync.search.collection.cursor import CursorFile
 from sync.search.collection.shared_pointer import SharedPointer
