@@ -52,7 +52,8 @@ from harness.relevance import CLASSES, TOP, load_set, set_points, shared_rank  #
 
 from bench import recall as recall_bench  # one LoCoMo reader
 from sync.search.embedders import bm25
-from sync.search.embedders.local import Embedder, LocalEmbedder
+from sync.search.embedders.base import Embedder
+from sync.search.embedders.local import LocalEmbedder
 from sync.search.indexing.text import episode_text
 from sync.search.query.pipeline import hybrid
 from sync.search.request import SearchFilter

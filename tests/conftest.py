@@ -40,7 +40,8 @@ from harness import (
 from harness import short_dir as _short_dir
 
 if TYPE_CHECKING:
-    from sync.search.embedders.local import Embedder, LocalEmbedder
+    from sync.search.embedders.base import Embedder
+    from sync.search.embedders.local import LocalEmbedder
 
 pytest_plugins = ["convex_fixtures", "fake_providers"]
 

@@ -9,8 +9,9 @@ import pytest
 from conftest import FakeClock
 
 from sync.errors import ModelFileError
+from sync.search.embedders.base import Embedder
 from sync.search.embedders.lazy import LazyEmbedder
-from sync.search.embedders.local import Embedder, LocalEmbedder
+from sync.search.embedders.local import LocalEmbedder
 
 
 class Loads:

@@ -20,7 +20,8 @@ from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.retry import RetryPolicy
 from sync.search.collection.cursor import CursorFile
-from sync.search.embedders.local import GeminiEmbedder, LocalEmbedder
+from sync.search.embedders.gemini import GeminiEmbedder
+from sync.search.embedders.local import LocalEmbedder
 from sync.search.indexing.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count
 from sync.search.indexing.text import text_hash
 from sync.search.query.pipeline import search

@@ -27,7 +27,8 @@ from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import CollectionMismatch
 from sync.search.collection.shared_alias import REBUILD_JOB
-from sync.search.embedders.local import Embedder, LocalEmbedder
+from sync.search.embedders.base import Embedder
+from sync.search.embedders.local import LocalEmbedder
 from sync.search.indexing.indexer import PassReport
 from sync.search.indexing.text import text_hash
 from sync.search.request import SearchRequest

@@ -55,8 +55,11 @@ from sync.search.collection.cursor import CursorFile
 from sync.search.collection.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
 from sync.search.collection.shared_alias import REBUILD_JOB, lease_ms, may_rebuild
 from sync.search.collection.shared_pointer import SharedPointer
+from sync.search.embedders.base import Embedder
+from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.lazy import LazyEmbedder
-from sync.search.embedders.local import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.embedders.voyage import VoyageEmbedder
 from sync.search.indexing.indexer import Indexer, PassReport, Previous
 from sync.search.indexing.rebuilder import Pointer, Rebuilder
 from sync.search.query import browse

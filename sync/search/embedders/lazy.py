@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from sync.errors import ModelFileError
 from sync.memory import release_free_memory
-from sync.search.embedders.local import Embedder
+from sync.search.embedders.base import Embedder
 
 
 class LazyEmbedder:

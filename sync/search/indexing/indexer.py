@@ -62,7 +62,7 @@ from sync.backbone.base import Change, ChangeFeed, PointRecord
 from sync.errors import PermanentError
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders import bm25
-from sync.search.embedders.local import Embedder
+from sync.search.embedders.base import Embedder
 from sync.search.indexing.text import Span, episode_text, split_passages, text_hash
 from sync.search.query.rank import cosine
 from sync.search.stores import (

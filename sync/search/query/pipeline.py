@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Final
 
 from sync.search.embedders import bm25
-from sync.search.embedders.local import Embedder
+from sync.search.embedders.base import Embedder
 from sync.search.indexing.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
 from sync.search.query.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.search.query.rank import Ranked, apply_decay, collapse_duplicates, mmr
