@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sync.search.embedders import bm25
-from sync.search.indexing.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY
+from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY
 from sync.search.query.browse import episode, pick_recent, recent, window
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
 from sync.search.stores import EdgeStore, ServerStore, StoredPoint, VectorStore, WarmPoint, passage_id, point_id

@@ -21,12 +21,6 @@ from sync.search.collection.cursor import CursorFile
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.indexing.indexer import (
-    ARCHIVED_KEY,
-    DUPLICATE_KEY,
-    PARENT_KEY,
-    PASSAGE_KEY,
-    PASSAGES_KEY,
-    SPAN_KEY,
     Indexer,
     IndexPlan,
     Previous,
@@ -41,10 +35,18 @@ from sync.search.indexing.indexer import (
     trusted_seed,
 )
 from sync.search.indexing.text import episode_text, text_hash
+from sync.search.payload import (
+    ARCHIVED_KEY,
+    DUPLICATE_KEY,
+    PARENT_KEY,
+    PASSAGE_KEY,
+    PASSAGES_KEY,
+    PAYLOAD_INDEXES,
+    SPAN_KEY,
+)
 from sync.search.query.pipeline import search
 from sync.search.request import SearchRequest
 from sync.search.stores import (
-    PAYLOAD_INDEXES,
     CollectionSpec,
     EdgeStore,
     SearchFilter,

@@ -1,7 +1,8 @@
 """What a search asks for and what it answers, as plain data: the control socket's wire format.
 
-Standard library only: ``memsync search`` builds a request and reads the answer through a running
-daemon without importing the search pipeline (numpy, the embedders, the vector stores).
+Standard library only (and ``sync.search.payload``'s key names): ``memsync search`` builds a
+request and reads the answer through a running daemon without importing the search pipeline (numpy,
+the embedders, the vector stores).
 """
 
 from __future__ import annotations
@@ -10,6 +11,21 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
+
+from sync.search.payload import (
+    AGENT_KEY,
+    APPROVAL_STATUS_KEY,
+    ARCHIVED_KEY,
+    REWARD_KEY,
+    SESSION_KEY,
+    SITE_KEY,
+    SOURCE_ID_KEY,
+    SUCCESS_KEY,
+    TAGS_KEY,
+    TASK_KEY,
+    TEXT_KEY,
+    TS_KEY,
+)
 
 MAX_LIMIT: Final = 100
 Mode = Literal["hybrid", "dense", "bm25"]
@@ -156,26 +172,27 @@ class SearchResult:
     ) -> SearchResult:
         """An episode's point payload as a result: a search's hit, or an episode read without a
         query (``sync.search.query.browse``: score 0, no similarity)."""
-        reward = payload.get("reward")
-        success = payload.get("success")
-        ts = _int(payload.get("ts"))
+        reward = payload.get(REWARD_KEY)
+        success = payload.get(SUCCESS_KEY)
+        ts = _int(payload.get(TS_KEY))
+        approval = payload.get(APPROVAL_STATUS_KEY)
         return cls(
             id=point,
-            site=str(payload.get("site", "")),
-            source_id=str(payload.get("sourceId", "")),
+            site=str(payload.get(SITE_KEY, "")),
+            source_id=str(payload.get(SOURCE_ID_KEY, "")),
             score=score,
             similarity=similarity,
             ts=ts,
-            agent=payload.get("agent"),
-            session=payload.get("session"),
-            task=payload.get("task"),
-            tags=[str(t) for t in payload.get("tags") or []],
+            agent=payload.get(AGENT_KEY),
+            session=payload.get(SESSION_KEY),
+            task=payload.get(TASK_KEY),
+            tags=[str(t) for t in payload.get(TAGS_KEY) or []],
             reward=float(reward) if isinstance(reward, int | float) and not isinstance(reward, bool) else None,
             success=success if isinstance(success, bool) else None,
-            text=str(payload.get("text", "")),
+            text=str(payload.get(TEXT_KEY, "")),
             duplicates=max(0, duplicates),
-            archived=payload.get("archived") is True,
-            approval_status=str(payload["approvalStatus"]) if payload.get("approvalStatus") else None,
+            archived=payload.get(ARCHIVED_KEY) is True,
+            approval_status=str(approval) if approval else None,
             passage=passage,
             when=when_words(ts),
         )

@@ -64,9 +64,32 @@ from sync.search.collection.cursor import CursorFile
 from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
 from sync.search.indexing.text import Span, episode_text, split_passages, text_hash
+from sync.search.payload import (
+    AGENT_KEY,
+    APPROVAL_STATUS_KEY,
+    ARCHIVED_KEY,
+    CONTENT_HASH_KEY,
+    DUPLICATE_KEY,
+    LINKS,
+    PARENT_KEY,
+    PASSAGE_FIELDS,
+    PASSAGE_KEY,
+    PASSAGES_KEY,
+    REWARD_KEY,
+    SESSION_KEY,
+    SITE_KEY,
+    SOURCE_ID_KEY,
+    SPAN_KEY,
+    SUCCESS_KEY,
+    TAGS_KEY,
+    TASK_KEY,
+    TEXT_HASH_KEY,
+    TEXT_KEY,
+    TS_KEY,
+    passage_count,
+)
 from sync.search.query.rank import cosine
 from sync.search.stores import (
-    PAYLOAD_INDEXES,
     CollectionSpec,
     StoredPoint,
     VectorStore,
@@ -76,16 +99,6 @@ from sync.search.stores import (
 )
 
 DEFAULT_DUPLICATE_THRESHOLD: Final = 0.95
-DUPLICATE_KEY: Final = "duplicateOf"
-ARCHIVED_KEY: Final = "archived"
-# Payload fields the indexer itself maintains, compared apart from the episode's own.
-_LINKS: Final = frozenset({DUPLICATE_KEY})
-PASSAGES_KEY: Final = "passages"  # on a long episode's first point: how many passages it has
-SPAN_KEY: Final = "span"  # [start, end) of a passage in the episode's text
-PARENT_KEY: Final = "parent"  # on a further passage: the episode's point id
-PASSAGE_KEY: Final = "passage"  # on a further passage: its index (the first is 0)
-# What a further passage carries of its episode: every filter's field, so that a filter finds it.
-_PASSAGE_FIELDS: Final = (*PAYLOAD_INDEXES, "sourceId", "textHash")
 
 Split = Callable[[str], Sequence[Span]]
 
@@ -104,20 +117,20 @@ def payload_for(change: Change) -> dict[str, Any]:
     assert episode is not None
     text = episode_text(episode)
     # An approval's decision, only where one was asked: every other point keeps the payload it had.
-    approval = {"approvalStatus": episode["approvalStatus"]} if episode.get("approvalStatus") else {}
+    approval = {APPROVAL_STATUS_KEY: episode["approvalStatus"]} if episode.get("approvalStatus") else {}
     return approval | {
-        "site": change.site,
-        "sourceId": change.source_id,
-        "agent": episode.get("agentName"),
-        "session": episode.get("sessionId"),
-        "task": episode.get("task"),
-        "ts": episode.get("ts"),
-        "reward": episode.get("reward"),
-        "success": episode.get("success"),
-        "tags": list(episode.get("tags") or []),
-        "contentHash": episode.get("contentHash"),
-        "textHash": text_hash(text),
-        "text": text,
+        SITE_KEY: change.site,
+        SOURCE_ID_KEY: change.source_id,
+        AGENT_KEY: episode.get("agentName"),
+        SESSION_KEY: episode.get("sessionId"),
+        TASK_KEY: episode.get("task"),
+        TS_KEY: episode.get("ts"),
+        REWARD_KEY: episode.get("reward"),
+        SUCCESS_KEY: episode.get("success"),
+        TAGS_KEY: list(episode.get("tags") or []),
+        CONTENT_HASH_KEY: episode.get("contentHash"),
+        TEXT_HASH_KEY: text_hash(text),
+        TEXT_KEY: text,
     }
 
 
@@ -142,24 +155,18 @@ def passage_items(
     passage spanning the whole text is the episode's point as it always was; otherwise the first
     carries the episode's payload plus ``passages`` and ``span``, the others the filter fields,
     ``parent``, ``passage`` and ``span``."""
-    text = str(payload["text"])
+    text = str(payload[TEXT_KEY])
     head = head or point_id(site, source_id)
     base = {k: v for k, v in payload.items() if k not in (PASSAGES_KEY, SPAN_KEY)}
     if list(spans) == [(0, len(text))]:
         return [ToEmbed(head, text, base)]
     (start, end), count = spans[0], len(spans)
     items = [ToEmbed(head, text[start:end], base | {PASSAGES_KEY: count, SPAN_KEY: [start, end]})]
-    shared = {k: base[k] for k in _PASSAGE_FIELDS if k in base}
+    shared = {k: base[k] for k in PASSAGE_FIELDS if k in base}
     for index, (start, end) in enumerate(spans[1:], 1):
         extra = {PARENT_KEY: head, PASSAGE_KEY: index, SPAN_KEY: [start, end]}
         items.append(ToEmbed(passage_id(site, source_id, index), text[start:end], shared | extra))
     return items
-
-
-def passage_count(payload: Mapping[str, Any]) -> int:
-    """How many points an episode has, from its first point's payload."""
-    count = payload.get(PASSAGES_KEY)
-    return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
 
 
 def _ids(site: str, source_id: str, count: int, head: str | None = None) -> list[str]:
@@ -169,7 +176,7 @@ def _ids(site: str, source_id: str, count: int, head: str | None = None) -> list
 
 def _layout(payload: Mapping[str, Any]) -> tuple[Any, ...]:
     """What a point's vectors were made from: the text, and which part of it."""
-    return tuple(payload.get(k) for k in ("textHash", PASSAGES_KEY, SPAN_KEY, PASSAGE_KEY))
+    return tuple(payload.get(k) for k in (TEXT_HASH_KEY, PASSAGES_KEY, SPAN_KEY, PASSAGE_KEY))
 
 
 def trusted_seed(spec: CollectionSpec, held: StoredPoint) -> bool:
@@ -177,7 +184,9 @@ def trusted_seed(spec: CollectionSpec, held: StoredPoint) -> bool:
     memsync keeps rather than embedding its episode again: memsync never wrote it (no
     ``textHash``) and it has a dense vector of the collection's size. ``plan_page`` also asks
     the backbone's word that the point is the episode's current content."""
-    return spec.adopted and "textHash" not in held.payload and held.dense is not None and len(held.dense) == spec.dims
+    return (
+        spec.adopted and TEXT_HASH_KEY not in held.payload and held.dense is not None and len(held.dense) == spec.dims
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +236,7 @@ def plan_page(
                 plan.delete.extend(_ids(change.site, change.source_id, passage_count(stored[pid]), pid))
             continue
         held = stored.get(pid)
-        if held is not None and pid in seeds and "textHash" not in held and change.point_id == pid:
+        if held is not None and pid in seeds and TEXT_HASH_KEY not in held and change.point_id == pid:
             _plan_seed(plan, change, split)
             continue
         unchanged += _plan_episode(plan, change, held, split)
@@ -242,7 +251,7 @@ def _plan_seed(plan: IndexPlan, change: Change, split: Split) -> None:
     """An adopted seed point the backbone vouches for: its vector kept as the episode's first
     passage, its payload memsync's; only passages past the first are embedded."""
     payload = payload_for(change)
-    first, *further = passage_items(change.site, change.source_id, payload, split(payload["text"]), head_id(change))
+    first, *further = passage_items(change.site, change.source_id, payload, split(payload[TEXT_KEY]), head_id(change))
     plan.adopt.append((first.point_id, first.payload))
     plan.embed.extend(further)
 
@@ -253,19 +262,19 @@ def _plan_episode(plan: IndexPlan, change: Change, held: Mapping[str, Any] | Non
     episode = payload_for(change)
     head = head_id(change)
     ids = _ids(change.site, change.source_id, 1 if held is None else passage_count(held), head)
-    if held is None or held.get("textHash") != episode["textHash"]:
-        items = passage_items(change.site, change.source_id, episode, split(episode["text"]), head)
+    if held is None or held.get(TEXT_HASH_KEY) != episode[TEXT_HASH_KEY]:
+        items = passage_items(change.site, change.source_id, episode, split(episode[TEXT_KEY]), head)
         plan.embed.extend(items)
         plan.stale.extend(ids[len(items) :])
         return 0
     # The same text is cut as it was (the collection's one model): no tokenizer is needed, so a
     # payload-only change (a re-grade, an approval) never loads the model.
     payload = episode | {k: held[k] for k in (PASSAGES_KEY, SPAN_KEY) if k in held}
-    if {k: v for k, v in held.items() if k not in _LINKS} == payload:
+    if {k: v for k, v in held.items() if k not in LINKS} == payload:
         return 1
-    plan.rewrite.append((ids[0], payload | {k: held[k] for k in _LINKS if k in held}))
+    plan.rewrite.append((ids[0], payload | {k: held[k] for k in LINKS if k in held}))
     # Each further passage keeps its own parent, index and span (``Indexer._rewrite``).
-    plan.rewrite.extend((pid, {k: episode[k] for k in _PASSAGE_FIELDS if k in episode}) for pid in ids[1:])
+    plan.rewrite.extend((pid, {k: episode[k] for k in PASSAGE_FIELDS if k in episode}) for pid in ids[1:])
     return 0
 
 
@@ -304,21 +313,21 @@ def plan_copy(
         held = previous.get(item.point_id)
         if not same_model or held is None or held.dense is None or _layout(held.payload) != _layout(item.payload):
             # A link found among other vectors than these is not carried over: the new ones find their own.
-            plan.embed.append(replace(item, payload={k: v for k, v in item.payload.items() if k not in _LINKS}))
+            plan.embed.append(replace(item, payload={k: v for k, v in item.payload.items() if k not in LINKS}))
             return
-        payload = item.payload | {k: held.payload[k] for k in _LINKS if k in held.payload}
+        payload = item.payload | {k: held.payload[k] for k in LINKS if k in held.payload}
         plan.copy.append(_copied(item, held, payload, same_bm25, bm25_config))
 
     for item in embed:
         take(item)
     for pid in carry:
         held = previous.get(pid)
-        text = None if held is None else held.payload.get("text")
+        text = None if held is None else held.payload.get(TEXT_KEY)
         if held is None or not isinstance(text, str):
             plan.missing.append(pid)  # without its body nothing can index it again
             continue
         payload = held.payload | {ARCHIVED_KEY: True}
-        site, source_id = payload.get("site"), payload.get("sourceId")
+        site, source_id = payload.get(SITE_KEY), payload.get(SOURCE_ID_KEY)
         if not isinstance(site, str) or not isinstance(source_id, str):
             # A payload from before sourceId was kept, or an adopted collection's point memsync never
             # rewrote (the seed's own keys): one point as it was.
@@ -350,7 +359,7 @@ def archived_to_embed(
             continue
         episode = {k: v for k, v in record.items() if k != ARCHIVED_KEY}
         payload = payload_for(Change(change.seq, change.site, change.source_id, episode)) | {ARCHIVED_KEY: True}
-        revived.extend(passage_items(change.site, change.source_id, payload, split(payload["text"]), pid))
+        revived.extend(passage_items(change.site, change.source_id, payload, split(payload[TEXT_KEY]), pid))
     return revived, still
 
 
@@ -553,7 +562,7 @@ class Indexer:
         if not spec.adopted:
             return set()
         unwritten = [
-            c.point_id for c in changes if c.point_id == head_id(c) and "textHash" not in stored.get(c.point_id, {})
+            c.point_id for c in changes if c.point_id == head_id(c) and TEXT_HASH_KEY not in stored.get(c.point_id, {})
         ]
         unwritten = [pid for pid in dict.fromkeys(unwritten) if pid in stored]
         if not unwritten:
@@ -577,8 +586,8 @@ class Indexer:
             for carried in plan.carry
             if carried in held
             for pid in _ids(
-                str(held[carried].payload.get("site", "")),
-                str(held[carried].payload.get("sourceId", "")),
+                str(held[carried].payload.get(SITE_KEY, "")),
+                str(held[carried].payload.get(SOURCE_ID_KEY, "")),
                 passage_count(held[carried].payload),
             )[1:]
         ]
@@ -657,7 +666,7 @@ class Indexer:
             point = held.get(pid)
             if point is None or point.dense is None:
                 continue  # deleted meanwhile
-            sparse = point.sparse or bm25.embed_document(str(payload.get("text", "")), self.bm25)
+            sparse = point.sparse or bm25.embed_document(str(payload.get(TEXT_KEY, "")), self.bm25)
             own = {k: point.payload[k] for k in (PARENT_KEY, PASSAGE_KEY, SPAN_KEY) if k in point.payload}
             points.append(WarmPoint(pid, point.dense, sparse, own | payload))
         if points:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from sync.search.indexing.indexer import DUPLICATE_KEY, PARENT_KEY
+from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, SESSION_KEY, SITE_KEY
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
 from sync.search.stores import StoredPoint, VectorStore, point_id
 
@@ -98,11 +98,11 @@ def episode(store: VectorStore, request: EpisodeRequest) -> EpisodeView:
     if not found:
         return EpisodeView(None)
     head = found[0]
-    session = head.payload.get("session")
+    session = head.payload.get(SESSION_KEY)
     before: list[StoredPoint] = []
     after: list[StoredPoint] = []
     if session and request.neighbours:
-        same = SearchFilter(site=str(head.payload.get("site", "")), session=str(session))
+        same = SearchFilter(site=str(head.payload.get(SITE_KEY, "")), session=str(session))
         points = episodes_only(store.in_time_order(same, limit=MAX_SESSION_SCAN, newest_first=False))
         before, after = window(points, head.id, request.neighbours)
     return EpisodeView(

@@ -20,7 +20,7 @@ from typing import Final
 
 from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
-from sync.search.indexing.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, passage_count
+from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, TEXT_KEY, TS_KEY, passage_count
 from sync.search.query.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.search.query.rank import Ranked, apply_decay, collapse_duplicates, mmr
 from sync.search.query.rerank import Reranker
@@ -114,14 +114,14 @@ def search(
     if request.rerank and reranker is None:
         raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
     hits = by_episode(store, _hits(store, embedder, request, candidates_for(request), fusion))
-    ranked = [Ranked(h.id, h.score, h.similarity, _int(h.payload.get("ts")), h.payload) for h in hits]
+    ranked = [Ranked(h.id, h.score, h.similarity, _int(h.payload.get(TS_KEY)), h.payload) for h in hits]
     if decay:
         ranked = apply_decay(ranked, now_ms)
     members = Counter(str(r.payload.get(DUPLICATE_KEY) or r.id) for r in ranked)
     if request.collapse:
         ranked = collapse_duplicates(ranked, DUPLICATE_KEY)
     if request.rerank and reranker is not None and ranked:
-        order = reranker.rerank(request.query, [str(r.payload.get("text", "")) for r in ranked])
+        order = reranker.rerank(request.query, [str(r.payload.get(TEXT_KEY, "")) for r in ranked])
         ranked = [replace(ranked[index], score=score) for index, score in order]
     if request.mmr and ranked:
         vectors = {p.id: p.dense for p in store.get([r.id for r in ranked], with_vectors=True)}
@@ -144,7 +144,7 @@ def _result(r: Ranked, duplicates: int) -> SearchResult:
 
 def _passage(payload: dict[str, object]) -> Passage | None:
     """The matching passage of a long episode; None for an episode of one passage."""
-    count, match, text = passage_count(payload), payload.get(MATCH_KEY), str(payload.get("text", ""))
+    count, match, text = passage_count(payload), payload.get(MATCH_KEY), str(payload.get(TEXT_KEY, ""))
     if count == 1 or not isinstance(match, tuple):
         return None
     index, span = match

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sync.search.payload import DUPLICATE_KEY
+
 DAY_MS = 86_400_000
 # (age limit in days, factor) for each similarity band; past the last limit the last factor holds.
 _CLOSE = 0.85
@@ -54,7 +56,7 @@ def apply_decay(results: Sequence[Ranked], now_ms: int) -> list[Ranked]:
     return sorted(decayed, key=lambda r: (-r.score, r.id))
 
 
-def collapse_duplicates(results: Sequence[Ranked], key: str = "duplicateOf") -> list[Ranked]:
+def collapse_duplicates(results: Sequence[Ranked], key: str = DUPLICATE_KEY) -> list[Ranked]:
     """Keep the best-ranked member of each near-duplicate group (``payload[key]`` names the group's
     first episode; an episode without it heads its own group)."""
     seen: set[str] = set()

@@ -13,7 +13,6 @@ from sync.search.request import SearchFilter
 from sync.search.stores.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,
-    PAYLOAD_INDEXES,
     SPARSE,
     CollectionSpec,
     Hit,
@@ -31,7 +30,6 @@ from sync.search.stores.server import ServerStore
 __all__ = [
     "DEFAULT_PREFETCH_LIMIT",
     "DENSE",
-    "PAYLOAD_INDEXES",
     "SPARSE",
     "CollectionSpec",
     "EdgeStore",

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from sync.search.stores.base import DENSE, PAYLOAD_INDEXES, RECORD_KEY, SPARSE
+from sync.search.payload import PAYLOAD_INDEXES, TEXT_KEY
+from sync.search.stores.base import DENSE, RECORD_KEY, SPARSE
 
 # Names preferred when a collection has several candidates: memsync's own, then the seed design's.
 PREFERRED_DENSE: Final = (DENSE,)
@@ -126,7 +127,7 @@ def judge(layout: Layout, dims: int) -> Verdict:
         problems.append(f"no named sparse vector with the IDF modifier for BM25 (it has: {seen})")
     elif sparse is None:
         problems.append(f"several sparse vectors fit ({', '.join(with_idf)}) and none is named '{SPARSE}' or 'text'")
-    unmapped = tuple(k for k in (*PAYLOAD_INDEXES, "text") if k not in layout.payload_keys) if layout.sampled else ()
+    unmapped = tuple(k for k in (*PAYLOAD_INDEXES, TEXT_KEY) if k not in layout.payload_keys) if layout.sampled else ()
     if problems:
         return Verdict(None, None, tuple(problems), unmapped)
     return Verdict(dense, sparse, (), unmapped)

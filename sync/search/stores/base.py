@@ -36,18 +36,6 @@ RECORD_KEY: Final = "memsync"
 RECORD_FORMAT: Final = 1
 DEFAULT_PREFETCH_LIMIT: Final = 50
 
-# Payload fields with an index, and the index kind. ``ts`` is milliseconds since the epoch.
-PAYLOAD_INDEXES: Final[Mapping[str, str]] = {
-    "site": "keyword",
-    "agent": "keyword",
-    "session": "keyword",
-    "tags": "keyword",
-    "contentHash": "keyword",
-    "ts": "integer",
-    "reward": "float",
-    "success": "bool",
-}
-
 # Frozen forever: every point id derives from it, so changing it orphans every indexed episode.
 POINT_ID_NAMESPACE: Final = uuid.UUID("6f3a1c2e-4b7d-5e8f-9a0b-1c2d3e4f5a6b")
 

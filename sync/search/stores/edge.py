@@ -24,11 +24,11 @@ from typing import Any, Final
 from sync.errors import ConfigError, MemsyncError, NotOurs, StoreLocked, StoreRejected
 from sync.jsonfile import write_json_atomically
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.payload import AGENT_KEY, PAYLOAD_INDEXES, SESSION_KEY, SITE_KEY, SOURCE_ID_KEY, TAGS_KEY, TS_KEY
 from sync.search.request import SearchFilter
 from sync.search.stores.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,
-    PAYLOAD_INDEXES,
     RECORD_KEY,
     SPARSE,
     CollectionSpec,
@@ -298,7 +298,7 @@ class EdgeStore(StoreBase):
             filter=_edge_filter(qe, filter),
             with_payload=True,
             with_vector=False,
-            order_by=qe.OrderBy("ts", direction=direction),
+            order_by=qe.OrderBy(TS_KEY, direction=direction),
         )
         with self._edge_errors("read points in time order"):
             records, _next = shard.scroll(request)
@@ -374,15 +374,15 @@ def _edge_filter(qe: Any, flt: SearchFilter | None) -> Any:
     must: list[Any] = [
         qe.FieldCondition(key, match=qe.MatchValue(value))
         for key, value in (
-            ("site", flt.site),
-            ("agent", flt.agent),
-            ("session", flt.session),
-            ("sourceId", flt.source_id),
+            (SITE_KEY, flt.site),
+            (AGENT_KEY, flt.agent),
+            (SESSION_KEY, flt.session),
+            (SOURCE_ID_KEY, flt.source_id),
         )
         if value is not None
     ]
     if flt.tags:
-        must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(flt.tags))))
+        must.append(qe.FieldCondition(TAGS_KEY, match=qe.MatchAny(list(flt.tags))))
     if flt.since_ms is not None:
-        must.append(qe.FieldCondition("ts", range=qe.RangeFloat(gte=float(flt.since_ms))))
+        must.append(qe.FieldCondition(TS_KEY, range=qe.RangeFloat(gte=float(flt.since_ms))))
     return qe.Filter(must=must)

@@ -25,12 +25,12 @@ from sync.errors import (
     StoreUnavailable,
 )
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.payload import AGENT_KEY, PAYLOAD_INDEXES, SESSION_KEY, SITE_KEY, SOURCE_ID_KEY, TAGS_KEY, TS_KEY
 from sync.search.request import SearchFilter
 from sync.search.stores import adoption
 from sync.search.stores.base import (
     DEFAULT_PREFETCH_LIMIT,
     DENSE,
-    PAYLOAD_INDEXES,
     RECORD_KEY,
     SPARSE,
     CollectionSpec,
@@ -410,7 +410,7 @@ class ServerStore(StoreBase):
                 limit=limit,
                 with_payload=True,
                 with_vectors=False,
-                order_by=qm.OrderBy(key="ts", direction=direction),
+                order_by=qm.OrderBy(key=TS_KEY, direction=direction),
             )
         return [StoredPoint(str(r.id), dict(r.payload or {})) for r in records]
 
@@ -596,15 +596,15 @@ def _qm_filter(flt: SearchFilter | None) -> Any:
     must: list[Any] = [
         qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
         for key, value in (
-            ("site", flt.site),
-            ("agent", flt.agent),
-            ("session", flt.session),
-            ("sourceId", flt.source_id),
+            (SITE_KEY, flt.site),
+            (AGENT_KEY, flt.agent),
+            (SESSION_KEY, flt.session),
+            (SOURCE_ID_KEY, flt.source_id),
         )
         if value is not None
     ]
     if flt.tags:
-        must.append(qm.FieldCondition(key="tags", match=qm.MatchAny(any=list(flt.tags))))
+        must.append(qm.FieldCondition(key=TAGS_KEY, match=qm.MatchAny(any=list(flt.tags))))
     if flt.since_ms is not None:
-        must.append(qm.FieldCondition(key="ts", range=qm.Range(gte=flt.since_ms)))
+        must.append(qm.FieldCondition(key=TS_KEY, range=qm.Range(gte=flt.since_ms)))
     return qm.Filter(must=must)
