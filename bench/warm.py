@@ -533,7 +533,7 @@ def build_points(
     timestamps spread over the past year."""
     from sync.backbone.base import Change
     from sync.search.embedders import bm25
-    from sync.search.indexing.indexer import payload_for
+    from sync.search.indexing.passages import payload_for
     from sync.search.stores import WarmPoint, point_id
 
     rng = random.Random(start)

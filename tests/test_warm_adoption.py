@@ -25,7 +25,8 @@ from sync.errors import ConfigError, ForeignCollection, NotOurs
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
-from sync.search.indexing.indexer import Indexer, Previous
+from sync.search.indexing.copies import Previous
+from sync.search.indexing.indexer import Indexer
 from sync.search.indexing.rebuilder import Rebuilder
 from sync.search.indexing.text import text_hash
 from sync.search.query.pipeline import search

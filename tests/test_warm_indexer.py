@@ -20,20 +20,12 @@ from sync.episode import canonical_json
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.search.embedders.local import LocalEmbedder
-from sync.search.indexing.indexer import (
-    Indexer,
-    IndexPlan,
-    Previous,
-    ToEmbed,
-    archived_to_embed,
-    canonical_of,
-    link_within_page,
-    passage_items,
-    payload_for,
-    plan_copy,
-    plan_page,
-    trusted_seed,
-)
+from sync.search.indexing.copies import Previous, archived_to_embed, plan_copy
+from sync.search.indexing.duplicates import canonical_of, link_within_page
+from sync.search.indexing.indexer import Indexer
+from sync.search.indexing.passages import ToEmbed, passage_items, payload_for
+from sync.search.indexing.plan import IndexPlan, plan_page
+from sync.search.indexing.seeds import trusted_seed
 from sync.search.indexing.text import episode_text, text_hash
 from sync.search.payload import (
     ARCHIVED_KEY,

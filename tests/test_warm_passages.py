@@ -22,7 +22,8 @@ from sync.retry import RetryPolicy
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.local import LocalEmbedder
-from sync.search.indexing.indexer import Indexer, Previous
+from sync.search.indexing.copies import Previous
+from sync.search.indexing.indexer import Indexer
 from sync.search.indexing.text import text_hash
 from sync.search.payload import PARENT_KEY, PASSAGES_KEY, passage_count
 from sync.search.query.pipeline import search

@@ -60,7 +60,8 @@ from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.embedders.voyage import VoyageEmbedder
-from sync.search.indexing.indexer import Indexer, PassReport, Previous
+from sync.search.indexing.copies import Previous
+from sync.search.indexing.indexer import Indexer, PassReport
 from sync.search.indexing.rebuilder import Pointer, Rebuilder
 from sync.search.query import browse
 from sync.search.query.pipeline import search

@@ -19,7 +19,8 @@ import structlog
 from sync.errors import MemsyncError, NotOurs, TransientError
 from sync.search.collection.cursor import CursorFile
 from sync.search.collection.lifecycle import leftovers
-from sync.search.indexing.indexer import Indexer, PassReport, Previous
+from sync.search.indexing.copies import Previous
+from sync.search.indexing.indexer import Indexer, PassReport
 from sync.search.stores import CollectionSpec, VectorStore
 
 log = structlog.get_logger("memsync.warm")
