@@ -1,5 +1,8 @@
 """``ServerStore``: a Qdrant server or Qdrant Cloud through qdrant-client.
 
+The store contract is here; the connection and its error mapping are ``server_client``'s, the
+shared alias's operations ``server_aliases``'s, adopting a collection ``server_adoption``'s.
+
 The record of what a collection was built with lives in the collection's own ``metadata`` (Qdrant
 >= 1.16; qdrant-client's local mode keeps it too); ``open_or_create`` also checks that the
 collection's vectors have the layout the record promises.
@@ -7,23 +10,11 @@ collection's vectors have the layout the record promises.
 
 from __future__ import annotations
 
-import contextlib
-import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from sync import http
-from sync.errors import (
-    ConfigError,
-    ForeignCollection,
-    MemsyncError,
-    NotOurs,
-    StoreLocked,
-    StoreRejected,
-    StoreUnavailable,
-)
+from sync.errors import ConfigError, ForeignCollection, NotOurs, StoreRejected
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
 from sync.search.payload import AGENT_KEY, PAYLOAD_INDEXES, SESSION_KEY, SITE_KEY, SOURCE_ID_KEY, TAGS_KEY, TS_KEY
 from sync.search.request import SearchFilter
@@ -37,88 +28,21 @@ from sync.search.stores.base import (
     Hit,
     Prefetched,
     Scored,
-    StoreBase,
     StoredPoint,
     WarmPoint,
     check_mismatch,
 )
+from sync.search.stores.server_adoption import ServerAdoption
+from sync.search.stores.server_aliases import ServerAliases
 
-if TYPE_CHECKING:
-    from qdrant_client import QdrantClient
 
-
-class ServerStore(StoreBase):
-    """A Qdrant server or Qdrant Cloud through qdrant-client (``url`` + ``api_key``).
+class ServerStore(ServerAliases, ServerAdoption):
+    """A Qdrant server or Qdrant Cloud through qdrant-client (``url`` + ``api_key``): the
+    ``VectorStore`` contract on one collection, or on an alias (``open_alias``).
 
     ``location=":memory:"`` (or ``path=``) runs qdrant-client's local mode, a faithful stand-in for
     the server in tests; it accepts payload indexes but ignores them (it scans).
     """
-
-    def __init__(
-        self,
-        url: str | None = None,
-        api_key: str | None = None,
-        *,
-        location: str | None = None,
-        path: str | None = None,
-        timeout: int = 10,
-        client: QdrantClient | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        from qdrant_client import QdrantClient
-
-        self._clock = clock  # what an HTTP-date Retry-After is counted from
-        self._where = url or location or path or ("shared client" if client is not None else "")
-        self._configured: str | None = None  # warm.collection, for the refusal's advice (``configured``)
-        # A given client is shared (with other stores or the caller), so close() leaves it open.
-        self._owns_client = client is None
-        if client is not None:
-            if any(x is not None for x in (url, location, path)):
-                raise ConfigError("give a Qdrant server store either a client or a url/location/path, not both")
-            self._client = client
-            return
-        if sum(x is not None for x in (url, location, path)) != 1:
-            raise ConfigError("a Qdrant server store needs exactly one of url, location or path")
-        with self._client_errors("connect"):
-            # check_compatibility=False: the version probe runs in a background thread whose failure
-            # (server down) escapes as an unhandled thread exception; the first real call reports it.
-            self._client = QdrantClient(
-                url=url, api_key=api_key, location=location, path=path, timeout=timeout, check_compatibility=False
-            )
-
-    @contextlib.contextmanager
-    def _client_errors(self, doing: str) -> Iterator[None]:
-        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-
-        where = getattr(self, "_where", "")
-        try:
-            yield
-        except MemsyncError:
-            raise  # ours already say what happened
-        except UnexpectedResponse as exc:
-            status = exc.status_code
-            verdict = http.classify(status)
-            if verdict is http.Verdict.TRANSIENT:
-                header = exc.headers.get("retry-after") if exc.headers else None
-                raise StoreUnavailable(
-                    f"Qdrant at {where} answered {status} to {doing}", http.retry_after(header, self._clock())
-                ) from exc
-            if verdict is http.Verdict.AUTH:
-                raise ConfigError(
-                    f"Qdrant at {where} refused its API key (HTTP {status}) to {doing}: "
-                    "check MEMSYNC_WARM__QDRANT_API_KEY"
-                ) from exc
-            raise StoreRejected(f"Qdrant at {where} refused to {doing}: {status} {exc.content!r}") from exc
-        except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
-            raise StoreUnavailable(f"cannot reach Qdrant at {where} to {doing}: {exc}") from exc
-        except RuntimeError as exc:  # local mode with path=: another process holds the folder
-            if "already accessed" in str(exc):
-                raise StoreLocked(
-                    f"the vector store at {where} is in use by another process: {exc}", Path(where)
-                ) from exc
-            raise StoreRejected(f"Qdrant at {where} failed to {doing}: {exc}") from exc
-        except (ValueError, TypeError) as exc:  # local mode reports bad input this way
-            raise StoreRejected(f"Qdrant at {where} refused to {doing}: {exc}") from exc
 
     def open_or_create(
         self, collection: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25
@@ -173,16 +97,6 @@ class ServerStore(StoreBase):
         self._collection, self._spec = collection, built
         return built
 
-    @property
-    def where(self) -> str:
-        """The server, as sentences name it."""
-        return self._where
-
-    def configured(self, name: str) -> ServerStore:
-        """The site's ``warm.collection``: a refusal of a foreign collection advises by it."""
-        self._configured = name
-        return self
-
     @staticmethod
     def _check_layout(collection: str, params: Any, spec: CollectionSpec) -> None:
         from qdrant_client import models as qm
@@ -203,51 +117,6 @@ class ServerStore(StoreBase):
                 f"'{spec.dense_name}' cosine {spec.dims} dims, sparse '{spec.sparse_name}' with IDF): "
                 "run `memsync reindex`"
             )
-
-    # -- adopting a collection memsync did not make (``sync.search.stores.adoption``) ------------------
-    PAYLOAD_SAMPLE = 20  # points whose payload keys say which of memsync's filter fields are missing
-
-    def layout(self, collection: str) -> tuple[adoption.Origin, adoption.Layout] | None:
-        """Who made ``collection`` and its vectors, read without opening or changing it; None when
-        there is no such collection."""
-        self._validate_name(collection)
-        with self._client_errors("read the collection's layout"):
-            if not self._client.collection_exists(collection):
-                return None
-            config = self._client.get_collection(collection).config
-            records, _ = self._client.scroll(
-                collection, limit=self.PAYLOAD_SAMPLE, with_payload=True, with_vectors=False
-            )
-        return adoption.origin(config.metadata), _layout(config.params, records)
-
-    def adopt(self, collection: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25) -> adoption.Verdict:
-        """Record ``collection`` (made outside memsync) as adopted for this model, naming the vectors
-        memsync must use, when ``adoption.judge`` accepts its layout; ``ConfigError`` naming what
-        does not fit otherwise. Its points and vectors are left as they are."""
-        found = self.layout(collection)
-        if found is None:
-            raise ConfigError(f"there is no collection {collection} at {self._where} to adopt")
-        made_by, layout = found
-        if made_by is not adoption.Origin.FOREIGN:
-            raise ConfigError(
-                f"collection {collection} at {self._where} is memsync's already ({made_by}): nothing to adopt"
-            )
-        verdict = adoption.judge(layout, dims)
-        if not verdict.adoptable:
-            raise ConfigError(
-                f"collection {collection} at {self._where} cannot be adopted for {model_name} ({dims} dims): "
-                + "; ".join(verdict.problems)
-                + ". Build memsync's own beside it instead (set warm.collection to a name of its own)"
-            )
-        assert verdict.dense is not None
-        assert verdict.sparse is not None
-        spec = CollectionSpec(
-            model_name, dims, bm25, dense_name=verdict.dense, sparse_name=verdict.sparse, adopted=True
-        )
-        with self._client_errors("record the adoption in the collection's metadata"):
-            metadata = dict(self._client.get_collection(collection).config.metadata or {})
-            self._client.update_collection(collection, metadata=metadata | {RECORD_KEY: spec.to_record()})
-        return verdict
 
     def upsert(self, points: Sequence[WarmPoint]) -> None:
         from qdrant_client import models as qm
@@ -419,115 +288,6 @@ class ServerStore(StoreBase):
         with self._client_errors("count points"):
             return self._client.count(collection, count_filter=_qm_filter(filter), exact=True).count
 
-    # -- aliases: one lifecycle for every site of a shared server (``sync.search.collection.shared_alias``)
-    def alias_target(self, alias: str) -> str | None:
-        """The collection ``alias`` serves; None when there is no such alias."""
-        with self._client_errors("read the collection aliases"):
-            found = self._client.get_aliases().aliases
-        return next((a.collection_name for a in found if a.alias_name == alias), None)
-
-    def is_collection(self, name: str) -> bool:
-        """A collection (not an alias) has this name."""
-        with self._client_errors("list the collections"):
-            return any(c.name == name for c in self._client.get_collections().collections)
-
-    def collections_behind(self, alias: str) -> list[tuple[str, dict[str, Any]]]:
-        """The collections named ``<alias>-...`` that ``alias`` does not serve, with their metadata."""
-        target = self.alias_target(alias)
-        with self._client_errors("list the collections"):
-            names = [c.name for c in self._client.get_collections().collections]
-            return [
-                (n, dict(self._client.get_collection(n).config.metadata or {}))
-                for n in sorted(names)
-                if n.startswith(f"{alias}-") and n != target
-            ]
-
-    def switch_alias(self, alias: str, collection: str) -> None:
-        """Point ``alias`` at ``collection`` in one atomic update: every site's next request is served
-        by it, none by nothing."""
-        from qdrant_client import models as qm
-
-        self._validate_name(alias)
-        self._validate_name(collection)
-        ops: list[Any] = []
-        if self.alias_target(alias) is not None:
-            ops.append(qm.DeleteAliasOperation(delete_alias=qm.DeleteAlias(alias_name=alias)))
-        ops.append(qm.CreateAliasOperation(create_alias=qm.CreateAlias(collection_name=collection, alias_name=alias)))
-        with self._client_errors(f"point alias {alias} at {collection}"):
-            self._client.update_collection_aliases(change_aliases_operations=ops)
-
-    def record(self, collection: str) -> dict[str, Any] | None:
-        """The memsync record of a collection (None: foreign or missing)."""
-        with self._client_errors("read the collection's record"):
-            if not self._client.collection_exists(collection):
-                return None
-            record = (self._client.get_collection(collection).config.metadata or {}).get(RECORD_KEY)
-        return dict(record) if isinstance(record, dict) else None
-
-    def note(self, collection: str, **fields: Any) -> None:
-        """Add ``fields`` to memsync's record of one of its own collections (None removes a field):
-        where a rebuild got to, when it was retired. Never to a collection without a record."""
-        with self._client_errors("update the collection's record"):
-            metadata = dict(self._client.get_collection(collection).config.metadata or {})
-            record = metadata.get(RECORD_KEY)
-            if not isinstance(record, dict):
-                raise NotOurs(f"collection {collection} at {self._where} was not made by memsync: it is never written")
-            record = {k: v for k, v in (record | fields).items() if v is not None}
-            self._client.update_collection(collection, metadata=metadata | {RECORD_KEY: record})
-
-    def origin_of(self, collection: str) -> adoption.Origin | None:
-        """Who made ``collection`` (None: there is no such collection)."""
-        with self._client_errors("read the collection's record"):
-            if not self._client.collection_exists(collection):
-                return None
-            return adoption.origin(self._client.get_collection(collection).config.metadata)
-
-    def moved_copy(self, alias: str) -> str | None:
-        """The newest verified copy a move under ``alias`` left (its record's ``copyOf``), not retired."""
-        copies = [
-            name
-            for name, metadata in self.collections_behind(alias)
-            if isinstance(record := metadata.get(RECORD_KEY), dict)
-            and record.get("copyOf") == alias
-            and record.get("retiredAt") is None
-        ]
-        return copies[-1] if copies else None
-
-    def exact_count(self, collection: str) -> int:
-        """The points in ``collection``, counted exactly (not the estimate)."""
-        with self._client_errors(f"count the points of {collection}"):
-            return self._client.count(collection, exact=True).count
-
-    def copy_points(
-        self, source: str, dest: str, page_size: int = 256, on_page: Callable[[int], None] | None = None
-    ) -> int:
-        """Copy every point of ``source`` into ``dest`` as it is (ids, payloads, every vector: nothing
-        is embedded); ``on_page(copied so far)`` after each page. Only into a collection memsync made."""
-        from qdrant_client import models as qm
-
-        if adoption.origin(self._metadata(dest)) is not adoption.Origin.OURS:
-            raise NotOurs(f"collection {dest} at {self._where} was not made by memsync: it is never written")
-        copied = 0
-        offset: Any = None
-        while True:
-            with self._client_errors(f"read the points of {source}"):
-                records, offset = self._client.scroll(
-                    source, limit=page_size, offset=offset, with_payload=True, with_vectors=True
-                )
-            batch = [qm.PointStruct(id=r.id, vector=r.vector or {}, payload=r.payload or {}) for r in records]
-            if batch:
-                with self._client_errors(f"copy points into {dest}"):
-                    self._client.upsert(dest, batch, wait=True)
-            copied += len(batch)
-            if on_page is not None and batch:
-                on_page(copied)
-            if offset is None:
-                return copied
-
-    def _metadata(self, collection: str) -> dict[str, Any]:
-        with self._client_errors("read the collection's record"):
-            return dict(self._client.get_collection(collection).config.metadata or {})
-
     def open_alias(
         self, alias: str, physical: str, model_name: str, dims: int, bm25: Bm25Config = DEFAULT_BM25
     ) -> CollectionSpec:
@@ -555,31 +315,6 @@ class ServerStore(StoreBase):
                     + " by memsync: memsync never drops it"
                 )
             self._client.delete_collection(collection)
-
-    def close(self) -> None:
-        self._collection, self._spec = None, None
-        if self._owns_client:
-            with self._client_errors("close the client"):
-                self._client.close()
-
-
-def _layout(params: Any, records: Sequence[Any]) -> adoption.Layout:
-    """A collection's vectors as ``adoption.judge`` reads them, from qdrant-client's description."""
-    vectors = params.vectors
-    named = vectors if isinstance(vectors, dict) else {}
-    keys: set[str] = set()
-    for r in records:
-        keys.update((r.payload or {}).keys())
-    return adoption.Layout(
-        dense={n: adoption.DenseVector(int(v.size), str(v.distance.value).lower()) for n, v in named.items()},
-        sparse_idf={
-            n: v.modifier is not None and str(v.modifier.value).lower() == "idf"
-            for n, v in (params.sparse_vectors or {}).items()
-        },
-        unnamed=vectors is not None and not isinstance(vectors, dict),
-        payload_keys=frozenset(keys),
-        sampled=len(records),
-    )
 
 
 def _qm_sparse(vector: SparseVector) -> Any:
