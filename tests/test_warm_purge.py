@@ -17,7 +17,7 @@ import pytest
 from conftest import AgentProcess, SiteFiles, episode, memsync, stop_daemon, wait_for, wait_started, warm_section
 
 from daemon.search_worker.files import read_status
-from daemon.search_worker.layer import WarmLayer
+from daemon.search_worker.wiring import WarmLayer
 from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json

@@ -18,7 +18,8 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from daemon.search_worker.files import Collections, read_status
-from daemon.search_worker.layer import RebuildHeld, WarmLayer
+from daemon.search_worker.layer import RebuildHeld
+from daemon.search_worker.wiring import WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json

@@ -21,7 +21,8 @@ from fake_providers import KEY, FakeProvider, fake_vector, gemini_respond, serve
 from qdrant_client import QdrantClient
 
 from daemon.search_worker.files import read_status
-from daemon.search_worker.layer import RebuildHeld, WarmLayer
+from daemon.search_worker.layer import RebuildHeld
+from daemon.search_worker.wiring import WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json

@@ -194,7 +194,7 @@ def adopt_main(args: argparse.Namespace, *, server: ServerFactory | None = None)
     """``server``: how a Qdrant server store is made from the settings (``daemon.search_worker.adopt``); the
     CLI's is a client on ``warm.url``."""
     from daemon.search_worker.adopt import adopt_collection
-    from daemon.search_worker.layer import open_server_store
+    from daemon.search_worker.wiring import open_server_store
     from sync.errors import ConfigError
 
     with handled():

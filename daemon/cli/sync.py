@@ -194,7 +194,7 @@ def _index_here(settings: Settings, site: Site, bar: Progress, stop: threading.E
     """Index what the pass synced (and anything else the feed holds), so that a search right after
     finds it. Syncing has succeeded whatever happens here: a failure is said, not raised, unless
     the caller asked for --searchable."""
-    from daemon.search_worker.layer import offline_layer
+    from daemon.search_worker.wiring import offline_layer
 
     task = bar.add_task("indexing for search", total=None)
 

@@ -17,10 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from daemon.config import Settings
-from daemon.search_worker.files import Collections
-from daemon.search_worker.layer import open_embedder, open_server_store
+from daemon.search_worker.files import Collections, cursor_file
+from daemon.search_worker.wiring import open_embedder, open_server_store
 from sync.errors import ConfigError
-from sync.search.collection.cursor import CursorFile
 from sync.search.collection.shared_pointer import SharedPointer
 from sync.search.stores import ServerStore
 from sync.search.stores.adoption import Verdict
@@ -88,7 +87,7 @@ def adopt_collection(
         warm.collection,
         configured,
         Collections(settings),
-        CursorFile(settings.warm_dir / "indexer.json"),
+        cursor_file(settings),
         grace=warm.retire_after,
         clock=clock,
     )

@@ -30,13 +30,12 @@ import structlog
 
 from daemon.config import Settings
 from daemon.control.server import listen, unlink
-from daemon.search_worker.files import Collections, read_status
+from daemon.search_worker.files import Collections, cursor_file, read_status
 from sync.backbone.base import ChangeFeed
 from sync.errors import MemsyncError
 from sync.pacing import Backoff
 from sync.problems import ProblemLog
 from sync.retry import RetryPolicy
-from sync.search.collection.cursor import CursorFile
 
 log = structlog.get_logger("memsync.warm")
 
@@ -174,7 +173,7 @@ class WarmHost:
         interrupted rebuild left)? The latter needs no change in the feed: a daemon that stopped
         mid-purge purges when it starts."""
         active = Collections(self.settings).active()
-        cursors = CursorFile(self.settings.warm_dir / "indexer.json")
+        cursors = cursor_file(self.settings)
         if cursors.owes_work(active):
             return True
         try:

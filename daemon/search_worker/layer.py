@@ -1,12 +1,14 @@
-"""The daemon's warm layer: the indexer's thread, searches, reindexing, and what status shows.
+"""The search index running in one process (the daemon's warm layer): the indexer's thread,
+searches, reindexing, and what status shows. The daemon makes one from its configuration
+(``daemon.search_worker.wiring``) in its worker process.
 
-One process owns an embedded store, so the daemon opens it once and everything else goes through
-here: the run loop pokes the indexer after each pass that pushed episodes (and, on the embedded hub,
-the hub file's changes poke it when other sites push); the control socket's threads search,
-read recent episodes and one episode with its neighbours (``sync.search.query.browse``), and reindex.
-The embedding model stays loaded while it is used, so a search costs one query embedding, and is
-let go after ``warm.unload_after`` idle seconds (``sync.search.embedders.lazy``): an idle daemon does not keep
-160 MB for a search that may not come.
+One process owns an embedded store, so it opens it once and everything else goes through here: the
+run loop pokes the indexer after each pass that pushed episodes (and, on the embedded hub, the hub
+file's changes poke it when other sites push); the control socket's threads search, read recent
+episodes and one episode with its neighbours (``sync.search.query.browse``), and reindex. The
+embedding model stays loaded while it is used, so a search costs one query embedding, and is let go
+after ``warm.unload_after`` idle seconds (``sync.search.embedders.lazy``): an idle daemon does not
+keep 160 MB for a search that may not come.
 
 Failures never stop syncing. A transient one (store busy, provider down) backs off and retries; an
 exhausted quota pauses indexing until the provider says to come back, and ``status`` shows it; a
@@ -16,27 +18,22 @@ Rebuilding is one path for two reasons. ``memsync reindex`` asks for it. And a p
 deleted a forgotten episode's point leaves its bytes in the engine's files (qdrant-edge keeps a
 deleted point's payload in its WAL, and its segments until a vacuum; measured), so once the feed is
 drained the layer rebuilds the collection without it and drops the old one, whose files go with it.
-When to do which is decided in ``sync.search.collection.lifecycle`` (pure); ``sync.search.indexing.rebuilder`` rebuilds,
-switches and drops. The promises a crash must not lose (a purge owed, a collection to drop) are in
-the cursor file (``sync.search.collection.cursor``), and a restarted layer keeps them.
+When to do which is decided in ``sync.search.collection.lifecycle`` (pure);
+``sync.search.indexing.rebuilder`` rebuilds, switches and drops. The promises a crash must not lose
+(a purge owed, a collection to drop) are in the cursor file (``sync.search.collection.cursor``),
+and a restarted layer keeps them.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import asdict
-from typing import Any, TypeVar
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Self, TypeVar
 
 import structlog
 
-from daemon import logs
-from daemon.config import Settings
-from daemon.control.client import Progress
-from daemon.control.server import Handler
-from daemon.search_worker.files import Collections, status_path, write_status
 from sync.backbone.base import ChangeFeed, JobLeases
 from sync.errors import (
     CollectionMismatch,
@@ -48,26 +45,26 @@ from sync.errors import (
     StoreUnavailable,
     TransientError,
 )
+from sync.jsonfile import write_json_atomically
 from sync.leases import Claim
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
 from sync.search.collection.cursor import CursorFile
+from sync.search.collection.files import CollectionsFile, IndexFolder
 from sync.search.collection.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
 from sync.search.collection.shared_alias import REBUILD_JOB, lease_ms, may_rebuild
 from sync.search.collection.shared_pointer import SharedPointer
 from sync.search.embedders.base import Embedder
-from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.lazy import LazyEmbedder
-from sync.search.embedders.local import LocalEmbedder
-from sync.search.embedders.voyage import VoyageEmbedder
 from sync.search.indexing.copies import Previous
 from sync.search.indexing.indexer import Indexer, PassReport
 from sync.search.indexing.rebuilder import Pointer, Rebuilder
 from sync.search.query import browse
+from sync.search.query.fusion import Fusion
 from sync.search.query.pipeline import search
-from sync.search.query.rerank import Reranker, VoyageReranker
+from sync.search.query.rerank import Reranker
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
-from sync.search.stores import CollectionSpec, EdgeStore, ServerStore, VectorStore
+from sync.search.stores import CollectionSpec, ServerStore, VectorStore
 from sync.search.stores.locked import LockedStore
 
 log = structlog.get_logger("memsync.warm")
@@ -82,85 +79,62 @@ GAP_POLL = 0.05
 INDEXED_POLL = 0.02  # seconds between looks at the feed position while a hook waits for it
 
 
-# --- wiring: settings to parts ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class IndexOptions:
+    """What the running index reads of its configuration (the daemon's ``[warm]`` section)."""
+
+    collection: str  # the configured name; on a shared Qdrant, the alias every site goes through
+    folder: IndexFolder  # its small files (``sync.search.collection.files``)
+    store: Literal["edge", "qdrant"]  # "qdrant": a Qdrant server, which every site may share
+    catch_up_interval: float  # seconds between looks at the feed for other sites' episodes
+    batch_size: int  # episodes embedded and upserted together
+    duplicate_threshold: float  # the cosine at which episodes are linked as near-duplicates
+    fusion: Fusion  # how search fuses the dense and BM25 lists
+    retire_after: float  # a shared Qdrant's retired collection is dropped this many seconds after
+    unload_after: float  # idle seconds before the model is let go (0: never)
+
+    @property
+    def shared(self) -> bool:
+        """Every site reads and writes through the alias on one Qdrant server."""
+        return self.store == "qdrant"
 
 
-def open_embedder(settings: Settings, stop: threading.Event | None = None) -> Embedder:
-    warm = settings.warm
-    if warm.embedder == "local":
-        return LocalEmbedder()
-    assert warm.api_key is not None
-    key = warm.api_key.get_secret_value()
-    logs.register_secrets([key])
-    if warm.embedder == "gemini":
-        return GeminiEmbedder(
-            key, model=warm.model or "gemini-embedding-001", dims=warm.dims or 768, base_url=warm.base_url, stop=stop
-        )
-    return VoyageEmbedder(
-        key, model=warm.model or "voyage-3.5", dims=warm.dims or 1024, base_url=warm.base_url, stop=stop
-    )
+# --- the index ---------------------------------------------------------------------------------------
 
 
-def open_reranker(settings: Settings) -> Reranker | None:
-    warm = settings.warm
-    secret = warm.rerank_api_key or (warm.api_key if warm.embedder == "voyage" else None)
-    if secret is None or not secret.get_secret_value():
-        return None
-    logs.register_secrets([secret.get_secret_value()])
-    base_url = warm.rerank_base_url or (warm.base_url if warm.embedder == "voyage" else None)
-    return VoyageReranker(secret.get_secret_value(), model=warm.rerank_model, base_url=base_url)
-
-
-def open_server_store(settings: Settings) -> ServerStore:
-    """A store on the Qdrant server the settings name (``warm.url``, ``warm.qdrant_api_key``): how a
-    command reaches the server, and the seam its tests replace (a store on a shared local-mode client)."""
-    warm = settings.warm
-    key = None if warm.qdrant_api_key is None else warm.qdrant_api_key.get_secret_value()
-    if key:
-        logs.register_secrets([key])
-    return ServerStore(url=warm.url, api_key=key)
-
-
-def open_store(settings: Settings) -> VectorStore:
-    if settings.warm.store == "qdrant":
-        return open_server_store(settings).configured(settings.warm.collection)
-    return EdgeStore(settings.warm_dir / "qdrant")
-
-
-# --- the layer ---------------------------------------------------------------------------------------
-
-
-class WarmLayer:
+class IndexService:
     def __init__(
         self,
-        settings: Settings,
+        options: IndexOptions,
         backbone: ChangeFeed | None,
         *,
         stop: threading.Event,
+        store: Callable[[], VectorStore],
+        embedder: Embedder,
+        reranker: Callable[[], Reranker | None] = lambda: None,
         clock: Callable[[], float] = time.time,
-        embedder: Embedder | None = None,
         leases: JobLeases | None = None,
-        store: Callable[[], VectorStore] | None = None,
         gap_wait: float = GAP_WAIT,
     ) -> None:
-        self.settings = settings
+        self.options = options
         self.gap_wait = gap_wait
         self.backbone = backbone
         self.leases = leases  # a shared Qdrant's rebuilds are one site's at a time, under a lease
         self.stop = stop
         self.clock = clock
         self.poked = threading.Event()
-        self._new_store = store or (lambda: open_store(settings))
-        self.cursor_file = CursorFile(settings.warm_dir / "indexer.json")
+        self._new_store = store
+        self._open_reranker = reranker  # opened with the collection, as the embedder's key is used
+        self.cursor_file = CursorFile(options.folder.cursor)
         self.shared: SharedPointer | None = None  # store = "qdrant": the alias every site goes through
-        self.collections: Pointer = Collections(settings)
-        if settings.warm.store == "qdrant":
+        self.collections: Pointer = CollectionsFile(options.folder.collections, options.collection)
+        if options.shared:
             self.shared = SharedPointer(
-                settings.warm.collection,
+                options.collection,
                 self._new_server_store,
-                Collections(settings),
+                CollectionsFile(options.folder.collections, options.collection),
                 self.cursor_file,
-                grace=settings.warm.retire_after,
+                grace=options.retire_after,
                 clock=clock,
             )
             self.collections = self.shared
@@ -169,9 +143,7 @@ class WarmLayer:
         )
         self._notice: str | None = None  # the alias moved under this site: what status says
         self._opened_on: str | None = None  # the collection the alias served when this site opened
-        self._embedder: Embedder = (
-            embedder if embedder is not None else LazyEmbedder(lambda: open_embedder(settings, stop))
-        )
+        self._embedder = embedder
         self._reranker: Reranker | None = None
         self._store: LockedStore | None = None
         self._spec: CollectionSpec | None = None
@@ -183,10 +155,10 @@ class WarmLayer:
         self._totals = PassReport()
         # The last purge, for status: {"state": "purging" | "purged" | "failed", "at", "copied", ...}.
         self._purge: dict[str, Any] = {}
-        self._backoff = Backoff(RetryPolicy(initial=2 * settings.catch_up_interval, maximum=MAX_BACKOFF, jitter=0.0))
+        self._backoff = Backoff(RetryPolicy(initial=2 * options.catch_up_interval, maximum=MAX_BACKOFF, jitter=0.0))
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def start(self) -> WarmLayer:
+    def start(self) -> Self:
         self._thread = threading.Thread(target=self._loop, name="memsync-warm", daemon=True)
         self._thread.start()
         return self
@@ -226,14 +198,14 @@ class WarmLayer:
 
     def _until_release(self, wait: float) -> float:
         """``wait``, cut short to when the idle model is due to be let go."""
-        after = self.settings.warm.unload_after
+        after = self.options.unload_after
         lazy = self._embedder
         if not after or not isinstance(lazy, LazyEmbedder) or not lazy.loaded:
             return wait
         return min(wait, max(0.05, after - lazy.idle_for()))
 
     def _release_if_idle(self) -> None:
-        after = self.settings.warm.unload_after
+        after = self.options.unload_after
         lazy = self._embedder
         if after and isinstance(lazy, LazyEmbedder) and lazy.loaded and lazy.idle_for() >= after:
             with self._work:
@@ -264,7 +236,7 @@ class WarmLayer:
                 self._spec = self._store.open_or_create(self.collections.active(), embedder.name, embedder.dims)
             else:
                 self._spec = self._open_shared(self._store, embedder)
-            self._reranker = open_reranker(self.settings)
+            self._reranker = self._open_reranker()
         return self._store
 
     def _open_shared(self, store: LockedStore, embedder: Embedder) -> CollectionSpec:
@@ -278,7 +250,7 @@ class WarmLayer:
             self._write_status()  # status says it now, whether a pass or a search opened
         inner = store.inner
         assert isinstance(inner, ServerStore)
-        spec = inner.open_alias(self.settings.warm.collection, followed.physical, embedder.name, embedder.dims)
+        spec = inner.open_alias(self.options.collection, followed.physical, embedder.name, embedder.dims)
         self._opened_on = followed.physical
         return spec
 
@@ -294,7 +266,7 @@ class WarmLayer:
         if self.shared is None or self._spec is None:
             return
         # No alias: this site serves the collection of that name itself, until one site moves it.
-        if (self.shared.serving() or self.settings.warm.collection) == self._opened_on:
+        if (self.shared.serving() or self.options.collection) == self._opened_on:
             return
         with self._opening:
             if self._store is not None:
@@ -310,7 +282,7 @@ class WarmLayer:
         return self._indexer
 
     def _make_indexer(self, store: VectorStore, collection: str, previous: Previous | None = None) -> Indexer:
-        warm = self.settings.warm
+        options = self.options
         if self.backbone is None:
             raise ValueError("indexing needs the backbone")  # offline search opens without one
         return Indexer(
@@ -319,8 +291,8 @@ class WarmLayer:
             embedder=self.embedder,
             collection=collection,
             cursor_file=self.cursor_file,
-            page_size=warm.batch_size,
-            duplicate_threshold=warm.duplicate_threshold,
+            page_size=options.batch_size,
+            duplicate_threshold=options.duplicate_threshold,
             on_failed=lambda pid, why: log.warning("episode not embedded", point=pid, reason=why),
             previous=previous,
         )
@@ -343,7 +315,7 @@ class WarmLayer:
         self._release_if_idle()
         paused = self._state.get("pausedUntil")
         if paused is not None and self.clock() < paused:
-            return float(min(paused - self.clock(), self.settings.catch_up_interval * 10))
+            return float(min(paused - self.clock(), self.options.catch_up_interval * 10))
         try:
             with self._work:
                 self._follow_if_moved()
@@ -362,19 +334,19 @@ class WarmLayer:
             # Step.WAIT_FOR_REINDEX (``sync.search.collection.lifecycle``): re-embedding everything
             # is the person's call.
             self._set("needs-reindex", f"{exc} (run: memsync reindex)")
-            return mismatch_wait(shared=self.shared is not None, catch_up_interval=self.settings.catch_up_interval)
+            return mismatch_wait(shared=self.shared is not None, catch_up_interval=self.options.catch_up_interval)
         except StoreRejected:
             if not self._in_gap():
                 raise
             # Another site is moving the collection under the alias: the next pass follows it.
             self._set("retrying", self._gap_sentence())
-            return self.settings.catch_up_interval
+            return self.options.catch_up_interval
         self._totals.add(report)
         if report.changes or self._state.get("state") != "ok":
             # An empty look at the feed (every catch_up_interval, idle or not) changes nothing
             # that status shows: no status file write for it.
             self._set("ok", None, last_pass=report)
-        return 0.0 if not report.drained and not self.stop.is_set() else self.settings.catch_up_interval
+        return 0.0 if not report.drained and not self.stop.is_set() else self.options.catch_up_interval
 
     def _index_failed(self, exc: Exception) -> None:
         if isinstance(exc, TransientError | ConfigError):
@@ -403,8 +375,8 @@ class WarmLayer:
             "purge": shown_purge(self._purge, owed=self.cursor_file.purge_owed(active)),
             "collection": active,
             "model": None if self._spec is None else self._spec.model_name,
-            "store": self.settings.warm.store,
-            "alias": None if self.shared is None else self.settings.warm.collection,
+            "store": self.options.store,
+            "alias": None if self.shared is None else self.options.collection,
             "notice": self._notice,
             "modelLoaded": self.model_loaded,
             "cursor": self.cursor_file.read(active),
@@ -412,9 +384,9 @@ class WarmLayer:
             "updatedAt": self.clock(),
         }
         try:
-            write_status(self.settings, data)
+            write_json_atomically(self.options.folder.status, data)
         except OSError:
-            log.exception("cannot write the warm layer's status file", path=str(status_path(self.settings)))
+            log.exception("cannot write the warm layer's status file", path=str(self.options.folder.status))
 
     # -- what the control socket serves -------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[SearchResult]:
@@ -428,7 +400,7 @@ class WarmLayer:
                     request,
                     now_ms=int(self.clock() * 1000),
                     reranker=self._reranker,
-                    fusion=self.settings.warm.fusion,
+                    fusion=self.options.fusion,
                 )
             )
         finally:
@@ -471,7 +443,7 @@ class WarmLayer:
         return read()
 
     def _gap_sentence(self) -> str:
-        name = self.settings.warm.collection
+        name = self.options.collection
         return (
             f"the shared collection {name} is being moved under the alias {name} by a site (a copy, nothing is "
             "embedded) and is out of reach for a moment: search again in a few seconds"
@@ -551,13 +523,13 @@ class WarmLayer:
         lease (slot: the name), so one site moves it and the others follow the alias once it is
         there. The new collection, or None when there is nothing to move or another site holds the
         lease. Call under ``_work`` (a pass calls it once drained)."""
-        name = self.settings.warm.collection
+        name = self.options.collection
         if self.shared is None or self._opened_on != name or self.shared.serving() is not None:
             return None
         if self.leases is None:
             return None  # a search without the backbone: the daemon's pass moves it
         job = f"{REBUILD_JOB}:{name}"
-        claim = self.leases.claim_job(job, name, lease_ms(self.settings.warm.retire_after))
+        claim = self.leases.claim_job(job, name, lease_ms(self.options.retire_after))
         if not may_rebuild(claim):
             log.debug("another site is moving the collection under the alias; serving it until then", collection=name)
             return None
@@ -646,8 +618,8 @@ class WarmLayer:
         # The slot is the collection the alias serves now. Followed without opening it: a reindex
         # is also the fix for a collection another model built, which opening refuses.
         slot = self.shared.follow(self._create_collection).physical
-        job = f"{REBUILD_JOB}:{self.settings.warm.collection}"
-        claim = self.leases.claim_job(job, slot, lease_ms(self.settings.warm.retire_after))
+        job = f"{REBUILD_JOB}:{self.options.collection}"
+        claim = self.leases.claim_job(job, slot, lease_ms(self.options.retire_after))
         if not may_rebuild(claim):
             raise RebuildHeld(
                 f"another site is rebuilding the shared collection {slot} (or has: searches follow it): "
@@ -660,58 +632,3 @@ class WarmLayer:
 
 class RebuildHeld(TransientError):
     """Another site holds the lease on rebuilding the shared collection (or rebuilt it already)."""
-
-
-def warm_handlers(layer: WarmLayer) -> dict[str, Handler]:
-    """What the control socket answers."""
-
-    def do_search(request: Mapping[str, Any], _progress: Progress) -> Any:
-        return [r.to_wire() for r in layer.search(SearchRequest.from_wire(request.get("request") or {}))]
-
-    def do_recent(request: Mapping[str, Any], _progress: Progress) -> Any:
-        return [r.to_wire() for r in layer.recent(RecentRequest.from_wire(request.get("request") or {}))]
-
-    def do_episode(request: Mapping[str, Any], _progress: Progress) -> Any:
-        return layer.episode(EpisodeRequest.from_wire(request.get("request") or {})).to_wire()
-
-    def do_reindex(_request: Mapping[str, Any], progress: Progress) -> Any:
-        return asdict(layer.reindex(lambda report: progress(asdict(report))))
-
-    def do_indexed(request: Mapping[str, Any], _progress: Progress) -> Any:
-        """Wait until the index reaches feed position ``through`` (default: the feed's end now)."""
-        asked = request.get("through")
-        through = int(asked) if asked is not None else layer.feed_end()
-        cursor = layer.wait_indexed(through, max(0.0, min(float(request.get("timeout") or 0), 3600.0)))
-        return {"cursor": cursor, "through": through, "done": cursor >= through}
-
-    def do_purged(request: Mapping[str, Any], _progress: Progress) -> Any:
-        """Wait until the index has reached the feed's end and purged what was forgotten."""
-        through = layer.feed_end()
-        done = layer.wait_purged(through, max(0.0, min(float(request.get("timeout") or 0), 3600.0)))
-        return {"through": through, "done": done}
-
-    return {
-        "search": do_search,
-        "recent": do_recent,
-        "episode": do_episode,
-        "reindex": do_reindex,
-        "indexed": do_indexed,
-        "purged": do_purged,
-    }
-
-
-@contextmanager
-def offline_layer(
-    settings: Settings,
-    backbone: ChangeFeed | None,
-    *,
-    stop: threading.Event | None = None,
-    leases: JobLeases | None = None,
-) -> Iterator[WarmLayer]:
-    """The warm layer for a command run while no daemon owns the store: search (no backbone
-    needed), catching up (``sync``) and reindex (``leases``: a shared Qdrant's rebuild lease)."""
-    layer = WarmLayer(settings, backbone, stop=stop or threading.Event(), leases=leases)
-    try:
-        yield layer
-    finally:
-        layer.close()

@@ -21,7 +21,7 @@ from daemon.config import Settings
 from daemon.control.client import ask
 from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
-from daemon.search_worker.layer import WarmLayer, offline_layer
+from daemon.search_worker.wiring import WarmLayer, offline_layer
 from daemon.site import never_synced, open_backbone
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError

@@ -34,7 +34,8 @@ import structlog
 from daemon import logs
 from daemon.config import Settings, load_settings
 from daemon.control.server import ControlServer
-from daemon.search_worker.layer import WarmLayer, warm_handlers
+from daemon.search_worker.handlers import warm_handlers
+from daemon.search_worker.wiring import WarmLayer
 from daemon.site import open_backbone
 from sync.errors import ConfigError, MemsyncError
 
