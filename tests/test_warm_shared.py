@@ -18,7 +18,6 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from daemon.search_worker.files import Collections, read_status
-from daemon.search_worker.layer import RebuildHeld
 from daemon.search_worker.wiring import WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
@@ -42,6 +41,7 @@ from sync.search.embedders.local import LocalEmbedder
 from sync.search.indexing.indexer import Indexer
 from sync.search.indexing.text import text_hash
 from sync.search.request import SearchRequest
+from sync.search.service.index import RebuildHeld
 from sync.search.stores import ServerStore
 from sync.search.stores.adoption import Origin
 

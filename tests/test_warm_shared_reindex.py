@@ -21,7 +21,6 @@ from fake_providers import KEY, FakeProvider, fake_vector, gemini_respond, serve
 from qdrant_client import QdrantClient
 
 from daemon.search_worker.files import read_status
-from daemon.search_worker.layer import RebuildHeld
 from daemon.search_worker.wiring import WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
@@ -33,6 +32,7 @@ from sync.search.embedders.local import LocalEmbedder
 from sync.search.indexing.indexer import PassReport
 from sync.search.indexing.text import text_hash
 from sync.search.request import SearchRequest
+from sync.search.service.index import RebuildHeld
 from sync.search.stores import ServerStore
 
 ALIAS = "memory"

@@ -10,8 +10,8 @@ from typing import Any
 
 from daemon.control.client import Progress
 from daemon.control.server import Handler
-from daemon.search_worker.layer import IndexService
 from sync.search.request import EpisodeRequest, RecentRequest, SearchRequest
+from sync.search.service.index import IndexService
 
 
 def warm_handlers(layer: IndexService) -> dict[str, Handler]:

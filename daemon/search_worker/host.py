@@ -5,7 +5,7 @@ Work is: a search or reindex request (it waits in the socket's backlog, the work
 episodes this site just pushed (the run loop pokes), another site's episodes on the embedded hub
 (the hub file's change pokes), or an index behind the backbone's change feed, looked for every
 ``catch_up_interval`` while no worker runs (this is how another site's episodes arrive on Convex),
-or a purge the index still owes (the cursor file says so; ``daemon.search_worker.layer``).
+or a purge the index still owes (the cursor file says so; ``sync.search.service.index``).
 While the worker runs it does all of that itself; pokes are passed on to it.
 
 A worker that fails is started again with the project's one backoff; while it is backing off, a

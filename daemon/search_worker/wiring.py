@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from daemon import logs
 from daemon.config import Settings
 from daemon.search_worker.files import index_folder
-from daemon.search_worker.layer import GAP_WAIT, IndexOptions, IndexService
 from sync.backbone.base import ChangeFeed, JobLeases
 from sync.search.embedders.base import Embedder
 from sync.search.embedders.gemini import GeminiEmbedder
@@ -22,6 +21,7 @@ from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.embedders.voyage import VoyageEmbedder
 from sync.search.query.rerank import Reranker, VoyageReranker
+from sync.search.service.index import GAP_WAIT, IndexOptions, IndexService
 from sync.search.stores import EdgeStore, ServerStore, VectorStore
 
 
