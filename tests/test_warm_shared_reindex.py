@@ -32,7 +32,7 @@ from sync.search.embedders.local import LocalEmbedder
 from sync.search.indexing.indexer import PassReport
 from sync.search.indexing.text import text_hash
 from sync.search.request import SearchRequest
-from sync.search.service.index import RebuildHeld
+from sync.search.service.rebuilds import RebuildHeld
 from sync.search.stores import ServerStore
 
 ALIAS = "memory"

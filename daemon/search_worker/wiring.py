@@ -21,7 +21,9 @@ from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.embedders.voyage import VoyageEmbedder
 from sync.search.query.rerank import Reranker, VoyageReranker
-from sync.search.service.index import GAP_WAIT, IndexOptions, IndexService
+from sync.search.service.gap import GAP_WAIT
+from sync.search.service.index import IndexService
+from sync.search.service.options import IndexOptions
 from sync.search.stores import EdgeStore, ServerStore, VectorStore
 
 

@@ -29,8 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any, Literal, Self, TypeVar
+from typing import Self
 
 import structlog
 
@@ -39,70 +38,45 @@ from sync.errors import (
     CollectionMismatch,
     ConfigError,
     ForeignCollection,
-    MemsyncError,
     QuotaExhausted,
     StoreRejected,
-    StoreUnavailable,
     TransientError,
 )
-from sync.jsonfile import write_json_atomically
-from sync.leases import Claim
 from sync.pacing import Backoff, run_periodically
 from sync.retry import RetryPolicy
 from sync.search.collection.cursor import CursorFile
-from sync.search.collection.files import CollectionsFile, IndexFolder
-from sync.search.collection.lifecycle import Facts, Step, mismatch_wait, next_step, shown_purge
-from sync.search.collection.shared_alias import REBUILD_JOB, lease_ms, may_rebuild
+from sync.search.collection.files import CollectionsFile
+from sync.search.collection.lifecycle import mismatch_wait
 from sync.search.collection.shared_pointer import SharedPointer
 from sync.search.embedders.base import Embedder
 from sync.search.embedders.lazy import LazyEmbedder
-from sync.search.indexing.copies import Previous
-from sync.search.indexing.indexer import Indexer, PassReport
+from sync.search.indexing.indexer import PassReport
 from sync.search.indexing.rebuilder import Pointer, Rebuilder
 from sync.search.query import browse
-from sync.search.query.fusion import Fusion
 from sync.search.query.pipeline import search
 from sync.search.query.rerank import Reranker
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
-from sync.search.stores import CollectionSpec, ServerStore, VectorStore
+from sync.search.service.gap import GAP_WAIT, AliasGap
+from sync.search.service.options import IndexOptions
+from sync.search.service.rebuilds import Rebuilds
+from sync.search.service.serving import ServingCollection, server_stores
+from sync.search.service.status import IndexStatus, Shown
+from sync.search.stores import VectorStore
 from sync.search.stores.locked import LockedStore
 
 log = structlog.get_logger("memsync.warm")
-T = TypeVar("T")
 
 MAX_BACKOFF = 60.0
 FOREIGN_RETRY = 60.0  # seconds between looks while the serving collection is someone else's
-# How long a request that found neither the configured name's collection nor its alias waits for the
-# alias (another site is moving the collection under it: it drops one, then makes the other).
-GAP_WAIT = 5.0
-GAP_POLL = 0.05
 INDEXED_POLL = 0.02  # seconds between looks at the feed position while a hook waits for it
 
 
-@dataclass(frozen=True, slots=True)
-class IndexOptions:
-    """What the running index reads of its configuration (the daemon's ``[warm]`` section)."""
-
-    collection: str  # the configured name; on a shared Qdrant, the alias every site goes through
-    folder: IndexFolder  # its small files (``sync.search.collection.files``)
-    store: Literal["edge", "qdrant"]  # "qdrant": a Qdrant server, which every site may share
-    catch_up_interval: float  # seconds between looks at the feed for other sites' episodes
-    batch_size: int  # episodes embedded and upserted together
-    duplicate_threshold: float  # the cosine at which episodes are linked as near-duplicates
-    fusion: Fusion  # how search fuses the dense and BM25 lists
-    retire_after: float  # a shared Qdrant's retired collection is dropped this many seconds after
-    unload_after: float  # idle seconds before the model is let go (0: never)
-
-    @property
-    def shared(self) -> bool:
-        """Every site reads and writes through the alias on one Qdrant server."""
-        return self.store == "qdrant"
-
-
-# --- the index ---------------------------------------------------------------------------------------
-
-
 class IndexService:
+    """The search index in one process: ``start`` runs the indexing loop in a thread, ``search``,
+    ``recent`` and ``episode`` read beside it, ``catch_up`` and ``reindex`` run in the caller's
+    thread. Made of the serving collection (``serving``), its rebuilds (``rebuilds``), the gap of a
+    move under a shared alias (``gap``) and what status shows (``status``)."""
+
     def __init__(
         self,
         options: IndexOptions,
@@ -117,44 +91,54 @@ class IndexService:
         gap_wait: float = GAP_WAIT,
     ) -> None:
         self.options = options
-        self.gap_wait = gap_wait
         self.backbone = backbone
         self.leases = leases  # a shared Qdrant's rebuilds are one site's at a time, under a lease
         self.stop = stop
         self.clock = clock
         self.poked = threading.Event()
-        self._new_store = store
-        self._open_reranker = reranker  # opened with the collection, as the embedder's key is used
         self.cursor_file = CursorFile(options.folder.cursor)
         self.shared: SharedPointer | None = None  # store = "qdrant": the alias every site goes through
         self.collections: Pointer = CollectionsFile(options.folder.collections, options.collection)
         if options.shared:
             self.shared = SharedPointer(
                 options.collection,
-                self._new_server_store,
+                server_stores(store),
                 CollectionsFile(options.folder.collections, options.collection),
                 self.cursor_file,
                 grace=options.retire_after,
                 clock=clock,
             )
             self.collections = self.shared
-        self.rebuilder = Rebuilder(
-            self.collections, self.cursor_file, lambda: LockedStore(self._new_store()), stop.is_set
-        )
-        self._notice: str | None = None  # the alias moved under this site: what status says
-        self._opened_on: str | None = None  # the collection the alias served when this site opened
+        self.rebuilder = Rebuilder(self.collections, self.cursor_file, lambda: LockedStore(store()), stop.is_set)
         self._embedder = embedder
-        self._reranker: Reranker | None = None
-        self._store: LockedStore | None = None
-        self._spec: CollectionSpec | None = None
-        self._indexer: Indexer | None = None
+        self.status = IndexStatus(options.folder.status, store=options.store, clock=clock, shown=self._shown)
+        self.serving = ServingCollection(
+            options,
+            backbone,
+            new_store=store,
+            embedder=embedder,
+            reranker=reranker,
+            collections=self.collections,
+            shared=self.shared,
+            rebuilder=self.rebuilder,
+            cursor_file=self.cursor_file,
+            on_notice=self.status.write,
+        )
+        self.rebuilds = Rebuilds(
+            options,
+            serving=self.serving,
+            rebuilder=self.rebuilder,
+            collections=self.collections,
+            shared=self.shared,
+            cursor_file=self.cursor_file,
+            status=self.status,
+            leases=leases,
+            stop=stop,
+            clock=clock,
+        )
+        self.gap = AliasGap(self.shared, options.collection, stop, gap_wait)
         self._work = threading.Lock()  # one indexing run at a time: the loop's or a reindex
-        self._opening = threading.Lock()  # the first search and the first indexing run race to open
         self._thread: threading.Thread | None = None
-        self._state: dict[str, Any] = {"state": "starting", "detail": None}
-        self._totals = PassReport()
-        # The last purge, for status: {"state": "purging" | "purged" | "failed", "at", "copied", ...}.
-        self._purge: dict[str, Any] = {}
         self._backoff = Backoff(RetryPolicy(initial=2 * options.catch_up_interval, maximum=MAX_BACKOFF, jitter=0.0))
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -168,12 +152,11 @@ class IndexService:
         self.poked.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        if self._store is not None:
-            self._store.close()
+        self.serving.close()
         if self.shared is not None:
             self.shared.close()
         if self._thread is not None:
-            self._write_status()
+            self.status.write()
 
     def poke(self) -> None:
         """New episodes reached the backbone: index them now rather than at the next interval."""
@@ -189,12 +172,34 @@ class IndexService:
 
     @property
     def state(self) -> str:
-        return str(self._state.get("state"))
+        return self.status.name
 
     @property
     def working(self) -> bool:
         """An indexing run or a reindex is under way."""
         return self._work.locked()
+
+    @property
+    def gap_wait(self) -> float:
+        """How long a read that meets the gap of a move under the alias waits for it (``gap``)."""
+        return self.gap.wait
+
+    @gap_wait.setter
+    def gap_wait(self, seconds: float) -> None:
+        self.gap.wait = seconds
+
+    def _shown(self) -> Shown:
+        active = self.collections.active()
+        spec = self.serving.spec
+        return Shown(
+            collection=active,
+            cursor=self.cursor_file.read(active),
+            purge_owed=self.cursor_file.purge_owed(active),
+            model=None if spec is None else spec.model_name,
+            alias=None if self.shared is None else self.options.collection,
+            notice=self.serving.notice,
+            model_loaded=self.model_loaded,
+        )
 
     def _until_release(self, wait: float) -> float:
         """``wait``, cut short to when the idle model is due to be let go."""
@@ -211,91 +216,7 @@ class IndexService:
             with self._work:
                 if lazy.release():
                     log.info("embedding model let go while idle", idle_s=round(lazy.idle_for()))
-                    self._write_status()
-
-    def _open_collection(self) -> LockedStore:
-        """The store, with the active collection open (on first use; kept after)."""
-        with self._opening:
-            return self._open_collection_once()
-
-    def _new_server_store(self) -> ServerStore:
-        store = self._new_store()
-        if not isinstance(store, ServerStore):
-            raise ConfigError("a shared Qdrant needs a Qdrant server store (warm.store = 'qdrant')")
-        return store
-
-    def _open_collection_once(self) -> LockedStore:
-        if self._store is None:
-            self._store = LockedStore(self._new_store())
-            self.rebuilder.drop_leftovers(self._store)
-        if self._spec is None:
-            embedder = self.embedder
-            # CollectionMismatch when it was built with another model: searches and indexing wait
-            # for `memsync reindex`, syncing carries on.
-            if self.shared is None:
-                self._spec = self._store.open_or_create(self.collections.active(), embedder.name, embedder.dims)
-            else:
-                self._spec = self._open_shared(self._store, embedder)
-            self._reranker = self._open_reranker()
-        return self._store
-
-    def _open_shared(self, store: LockedStore, embedder: Embedder) -> CollectionSpec:
-        """Follow the alias (``sync.search.collection.shared_alias``) and open through it: every request of this site
-        reaches the collection it serves at that moment."""
-        assert self.shared is not None
-
-        followed = self.shared.follow(self._create_collection)
-        if followed.notice is not None:
-            self._notice = followed.notice
-            self._write_status()  # status says it now, whether a pass or a search opened
-        inner = store.inner
-        assert isinstance(inner, ServerStore)
-        spec = inner.open_alias(self.options.collection, followed.physical, embedder.name, embedder.dims)
-        self._opened_on = followed.physical
-        return spec
-
-    def _create_collection(self, physical: str) -> None:
-        """A shared Qdrant's first collection, with this site's model."""
-        with self._new_server_store() as made:
-            made.open_or_create(physical, self.embedder.name, self.embedder.dims)
-
-    def _follow_if_moved(self) -> None:
-        """Another site switched the alias since this site opened (or moved the collection it served
-        under the configured name under the alias): reopen, following it (from the rebuild's recorded
-        feed position). Called under ``_work``, before a pass."""
-        if self.shared is None or self._spec is None:
-            return
-        # No alias: this site serves the collection of that name itself, until one site moves it.
-        if (self.shared.serving() or self.options.collection) == self._opened_on:
-            return
-        with self._opening:
-            if self._store is not None:
-                self._store.close()
-            self._store, self._spec, self._indexer = None, None, None
-
-    def _open(self) -> Indexer:
-        """The live indexer on the active collection."""
-        store = self._open_collection()
-        if self._indexer is None:
-            self._indexer = self._make_indexer(store, self.collections.active())
-            self._indexer.spec = self._spec
-        return self._indexer
-
-    def _make_indexer(self, store: VectorStore, collection: str, previous: Previous | None = None) -> Indexer:
-        options = self.options
-        if self.backbone is None:
-            raise ValueError("indexing needs the backbone")  # offline search opens without one
-        return Indexer(
-            backbone=self.backbone,
-            store=store,
-            embedder=self.embedder,
-            collection=collection,
-            cursor_file=self.cursor_file,
-            page_size=options.batch_size,
-            duplicate_threshold=options.duplicate_threshold,
-            on_failed=lambda pid, why: log.warning("episode not embedded", point=pid, reason=why),
-            previous=previous,
-        )
+                    self.status.write()
 
     # -- the indexing loop ---------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -313,151 +234,59 @@ class IndexService:
     def _index_once(self) -> float:
         """One catch-up pass; the seconds until the next."""
         self._release_if_idle()
-        paused = self._state.get("pausedUntil")
+        paused = self.status.state.get("pausedUntil")
         if paused is not None and self.clock() < paused:
             return float(min(paused - self.clock(), self.options.catch_up_interval * 10))
         try:
             with self._work:
-                self._follow_if_moved()
-                report = self._open().run(stop=self.stop.is_set)
-                self._after_pass(report)
+                self.serving.follow_if_moved()
+                report = self.serving.indexer().run(stop=self.stop.is_set)
+                self.rebuilds.after_pass(report)
         except QuotaExhausted as exc:  # a pause until the provider's reset, not a failure to back off from
             wait = exc.retry_after or MAX_BACKOFF
-            self._set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
+            self.status.set("paused", f"{exc.provider} quota exhausted: {exc}", paused_until=self.clock() + wait)
             return wait
         except ForeignCollection as exc:
             # Never written: the person builds memsync's own beside it or adopts it (the sentence
             # says how); the next look finds what they chose.
-            self._set("foreign-collection", str(exc))
+            self.status.set("foreign-collection", str(exc))
             return FOREIGN_RETRY
         except CollectionMismatch as exc:
             # Step.WAIT_FOR_REINDEX (``sync.search.collection.lifecycle``): re-embedding everything
             # is the person's call.
-            self._set("needs-reindex", f"{exc} (run: memsync reindex)")
+            self.status.set("needs-reindex", f"{exc} (run: memsync reindex)")
             return mismatch_wait(shared=self.shared is not None, catch_up_interval=self.options.catch_up_interval)
         except StoreRejected:
-            if not self._in_gap():
+            if not self.gap.is_open():
                 raise
             # Another site is moving the collection under the alias: the next pass follows it.
-            self._set("retrying", self._gap_sentence())
+            self.status.set("retrying", self.gap.sentence())
             return self.options.catch_up_interval
-        self._totals.add(report)
-        if report.changes or self._state.get("state") != "ok":
+        self.status.totals.add(report)
+        if report.changes or self.status.name != "ok":
             # An empty look at the feed (every catch_up_interval, idle or not) changes nothing
             # that status shows: no status file write for it.
-            self._set("ok", None, last_pass=report)
+            self.status.set("ok", None, last_pass=report)
         return 0.0 if not report.drained and not self.stop.is_set() else self.options.catch_up_interval
 
     def _index_failed(self, exc: Exception) -> None:
         if isinstance(exc, TransientError | ConfigError):
-            self._set("retrying" if isinstance(exc, TransientError) else "error", str(exc))
+            self.status.set("retrying" if isinstance(exc, TransientError) else "error", str(exc))
             return
         if not self._backoff.failing:
-            log.error("indexing failed", exc_info=exc)  # the traceback once; _set says when it recurs
-        self._set("error", f"{type(exc).__name__}: {exc}")
+            log.error("indexing failed", exc_info=exc)  # the traceback once; status says when it recurs
+        self.status.set("error", f"{type(exc).__name__}: {exc}")
 
-    def _set(
-        self, state: str, detail: str | None, *, paused_until: float | None = None, last_pass: PassReport | None = None
-    ) -> None:
-        if (state, detail) != (self._state.get("state"), self._state.get("detail")) and state != "ok":
-            log.warning("warm layer", state=state, detail=detail)
-        elif state == "ok" and self._state.get("state") not in ("ok", "starting"):
-            log.info("warm layer recovered", previous=self._state.get("detail"))
-        self._state = {"state": state, "detail": detail, "pausedUntil": paused_until}
-        if last_pass is not None:
-            self._state["lastPassAt"] = self.clock()
-        self._write_status()
-
-    def _write_status(self) -> None:
-        active = self.collections.active()
-        data = {
-            **self._state,
-            "purge": shown_purge(self._purge, owed=self.cursor_file.purge_owed(active)),
-            "collection": active,
-            "model": None if self._spec is None else self._spec.model_name,
-            "store": self.options.store,
-            "alias": None if self.shared is None else self.options.collection,
-            "notice": self._notice,
-            "modelLoaded": self.model_loaded,
-            "cursor": self.cursor_file.read(active),
-            "totals": asdict(self._totals),
-            "updatedAt": self.clock(),
-        }
-        try:
-            write_json_atomically(self.options.folder.status, data)
-        except OSError:
-            log.exception("cannot write the warm layer's status file", path=str(self.options.folder.status))
-
-    # -- what the control socket serves -------------------------------------------------------------
-    def search(self, request: SearchRequest) -> list[SearchResult]:
-        store = self._open_collection()
-        was_loaded = self.model_loaded
-        try:
-            return self._through_gap(
-                lambda: search(
-                    store,
-                    self.embedder,
-                    request,
-                    now_ms=int(self.clock() * 1000),
-                    reranker=self._reranker,
-                    fusion=self.options.fusion,
-                )
-            )
-        finally:
-            if not was_loaded and self._thread is not None:
-                self._write_status()  # status no longer says the model was let go
-
-    def recent(self, request: RecentRequest) -> list[SearchResult]:
-        """The latest episodes under a filter (``sync.search.query.browse``): no query, no model."""
-        store = self._open_collection()
-        return self._through_gap(lambda: browse.recent(store, request))
-
-    def episode(self, request: EpisodeRequest) -> EpisodeView:
-        """One episode and its session's neighbours (``sync.search.query.browse``)."""
-        store = self._open_collection()
-        return self._through_gap(lambda: browse.episode(store, request))
-
-    def _in_gap(self) -> bool:
-        """Neither a collection nor an alias has the configured name: a site moving the collection
-        under the alias has dropped it and not yet made the alias (``SharedPointer.move_under_alias``)."""
-        if self.shared is None:
-            return False
-        try:
-            return self.shared.serving() is None and self.shared.origin_of_name() is None
-        except MemsyncError:
-            return False
-
-    def _through_gap(self, read: Callable[[], T]) -> T:
-        """``read()``; when it finds the configured name gone in the gap of a move under the alias,
-        again once the alias is there (the same name now reaches the copy), or a sentence saying so:
-        never an empty answer."""
-        try:
-            return read()
-        except StoreRejected:
-            if not self._in_gap():
-                raise
-        deadline = time.monotonic() + self.gap_wait
-        while self._in_gap():
-            if time.monotonic() >= deadline or self.stop.wait(GAP_POLL):
-                raise StoreUnavailable(self._gap_sentence())
-        return read()
-
-    def _gap_sentence(self) -> str:
-        name = self.options.collection
-        return (
-            f"the shared collection {name} is being moved under the alias {name} by a site (a copy, nothing is "
-            "embedded) and is out of reach for a moment: search again in a few seconds"
-        )
-
+    # -- indexing on request ----------------------------------------------------------------------
     def catch_up(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
         """Index everything the feed holds now, in this thread: ``sync`` without a daemon, and a
         search that finds the index a little behind."""
         with self._work:
-            self._follow_if_moved()
-            report = self._open().run(stop=self.stop.is_set, progress=progress)
-            self._after_pass(report)
-        self._totals.add(report)
-        self._set("ok", None, last_pass=report)  # for status and the registry: this index has run
+            self.serving.follow_if_moved()
+            report = self.serving.indexer().run(stop=self.stop.is_set, progress=progress)
+            self.rebuilds.after_pass(report)
+        self.status.totals.add(report)
+        self.status.set("ok", None, last_pass=report)  # for status and the registry: this index has run
         return report
 
     def feed_end(self) -> int:
@@ -501,134 +330,41 @@ class IndexService:
     def reindex(self, progress: Callable[[PassReport], None] | None = None) -> PassReport:
         """Rebuild into a fresh collection with the configured model, then switch searches to it."""
         with self._work:
-            report = self._rebuild(progress, "reindex")
-        self._totals.add(report)
-        self._set("ok", None, last_pass=report)
+            report = self.rebuilds.rebuild(progress, "reindex")
+        self.status.totals.add(report)
+        self.status.set("ok", None, last_pass=report)
         self.poked.set()
         return report
 
-    def _after_pass(self, report: PassReport) -> None:
-        """What a pass may leave to do: a purge owed, and on a shared Qdrant the collection served
-        under the configured name to move under the alias, and the retired collections whose grace is
-        over. Called under ``_work``."""
-        self._purge_if_owed(report)
-        if self.shared is not None:
-            if report.drained and not self.stop.is_set():
-                self.move_under_alias()
-            self.shared.sweep()
-
     def move_under_alias(self, on_step: Callable[[str], None] | None = None) -> str | None:
-        """When this site serves memsync's own collection under the configured name itself (an
-        older memsync's, ``Move.MOVE_UNDER_ALIAS``), move it under the alias, holding the rebuild
-        lease (slot: the name), so one site moves it and the others follow the alias once it is
-        there. The new collection, or None when there is nothing to move or another site holds the
-        lease. Call under ``_work`` (a pass calls it once drained)."""
-        name = self.options.collection
-        if self.shared is None or self._opened_on != name or self.shared.serving() is not None:
-            return None
-        if self.leases is None:
-            return None  # a search without the backbone: the daemon's pass moves it
-        job = f"{REBUILD_JOB}:{name}"
-        claim = self.leases.claim_job(job, name, lease_ms(self.options.retire_after))
-        if not may_rebuild(claim):
-            log.debug("another site is moving the collection under the alias; serving it until then", collection=name)
-            return None
-        physical = self.shared.move_under_alias(self.cursor_file.read(name), on_step)
-        self.cursor_file.settled(name, dropped=True)
-        self.leases.finish_job(job, name, "ok", f"moved {name} under the alias: {physical}")
-        self._notice = f"moved collection {name} under the alias {name} (to {physical}, copied, nothing embedded)"
-        with self._opening:
-            if self._store is not None:
-                self._store.close()
-            self._store, self._spec, self._indexer = None, None, None
-        self._write_status()
-        return physical
+        """``Rebuilds.move_under_alias``: call under ``_work`` (a pass calls it once drained)."""
+        return self.rebuilds.move_under_alias(on_step)
 
-    def _purge_if_owed(self, report: PassReport) -> None:
-        """Rebuild the active collection if it deleted forgotten episodes' points (their bytes are
-        still in its files) and the pass drained the feed (``sync.search.collection.lifecycle``). Called under
-        ``_work``."""
-        active = self.collections.active()
-        facts = Facts(
-            drained=report.drained, stopping=self.stop.is_set(), purge_owed=self.cursor_file.purge_owed(active)
-        )
-        if next_step(facts) is not Step.PURGE:
-            return
-        log.info("purging forgotten episodes from the search index's files", collection=active)
-        self._purge = {"state": "purging", "startedAt": self.clock()}
-        self._write_status()
+    # -- what the control socket serves -------------------------------------------------------------
+    def search(self, request: SearchRequest) -> list[SearchResult]:
+        store = self.serving.open()
+        was_loaded = self.model_loaded
         try:
-            report = self._rebuild(None, "purge")
-        except RebuildHeld:
-            # Another site is rebuilding the shared collection, or has: the next pass follows the
-            # alias to the new one, which holds no forgotten point built before it.
-            self._purge = {"state": "owed", "at": self.clock(), "detail": "another site holds the rebuild"}
-            self._write_status()
-            return
-        except BaseException as exc:
-            # Still owed (the mark goes only with the collection): the next pass tries again.
-            self._purge = {"state": "failed", "at": self.clock(), "detail": str(exc)}
-            self._write_status()
-            raise
-        self._purge = {
-            "state": "purged",
-            "at": self.clock(),
-            "copied": report.copied,
-            "embedded": report.embedded,
-            "archivedMissing": report.archived_missing,
-        }
-        log.info("search index purged", copied=report.copied, embedded=report.embedded)
-        self._write_status()
-
-    def _rebuild(self, progress: Callable[[PassReport], None] | None, why: str) -> PassReport:
-        """Rebuild into a fresh collection and switch searches to it (``sync.search.indexing.rebuilder``).
-        Call under ``_work``."""
-
-        def install(fresh: LockedStore, builder: Indexer) -> LockedStore | None:
-            live, self._store = self._store, fresh
-            self._indexer, self._spec = builder, builder.spec
-            return live
-
-        slot = self._claim_rebuild(why)
-        report = self.rebuilder.rebuild(
-            live=self._store,
-            live_spec=self._spec,
-            make_indexer=self._make_indexer,
-            install=install,
-            progress=progress,
-            why=why,
-        )
-        if slot is not None and self.leases is not None:
-            self.leases.finish_job(slot[0], slot[1], "ok", f"{why}: switched to {self.collections.active()}")
-            # Reopen through the alias: the builder's handle reaches its collection directly.
-            with self._opening:
-                if self._store is not None:
-                    self._store.close()
-                self._store, self._spec, self._indexer = None, None, None
-        return report
-
-    def _claim_rebuild(self, why: str) -> tuple[str, str] | None:
-        """On a shared Qdrant, the lease on rebuilding the collection the alias serves (slot: that
-        collection), or ``RebuildHeld``; None on the edge store, where this site is alone."""
-        if self.shared is None:
-            return None
-        if self.leases is None:
-            raise ConfigError(f"a {why} of a shared Qdrant collection needs the backbone, which holds its lease")
-        self._follow_if_moved()
-        # The slot is the collection the alias serves now. Followed without opening it: a reindex
-        # is also the fix for a collection another model built, which opening refuses.
-        slot = self.shared.follow(self._create_collection).physical
-        job = f"{REBUILD_JOB}:{self.options.collection}"
-        claim = self.leases.claim_job(job, slot, lease_ms(self.options.retire_after))
-        if not may_rebuild(claim):
-            raise RebuildHeld(
-                f"another site is rebuilding the shared collection {slot} (or has: searches follow it): "
-                f"this {why} is not needed or waits for it"
+            return self.gap.through(
+                lambda: search(
+                    store,
+                    self.embedder,
+                    request,
+                    now_ms=int(self.clock() * 1000),
+                    reranker=self.serving.reranker,
+                    fusion=self.options.fusion,
+                )
             )
-        if claim is Claim.TAKE_OVER:
-            log.warning("took over a rebuild another site left unfinished", collection=slot)
-        return job, slot
+        finally:
+            if not was_loaded and self._thread is not None:
+                self.status.write()  # status no longer says the model was let go
 
+    def recent(self, request: RecentRequest) -> list[SearchResult]:
+        """The latest episodes under a filter (``sync.search.query.browse``): no query, no model."""
+        store = self.serving.open()
+        return self.gap.through(lambda: browse.recent(store, request))
 
-class RebuildHeld(TransientError):
-    """Another site holds the lease on rebuilding the shared collection (or rebuilt it already)."""
+    def episode(self, request: EpisodeRequest) -> EpisodeView:
+        """One episode and its session's neighbours (``sync.search.query.browse``)."""
+        store = self.serving.open()
+        return self.gap.through(lambda: browse.episode(store, request))
