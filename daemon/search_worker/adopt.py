@@ -2,9 +2,9 @@
 vectors fit (``sync.search.stores.adoption`` decides which layouts do), without re-embedding it.
 
 It records the adoption in the collection's metadata (the model this site is configured with, the
-vectors memsync must use, and that it was adopted: memsync writes it, never drops it) and points
-the configured name, the alias every site goes through (``sync.search.collection.shared_alias``), at it. Nothing else
-in the collection changes.
+vectors memsync must use, and that it was adopted: memsync writes it, never drops it) and points the
+configured name, the alias every site goes through (``sync.search.collection.shared_alias``), at it.
+Nothing else in the collection changes.
 
 ``server`` is how a Qdrant server store is made from the settings (``open_server_store``: a client
 on ``warm.url``); a test gives a store on qdrant-client's local mode, which no URL reaches.

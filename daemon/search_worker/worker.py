@@ -2,9 +2,9 @@
 
 The embedding stack (numpy, onnxruntime, tokenizers, qdrant-edge and the model) costs about 80 MB
 the moment it is imported and cannot be unloaded from a process, while the sync daemon needs under
-60. So it lives here, in a child of the daemon (``daemon.search_worker.host`` starts it): an idle daemon
-holds what syncing needs, and the first episode or search after an idle spell pays about a second
-to start this process again.
+60. So it lives here, in a child of the daemon (``daemon.search_worker.host`` starts it): an idle
+daemon holds what syncing needs, and the first episode or search after an idle spell pays about a
+second to start this process again.
 
     python -m daemon.search_worker.worker --listen-fd N [--config F]
 

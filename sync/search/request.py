@@ -207,7 +207,7 @@ class SearchResult:
         return cls(**fields)
 
 
-# --- episodes read without a query (``sync.search.query.browse``): the ``recent`` and ``episode`` ops ------
+# --- episodes read without a query (``sync.search.query.browse``): the ``recent`` and ``episode`` ops
 
 MAX_NEIGHBOURS: Final = 20
 

@@ -1,8 +1,8 @@
 """The search index's collection lifecycle as decisions: what to do next with the serving collection
 (keep it in step, purge it, rebuild it, wait for ``memsync reindex``), which collections an
 interrupted rebuild left to drop, whether the index owes work with nothing new in the feed, and what
-status says of the purge. Pure: the facts in, the action out; ``sync.search.indexing.rebuilder`` applies them
-with the store, and the running index (``sync.search.service``) asks.
+status says of the purge. Pure: the facts in, the action out; ``sync.search.indexing.rebuilder``
+applies them with the store, and the running index (``sync.search.service``) asks.
 
 Why a purge is a rebuild: a pass that deleted a forgotten episode's point leaves its bytes in the
 engine's files (qdrant-edge keeps a deleted point's payload in its WAL, and its segments until a

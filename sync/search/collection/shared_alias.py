@@ -1,5 +1,6 @@
 """One collection lifecycle for every site of a shared Qdrant (``warm.store = "qdrant"``), as
-decisions: pure, tested from tables; ``sync.search.collection.shared_pointer`` applies them with the store.
+decisions: pure, tested from tables; ``sync.search.collection.shared_pointer`` applies them with the
+store.
 
 The configured name (``warm.collection``) is a Qdrant alias, and every site reads and writes through
 it; the physical collections behind it are ``<name>-<time>``. So a switch is one atomic alias

@@ -1,11 +1,11 @@
-"""The pointer of a shared Qdrant (``sync.search.collection.shared_alias`` decides; this applies): the configured name
-is an alias on the server, which every site reads and writes through, and the site's own
-``collections.json`` only remembers which physical collection it last used (so it can tell that the
-alias moved, or that its collection went away while it was offline).
+"""The pointer of a shared Qdrant (``sync.search.collection.shared_alias`` decides; this applies):
+the configured name is an alias on the server, which every site reads and writes through, and the
+site's own ``collections.json`` only remembers which physical collection it last used (so it can
+tell that the alias moved, or that its collection went away while it was offline).
 
-It keeps the ``Pointer`` contract of ``sync.search.indexing.rebuilder`` (``active``, ``fresh``, ``switch``,
-``building``), and adds ``follow``: look at the alias, do what ``locate`` says, and say where
-searches and indexing now go. A switch does not drop the collection it replaces: it marks it
+It keeps the ``Pointer`` contract of ``sync.search.indexing.rebuilder`` (``active``, ``fresh``,
+``switch``, ``building``), and adds ``follow``: look at the alias, do what ``locate`` says, and say
+where searches and indexing now go. A switch does not drop the collection it replaces: it marks it
 retired, and ``sweep`` drops it once ``grace`` has passed (``drops_at_switch`` is False).
 """
 
@@ -74,7 +74,7 @@ class SharedPointer:
             self._admin.close()
             self._admin = None
 
-    # -- the Pointer contract (sync.search.indexing.rebuilder) -----------------------------------------------------
+    # -- the Pointer contract (sync.search.indexing.rebuilder) -------------------------------------
     def active(self) -> str:
         """The collection this site uses: the one it last followed the alias to."""
         return self.remembered.recorded() or self.alias

@@ -35,8 +35,9 @@ class Embedder(Protocol):
 
     @property
     def passage_tokens(self) -> int:
-        """The most tokens of a document the model reads (special tokens excluded): a longer
-        episode is indexed as passages of at most this many (``sync.search.indexing.text.split_passages``)."""
+        """The most tokens of a document the model reads (special tokens excluded): a longer episode
+        is indexed as passages of at most this many
+        (``sync.search.indexing.text.split_passages``)."""
         ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

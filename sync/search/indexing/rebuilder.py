@@ -1,12 +1,13 @@
-"""Applies the collection lifecycle (``sync.search.collection.lifecycle``) with the store: drops what an
-interrupted rebuild left, rebuilds into a fresh collection and switches searches to it, retires the
-collection it replaced.
+"""Applies the collection lifecycle (``sync.search.collection.lifecycle``) with the store: drops
+what an interrupted rebuild left, rebuilds into a fresh collection and switches searches to it,
+retires the collection it replaced.
 
 A rebuild reads the feed from 0 into a fresh collection and copies every point whose text is
 unchanged from the collection it replaces (its vectors too, while the model is the same): a purge
 embeds nothing. Searches are served by the old collection until the switch. The promises a crash
 must not lose (a collection to drop unless it is active) are written to the cursor file
-(``sync.search.collection.cursor``) before each step that could leave one behind, so a restart keeps them.
+(``sync.search.collection.cursor``) before each step that could leave one behind, so a restart keeps
+them.
 """
 
 from __future__ import annotations

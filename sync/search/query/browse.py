@@ -81,8 +81,8 @@ def recent(store: VectorStore, request: RecentRequest) -> list[SearchResult]:
 def by_key(store: VectorStore, site: str, source_id: str) -> list[StoredPoint]:
     """An episode's first point found by its key in the payload: an adopted episode (``memsync
     adopt``) keeps the point its seed wrote, under the seed's id rather than the one memsync derives
-    from the key (``sync.search.indexing.passages.head_id``). Its passages carry the key too: the first is the
-    one without ``parent``."""
+    from the key (``sync.search.indexing.passages.head_id``). Its passages carry the key too: the
+    first is the one without ``parent``."""
     points = store.in_time_order(SearchFilter(site=site, source_id=source_id), limit=MAX_SESSION_SCAN)
     return episodes_only(points)[:1]
 

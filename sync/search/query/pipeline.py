@@ -2,13 +2,13 @@
 
 The pipeline, in order: the query is embedded twice (dense by the collection's own model, BM25 as
 Qdrant computes it); the store runs a dense and a BM25 prefetch under the same filter, in one engine
-call; the two lists are fused (``sync.search.query.fusion``: relative scores by default, or RRF); the
-winners are read back with their payloads and cosine similarity; the fused scores are decayed by
-age, gated by similarity (``sync.search.query.rank``); a long episode's passages are grouped under it, its
-best passage ranking it and shown with it (``by_episode``);
-near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
-survivors and MMR trades a little relevance for diversity. More candidates than asked for are
-fetched, so that collapsing and MMR still leave ``limit`` results.
+call; the two lists are fused (``sync.search.query.fusion``: relative scores by default, or RRF);
+the winners are read back with their payloads and cosine similarity; the fused scores are decayed by
+age, gated by similarity (``sync.search.query.rank``); a long episode's passages are grouped under
+it, its best passage ranking it and shown with it (``by_episode``); near-duplicates collapse to
+their best member (on by default); then, on request, Voyage reranks the survivors and MMR trades a
+little relevance for diversity. More candidates than asked for are fetched, so that collapsing and
+MMR still leave ``limit`` results.
 """
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ def hybrid(
 
 
 def best_lexical_coverage(store: VectorStore, sparse_query: bm25.SparseVector, sparse: Sequence[Scored]) -> float:
-    """How much of the query BM25's first hit holds (``sync.search.query.fusion.lexical_coverage``), read
-    from that point's own sparse vector: one point, so one small read. 0 when BM25 found nothing."""
+    """How much of the query BM25's first hit holds (``sync.search.query.fusion.lexical_coverage``),
+    read from that point's own sparse vector: one point, so one small read. 0 when BM25 found
+    nothing."""
     if not sparse:
         return 0.0
     points = store.get([sparse[0].id], with_vectors=True)

@@ -7,8 +7,8 @@ pairs, best first, where ``index`` points into the caller's ``documents``. Score
 only within one call: they are relative to the query and the other candidates of that request.
 
 Calls retry 429 and 5xx through the project's ``RetryPolicy`` (honouring Retry-After), with the same
-error mapping and key scrubbing as the embedders (``sync.search.embedders.cloud``): a rejected key is a
-``ConfigError``, a bad request a ``PermanentError``, an exhausted quota ``QuotaExhausted``, an
+error mapping and key scrubbing as the embedders (``sync.search.embedders.cloud``): a rejected key
+is a ``ConfigError``, a bad request a ``PermanentError``, an exhausted quota ``QuotaExhausted``, an
 unreachable server a ``TransientError``. The API key never appears in a message or a repr.
 """
 

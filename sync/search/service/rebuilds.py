@@ -136,7 +136,8 @@ class Rebuilds:
         self.status.purging(purged)
 
     def rebuild(self, progress: Callable[[PassReport], None] | None, why: str) -> PassReport:
-        """Rebuild into a fresh collection and switch searches to it (``sync.search.indexing.rebuilder``)."""
+        """Rebuild into a fresh collection and switch searches to it
+        (``sync.search.indexing.rebuilder``)."""
         slot = self._claim(why)
         report = self.rebuilder.rebuild(
             live=self.serving.store,

@@ -136,8 +136,8 @@ def judge(layout: Layout, dims: int) -> Verdict:
 def foreign_refusal(collection: str, where: str, *, configured: str) -> str:
     """The one sentence that refuses a collection memsync did not make, with the two ways forward.
     Where ``warm.collection`` names it, both start with a name of memsync's own: on a Qdrant server
-    that name is the alias every site goes through (``sync.search.collection.shared_alias``), which cannot be the name
-    of a collection."""
+    that name is the alias every site goes through (``sync.search.collection.shared_alias``), which
+    cannot be the name of a collection."""
     if collection == configured:
         ways = (
             f"set warm.collection to a name of its own (e.g. {configured}-memsync), then either memsync builds its "

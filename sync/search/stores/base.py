@@ -61,8 +61,8 @@ def passage_id(site: str, source_id: str, index: int) -> str:
 @dataclass(frozen=True, slots=True)
 class CollectionSpec:
     """What a collection was built with: vectors from another spec are not comparable. A collection
-    memsync adopted (``sync.search.stores.adoption``) also records the names of its vectors, which need not be
-    memsync's own, and that it was ``adopted``: memsync writes it but never drops it."""
+    memsync adopted (``sync.search.stores.adoption``) also records the names of its vectors, which
+    need not be memsync's own, and that it was ``adopted``: memsync writes it but never drops it."""
 
     model_name: str
     dims: int
@@ -216,8 +216,8 @@ class VectorStore(Protocol):
     def drop(self, collection: str) -> None:
         """Delete another collection of this store and its points (``memsync reindex`` retires the
         one it replaced); refused for the open one, and (``NotOurs``) for one memsync did not make
-        or adopted (``sync.search.stores.adoption.may_drop``), whoever asks. Dropping a missing collection
-        does nothing."""
+        or adopted (``sync.search.stores.adoption.may_drop``), whoever asks. Dropping a missing
+        collection does nothing."""
         ...
 
     def close(self) -> None: ...
