@@ -366,7 +366,7 @@ def capture(site: SiteFiles, case: Case, root: Path) -> dict[str, Any]:
     episodes, as the daemon's wire results."""
     from daemon.context.files import project_name
     from daemon.control.client import ask
-    from sync.warm.request import RecentRequest, SearchFilter, SearchRequest
+    from sync.search.request import RecentRequest, SearchFilter, SearchRequest
 
     socket = site.settings().socket_path
     project = project_name(project_dir(root, case.project))

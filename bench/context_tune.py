@@ -29,7 +29,7 @@ from bench.context_set import Case, ContextSet, Scored, block_of, load_set, plan
 from daemon.context.compose import ENTRY_CHARS, compose
 from daemon.context.hook import fitted
 from daemon.context.relevance import RULES, Rules
-from sync.warm.request import SearchResult
+from sync.search.request import SearchResult
 
 # Two stages: the floor's values with the entries' fixed, then the entries' with the floor chosen.
 FLOOR_GRID: dict[str, Sequence[float]] = {

@@ -10,7 +10,7 @@ import pytest
 from daemon.context.compose import CLOSE, LABEL, LATEST, MEMORIES, OPEN, compose, neutralise, select, trimmed
 from daemon.context.entry import outcome, parts, render
 from daemon.context.relevance import Rules
-from sync.warm.request import Passage, SearchResult, when_words
+from sync.search.request import Passage, SearchResult, when_words
 
 DAY_MS = 86_400_000
 T0 = 1_780_000_000_000  # a fixed moment: nothing here depends on today

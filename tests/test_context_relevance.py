@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from daemon.context.relevance import Rules, identifiers, is_identifier, judge, siblings
-from sync.warm.request import SearchResult
+from sync.search.request import SearchResult
 
 
 def result(name: str, similarity: float | None, text: str = "", **extra: Any) -> SearchResult:

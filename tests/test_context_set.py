@@ -32,7 +32,7 @@ from bench.context_set import (
 from daemon.context.compose import compose
 from daemon.context.files import last_prompt
 from daemon.context.hook import read_input, render
-from sync.warm.request import SearchResult
+from sync.search.request import SearchResult
 
 DATA = load_set()
 RAW = json.loads(SET.read_text(encoding="utf-8"))

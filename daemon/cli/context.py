@@ -29,7 +29,7 @@ from typing import Any, Final
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, parse_or_none, say
 from daemon.context.compose import Block, compose
 from daemon.context.hook import TOOLS
-from sync.warm.request import MAX_LIMIT, RecentRequest, SearchFilter, SearchRequest, SearchResult
+from sync.search.request import MAX_LIMIT, RecentRequest, SearchFilter, SearchRequest, SearchResult
 
 DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
 DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice

@@ -27,7 +27,7 @@ from typing import Final
 
 from daemon.context.entry import header, neutralise, render, trimmed
 from daemon.context.relevance import RULES, Judged, Rules, judge
-from sync.warm.request import SearchResult
+from sync.search.request import SearchResult
 
 FENCE: Final = "memsync-memories"
 OPEN: Final = f"<{FENCE}>"

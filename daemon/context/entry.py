@@ -11,7 +11,7 @@
   agent does not say (a captured session, a conversation turn): success false with reward 0 cannot
   be told from that, so it reads "no outcome recorded" rather than calling a plain note a failure.
 - **Labels**: an episode's text is its task, input, output and critique, one per line, blank ones
-  left out (``sync.warm.text.episode_text``). The task is known from the result; when exactly three
+  left out (``sync.search.indexing.text.episode_text``). The task is known from the result; when exactly three
   lines follow it, they are the input (Context), the output (Result) and the critique (Lesson).
   Otherwise which line is which cannot be told (a field left blank, or a log of many lines), and
   the rest is shown under Details. Search results do not carry the fields apart yet (the issue's
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from sync.warm.request import SearchResult
+from sync.search.request import SearchResult
 
 _FENCE_LIKE = re.compile(r"<(?=\s*/?\s*memsync)", re.IGNORECASE)
 _GUARD: Final = "\u2039"  # a single left angle quotation mark: reads as "<", opens no tag

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from sync.warm.request import SearchResult
+from sync.search.request import SearchResult
 
 POOL_MIN: Final = 5  # results needed for the pool's median to mean anything
 ID_MIN: Final = 5  # characters of an identifier of letters and digits
