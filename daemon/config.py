@@ -159,10 +159,11 @@ class WarmSection(_Section):
     collection: str = Field("agent_memory_hybrid", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
     batch_size: int = Field(64, ge=1, le=500, description="episodes embedded and upserted together")
     duplicate_threshold: float = Field(0.95, gt=0, le=1.0, description="cosine at which episodes are linked")
-    # How search fuses the dense and BM25 lists: "relative" (scaled scores, dense weighted 0.8 to 0.4 by how
-    # much of the query BM25's best hit holds) or "rrf" (Reciprocal Rank Fusion, k = 2). sync/warm/fusion.py
-    # says why relative is the default.
-    fusion: Literal["relative", "rrf"] = "relative"
+    # How search ranks the dense and BM25 lists: "learned" (a model over both lists' scores and ranks, the
+    # session, the length and the time the query names, trained leaving conversations out;
+    # sync/warm/rerank_model.py), "relative" (scaled scores, dense weighted 0.8 to 0.4 by how much of the
+    # query BM25's best hit holds) or "rrf" (Reciprocal Rank Fusion, k = 2).
+    fusion: Literal["learned", "relative", "rrf"] = "learned"
     # Seconds between looks for other sites' episodes. Default: 30 on the embedded hub, where a change
     # to the hub file wakes the look at once (the interval is the safety net); 10 on Convex, where
     # nothing wakes it and every look is a function call against the deployment's monthly quota.
