@@ -300,7 +300,11 @@ def test_hybrid_gives_a_bm25_only_hit_its_similarity(store: VectorStore) -> None
     store.upsert(crowd)
     query = axis(0)
     assert point_id("site-a", "far") not in {s.id for s in store.prefetch(query, bm25.embed_query("XQ-77")).dense}
-    hits = hybrid(store, query, bm25.embed_query("XQ-77"), 100)
+    learned = hybrid(store, query, bm25.embed_query("XQ-77"), 100)  # the default ranking reads it too
+    [far] = [h for h in learned if h.id == point_id("site-a", "far")]
+    assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=COSINE_TOLERANCE)
+    assert far.payload == {"sourceId": "far"}
+    hits = hybrid(store, query, bm25.embed_query("XQ-77"), 100, fusion="relative")
     [far] = [h for h in hits if h.id == point_id("site-a", "far")]
     assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=COSINE_TOLERANCE)
     assert far.payload == {"sourceId": "far"}
