@@ -30,7 +30,7 @@ $(BIN)/.stamp-python: pyproject.toml requirements/dev.txt
 	@touch $@
 
 # requirements/constraints.txt: the lock's pins without hashes, for installing memsync as a tool
-# (README, Install). tests/test_lock.py fails when it and the lock disagree.
+# (README, Install). tests/unit/test_lock.py fails when it and the lock disagree.
 .PHONY: constraints
 constraints:
 	$(PYTHON) tests/lockfile.py requirements/dev.txt > requirements/constraints.txt
@@ -76,7 +76,7 @@ typecheck: bootstrap $(CONVEX)
 
 check: lint typecheck
 
-# systemd-analyze: tests/test_service.py checks the rendered units with `systemd-analyze verify`.
+# systemd-analyze: tests/e2e/test_service.py checks the rendered units with `systemd-analyze verify`.
 # It comes with Debian's systemd package; installed here when we are root with apt-get, else named.
 .PHONY: tools
 tools:

@@ -31,7 +31,7 @@ from harness.daemon import log_tail, logged
 from daemon.cli.adopt import NOT_CONVEX
 from daemon.duties import OPERATOR_KEY_ENV
 
-SEED = Path(__file__).parent / "data" / "seed"
+SEED = Path(__file__).parents[1] / "data" / "seed"
 SEED_EPISODES: list[dict[str, Any]] = json.loads((SEED / "episodes.json").read_text(encoding="utf-8"))
 EDITED = ("laptop", "4")  # its AgentDB row was edited after the seed's script last pushed it
 

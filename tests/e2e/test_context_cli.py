@@ -20,7 +20,7 @@ from conftest import AgentProcess, SiteFiles, episode, wait_for, wait_started, w
 from daemon.context.compose import CLOSE, LATEST, MEMORIES, OPEN
 from daemon.context.hook import CAPS, POINTER, TOOLS
 
-HOOKS = Path(__file__).parent / "data" / "hooks"
+HOOKS = Path(__file__).parents[1] / "data" / "hooks"
 PROMPT_EVENT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
 HEAVY = ("pydantic", "pydantic_settings", "rich", "structlog", "numpy", "httpx", "onnxruntime", "tenacity", "mcp")
 REF = re.compile(r"\[(\w+#\d+) ·")

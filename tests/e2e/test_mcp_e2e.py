@@ -15,7 +15,7 @@ from typing import Any
 
 from conftest import SiteFiles, memsync, require_node_modules, wait_for, wait_started, warm_section
 
-CLIENT = Path(__file__).parent / "mcp_client"
+CLIENT = Path(__file__).parents[1] / "mcp_client"
 HEAVY = ("onnxruntime", "numpy", "tokenizers", "qdrant_edge", "qdrant_client", "sync.warm.embedders")
 
 
@@ -26,7 +26,7 @@ def drive(site: SiteFiles, *args: str) -> dict[str, Any]:
         text=True,
         timeout=120,
         check=False,
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).parents[2],
     )
     assert done.returncode == 0, done.stderr[-3000:]
     answer: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])

@@ -22,7 +22,7 @@ import pytest
 from sync.errors import EX_CONFIG
 
 DOWN = 2  # status: the site is down
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NAME_MAX = os.pathconf("/", "PC_NAME_MAX")
 ROOT = os.geteuid() == 0
 # Root keeps its uid (the files are its own) but loses CAP_DAC_OVERRIDE and the rest: modes hold.

@@ -255,7 +255,7 @@ def test_on_convex_the_daemon_runs_no_global_job_and_the_crons_runs_show_in_jobs
         kind="convex",
         backbone=f'url = "{local_convex.url}"\n',
         # Not compressed(1): a Convex site's config may not reschedule the crons' jobs (refused,
-        # tests/test_settings_contract.py); the daemon keeps its heartbeat fast only.
+        # tests/contracts/test_settings_contract.py); the daemon keeps its heartbeat fast only.
         extra="[jobs]\nheartbeat_interval = 1\n",
     )
     env = {"MEMSYNC_BACKBONE__SITE_SECRET": secret}

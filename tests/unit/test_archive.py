@@ -253,7 +253,7 @@ def test_kill_9_during_archiving_loses_and_duplicates_nothing(tmp_path: Path) ->
             )
     keys = {str(i) for i in range(1, 3001)}
     cutoff = (1_000 + 70 * WEEK_S) * 1000
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     kills = 0
     for delay in (0.05, 0.15, 0.3, 0.5, 0.8):
         child = subprocess.Popen(

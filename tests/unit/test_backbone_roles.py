@@ -17,7 +17,7 @@ from sync.backbone.base import Approvals, Coordination, Forgetting, JobLeases, R
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROLES = (Registry, JobLeases, Approvals, Tasks, Reports, Forgetting)
 
 

@@ -12,7 +12,7 @@ import pytest
 from daemon.context.files import GIVEN_PER_SESSION, given, given_file, last_prompt, project_name, remember_given
 from daemon.context.hook import CAPS, POINTER, TOOLS, fitted, is_short, plan, read_input, render
 
-HOOKS = Path(__file__).parent / "data" / "hooks"
+HOOKS = Path(__file__).parents[1] / "data" / "hooks"
 PROMPT_EVENT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
 
 

@@ -398,7 +398,7 @@ def test_cli_status_runs_the_memsync_on_path(seams: tuple[Path, Path, dict[str, 
 
 
 def test_the_readme_shows_what_install_writes() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Give your agents the memory") :]
     claude = section[section.index("```json\n") + 8 : section.index("\n```", section.index("```json\n"))]
     after = install("claude-code", "user", {}, per_prompt=True)

@@ -11,7 +11,7 @@ import pytest
 from lockfile import constraints, normalise, pins
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements" / "dev.txt"
 
 

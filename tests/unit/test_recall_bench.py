@@ -34,7 +34,7 @@ from bench.recall import (
     write_agentdb,
 )
 
-TINY: Final = Path(__file__).parent / "data" / "locomo_tiny"
+TINY: Final = Path(__file__).parents[1] / "data" / "locomo_tiny"
 NOW: Final = 1_800_000_000  # the clock the episodes' times are set from
 # Session 2 (10:05 am on 10 June, 2023) began 32 days, 20 h and 9 min after session 1 (1:56 pm on 8 May).
 SESSION_GAP_S: Final = 32 * 86400 + 20 * 3600 + 9 * 60

@@ -21,7 +21,7 @@ from sync.episode import Attribution, Episode, convert
 from sync.redaction import Redactor, redact_fields
 
 CORPUS: list[dict[str, Any]] = json.loads(
-    (Path(__file__).parent / "data" / "secrets_corpus.json").read_text(encoding="utf-8")
+    (Path(__file__).parents[1] / "data" / "secrets_corpus.json").read_text(encoding="utf-8")
 )["episodes"]
 FIELDS = ("task", "input", "output", "critique", "tags", "metadata")
 

@@ -1,6 +1,6 @@
 """The daemon's side of the warm layer: when its worker process starts and exits, and what a
 request meets when the worker cannot run. The worker is a stand-in command here (the lowest seam:
-what the host executes); tests/test_warm_daemon.py runs the real one inside real daemons."""
+what the host executes); tests/e2e/test_warm_daemon.py runs the real one inside real daemons."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ equal scores share their ranks (the expected reciprocal rank over every order of
 RRF ties exactly whenever dense and BM25 swap their top two, and counting such a tie as a win for
 whichever the tie-break favours would flatter it.
 
-``pytest -s tests/test_warm_relevance.py`` prints the table.
+``pytest -s tests/unit/test_warm_relevance.py`` prints the table.
 """
 
 from __future__ import annotations

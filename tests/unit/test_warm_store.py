@@ -446,7 +446,7 @@ def test_edge_store_second_process_is_locked_out(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             check=False,
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=Path(__file__).resolve().parents[2],
         )
     assert done.returncode == 3, done.stderr
     assert done.stdout.strip() == str(tmp_path / COLLECTION / "shard")
