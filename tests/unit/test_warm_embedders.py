@@ -368,3 +368,13 @@ def test_voyage_retry_after_as_http_date(voyage: VoyageEmbedder, voyage_server: 
     voyage_server.fail(429, {"detail": "You have exceeded the rate limit."}, {"Retry-After": when})
     assert len(voyage.embed_query("a")) == 1024
     assert sleeps.waits == [30.0]
+
+
+def test_local_refuses_a_tokenizer_whose_checksum_is_wrong(tmp_path: Path) -> None:
+    """The tokenizer ships in memsync's package data: a changed byte is refused, naming both sums."""
+    from sync.warm.embedders import TOKENIZER_SHA256, _packaged_tokenizer
+
+    damaged = tmp_path / "tokenizer.json"
+    damaged.write_bytes(_packaged_tokenizer().read_bytes().replace(b"[UNK]", b"[UNQ]", 1))
+    with pytest.raises(ModelFileError, match=f"tokenizer {damaged} has sha256 .* expected {TOKENIZER_SHA256}"):
+        LocalEmbedder(tokenizer_path=damaged)
