@@ -60,3 +60,13 @@ def test_the_venv_holds_exactly_the_lock() -> None:
             have = installed.get(normalise(need.name))
             assert have is not None, f"{name} needs {need}, which the lock lacks"
             assert need.specifier.contains(have.version, prereleases=True), f"{name} needs {need}, has {have.version}"
+
+
+def test_the_run_loads_only_the_plugins_it_names(pytestconfig: pytest.Config) -> None:
+    """pyproject.toml names the suite's pytest plugins; no installed package's pytest11 entry point
+    joins the run on its own (langsmith, which voyageai brings in, registers one)."""
+    manager = pytestconfig.pluginmanager
+    assert [dist.project_name for _, dist in manager.list_plugin_distinfo()] == []
+    loaded = {getattr(plugin, "__name__", "").partition(".")[0] for plugin in manager.get_plugins()}
+    assert {"pytest_timeout", "xdist"} <= loaded
+    assert not loaded & {"langsmith", "anyio"}
