@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -161,38 +160,6 @@ def test_a_corrupt_hub_file_is_a_permanent_error_naming_it(tmp_path: Path) -> No
         HubBackbone(path, "laptop")
     assert "restore it from a backup" in str(raised.value)
     assert not isinstance(raised.value, BackboneUnavailable)  # never retried
-
-
-def _push_many(path: str, site: str, count: int) -> None:
-    hub = HubBackbone(Path(path), site, busy_timeout_ms=30_000)
-    for start in range(0, count, 50):
-        hub.push([item(str(i)) for i in range(start + 1, start + 51)], cursor=start + 50)
-    hub.close()
-
-
-def test_two_site_processes_share_one_hub_file(tmp_path: Path) -> None:
-    path = str(tmp_path / "hub.db")
-    HubBackbone(Path(path), "laptop").close()
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_push_many, args=(path, site, 1000)) for site in ("laptop", "vm")]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(120)
-        assert worker.exitcode == 0
-    hub = HubBackbone(Path(path), "laptop")
-    episodes = list(hub.episodes())
-    assert len(episodes) == 2000
-    assert {(e["sourceSite"], e["sourceId"]) for e in episodes} == {
-        (site, str(i)) for site in ("laptop", "vm") for i in range(1, 1001)
-    }
-    hub.close()
-    for site in ("laptop", "vm"):
-        hub = HubBackbone(Path(path), site)
-        cursor = hub.site_cursor()
-        hub.close()
-        assert cursor is not None
-        assert (cursor.last_synced_id, cursor.total_synced) == (1000, 1000)
 
 
 def test_a_version_2_hub_gets_the_change_feed_in_place(tmp_path: Path) -> None:

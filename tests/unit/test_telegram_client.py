@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import socket
-import subprocess
-import sys
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -311,29 +309,3 @@ def test_redact() -> None:
     assert redact(line, TOKEN) == "POST http://127.0.0.1/bot[redacted]/getMe and bot[redacted] and [redacted]"
     assert redact("Too Many Requests", "1:ABC") == "Too Many Requests"
     assert TOKEN not in repr(BotApi(TOKEN))
-
-
-LOG_RUN = """
-import logging, sys
-from daemon import logs
-from daemon.telegram.client import BotApi
-if sys.argv[1] == "memsync":
-    logs.configure("debug", "json")
-else:
-    logging.basicConfig(level=logging.DEBUG)
-with BotApi(sys.argv[2], sys.argv[3]) as api:
-    api.get_me()
-"""
-
-
-def test_no_log_line_holds_the_token(tg: FakeTelegram) -> None:
-    def stderr(setup: str) -> str:
-        argv = [sys.executable, "-c", LOG_RUN, setup, TOKEN, tg.api_base]
-        return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stderr
-
-    # At debug level, with memsync's logging, httpcore's lines are there but no URL is.
-    memsync = stderr("memsync")
-    assert "send_request_headers" in memsync
-    assert SECRET not in memsync
-    # The check can see a leak: without memsync's logging, httpx logs the URL with the token.
-    assert TOKEN in stderr("plain")

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from conftest import CountingEmbedder, SiteFiles, memsync, warm_section
+from conftest import CountingEmbedder
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
@@ -381,16 +380,6 @@ def test_a_purge_after_a_forget_leaves_an_adopted_collection_in_place(
     assert site.cursors.to_drop() == []
     assert site.store.count() == 1
     assert len(site.embedder.documents) == 2  # the rebuild copied the kept episode's vectors
-
-
-def test_the_command_says_adoption_is_for_a_qdrant_server(
-    site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path
-) -> None:
-    site = site_files(warm=warm_section(tmp_path, short_dir))
-    done = memsync("adopt-collection", SEED, "--config", str(site.config))
-    assert done.returncode == 78, done.stderr
-    assert "adopting a collection is for a Qdrant server (warm.store = 'qdrant')" in done.stderr
-    assert "Traceback" not in done.stderr
 
 
 # --- the first pass over an adopted collection embeds nothing it already has ------------------------

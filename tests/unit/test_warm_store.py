@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -427,29 +425,6 @@ def test_edge_store_second_opener_is_locked_out_naming_the_path(tmp_path: Path) 
     with EdgeStore(tmp_path) as later:  # released on close
         later.open_or_create(COLLECTION, MODEL, DIMS)
         assert later.count() == 5
-
-
-def test_edge_store_second_process_is_locked_out(tmp_path: Path) -> None:
-    script = (
-        "import sys\n"
-        "from sync.errors import StoreLocked\n"
-        "from sync.warm.store import EdgeStore\n"
-        "try:\n"
-        f"    EdgeStore(sys.argv[1]).open_or_create({COLLECTION!r}, {MODEL!r}, {DIMS})\n"
-        "except StoreLocked as exc:\n"
-        "    print(exc.path); sys.exit(3)\n"
-    )
-    with EdgeStore(tmp_path) as owner:
-        owner.open_or_create(COLLECTION, MODEL, DIMS)
-        done = subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path)],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=Path(__file__).resolve().parents[2],
-        )
-    assert done.returncode == 3, done.stderr
-    assert done.stdout.strip() == str(tmp_path / COLLECTION / "shard")
 
 
 def test_edge_store_refuses_a_shard_with_points_but_no_record(tmp_path: Path) -> None:
