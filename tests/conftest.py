@@ -42,7 +42,7 @@ from harness import short_dir as _short_dir
 if TYPE_CHECKING:
     from sync.warm.embedders import Embedder, LocalEmbedder
 
-pytest_plugins = ["convex_fixtures", "fake_providers"]
+pytest_plugins = ["convex_fixtures", "durations", "fake_providers", "tiers"]
 
 # What this module takes from the harness (tests/harness/, shared with bench/ and free of pytest)
 # and the tests import from here; the names this module defines are importable without being listed.
