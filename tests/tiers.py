@@ -8,6 +8,7 @@ lowest seam for a service. (A ``multiprocessing`` spawn bypasses the audit event
 from __future__ import annotations
 
 import ipaddress
+import platform
 import sys
 from collections.abc import Generator
 from typing import Any, Final
@@ -43,6 +44,9 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 
 
 sys.addaudithook(_audit)  # an audit hook stays for the process: _guarding says when it acts
+# The Voyage client puts platform.uname() in its headers, whose processor field runs `uname -p`
+# once a process: a library's probe of the machine, asked here before any test so none pays it.
+platform.processor()
 
 
 def _guarded(item: pytest.Item) -> Generator[None, object, object]:
