@@ -30,9 +30,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    if hasattr(config, "workerinput") or config.cache is None or not _phases:
+    cache = getattr(config, "cache", None)
+    if hasattr(config, "workerinput") or cache is None or not _phases:
         return  # a worker (its controller writes), no cache (-p no:cacheprovider) or nothing ran
-    folder = config.cache.mkdir("durations")
+    folder = cache.mkdir("durations")
     record: dict[str, Any] = {
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "args": config.invocation_params.args,
