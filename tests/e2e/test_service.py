@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, flat, write_config
+from harness import short_dir
 
 from daemon.config import load_settings
 from daemon.service.launchd import render_plist
@@ -180,16 +181,16 @@ def _verify(unit_text: str, folder: Path, *, user: bool) -> None:
     unit.write_text(unit_text, encoding="utf-8")
     argv = [_systemd_analyze()]
     env = dict(os.environ)
-    if user:
-        # A user manager needs XDG_RUNTIME_DIR, which a test run (or CI) may not have; verify only
-        # needs the folder to exist and be private.
-        runtime = folder / "runtime"
-        runtime.mkdir(mode=0o700)
-        env["XDG_RUNTIME_DIR"] = str(runtime)
-        argv.append("--user")
-    done = subprocess.run(
-        [*argv, "verify", "--man=no", str(unit)], capture_output=True, text=True, env=env, timeout=60, check=False
-    )
+    with short_dir("ms-run-") as runtime:
+        if user:
+            # A user manager needs XDG_RUNTIME_DIR, which a test run (or CI) may not have; verify only
+            # needs the folder to exist and be private. A short one: the socket units it reads put
+            # their sockets in it (gnupg's), and pytest-xdist's tmp paths are past a socket's 108 bytes.
+            env["XDG_RUNTIME_DIR"] = str(runtime)
+            argv.append("--user")
+        done = subprocess.run(
+            [*argv, "verify", "--man=no", str(unit)], capture_output=True, text=True, env=env, timeout=60, check=False
+        )
     # verify exits 0 on unknown keys and bad values, warning on stderr: no warning is allowed.
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "", done.stderr
