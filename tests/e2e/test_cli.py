@@ -211,7 +211,9 @@ def test_status_degraded_without_daemon_and_waiting_without_agentdb_file(
     assert "berlin-lab" in human.stdout
     assert "degraded" in human.stdout
 
-    # A file the agent has not written yet is waited for, not a fault (the daemon waits for it).
+    # A file the agent has not written yet, in a folder that exists, is waited for, not a fault (the
+    # daemon waits for it). A folder that does not exist is a typo until shown otherwise (degraded).
+    (tmp_path / "absent").mkdir()
     missing = site_files("nowhere", tmp_path / "absent" / "missing-agentdb.db")
     code, report = status_json(missing.config)
     assert (code, report["health"]) == (1, "degraded"), report
@@ -423,8 +425,10 @@ def test_daemon_waits_for_a_missing_agentdb_file_then_syncs_it(
     proc = daemons(site.config, log)
     wait_started(site, proc, log)
 
-    # Nothing to fix: the daemon waits for the agent's first write, and status says so.
-    report = wait_health(site.config, "ok")
+    # The daemon waits for the agent's first write, and status says so; with not even the file's
+    # folder there it may be a typo in agentdb.path, so status is degraded and names the folder.
+    report = wait_health(site.config, "degraded")
+    assert any(f"{target.parent} does not exist" in r for r in report["reasons"]), report["reasons"]
     assert report["agentdb"]["waiting"] is True
     assert report["agentdb"]["error"] is None
     assert f"waiting for the AgentDB file at {target} (not created yet)" in flat(
@@ -442,7 +446,9 @@ def test_daemon_waits_for_a_missing_agentdb_file_then_syncs_it(
     assert_exactly_once(site.hub, "laptop", target)
     events = log_events(log)
     waiting = [e for e in events if e.get("event") == "waiting for the AgentDB file to be created"]
-    assert [(e.get("level"), e.get("path")) for e in waiting] == [("info", str(target))]  # said once, not an error
+    # Said once, a warning naming the missing folder (a typo until the agent creates it), not an error.
+    assert [e.get("level") for e in waiting] == ["warning"]
+    assert f"{target.parent} does not exist" in str(waiting[0].get("detail"))
     assert not [e for e in events if e.get("event") == "problem" and str(target) in str(e.get("detail"))]
 
 

@@ -74,8 +74,9 @@ def test_status_runs_the_hooks_as_installed(
     status = memsync("hooks", "status", env=env, cwd=project)  # no -c: the hooks carry their config
     lines = status.stdout.splitlines()
     (claude,) = [line for line in lines if line.startswith("context check (claude-code, user): ")]
+    # The configured hook reaches the site (a new session in a project with no sessions of its own
+    # may get nothing: the block holds only what matches); the bare one says why it cannot.
     assert claude.startswith("context check (claude-code, user): ok ("), status.stdout
-    assert not claude.startswith("context check (claude-code, user): ok (0 characters"), claude
     (gemini,) = [line for line in lines if line.startswith("context check (gemini, user): ")]
     assert gemini.startswith("context check (gemini, user): the hook adds no context: "), gemini
     assert "no memories this time" in gemini
