@@ -13,7 +13,7 @@ export const PRUNE_BATCH = 500;
 
 /**
  * Online while the latest sign of life is at most `staleAfterMs` old: the rule the mark-stale
- * sweep applies (sync/agents.py `liveness` is the same).
+ * sweep applies (sync/push/agents.py `liveness` is the same).
  */
 export function liveness(lastSeen: number | null, now: number, staleAfterMs: number): "online" | "offline" {
   return lastSeen !== null && now - lastSeen <= staleAfterMs ? "online" : "offline";

@@ -26,7 +26,7 @@ from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
-from sync.source import SourceIdentity, describe, refusal
+from sync.push.claim import SourceIdentity, describe, refusal
 from sync.warm.cursor import CursorFile
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".
@@ -151,7 +151,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
 
 
 def _refused(settings: Settings, meta: dict[str, str | None], recorded: SourceRecord | None) -> str | None:
-    """What `run` would refuse with, judged as it judges (``sync.source``): this machine and AgentDB
+    """What `run` would refuse with, judged as it judges (``sync.push.claim``): this machine and AgentDB
     file, and the instance its sidecar holds (none when the sidecar was copied from another machine)."""
     here = SourceIdentity.here("", settings.agentdb.path)
     instance = meta.get("source_instance") if meta.get("source_machine") == here.machine else None

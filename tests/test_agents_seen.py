@@ -22,11 +22,11 @@ from daemon.cli.heartbeat import spool
 from daemon.fleet import fleet_report
 from daemon.hubserver.scheduled import JobContext, mark_stale_agents
 from daemon.schedule.beats import Beats
-from sync.agents import AgentsSeen, agents_due, liveness
 from sync.backbone.base import AgentBeat, AgentState, Backbone, Registry, SiteBeat
 from sync.backbone.convex import MAX_AGENT_BEATS, ConvexBackbone
 from sync.backbone.hub import HubBackbone
-from sync.sidecar import Sidecar
+from sync.push.agents import AgentsSeen, agents_due, liveness
+from sync.push.sidecar import Sidecar
 
 
 def test_agents_are_noted_with_their_latest_episode_and_survive_a_restart() -> None:

@@ -21,7 +21,6 @@ from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
 from sync.agentdb import AgentDBReader
-from sync.agents import liveness
 from sync.approvals import MAX_DEFERS
 from sync.backbone.base import (
     AgentBeat,
@@ -40,11 +39,12 @@ from sync.backbone.base import (
 )
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
-from sync.engine import SyncEngine
 from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 from sync.leases import Claim
-from sync.sidecar import Sidecar
+from sync.push.agents import liveness
+from sync.push.engine import SyncEngine
+from sync.push.sidecar import Sidecar
 
 STALE_AFTER_MS = 3 * 60_000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sync.errors import QuotaExhausted, TransientError
-from sync.plan import (
+from sync.push.plan import (
     Decision,
     Occupant,
     ScanPlan,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from daemon.control.lock import DAEMON, ONCE, SiteLock, lock_holder
-from sync.sidecar import Sidecar
+from sync.push.sidecar import Sidecar
 
 if TYPE_CHECKING:
     from daemon.config import Settings

@@ -43,14 +43,14 @@ if TYPE_CHECKING:
     from daemon.schedule.worker import Scheduler
     from daemon.telegram.worker import AlertWorker
 from sync.backbone.base import Backbone
-from sync.engine import PassReport
 from sync.errors import ConfigError, Interrupted, SnapshotNotReady, SourceConflict, SourceMissing, SourceUnavailable
 from sync.memory import release_free_memory, reuse_large_buffers
 from sync.pacing import Backoff, run_periodically
 from sync.problems import ProblemLog
+from sync.push.claim import describe, renew_claim
+from sync.push.engine import PassReport
+from sync.push.sidecar import Sidecar
 from sync.retry import RetryPolicy
-from sync.sidecar import Sidecar
-from sync.source import describe, renew_claim
 
 log = structlog.get_logger("memsync.daemon")
 

@@ -296,7 +296,7 @@ class EpisodeSink(Protocol):
         """Record ``record`` as the site's source, atomically, if the recorded instance is
         ``expected`` (None: no record yet) or already ``record.instance``; False otherwise (someone
         else claimed it meanwhile). Sets claimed_at when the instance changes, last_seen_at always.
-        The decision whether to claim is the caller's (``sync.source``); this is compare-and-set."""
+        The decision whether to claim is the caller's (``sync.push.claim``); this is compare-and-set."""
         ...
 
 
@@ -338,7 +338,7 @@ class Registry(Protocol):
     job read. ``heartbeat`` (an agent of this site) and ``heartbeat_site`` (this site's daemon, with
     the agents it saw active since its last beat) set them online with last_heartbeat = their latest
     sign of life; the mark-stale-agents sweep sets them offline after a silence
-    (``sync.agents.liveness``) and prunes agents silent past the retention. The fleet is every
+    (``sync.push.agents.liveness``) and prunes agents silent past the retention. The fleet is every
     site's."""
 
     def heartbeat(

@@ -26,23 +26,23 @@ from typing import Any
 import structlog
 
 from sync.agentdb import AgentDBReader, FileStamp, Snapshot
-from sync.agents import AgentsSeen
 from sync.backbone.base import EpisodeSink, Outcome, PushItem, PushResult
 from sync.digests import RowDigests
 from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
-from sync.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
 from sync.problems import ProblemLog
+from sync.push.agents import AgentsSeen
+from sync.push.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
+from sync.push.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
 from sync.redaction import Redactor
 from sync.retry import RetryPolicy
-from sync.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
 
 log = structlog.get_logger("memsync.engine")
 
 RECHECK_CHUNK = 2000
 # Rows of the full re-check done in one pass (~0.1 s): new episodes never wait behind more than this.
 FULL_CHECK_SLICE = 5000
-# While an agent keeps appending, the window is re-checked at most this often (sync.plan.window_due).
+# While an agent keeps appending, the window is re-checked at most this often (sync.push.plan.window_due).
 WINDOW_INTERVAL = 1.0
 # Beyond this many distinct episodes under one id, something is writing garbage: stop and say so.
 MAX_GENERATIONS = 64
