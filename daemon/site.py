@@ -28,7 +28,7 @@ from sync.errors import PathProblem
 from sync.push.claim import SourceIdentity, claim, instance_for
 from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from daemon.duties import ServerDuties

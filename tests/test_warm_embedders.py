@@ -27,7 +27,7 @@ from fake_providers import (
 )
 
 from sync.errors import ConfigError, ModelFileError, PermanentError, QuotaExhausted, TransientError
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
 
 

@@ -19,7 +19,7 @@ from daemon.warm.results import render_results
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.warm.cursor import CursorFile
 from sync.warm.embedders import GeminiEmbedder, LocalEmbedder
 from sync.warm.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count

@@ -11,7 +11,7 @@ import pytest
 from fake_providers import KEY, FakeProvider, serve
 from test_warm_rerank import ranking, rerank_respond
 
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.warm import bm25
 from sync.warm.embedders import LocalEmbedder
 from sync.warm.request import SearchRequest, SearchResult, when_words

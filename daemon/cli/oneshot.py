@@ -42,7 +42,7 @@ def one_shot(settings: Settings, timeout: float, *, take_over: bool = False) -> 
     stops cleanly on SIGINT/SIGTERM, and gives up on an unreachable backbone after ``timeout``."""
     from daemon.paths import check_site
     from daemon.site import Site, open_backbone
-    from sync.retry import RetryPolicy
+    from sync.resilience.retry import RetryPolicy
 
     check_site(settings)  # before the lock, which lives in the state folder
     stop = threading.Event()

@@ -29,7 +29,7 @@ from daemon.hubserver.scheduled import BODIES, JobContext
 from daemon.schedule import plan
 from sync.backbone.base import ChangeFeed, JobLeases, JobRun, Sweeps
 from sync.leases import Claim
-from sync.problems import ProblemLog
+from sync.resilience.problems import ProblemLog
 
 log = structlog.get_logger("memsync.jobs")
 

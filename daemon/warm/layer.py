@@ -49,8 +49,8 @@ from sync.errors import (
     TransientError,
 )
 from sync.leases import Claim
-from sync.pacing import Backoff, run_periodically
-from sync.retry import RetryPolicy
+from sync.resilience.pacing import Backoff, run_periodically
+from sync.resilience.retry import RetryPolicy
 from sync.warm import browse
 from sync.warm.cursor import CursorFile
 from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
@@ -323,7 +323,7 @@ class WarmLayer:
 
     # -- the indexing loop ---------------------------------------------------------------------------
     def _loop(self) -> None:
-        """The one periodic loop (``sync.pacing``): a catch-up pass, then wait for a poke or the
+        """The one periodic loop (``sync.resilience.pacing``): a catch-up pass, then wait for a poke or the
         catch-up interval; failures back off 2x, 4x ... the interval, up to MAX_BACKOFF."""
         run_periodically(
             self._index_once,

@@ -30,12 +30,12 @@ from sync.backbone.base import EpisodeSink, Outcome, PushItem, PushResult
 from sync.digests import RowDigests
 from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
-from sync.problems import ProblemLog
 from sync.push.agents import AgentsSeen
 from sync.push.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
 from sync.push.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
 from sync.redaction import Redactor
-from sync.retry import RetryPolicy
+from sync.resilience.problems import ProblemLog
+from sync.resilience.retry import RetryPolicy
 
 log = structlog.get_logger("memsync.engine")
 

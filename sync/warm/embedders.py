@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from sync.errors import ConfigError, ModelFileError, PermanentError, TransientError
 from sync.memory import release_free_memory
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.warm.cloud import DEFAULT_RETRY, CloudClient, VoyageClient, import_extra, retry_after_header
 
 if TYPE_CHECKING:

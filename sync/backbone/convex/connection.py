@@ -1,7 +1,7 @@
 """The connection to a Convex deployment as one site: Convex's HTTP API over a plain httpx client
 with timeouts, every call authenticated with the site's own secret (in the body, never a URL), and
 every failure classified once (``classify``, ``post``). Retries are the engine's one policy
-(``sync.retry``), driven by that classification.
+(``sync.resilience.retry``), driven by that classification.
 """
 
 from __future__ import annotations
