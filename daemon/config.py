@@ -23,9 +23,9 @@ from daemon.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, wit
 from daemon.quiet_hours import parse_quiet_hours, zone
 from daemon.routing import notify_refusal, permission_refusal, presser_id
 from daemon.signal_names import SIGNAL_NAMES
-from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.episode import Attribution
 from sync.errors import ConfigError, PathProblem
+from sync.policy.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
 from sync.redaction import Redactor
 
 ENV_PREFIX = "MEMSYNC_"
@@ -205,7 +205,7 @@ class JobOverride(_Section):
     lease: float | None = Field(None, gt=0, description="seconds before another site may take a slot over")
 
 
-# The design's approval policy (sync/approvals.py, in minutes here): how long a pending approval
+# The design's approval policy (sync/policy/approvals.py, in minutes here): how long a pending approval
 # of each category waits before it expires; 0 approves it at once.
 DEFAULT_APPROVAL_TIMEOUTS = {category: ms / 60_000 for category, ms in APPROVAL_TIMEOUTS_MS.items()}
 

@@ -5,7 +5,7 @@ each collaborator's own chat (``[[collaborators]]``), which hears what its ``not
 
 - an alert kind, by its signal's name (``offline``, ``silent``, ... ``daemon/signal_names.py``), or
   ``alerts`` for every kind;
-- an approval category, as ``approval:<category>`` (the policy's categories, ``sync/approvals.py``),
+- an approval category, as ``approval:<category>`` (the policy's categories, ``sync/policy/approvals.py``),
   or ``approvals`` for every approval, whatever its category (one outside the policy's table too);
 - ``digest``: the morning digest.
 
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final, Literal, Protocol
 
 from daemon.signal_names import SIGNAL_NAMES
-from sync.approvals import APPROVAL_TIMEOUTS_MS
+from sync.policy.approvals import APPROVAL_TIMEOUTS_MS
 
 Kind = Literal["alert", "approval", "digest"]
 APPROVE: Final = "approve"

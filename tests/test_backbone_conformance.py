@@ -21,7 +21,6 @@ from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
 from sync.agentdb import AgentDBReader
-from sync.approvals import MAX_DEFERS
 from sync.backbone.base import (
     AgentBeat,
     Backbone,
@@ -41,7 +40,8 @@ from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
-from sync.leases import Claim
+from sync.policy.approvals import MAX_DEFERS
+from sync.policy.leases import Claim
 from sync.push.agents import liveness
 from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar

@@ -8,7 +8,7 @@ import pytest
 
 from daemon.job_table import DEFAULT_JOBS, JobSpec, Scope, Where, needs_lease, runs_here, where, with_overrides
 from daemon.schedule.plan import late_but_in_grace, next_fire, slot_key
-from sync.leases import Claim, Lease, decide
+from sync.policy.leases import Claim, Lease, decide
 
 JOBS = {job.name: job for job in DEFAULT_JOBS}
 

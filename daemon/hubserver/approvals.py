@@ -24,7 +24,7 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
     from daemon.hubserver.telegram import reconcile, track
     from daemon.quiet_hours import send_after
     from daemon.telegram.sender import send_now
-    from sync.approvals import severity_of_priority
+    from sync.policy.approvals import severity_of_priority
 
     store = AlertStore(settings.alerts_path)
     try:

@@ -7,7 +7,7 @@ tested from tables.
 - A fire belongs to a **slot**: the latest scheduled fire time at or before the moment the job
   runs. A laptop that slept through 06:00 and runs the digest at 09:10 works for the 06:00 slot, as
   does every other site that runs it late: one slot, one owner.
-- A global job's slot is run under a lease (``sync.leases``, decided the same way by both
+- A global job's slot is run under a lease (``sync.policy.leases``, decided the same way by both
   backbones): one holder, taken over only after it expires, never run again once finished.
 """
 

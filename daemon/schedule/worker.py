@@ -28,7 +28,7 @@ from daemon.hubserver.alerts import FleetView
 from daemon.hubserver.scheduled import BODIES, JobContext
 from daemon.schedule import plan
 from sync.backbone.base import ChangeFeed, JobLeases, JobRun, Sweeps
-from sync.leases import Claim
+from sync.policy.leases import Claim
 from sync.resilience.problems import ProblemLog
 
 log = structlog.get_logger("memsync.jobs")

@@ -48,7 +48,7 @@ from sync.errors import (
     StoreUnavailable,
     TransientError,
 )
-from sync.leases import Claim
+from sync.policy.leases import Claim
 from sync.resilience.pacing import Backoff, run_periodically
 from sync.resilience.retry import RetryPolicy
 from sync.warm import browse
