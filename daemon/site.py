@@ -20,7 +20,6 @@ import httpx
 from daemon import logs
 from daemon.config import Settings
 from daemon.paths import check_site, exists, user
-from sync.agentdb import AgentDBReader
 from sync.backbone.base import Backbone
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
@@ -29,6 +28,7 @@ from sync.push.claim import SourceIdentity, claim, instance_for
 from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar
 from sync.resilience.retry import RetryPolicy
+from sync.source.agentdb.reader import AgentDBReader
 
 if TYPE_CHECKING:
     from daemon.duties import ServerDuties

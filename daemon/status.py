@@ -23,10 +23,10 @@ from daemon.paths import agentdb_problem, writable_problem
 from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
-from sync.agentdb import AgentDBReader
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
 from sync.push.claim import SourceIdentity, describe, refusal
+from sync.source.agentdb.reader import AgentDBReader
 from sync.warm.cursor import CursorFile
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".

@@ -20,7 +20,6 @@ import pytest
 from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
-from sync.agentdb import AgentDBReader
 from sync.backbone.base import (
     AgentBeat,
     Backbone,
@@ -45,6 +44,7 @@ from sync.policy.leases import Claim
 from sync.push.agents import liveness
 from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar
+from sync.source.agentdb.reader import AgentDBReader
 
 STALE_AFTER_MS = 3 * 60_000
 

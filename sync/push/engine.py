@@ -9,7 +9,7 @@ Order of work in a pass:
    is re-checked at most once every ``window_interval`` while new rows keep arriving, and on every
    pass that brings none (``recheck_due`` asks for one when a busy spell put it off).
    A re-check reads each row's raw values and converts only the rows whose values moved since the
-   engine settled them (``sync.digests``), so a quiet window costs a read, not a conversion.
+   engine settled them (``sync.source.agentdb.digests``), so a quiet window costs a read, not a conversion.
 
 Delivery is at-least-once to the backbone and exactly-once in effect: the backbone upserts by
 (sourceSite, sourceId) and says UNCHANGED for a row it already holds.
@@ -25,9 +25,7 @@ from typing import Any
 
 import structlog
 
-from sync.agentdb import AgentDBReader, FileStamp, Snapshot
 from sync.backbone.base import EpisodeSink, Outcome, PushItem, PushResult
-from sync.digests import RowDigests
 from sync.episode import Attribution, Episode, Rejected, convert
 from sync.errors import BackboneRejected
 from sync.push.agents import AgentsSeen
@@ -36,6 +34,8 @@ from sync.push.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, S
 from sync.redaction import Redactor
 from sync.resilience.problems import ProblemLog
 from sync.resilience.retry import RetryPolicy
+from sync.source.agentdb.digests import RowDigests
+from sync.source.agentdb.reader import AgentDBReader, FileStamp, Snapshot
 
 log = structlog.get_logger("memsync.engine")
 
