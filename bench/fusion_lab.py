@@ -7,7 +7,7 @@ experience is judged by is ``bench/recall.py``). Both sets go through the produc
   set lives): each dialog turn is an episode (task ``"<speaker>: <text>"``, plus `` [shares a photo
   of <caption>]`` when it has one; session ``<conv>-s<N>``; tag ``<conv>``; time from the session's
   date, shifted so the newest session of all is an hour before a fixed clock, 30 s between turns;
-  the turn's ``dia_id`` in its metadata), converted by the sync engine (``sync.episode.convert``),
+  the turn's ``dia_id`` in its metadata), converted by the sync engine (``sync.source.agentdb.rows.convert``),
   pushed to an embedded hub (``HubBackbone``) and indexed by the real ``Indexer`` with
   ``LocalEmbedder`` into an embedded qdrant-edge collection, cached under ``bench/.cache/``.
   Each question of categories 1-4 with evidence is then searched by ``sync.warm.search.search``
@@ -87,7 +87,8 @@ def build_store(turns: Sequence[Turn], cache: Path) -> tuple[Any, dict[str, str]
     each point's sourceId to its ``<conv>:<dia_id>``."""
     from sync.backbone.base import PushItem
     from sync.backbone.hub import HubBackbone
-    from sync.episode import Attribution, Episode, convert
+    from sync.episode import Attribution, Episode
+    from sync.source.agentdb.rows import convert
     from sync.warm.cursor import CursorFile
     from sync.warm.embedders import LocalEmbedder
     from sync.warm.indexer import Indexer

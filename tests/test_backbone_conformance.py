@@ -37,7 +37,7 @@ from sync.backbone.base import (
 )
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
-from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
+from sync.episode import EXPORT_FIELDS, Attribution, Episode
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 from sync.policy.approvals import MAX_DEFERS
 from sync.policy.leases import Claim
@@ -45,6 +45,7 @@ from sync.push.agents import liveness
 from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar
 from sync.source.agentdb.reader import AgentDBReader
+from sync.source.agentdb.rows import convert
 
 STALE_AFTER_MS = 3 * 60_000
 

@@ -16,7 +16,7 @@ from convex_fixtures import LocalConvex
 
 from sync.backbone.base import Change, Forgotten, PointRecord, PushItem, SiteBeat
 from sync.backbone.convex import MAX_PAGE, ConvexBackbone, ConvexOperator, classify
-from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
+from sync.episode import EXPORT_FIELDS, Attribution, Episode
 from sync.errors import (
     BackboneAuthError,
     BackboneConflict,
@@ -26,6 +26,7 @@ from sync.errors import (
     ConfigError,
     MemsyncError,
 )
+from sync.source.agentdb.rows import convert
 
 
 @pytest.mark.parametrize(

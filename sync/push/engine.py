@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from sync.backbone.base import EpisodeSink, Outcome, PushItem, PushResult
-from sync.episode import Attribution, Episode, Rejected, convert
+from sync.episode import Attribution, Episode, Rejected
 from sync.errors import BackboneRejected
 from sync.push.agents import AgentsSeen
 from sync.push.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
@@ -36,6 +36,7 @@ from sync.resilience.problems import ProblemLog
 from sync.resilience.retry import RetryPolicy
 from sync.source.agentdb.digests import RowDigests
 from sync.source.agentdb.reader import AgentDBReader, FileStamp, Snapshot
+from sync.source.agentdb.rows import convert
 
 log = structlog.get_logger("memsync.engine")
 
