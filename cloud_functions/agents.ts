@@ -90,7 +90,7 @@ export const heartbeatSite = mutation({
     indexState: nullable(v.string()),
     quarantined: v.number(),
     conflicts: v.number(),
-    // Episodes the site synced with secrets redacted (sync/redaction.py); older daemons leave it out.
+    // Episodes the site synced with secrets redacted (sync/source/redaction.py); older daemons leave it out.
     redacted: v.optional(v.number()),
     // The agents seen since the last beat; older daemons leave it out (and beat each agent alone).
     agents: v.optional(v.array(agentBeat)),

@@ -26,7 +26,7 @@ from daemon.signal_names import SIGNAL_NAMES
 from sync.episode import Attribution
 from sync.errors import ConfigError, PathProblem
 from sync.policy.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
-from sync.redaction import Redactor
+from sync.source.redaction import Redactor
 
 ENV_PREFIX = "MEMSYNC_"
 # Read by the CLI and the demo, not settings. MEMSYNC_ENV_FILE names the .env file to read instead
@@ -405,7 +405,7 @@ class AlertsSection(_Section):
 
 
 class PrivacySection(_Section):
-    """What never leaves the site (``sync/redaction.py``): secrets in episodes are replaced by a
+    """What never leaves the site (``sync/source/redaction.py``): secrets in episodes are replaced by a
     marker naming their kind before they are hashed and pushed."""
 
     redact: bool = True

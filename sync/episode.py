@@ -65,7 +65,7 @@ class Episode:
     content_hash: str
     body: bytes  # the fields as canonical JSON: what content_hash covers, and what the hub stores
     issues: tuple[str, ...] = ()
-    redacted: int = 0  # secrets replaced by markers before hashing (sync/redaction.py)
+    redacted: int = 0  # secrets replaced by markers before hashing (sync/source/redaction.py)
 
     @property
     def size(self) -> int:

@@ -18,8 +18,8 @@ import pytest
 from conftest import AgentProcess, memsync, status_json, write_config
 
 from sync.episode import Attribution, Episode
-from sync.redaction import Redactor, redact_fields
 from sync.source.agentdb.rows import convert
+from sync.source.redaction import Redactor, redact_fields
 
 CORPUS: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "data" / "secrets_corpus.json").read_text(encoding="utf-8")

@@ -104,7 +104,7 @@ class SiteBeat:
     index_state: str | None
     quarantined: int
     conflicts: int
-    redacted: int = 0  # episodes synced with secrets replaced (sync/redaction.py)
+    redacted: int = 0  # episodes synced with secrets replaced (sync/source/redaction.py)
 
 
 @dataclass(frozen=True, slots=True)

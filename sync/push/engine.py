@@ -31,12 +31,12 @@ from sync.errors import BackboneRejected
 from sync.push.agents import AgentsSeen
 from sync.push.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
 from sync.push.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
-from sync.redaction import Redactor
 from sync.resilience.problems import ProblemLog
 from sync.resilience.retry import RetryPolicy
 from sync.source.agentdb.digests import RowDigests
 from sync.source.agentdb.reader import AgentDBReader, FileStamp, Snapshot
 from sync.source.agentdb.rows import convert
+from sync.source.redaction import Redactor
 
 log = structlog.get_logger("memsync.engine")
 

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from sync.episode import Attribution, Episode, Rejected, canonical_json, parse_json, sha256_hex
-from sync.redaction import Redactor, redact_fields
+from sync.source.redaction import Redactor, redact_fields
 
 # Columns every AgentDB episodes table has (agentdb 1.3.9, 1.6.1, 3.0.0-alpha).
 BASE_COLUMNS = (
