@@ -18,7 +18,8 @@ hand, apart.
 from __future__ import annotations
 
 from sync.backbone.convex.archive import ConvexArchive
-from sync.backbone.convex.connection import MAX_PAGE, classify
+from sync.backbone.convex.calls import classify
+from sync.backbone.convex.connection import MAX_PAGE
 from sync.backbone.convex.coordination import ConvexCoordination
 from sync.backbone.convex.episodes import ConvexEpisodes
 from sync.backbone.convex.feed import ConvexFeed
