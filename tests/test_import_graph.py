@@ -1,5 +1,5 @@
-"""The import graph between folders and loose modules: no cycles among the folders and the loose
-top-level modules of ``daemon/`` and of ``sync/``, and ``sync/`` never imports ``daemon/``.
+"""Tier: unit. The import graph of ``daemon/`` and ``sync/``: no cycle among their modules, none
+among their folders and loose top-level modules, and ``sync/`` never imports ``daemon/``.
 
 Every import counts, wherever it stands: at module level, inside a function, under
 ``if TYPE_CHECKING:``. A deferred import is still a dependency of the node that writes it (it only
@@ -11,8 +11,12 @@ a folder inside it being one of its rooms (``sync/warm/store`` is part of ``sync
 loose module at the top of either package (``daemon/config.py``, ``sync/errors.py``), each its own
 node, as is the package's ``__init__``. A loose module is no shared base exempt from the rule: a
 folder that takes ``daemon.config``'s ``Settings`` while ``daemon/config.py`` imports that folder
-is a cycle (the pure pieces the settings read, such as quiet hours and the job table, are loose
-modules of their own for that reason).
+is a cycle.
+
+Two levels, because each catches what the other cannot: two modules of one folder that import each
+other are one node at the folder level (the module level finds them), and a folder's module that
+imports a loose module which imports another of the folder's modules is no cycle of modules (the
+folder level finds it).
 """
 
 from __future__ import annotations
@@ -169,10 +173,13 @@ def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return [c for c in strongly_connected(graph) if len(c) > 1 or c[0] in graph.get(c[0], ())]
 
 
-def describe(cycle: list[str], nodes: Mapping[tuple[str, str], list[ImportLine]]) -> str:
-    """A cycle's folders and loose modules and, for each edge inside it, the import lines that make it."""
+def describe(
+    cycle: list[str], nodes: Mapping[tuple[str, str], list[ImportLine]], between: str = "folders and modules"
+) -> str:
+    """A cycle's nodes (folders and loose modules, or modules) and, for each edge inside it, the
+    import lines that make it."""
     members = set(cycle)
-    lines = [f"import cycle between folders and modules: {' ⇄ '.join(cycle)}"]
+    lines = [f"import cycle between {between}: {' ⇄ '.join(cycle)}"]
     for (a, b), made_by in sorted(nodes.items()):
         if a in members and b in members:
             lines.append(f"  {a} → {b}:")
@@ -297,6 +304,36 @@ def test_no_import_cycles_between_the_folders_and_loose_modules_of_daemon_and_sy
     nodes = node_edges(import_edges(ROOT, PACKAGES), modules_of(ROOT, PACKAGES), ROOT)
     found = cycles(node_graph(nodes))
     assert not found, "\n\n".join(describe(cycle, nodes) for cycle in found)
+
+
+def test_a_cycle_inside_one_folder_is_a_cycle_of_modules(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/room/__init__.py": "",
+            "pkg/room/a.py": "from pkg.room.b import thing\n",
+            "pkg/room/b.py": "def thing() -> None:\n    from pkg.room import c\n",
+            "pkg/room/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.room.a import x\n",
+            "pkg/room/d.py": "from pkg.room import a\n",  # uses the circle, is not part of it
+        },
+    )
+    modules = modules_of(tmp_path, ["pkg"])
+    edges = import_edges(tmp_path, ["pkg"])
+    assert cycles(node_graph(node_edges(edges, modules, tmp_path))) == []  # one folder: one node
+    (cycle,) = cycles(node_graph(edges))
+    assert cycle == ["pkg.room.a", "pkg.room.b", "pkg.room.c"]
+    message = describe(cycle, edges, "modules")
+    assert "import cycle between modules: pkg.room.a ⇄ pkg.room.b ⇄ pkg.room.c" in message
+    assert "pkg/room/b.py:2: from pkg.room import c" in message
+    assert "pkg/room/c.py:3: from pkg.room.a import x" in message
+    assert "pkg.room.d" not in message
+
+
+def test_no_import_cycles_between_the_modules_of_daemon_and_sync() -> None:
+    edges = import_edges(ROOT, PACKAGES)
+    found = cycles(node_graph(edges))
+    assert not found, "\n\n".join(describe(cycle, edges, "modules") for cycle in found)
 
 
 def test_sync_never_imports_daemon() -> None:
