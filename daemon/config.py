@@ -18,11 +18,11 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from daemon.alerts.policy.quiet_hours import parse_quiet_hours, zone
+from daemon.alerts.policy.signal_names import SIGNAL_NAMES
 from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
 from daemon.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
-from daemon.quiet_hours import parse_quiet_hours, zone
 from daemon.routing import notify_refusal, permission_refusal, presser_id
-from daemon.signal_names import SIGNAL_NAMES
 from sync.episode import Attribution
 from sync.errors import ConfigError, PathProblem
 from sync.policy.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS

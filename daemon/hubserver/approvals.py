@@ -19,10 +19,10 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
         return None
     from daemon.alerts.messages import approval_message
     from daemon.alerts.outbox_keys import approval_key
+    from daemon.alerts.policy.quiet_hours import send_after
     from daemon.alerts.store import AlertStore, Queued
     from daemon.alerts.watch import outbox_chats
     from daemon.hubserver.telegram import reconcile, track
-    from daemon.quiet_hours import send_after
     from daemon.telegram.sender import send_now
     from sync.policy.approvals import severity_of_priority
 
