@@ -22,7 +22,7 @@ from daemon.alerts.policy.quiet_hours import parse_quiet_hours, zone
 from daemon.alerts.policy.signal_names import SIGNAL_NAMES
 from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
 from daemon.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
-from daemon.routing import notify_refusal, permission_refusal, presser_id
+from daemon.telegram.policy.routing import notify_refusal, permission_refusal, presser_id
 from sync.episode import Attribution
 from sync.errors import ConfigError, PathProblem
 from sync.policy.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
@@ -328,7 +328,7 @@ class TelegramSection(_Section):
 class Collaborator(_Section):
     """``[[collaborators]]``: a person who hears from memsync in their own Telegram chat what
     ``notify_on`` names, and may decide approvals with the ``approve`` permission
-    (``daemon/routing.py`` says the vocabulary and the rules)."""
+    (``daemon/telegram/policy/routing.py`` says the vocabulary and the rules)."""
 
     name: str = Field(min_length=1, max_length=100)
     role: str = ""

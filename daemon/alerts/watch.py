@@ -20,7 +20,7 @@ from daemon.alerts.policy.quiet_hours import send_after
 from daemon.alerts.signals import MINUTE_MS, SIGNALS, FleetRules, Subject
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
-from daemon.routing import Kind, chats_for
+from daemon.telegram.policy.routing import Kind, chats_for
 
 log = structlog.get_logger("memsync.alerts")
 
