@@ -21,7 +21,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from daemon.alerts.policy.quiet_hours import parse_quiet_hours, zone
 from daemon.alerts.policy.signal_names import SIGNAL_NAMES
 from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
-from daemon.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
+from daemon.schedule.policy.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
 from daemon.telegram.policy.routing import notify_refusal, permission_refusal, presser_id
 from sync.episode import Attribution
 from sync.errors import ConfigError, PathProblem

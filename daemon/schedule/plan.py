@@ -1,5 +1,5 @@
 """The schedule's pure core: no I/O, no clock of its own. Every decision the scheduler makes is a
-function here of its inputs (and of the job table, ``daemon/job_table.py``), so that it can be
+function here of its inputs (and of the job table, ``daemon/schedule/policy/job_table.py``), so that it can be
 tested from tables.
 
 - A job fires on an interval (aligned to the epoch, so every site computes the same slots) or on a
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Final, Protocol, TypeVar
 
-from daemon.job_table import JobSpec, trigger
+from daemon.schedule.policy.job_table import JobSpec, trigger
 
 
 def slot_start(spec: JobSpec, now: datetime) -> datetime:
