@@ -1,4 +1,4 @@
-"""``memsync status``: gather the facts about one site (I/O), judge them (``daemon.health``), show them.
+"""``memsync status``: gather the facts about one site (I/O), judge them (``daemon.health.site``), show them.
 
 Safe while the daemon runs: it opens the sidecar read-only, takes its own snapshot of the AgentDB
 file, and only reads from the backbone.
@@ -18,7 +18,7 @@ from rich.table import Table
 from daemon.config import Settings
 from daemon.control.lock import holder_pid
 from daemon.counts import counted
-from daemon.health import Facts, Level, assess, lag_seconds
+from daemon.health.site import Facts, Level, assess, lag_seconds
 from daemon.paths import agentdb_problem, writable_problem
 from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status

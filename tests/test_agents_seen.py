@@ -19,7 +19,7 @@ from conftest import SiteFiles
 from convex_fixtures import LocalConvex
 
 from daemon.cli.heartbeat import spool
-from daemon.fleet import fleet_report
+from daemon.health.fleet import fleet_report
 from daemon.hubserver.scheduled import JobContext, mark_stale_agents
 from daemon.schedule.beats import Beats
 from sync.backbone.base import AgentBeat, AgentState, Backbone, Registry, SiteBeat

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
 from daemon.counts import counted
-from daemon.fleet import iso_ms
+from daemon.health.fleet import iso_ms
 from sync.errors import EX_CONFIG, BackboneRejected
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from daemon.health import Level
+from daemon.health.site import Level
 from sync.backbone.base import AgentState, JobRun, SiteState
 from sync.push.agents import liveness
 
