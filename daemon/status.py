@@ -19,14 +19,14 @@ from daemon.config import Settings
 from daemon.control.lock import holder_pid
 from daemon.counts import counted
 from daemon.health.site import Facts, Level, assess, lag_seconds
-from daemon.paths import agentdb_problem, writable_problem
+from daemon.paths import agentdb_folder_missing, agentdb_problem, writable_problem
 from daemon.site import open_backbone, open_sidecar_readonly
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
 from sync.push.claim import SourceIdentity, describe, refusal
-from sync.source.agentdb.reader import AgentDBReader
+from sync.source.agentdb.reader import AgentDBReader, clock_ahead_message
 from sync.warm.cursor import CursorFile
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".
@@ -90,9 +90,11 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         try:
             if problem is not None:
                 raise PathProblem(problem)
-            with AgentDBReader(settings.agentdb.path).snapshot() as snap:
+            with (reader := AgentDBReader(settings.agentdb.path)).snapshot() as snap:
                 backlog = snap.count_after(cursor)
                 agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
+                # The file's time ahead of this machine's clock, in seconds (None: it is not).
+                agentdb["aheadOfClock"] = reader.ahead_of_clock_s and round(reader.ahead_of_clock_s)
                 created = snap.oldest_created_after(cursor)
                 oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
         except MemsyncError as exc:
@@ -116,6 +118,8 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         conflicts=conflicts,
         warm_problem=warm.get("problem"),
         source_refused=refused,
+        clock_ahead=clock_ahead_message(agentdb["aheadOfClock"]) if agentdb.get("aheadOfClock") else None,
+        agentdb_folder=agentdb_folder_missing(settings.agentdb.path) if agentdb["waiting"] else None,
     )
     level, reasons = assess(facts)
     return {
@@ -129,7 +133,8 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
             "startedAt": _iso(_float(meta.get("daemon_started_at"))),
         },
         "cursor": cursor,
-        "synced": synced,
+        # The site's episodes the backbone holds (it follows forgets); the sidecar's count without it.
+        "synced": backbone["cursor"]["totalSynced"] if backbone.get("cursor") else synced,
         "backlog": backlog,
         "lastSyncAt": _iso(_float(meta.get("last_success_at"))),
         "lagSeconds": None if lag is None else round(lag, 3),

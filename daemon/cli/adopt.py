@@ -1,6 +1,6 @@
 """``memsync adopt``: take over a Convex deployment the seed design filled (``convex-episode-sync.sh``
 pushing episodes by (sourceSite, sourceId) with a ``metadata`` object), in place, without losing or
-duplicating an episode (``cloud_functions/adopt.ts``; README, "Moving from the seed design").
+duplicating an episode (``cloud_functions/adopt.ts``; docs/guides/seed.md).
 
 ``--check`` says what the deployment holds, table by table and by shape, and what a run would
 change; it changes nothing. Without it the migration runs to the end, a batch at a time with

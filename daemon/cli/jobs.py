@@ -104,9 +104,17 @@ def list_main(args: argparse.Namespace) -> int:
     if args.as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
+    from rich import box
     from rich.table import Table
 
-    table = Table("job", "schedule", "runs on", "last run", "next (UTC)")
+    # A job's name and its next fire are what a reader looks up: never wrapped or cut, on an
+    # 80-column terminal too (no vertical rules, the next fire to the minute); the rest wraps.
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("job", no_wrap=True, min_width=max((len(row["job"]) for row in rows), default=0))
+    table.add_column("schedule", overflow="fold")
+    table.add_column("runs on", overflow="fold")
+    table.add_column("last run", overflow="fold", ratio=1)
+    table.add_column("next (UTC)", no_wrap=True, min_width=len("2000-01-01 00:00"))
     for row in rows:
         last = row["last"]
         shown = (
@@ -114,7 +122,8 @@ def list_main(args: argparse.Namespace) -> int:
             if last is None
             else f"{last['outcome']} by {last['site']} at {last['startedAt']}: {last['summary']}"
         )
-        table.add_row(row["job"], row["schedule"], row["where"], shown, row["next"] or "disabled")
+        upcoming = row["next"][:16].replace("T", " ") if row["next"] else "disabled"
+        table.add_row(row["job"], row["schedule"], row["where"], shown, upcoming)
     console().print(table)
     failed = [r for r in rows if r["last"] is not None and r["last"]["outcome"] == "failed"]
     return 1 if failed else 0
@@ -186,13 +195,15 @@ def _stored_or_built(backbone: Reports, day: str, today: str) -> dict[str, Any] 
 
 
 def digest_main(args: argparse.Namespace) -> int:
+    from daemon.schedule import plan
     from daemon.site import duties_of, open_backbone
 
     with handled():
         settings = load(args, log_level="error")
         now = time.time()
         today = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
-        day = args.date or (datetime.fromtimestamp(now, UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
+        # Yesterday: the day a manual `jobs run daily-digest` builds, at every hour.
+        day = args.date or plan.last_whole_day(datetime.fromtimestamp(now, UTC))
         try:
             datetime.strptime(day, "%Y-%m-%d")
         except ValueError:

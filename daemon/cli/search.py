@@ -22,6 +22,7 @@ from daemon.warm.results import parse_since, render_results
 from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
+    from daemon.config import Settings
     from daemon.warm.adopt import ServerFactory
 
 
@@ -61,7 +62,9 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n", "--limit", type=int, default=10, metavar="N", help=f"results to show, 1-{MAX_LIMIT} (default: 10)"
     )
-    parser.add_argument("--site", metavar="SITE", help="only episodes from this site")
+    parser.add_argument(
+        "--site", metavar="SITE", help="only episodes from this site (a name no site has: exit 2, naming the sites)"
+    )
     parser.add_argument("--agent", metavar="NAME", help="only this agent's episodes")
     parser.add_argument("--session", metavar="ID", help="only this session's episodes")
     parser.add_argument(
@@ -118,6 +121,8 @@ def fast_search(argv: Sequence[str]) -> int | None:
         reply = ask(paths.socket, {"op": "search", "request": request.to_wire()})
     except (ValueError, MemsyncError, OSError):
         return None
+    if not reply and args.site is not None:
+        return None  # nothing from that site: the full path says whether there is such a site
     show([SearchResult.from_wire(r) for r in reply], args, sys.stdout, via="daemon")
     return 0
 
@@ -131,10 +136,31 @@ def main(args: argparse.Namespace) -> int:
             found = run_search(settings, request_from(args))
         except ValueError as exc:  # the request's, or the daemon's verdict on it ("invalid")
             fail(f"search: {exc}", EX_USAGE)
+        if not found.results and args.site is not None and (unknown := _unknown_site(settings, args.site)):
+            fail(f"search: {unknown}", EX_USAGE)
         if found.behind:
             say(found.behind)
     show(found.results, args, sys.stdout, via=found.via, behind=found.behind)
     return 0
+
+
+def _unknown_site(settings: Settings, site: str) -> str | None:
+    """Why --site matched nothing when the backbone knows no such site (``fleet.unknown_site``);
+    None when it does, or cannot say."""
+    from daemon.health.fleet import unknown_site
+    from daemon.site import never_synced, open_backbone
+    from sync.errors import MemsyncError
+
+    if never_synced(settings):
+        return None
+    try:
+        backbone = open_backbone(settings, create=False)
+        try:
+            return unknown_site(site, backbone.sites())
+        finally:
+            backbone.close()
+    except MemsyncError:
+        return None
 
 
 def show(

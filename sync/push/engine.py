@@ -34,7 +34,7 @@ from sync.push.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, S
 from sync.resilience.problems import ProblemLog
 from sync.resilience.retry import RetryPolicy
 from sync.source.agentdb.digests import RowDigests
-from sync.source.agentdb.reader import AgentDBReader, FileStamp, Snapshot
+from sync.source.agentdb.reader import AgentDBReader, FileStamp, Snapshot, clock_ahead_message
 from sync.source.agentdb.rows import convert
 from sync.source.redaction import Redactor
 
@@ -132,6 +132,7 @@ class SyncEngine:
         self.agents = AgentsSeen.load(sidecar.get("agents_seen"))
         # Each settled row's raw values: a re-check converts only rows whose bytes moved.
         self._digests = RowDigests()
+        self._ahead_said = False  # the file's time ahead of our clock: said once, and once when it ends
 
     def recheck_due(self) -> bool:
         """True when a pass is needed for re-checks alone, though the file did not change: the
@@ -153,6 +154,21 @@ class SyncEngine:
         last = self.sidecar.get_float("last_full_at")
         return last is None or self.clock() - last >= self.full_interval
 
+    def _say_clock(self) -> None:
+        """Say once that the file's time is ahead of this machine's clock (and once that it no
+        longer is): the file is then read whole on every poll, and a person should fix a clock."""
+        ahead = self.reader.ahead_of_clock_s
+        if ahead is not None and not self._ahead_said:
+            log.warning(
+                "clock behind the AgentDB file",
+                detail=clock_ahead_message(ahead),
+                ahead_s=round(ahead),
+                path=str(self.reader.path),
+            )
+        elif ahead is None and self._ahead_said:
+            log.info("clock no longer behind the AgentDB file", path=str(self.reader.path))
+        self._ahead_said = ahead is not None
+
     # -- the pass -------------------------------------------------------------------------------
     def run_pass(
         self,
@@ -167,6 +183,7 @@ class SyncEngine:
         report = PassReport()
         started = self.clock()  # `sync --wait` waits for a pass that began after it asked
         with self.reader.snapshot() as snap:
+            self._say_clock()
             if self._full_started is not None and snap.stamp != self._full_started:
                 self._changed_since_full = True
             start_cursor = self.sidecar.cursor()
