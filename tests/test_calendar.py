@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from daemon.hubserver.scheduled import covered_day
-from daemon.schedule import plan
+from daemon.schedule.policy import plan
 from daemon.schedule.policy.job_table import DEFAULT_JOBS
 
 JOBS = {job.name: job for job in DEFAULT_JOBS}

@@ -1,4 +1,4 @@
-"""The periodic jobs (daemon/schedule/policy/job_table.py, daemon/schedule/plan.py): their table
+"""The periodic jobs (daemon/schedule/policy/job_table.py, daemon/schedule/policy/plan.py): their table
 and the slot a run works for, from contracts/job_table.json, which cloud_functions/jobTable.test.ts
 runs against scheduled.ts too."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from contract import contract
 
-from daemon.schedule.plan import slot_key
 from daemon.schedule.policy.job_table import DEFAULT_JOBS
+from daemon.schedule.policy.plan import slot_key
 
 TABLE = contract("job_table.json")
 SPECS = {job.name: job for job in DEFAULT_JOBS}

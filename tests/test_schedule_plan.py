@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from daemon.schedule.plan import late_but_in_grace, next_fire, slot_key
 from daemon.schedule.policy.job_table import (
     DEFAULT_JOBS,
     JobSpec,
@@ -17,6 +16,7 @@ from daemon.schedule.policy.job_table import (
     where,
     with_overrides,
 )
+from daemon.schedule.policy.plan import late_but_in_grace, next_fire, slot_key
 from sync.policy.leases import Claim, Lease, decide
 
 JOBS = {job.name: job for job in DEFAULT_JOBS}

@@ -60,7 +60,7 @@ def register(commands: Commands) -> None:
 
 
 def jobs_report(settings: Any, backbone: Any, now: float) -> list[dict[str, Any]]:
-    from daemon.schedule import plan
+    from daemon.schedule.policy import plan
     from daemon.schedule.policy.job_table import where
 
     moment = datetime.fromtimestamp(now, UTC)
@@ -195,7 +195,7 @@ def _stored_or_built(backbone: Reports, day: str, today: str) -> dict[str, Any] 
 
 
 def digest_main(args: argparse.Namespace) -> int:
-    from daemon.schedule import plan
+    from daemon.schedule.policy import plan
     from daemon.site import duties_of, open_backbone
 
     with handled():

@@ -26,7 +26,7 @@ from daemon.hubserver.run_summary import (
     health_summary,
     stale_summary,
 )
-from daemon.schedule import plan
+from daemon.schedule.policy import plan
 from sync.backbone.base import Sweeps
 
 # Episodes one archiving call takes (a week at a time, each week's file written once per call): a
