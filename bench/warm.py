@@ -19,8 +19,8 @@
    are per episode and per passage: what a long episode costs, and whether a passage costs more
    than a short episode does.
 3. Search latency on the embedded store at 10k and 100k points: the product's whole search
-   (``sync.warm.search.search``: query embedding, BM25 query, dense and BM25 prefetch, fusion,
-   decay, collapse) for 200 varied queries, and its store part alone (``sync.warm.search.hybrid``,
+   (``sync.search.query.pipeline.search``: query embedding, BM25 query, dense and BM25 prefetch, fusion,
+   decay, collapse) for 200 varied queries, and its store part alone (``sync.search.query.pipeline.hybrid``,
    the same request, the query vectors computed beforehand). The points are synthetic (see ``build_points``).
    qdrant-edge's ``optimize()`` is never called: the product does not call it either.
 
@@ -325,7 +325,7 @@ def long_corpus(n: int, seed: int) -> list[dict[str, Any]]:
 
 
 def texts_of(episodes: Sequence[dict[str, Any]]) -> list[str]:
-    from sync.warm.text import episode_text
+    from sync.search.indexing.text import episode_text
 
     return [episode_text(ep) for ep in episodes]
 
@@ -348,7 +348,7 @@ def first_found(socket: Path, query: str, token: str, mode: str, timeout: float)
     among the results, not necessarily the first. A limit of 10 costs what a
     limit of 1 does: the search fetches max(4 x limit, 40) candidates either way."""
     from daemon.control.client import ask
-    from sync.warm.request import SearchRequest
+    from sync.search.request import SearchRequest
 
     wire = SearchRequest(query=query, limit=SEARCH_LIMIT, mode=mode).to_wire()  # type: ignore[arg-type]
     request = {"op": "search", "request": wire}
@@ -426,10 +426,10 @@ def indexer_pass(embedder: Any, converted: Sequence[Converted], root: Path) -> t
     """Seconds for one ``Indexer.run()`` over a fresh hub holding the episodes, into a fresh store
     (wrapped as the daemon wraps it); and how many it embedded."""
     from sync.backbone.hub import HubBackbone
-    from sync.warm.cursor import CursorFile
-    from sync.warm.indexer import Indexer
-    from sync.warm.locked import LockedStore
-    from sync.warm.store import EdgeStore
+    from sync.search.collection.cursor import CursorFile
+    from sync.search.indexing.indexer import Indexer
+    from sync.search.stores import EdgeStore
+    from sync.search.stores.locked import LockedStore
 
     hub = HubBackbone(root / "hub.db", SITE)
     store = LockedStore(EdgeStore(root / "qdrant"))
@@ -489,7 +489,7 @@ def throughput_runs(
 def long_runs(embedder: Any, runs: int, episodes: int) -> list[dict[str, Any]]:
     """Indexing long episodes: the indexer (which splits them) against the bare embedder over the
     passages it embeds, alternating, bare first."""
-    from sync.warm.text import split_passages
+    from sync.search.indexing.text import split_passages
 
     eps = long_corpus(episodes, seed=11)
     texts = texts_of(eps)
@@ -533,9 +533,9 @@ def build_points(
     episodes of one family). Payloads are the indexer's own (``payload_for``), across 4 sites, with
     timestamps spread over the past year."""
     from sync.backbone.base import Change
-    from sync.warm import bm25
-    from sync.warm.indexer import payload_for
-    from sync.warm.store import WarmPoint, point_id
+    from sync.search.embedders import bm25
+    from sync.search.indexing.passages import payload_for
+    from sync.search.stores import WarmPoint, point_id
 
     rng = random.Random(start)
     noise_rng = np.random.default_rng(start)
@@ -561,8 +561,8 @@ def build_points(
 def make_queries(n: int, seed: int) -> list[Any]:
     """Varied requests: keywords, error strings, ticket ids, identifiers and paths, questions; one
     in four with a filter (agent, tag, site or a since date), as ``memsync search`` offers."""
-    from sync.warm.request import SearchRequest
-    from sync.warm.store import SearchFilter
+    from sync.search.request import SearchRequest
+    from sync.search.stores import SearchFilter
 
     rng = random.Random(seed)
     makers: list[Callable[[], str]] = [
@@ -622,11 +622,12 @@ def measure_search(
     store: Any, shard: TimedShard, embedder: Any, queries: Sequence[Any], passes: int, size: int
 ) -> list[dict[str, Any]]:
     """``passes`` passes over the queries (each in its own shuffled order): each query through the
-    whole search, then through the store's part alone (``sync.warm.search.hybrid``: prefetch,
-    fusion, similarities) with the same parameters (and, inside it, the engine's calls, timed by
-    ``shard``)."""
-    from sync.warm import bm25
-    from sync.warm.search import candidates_for, hybrid, search
+    whole search, then through the store's part alone (``sync.search.query.pipeline.hybrid``: prefetch,
+    ranking, similarities) with the same parameters (and, inside it, the engine's calls, timed by
+    ``shard``); and the whole search again with the hand-weighted fusion (``relative``), the
+    default before the learned ranking, beside it in the same run."""
+    from sync.search.embedders import bm25
+    from sync.search.query.pipeline import candidates_for, hybrid, search
 
     embed_ms = []
     prepared = []
@@ -641,11 +642,14 @@ def measure_search(
     for p in range(1, passes + 1):
         order = list(prepared)
         random.Random(p).shuffle(order)
-        full_ms, store_ms, engine_ms, filtered_ms = [], [], [], []
+        full_ms, store_ms, engine_ms, filtered_ms, relative_ms = [], [], [], [], []
         for request, dense, sparse in order:
             with stopwatch() as elapsed:
                 search(store, embedder, request, now_ms=NOW_MS)
                 full_ms.append(elapsed() * 1000)
+            with stopwatch() as elapsed:
+                search(store, embedder, request, now_ms=NOW_MS, fusion="relative")
+                relative_ms.append(elapsed() * 1000)
             if not request.filter.is_empty():
                 filtered_ms.append(full_ms[-1])
             shard.reset()
@@ -661,6 +665,7 @@ def measure_search(
             "p50_ms": percentile(full_ms, 50),
             "p99_ms": percentile(full_ms, 99),
             "filtered_p50_ms": percentile(filtered_ms, 50),
+            "relative_p50_ms": percentile(relative_ms, 50),
             "hybrid_p50_ms": percentile(store_ms, 50),
             "hybrid_p99_ms": percentile(store_ms, 99),
             "engine_p50_ms": percentile(engine_ms, 50),
@@ -683,8 +688,8 @@ def search_runs(
 ) -> list[dict[str, Any]]:
     """One collection grown to each size in turn (as the indexer grows it: upserts, never
     ``optimize()``), searched at each."""
-    from sync.warm.locked import LockedStore
-    from sync.warm.store import EdgeStore
+    from sync.search.stores import EdgeStore
+    from sync.search.stores.locked import LockedStore
 
     queries = make_queries(n_queries, seed=11)
     records: list[dict[str, Any]] = []
@@ -734,7 +739,7 @@ def _describe(r: dict[str, Any]) -> str:
     return (
         f"search {r['points']:,} pass {r['run']}: full p50 {r['p50_ms']:.1f} / p99 {r['p99_ms']:.1f} ms, "
         f"hybrid alone p50 {r['hybrid_p50_ms']:.1f} / p99 {r['hybrid_p99_ms']:.1f} ms "
-        f"(engine p50 {r['engine_p50_ms']:.1f} ms)"
+        f"(engine p50 {r['engine_p50_ms']:.1f} ms); relative fusion's full p50 {r.get('relative_p50_ms', 0.0):.1f} ms"
     )
 
 
@@ -785,6 +790,9 @@ def figures(records: list[dict[str, Any]]) -> list[Figure]:
         else:
             out.append(Figure(f"search p50 {label}", p50, "ms"))
         out.append(Figure(f"search p99 {label}", median([r["p99_ms"] for r in mine]), "ms"))
+        if all("relative_p50_ms" in r for r in mine):
+            relative = median([r["relative_p50_ms"] for r in mine])
+            out.append(Figure(f"search p50, relative fusion {label}", relative, "ms"))
         out.append(Figure(f"hybrid alone p50 {label}", median([r["hybrid_p50_ms"] for r in mine]), "ms"))
         out.append(Figure(f"hybrid alone p99 {label}", median([r["hybrid_p99_ms"] for r in mine]), "ms"))
         engine = median([r["engine_p50_ms"] for r in mine])
@@ -809,7 +817,7 @@ def run(
     parts: tuple[str, ...] = PARTS,
     long: int = 100,
 ) -> dict[str, Any]:
-    from sync.warm.embedders import LocalEmbedder
+    from sync.search.embedders.local import LocalEmbedder
 
     records: list[dict[str, Any]] = []
     with stopwatch() as total:

@@ -61,7 +61,9 @@ def test_relative_paths_are_relative_to_the_file_and_defaults_follow_the_data_di
             id="bad value",
         ),
         pytest.param(
-            MINIMAL + '[warm]\nfusion = "dbsf"\n', "warm.fusion: Input should be 'relative' or 'rrf'", id="bad fusion"
+            MINIMAL + '[warm]\nfusion = "dbsf"\n',
+            "warm.fusion: Input should be 'learned', 'relative' or 'rrf'",
+            id="bad fusion",
         ),
     ],
 )

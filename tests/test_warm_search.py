@@ -12,12 +12,12 @@ from fake_providers import KEY, FakeProvider, serve
 from test_warm_rerank import ranking, rerank_respond
 
 from sync.resilience.retry import RetryPolicy
-from sync.warm import bm25
-from sync.warm.embedders import LocalEmbedder
-from sync.warm.request import SearchRequest, SearchResult, when_words
-from sync.warm.rerank import VoyageReranker
-from sync.warm.search import candidates_for, search
-from sync.warm.store import EdgeStore, SearchFilter, WarmPoint, point_id
+from sync.search.embedders import bm25
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.query.pipeline import candidates_for, search
+from sync.search.query.rerank import VoyageReranker
+from sync.search.request import SearchRequest, SearchResult, when_words
+from sync.search.stores import EdgeStore, SearchFilter, WarmPoint, point_id
 
 NOW_MS = 1_790_000_000_000
 TEXTS = [
@@ -88,11 +88,15 @@ def test_mmr_trades_a_twin_for_something_different(store: EdgeStore, local: Loca
     assert sum(int(r.source_id) in twins for r in diverse) < sum(int(r.source_id) in twins for r in plain)
 
 
-def test_fusion_is_relative_by_default_and_rrf_on_request(store: EdgeStore, local: LocalEmbedder) -> None:
+def test_ranking_is_learned_by_default_relative_and_rrf_on_request(store: EdgeStore, local: LocalEmbedder) -> None:
     query = "restart the sync daemon after editing its config file"  # episode 1, word for word
-    relative = search(store, local, SearchRequest(query, limit=3), now_ms=NOW_MS)
+    learned = search(store, local, SearchRequest(query, limit=3), now_ms=NOW_MS)
+    relative = search(store, local, SearchRequest(query, limit=3), now_ms=NOW_MS, fusion="relative")
     rrf = search(store, local, SearchRequest(query, limit=3), now_ms=NOW_MS, fusion="rrf")
-    assert relative[0].source_id == rrf[0].source_id == "1"
+    assert learned[0].source_id == relative[0].source_id == rrf[0].source_id == "1"
+    # The learned score is the model's probability of relevance, the similarity still the cosine.
+    assert all(0.0 < r.score < 1.0 for r in learned)
+    assert learned[0].similarity == pytest.approx(relative[0].similarity)
     assert relative[0].when is not None
     assert relative[0].when == when_words(relative[0].ts)
     # First in both lists: relative A x 1 + (1 - A) x 1; RRF 1/(0+2) + 1/(0+2). Nothing decays (ts = now).

@@ -25,10 +25,10 @@ from sync.errors import (
     StoreUnavailable,
     TransientError,
 )
-from sync.warm import bm25
-from sync.warm.fusion import DENSE_WEIGHT_FULL_MATCH
-from sync.warm.search import hybrid
-from sync.warm.store import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
+from sync.search.embedders import bm25
+from sync.search.query.fusion import DENSE_WEIGHT_FULL_MATCH
+from sync.search.query.pipeline import hybrid
+from sync.search.stores import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
 
 DIMS = 8
 # EdgeStore keeps dense vectors as float16 (half the memory, a faster scan): a cosine is good to
@@ -300,7 +300,11 @@ def test_hybrid_gives_a_bm25_only_hit_its_similarity(store: VectorStore) -> None
     store.upsert(crowd)
     query = axis(0)
     assert point_id("site-a", "far") not in {s.id for s in store.prefetch(query, bm25.embed_query("XQ-77")).dense}
-    hits = hybrid(store, query, bm25.embed_query("XQ-77"), 100)
+    learned = hybrid(store, query, bm25.embed_query("XQ-77"), 100)  # the default ranking reads it too
+    [far] = [h for h in learned if h.id == point_id("site-a", "far")]
+    assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=COSINE_TOLERANCE)
+    assert far.payload == {"sourceId": "far"}
+    hits = hybrid(store, query, bm25.embed_query("XQ-77"), 100, fusion="relative")
     [far] = [h for h in hits if h.id == point_id("site-a", "far")]
     assert far.similarity == pytest.approx(-0.3 / math.sqrt(1.09), abs=COSINE_TOLERANCE)
     assert far.payload == {"sourceId": "far"}
@@ -433,7 +437,7 @@ def test_edge_store_second_process_is_locked_out(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from sync.errors import StoreLocked\n"
-        "from sync.warm.store import EdgeStore\n"
+        "from sync.search.stores import EdgeStore\n"
         "try:\n"
         f"    EdgeStore(sys.argv[1]).open_or_create({COLLECTION!r}, {MODEL!r}, {DIMS})\n"
         "except StoreLocked as exc:\n"

@@ -46,7 +46,7 @@ def _count(value: str) -> int:
 
 def main(args: argparse.Namespace) -> int:
     from daemon.site import never_synced, open_backbone
-    from daemon.warm.results import parse_since
+    from sync.search.query.results_text import parse_since
 
     with handled():
         settings = load(args, log_level="error")

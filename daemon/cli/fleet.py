@@ -53,7 +53,7 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
 def _local_index_state(settings: Settings, sites: list[dict[str, Any]]) -> None:
     """This site's search index as its status file says now: the registry has it from the last
     heartbeat (a minute old at best, and none from a `sync` without a daemon)."""
-    from daemon.warm.files import read_status
+    from daemon.search_worker.files import read_status
 
     if not settings.warm.enabled:
         return

@@ -195,7 +195,7 @@ def _stored_or_built(backbone: Reports, day: str, today: str) -> dict[str, Any] 
 
 
 def digest_main(args: argparse.Namespace) -> int:
-    from daemon.schedule.policy import plan
+    from daemon.hubserver.scheduled import last_whole_day
     from daemon.site import duties_of, open_backbone
 
     with handled():
@@ -203,7 +203,7 @@ def digest_main(args: argparse.Namespace) -> int:
         now = time.time()
         today = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
         # Yesterday: the day a manual `jobs run daily-digest` builds, at every hour.
-        day = args.date or plan.last_whole_day(datetime.fromtimestamp(now, UTC))
+        day = args.date or last_whole_day(datetime.fromtimestamp(now, UTC))
         try:
             datetime.strptime(day, "%Y-%m-%d")
         except ValueError:

@@ -1,6 +1,6 @@
 """Ask a running daemon for recent episodes or one episode with its neighbours (the ``recent`` and
-``episode`` ops, described in ``sync.warm.browse``), from light code: the standard library,
-``daemon.control.client`` and the wire types of ``sync.warm.request``, nothing heavier.
+``episode`` ops, described in ``sync.search.query.browse``), from light code: the standard library,
+``daemon.control.client`` and the wire types of ``sync.search.request``, nothing heavier.
 
 ``memsync context`` (a hook on every prompt) and ``memsync mcp`` call these. A daemon older than the
 ops answers "unknown op": ``ask_recent`` reads that as no recent episodes, never as a failure;
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from daemon.control.client import ask
 from sync.errors import ControlError
-from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchResult
+from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchResult
 
 
 def unknown_op(exc: ControlError) -> bool:
