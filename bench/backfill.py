@@ -129,11 +129,11 @@ def one_run(source: Path, episodes: int, copy_first: bool) -> dict[str, Any]:
 
 
 def redaction_throughput(source: Path, rows: int = 20_000, repeats: int = 3) -> float:
-    """MB/s of text the redactor scans (``sync/redaction.py``, the default rules): the text fields
+    """MB/s of text the redactor scans (``sync/source/redaction.py``, the default rules): the text fields
     of the fixture's first ``rows`` episodes, the median of ``repeats``."""
     from collections import Counter
 
-    from sync.redaction import Redactor
+    from sync.source.redaction import Redactor
 
     with closing(sqlite3.connect(source)) as conn:
         texts = [

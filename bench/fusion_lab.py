@@ -7,7 +7,7 @@ experience is judged by is ``bench/recall.py``). Both sets go through the produc
   set lives): each dialog turn is an episode (task ``"<speaker>: <text>"``, plus `` [shares a photo
   of <caption>]`` when it has one; session ``<conv>-s<N>``; tag ``<conv>``; time from the session's
   date, shifted so the newest session of all is an hour before a fixed clock, 30 s between turns;
-  the turn's ``dia_id`` in its metadata), converted by the sync engine (``sync.episode.convert``),
+  the turn's ``dia_id`` in its metadata), converted by the sync engine (``sync.source.agentdb.rows.convert``),
   pushed to an embedded hub (``HubBackbone``) and indexed by the real ``Indexer`` with
   ``LocalEmbedder`` into an embedded qdrant-edge collection, cached under ``bench/.cache/``.
   Each question of categories 1-4 with evidence is then searched by ``sync.search.query.pipeline.search``
@@ -87,11 +87,12 @@ def build_store(turns: Sequence[Turn], cache: Path) -> tuple[Any, dict[str, str]
     each point's sourceId to its ``<conv>:<dia_id>``."""
     from sync.backbone.base import PushItem
     from sync.backbone.hub import HubBackbone
-    from sync.episode import Attribution, Episode, convert
+    from sync.episode import Attribution, Episode
     from sync.search.collection.cursor import CursorFile
     from sync.search.embedders.local import LocalEmbedder
     from sync.search.indexing.indexer import Indexer
     from sync.search.stores import EdgeStore
+    from sync.source.agentdb.rows import convert
 
     keys = {str(i + 1): f"{t.conv}:{t.dia_id}" for i, t in enumerate(turns)}
     digest = hashlib.sha256(json.dumps([[t.conv, t.session, t.dia_id, t.task, t.ts_ms] for t in turns]).encode())

@@ -277,7 +277,8 @@ class Converted:
 def convert_episode(site: str, local_id: int, ep: dict[str, Any], ts_ms: int) -> Converted:
     """The agent's episode as an AgentDB row, through the engine's own conversion."""
     from sync.backbone.base import PushItem
-    from sync.episode import Attribution, Episode, convert
+    from sync.episode import Attribution, Episode
+    from sync.source.agentdb.rows import convert
 
     row = {
         "id": local_id,

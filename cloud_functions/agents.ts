@@ -13,7 +13,7 @@ export const PRUNE_BATCH = 500;
 
 /**
  * Online while the latest sign of life is at most `staleAfterMs` old: the rule the mark-stale
- * sweep applies (sync/agents.py `liveness` is the same).
+ * sweep applies (sync/push/agents.py `liveness` is the same).
  */
 export function liveness(lastSeen: number | null, now: number, staleAfterMs: number): "online" | "offline" {
   return lastSeen !== null && now - lastSeen <= staleAfterMs ? "online" : "offline";
@@ -90,7 +90,7 @@ export const heartbeatSite = mutation({
     indexState: nullable(v.string()),
     quarantined: v.number(),
     conflicts: v.number(),
-    // Episodes the site synced with secrets redacted (sync/redaction.py); older daemons leave it out.
+    // Episodes the site synced with secrets redacted (sync/source/redaction.py); older daemons leave it out.
     redacted: v.optional(v.number()),
     // The agents seen since the last beat; older daemons leave it out (and beat each agent alone).
     agents: v.optional(v.array(agentBeat)),

@@ -1,5 +1,5 @@
 /**
- * scheduled.ts's SCHEDULES are daemon/schedule/plan.py's jobs, and lib/cronRun.ts's slotOf writes
+ * scheduled.ts's SCHEDULES are daemon/schedule/policy/plan.py's jobs, and lib/cronRun.ts's slotOf writes
  * a run's slot as plan.py's slot_key does: both run contracts/job_table.json
  * (tests/contracts/test_job_table.py is the Python side). crons.test.ts holds crons.ts to SCHEDULES.
  */

@@ -13,7 +13,7 @@ export type Lease = { holder: string; expiresAt: number; done: boolean };
 export type Claim = "take" | "keep" | "take-over" | "skip";
 
 /**
- * May `site` run the slot whose lease is `current`? The same rule as sync/leases.py's `decide`,
+ * May `site` run the slot whose lease is `current`? The same rule as sync/policy/leases.py's `decide`,
  * which the embedded hub applies: both backbones must agree (contracts/job_leases.json). A lease ends
  * when its holder finishes the slot (whatever the outcome: never run again) or when it expires (a
  * holder killed mid-run is taken over).

@@ -1,5 +1,5 @@
 /**
- * jobs.ts's decide gives the answers of sync/leases.py, and keeps runs as long as the hub: both
+ * jobs.ts's decide gives the answers of sync/policy/leases.py, and keeps runs as long as the hub: both
  * run contracts/job_leases.json (tests/contracts/test_leases.py is the Python side).
  */
 import { describe, expect, test } from "vitest";

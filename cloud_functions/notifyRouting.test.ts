@@ -1,5 +1,5 @@
 /**
- * lib/routing.ts decides who hears what, and who may decide an approval, as daemon/routing.py does:
+ * lib/routing.ts decides who hears what, and who may decide an approval, as daemon/telegram/policy/routing.py does:
  * both run contracts/notify_routing.json (tests/contracts/test_notify_routing.py is the Python side).
  */
 import { describe, expect, test } from "vitest";

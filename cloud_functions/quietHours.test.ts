@@ -1,5 +1,5 @@
 /**
- * lib/quietHours.ts reads windows and zones, and holds warnings, as daemon/quiet_hours.py does:
+ * lib/quietHours.ts reads windows and zones, and holds warnings, as daemon/alerts/policy/quiet_hours.py does:
  * both run contracts/quiet_hours.json (tests/contracts/test_quiet_hours.py is the Python side).
  */
 import { describe, expect, test } from "vitest";

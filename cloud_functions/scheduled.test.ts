@@ -22,7 +22,7 @@ afterEach(() => vi.useRealTimers());
 
 const runs = () => t.query(api.jobs.runs, laptop);
 
-describe("slotOf: the slot as daemon/schedule/plan.py's slot_key writes it", () => {
+describe("slotOf: the slot as daemon/schedule/policy/plan.py's slot_key writes it", () => {
   test.each([
     [SCHEDULES["mark-stale-agents"], "2026-11-22T10:05:00Z"],
     [SCHEDULES["sync-health"], "2026-11-22T10:00:00Z"],

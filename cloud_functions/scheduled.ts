@@ -1,7 +1,7 @@
 /**
  * The seven periodic jobs as Convex runs them: each cron (crons.ts) calls one of these actions, which
  * runs the job's sweep with its default parameters and records the run in jobRuns as "convex"'s
- * (lib/cronRun.ts). The job names are the daemon's (daemon/schedule/plan.py), so `memsync jobs`
+ * (lib/cronRun.ts). The job names are the daemon's (daemon/schedule/policy/plan.py), so `memsync jobs`
  * shows a cron's last run beside the schedule; the sweeps themselves are internal functions that
  * an admin may also run by hand (`npx convex run agents:markStale '{}'`).
  */

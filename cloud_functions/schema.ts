@@ -160,7 +160,7 @@ export default defineSchema({
     claimedAt: v.number(),
   }).index("by_job_slot", ["job", "slot"]),
 
-  // One lease per (job, slot) of a global job run by a site (sync/leases.py's rule, in jobs.ts).
+  // One lease per (job, slot) of a global job run by a site (sync/policy/leases.py's rule, in jobs.ts).
   jobLeases: defineTable({
     job: v.string(),
     slot: v.string(),

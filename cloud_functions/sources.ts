@@ -6,7 +6,7 @@ import { authenticate, siteArgs } from "./lib/auth";
 /**
  * One site name, one source: the AgentDB file (on one machine, told apart by its sidecar's
  * instance id) that feeds a site. A site reads and writes only its own row; whether to claim is
- * the daemon's decision (sync/source.py), these functions only make the claim atomic.
+ * the daemon's decision (sync/push/claim.py), these functions only make the claim atomic.
  */
 
 const sourceRecord = v.object({

@@ -1,5 +1,5 @@
 /**
- * lib/taskPolicy.ts gives the answers of sync/tasks.py: what an approval's event does to a linked
+ * lib/taskPolicy.ts gives the answers of sync/policy/tasks.py: what an approval's event does to a linked
  * task, from contracts/task_status.json, which tests/contracts/test_task_policy.py runs too.
  */
 import { describe, expect, test } from "vitest";

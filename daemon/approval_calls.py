@@ -2,8 +2,8 @@
 request|wait`` (an agent's hooks) and ``memsync mcp``'s ``request_approval``/``wait_for_approval``
 tools both do, one implementation.
 
-``request`` creates the approval in the backbone with the policy applied (``sync.approvals``: some
-are approved at once), with the task it creates or links if asked (``sync.tasks``: blocked while it
+``request`` creates the approval in the backbone with the policy applied (``sync.policy.approvals``: some
+are approved at once), with the task it creates or links if asked (``sync.policy.tasks``: blocked while it
 waits), and has the server announce a pending one on Telegram (``ServerDuties``: the site itself on
 the embedded hub, the deployment on Convex). ``wait`` looks at the backbone until
 the approval is decided, expires or ``timeout`` seconds pass; the clock and the sleep are arguments.
@@ -120,7 +120,7 @@ def wait(
     """The decision, or ``pending`` after ``timeout`` seconds (None: until the approval expires),
     looking every ``interval`` seconds (``ServerDuties.look_interval``). LookupError when no
     approval has that id."""
-    from sync.approvals import effective_expiry
+    from sync.policy.approvals import effective_expiry
 
     deadline = None if timeout is None else monotonic() + max(timeout, 0)
     while True:

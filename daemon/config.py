@@ -18,15 +18,15 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from daemon.alerts.policy.quiet_hours import parse_quiet_hours, zone
+from daemon.alerts.policy.signal_names import SIGNAL_NAMES
 from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
-from daemon.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
-from daemon.quiet_hours import parse_quiet_hours, zone
-from daemon.routing import notify_refusal, permission_refusal, presser_id
-from daemon.signal_names import SIGNAL_NAMES
-from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
+from daemon.schedule.policy.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
+from daemon.telegram.policy.routing import notify_refusal, permission_refusal, presser_id
 from sync.episode import Attribution
 from sync.errors import ConfigError, PathProblem
-from sync.redaction import Redactor
+from sync.policy.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS
+from sync.source.redaction import Redactor
 
 ENV_PREFIX = "MEMSYNC_"
 # Read by the CLI and the demo, not settings. MEMSYNC_ENV_FILE names the .env file to read instead
@@ -297,7 +297,7 @@ class JobOverride(_Section):
     lease: float | None = Field(None, gt=0, description="seconds before another site may take a slot over")
 
 
-# The design's approval policy (sync/approvals.py, in minutes here): how long a pending approval
+# The design's approval policy (sync/policy/approvals.py, in minutes here): how long a pending approval
 # of each category waits before it expires; 0 approves it at once.
 DEFAULT_APPROVAL_TIMEOUTS = {category: ms / 60_000 for category, ms in APPROVAL_TIMEOUTS_MS.items()}
 
@@ -452,7 +452,7 @@ class TelegramSection(_Section):
 
 class Collaborator(_Section):
     """A person who hears from memsync in their own Telegram chat what `notify_on` names, and may
-    decide approvals with the `approve` permission (`daemon/routing.py` holds the vocabulary)."""
+    decide approvals with the `approve` permission (`daemon/telegram/policy/routing.py` holds the vocabulary)."""
 
     name: str = Field(min_length=1, max_length=100, description="who they are, in messages and `--by`")
     role: str = Field("", description="what they do, for people reading the list")
@@ -542,7 +542,7 @@ class AlertsSection(_Section):
 
 class PrivacySection(_Section):
     """What never leaves the site: secrets in episodes are replaced by a marker naming their kind
-    before they are hashed and pushed (`sync/redaction.py`)."""
+    before they are hashed and pushed (`sync/source/redaction.py`)."""
 
     redact: bool = Field(True, description="replace secrets by `[redacted:<kind>]` before an episode leaves the site")
     patterns: dict[str, str] = Field(

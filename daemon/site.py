@@ -2,7 +2,7 @@
 
 Every command builds its parts here, so the daemon, ``sync``, ``status`` and ``export`` can never
 disagree about where a site's files are. Opening a site for writing checks its paths first
-(``daemon.paths``) and claims the site for this source (``sync.source``).
+(``daemon.paths``) and claims the site for this source (``sync.push.claim``).
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ import httpx
 from daemon import logs
 from daemon.config import Settings
 from daemon.paths import check_site, exists, user
-from sync.agentdb import AgentDBReader
 from sync.backbone.base import Backbone
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
-from sync.engine import SyncEngine
 from sync.errors import PathProblem
-from sync.retry import RetryPolicy
-from sync.sidecar import Sidecar
-from sync.source import SourceIdentity, claim, instance_for
+from sync.push.claim import SourceIdentity, claim, instance_for
+from sync.push.engine import SyncEngine
+from sync.push.sidecar import Sidecar
+from sync.resilience.retry import RetryPolicy
+from sync.source.agentdb.reader import AgentDBReader
 
 if TYPE_CHECKING:
     from daemon.duties import ServerDuties

@@ -1,4 +1,4 @@
-"""``memsync status``: gather the facts about one site (I/O), judge them (``daemon.health``), show them.
+"""``memsync status``: gather the facts about one site (I/O), judge them (``daemon.health.site``), show them.
 
 Safe while the daemon runs: it opens the sidecar read-only, takes its own snapshot of the AgentDB
 file, and only reads from the backbone.
@@ -18,16 +18,16 @@ from rich.table import Table
 from daemon.config import Settings
 from daemon.control.lock import holder_pid
 from daemon.counts import counted
-from daemon.health import Facts, Level, assess, lag_seconds
+from daemon.health.site import Facts, Level, assess, lag_seconds
 from daemon.paths import agentdb_folder_missing, agentdb_problem, writable_problem
 from daemon.search_worker.files import read_status
 from daemon.site import open_backbone, open_sidecar_readonly
-from sync.agentdb import AgentDBReader, clock_ahead_message
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
+from sync.push.claim import SourceIdentity, describe, refusal
 from sync.search.collection.cursor import CursorFile
 from sync.search.indexing.lag import episodes_behind
-from sync.source import SourceIdentity, describe, refusal
+from sync.source.agentdb.reader import AgentDBReader, clock_ahead_message
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".
 BEHIND_COUNT_LIMIT = 1000
@@ -156,7 +156,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
 
 
 def _refused(settings: Settings, meta: dict[str, str | None], recorded: SourceRecord | None) -> str | None:
-    """What `run` would refuse with, judged as it judges (``sync.source``): this machine and AgentDB
+    """What `run` would refuse with, judged as it judges (``sync.push.claim``): this machine and AgentDB
     file, and the instance its sidecar holds (none when the sidecar was copied from another machine)."""
     here = SourceIdentity.here("", settings.agentdb.path)
     instance = meta.get("source_instance") if meta.get("source_machine") == here.machine else None

@@ -24,7 +24,7 @@
 and must pass through the handlers that report failures.
 
 Not here, because they never reach a caller as errors: the CLI's ``Exit`` (an exit code on its way
-out), ``sync.episode``'s private ``_Reject`` and ``daemon.loop.inotify``'s ``InotifyUnavailable``
+out), ``sync.source.agentdb.rows``' private ``_Reject`` and ``daemon.loop.inotify``'s ``InotifyUnavailable``
 (an ``OSError`` on which the file watcher falls back to polling).
 """
 

@@ -1,6 +1,6 @@
 """How memsync opens its own SQLite files (the sidecar, the embedded hub): one place for the pragmas.
 
-Never used on the AgentDB file, which memsync only reads (see ``sync.agentdb``).
+Never used on the AgentDB file, which memsync only reads (see ``sync.source.agentdb.reader``).
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ def _text(value: object) -> str | None:
 def expected_episode(row: dict[str, Any]) -> dict[str, Any]:
     """What the hub must hold for one AgentDB row written by the package (no site defaults).
 
-    Written from the AgentDB schema, not from sync.episode, so that it can catch the converter out.
+    Written from the AgentDB schema, not from sync.source.agentdb.rows, so that it can catch the converter out.
     Metadata that is not valid JSON is left out: its repair is checked where it is made."""
     meta_text = _text(row["metadata"])
     try:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 
 KEY = "sk-TEST-secret-key-0123456789"
 # A fixed clock 600 s past an hour: "until the next hour" is 3000 s.

@@ -4,7 +4,7 @@
  * A seed document (what `convex-episode-sync.sh` pushed: tests/data/seed/README.md) becomes a
  * memsync document in place, keeping its key, its content, its metadata and its point id. Its
  * hashes cannot be memsync's: those are SHA-256 of Python's canonical JSON of the row as the site
- * reads it (sync/episode.py), and a float the seed stored as 1 may have been 1.0 there. So the
+ * reads it (sync/source/agentdb/rows.py), and a float the seed stored as 1 may have been 1.0 there. So the
  * document is marked `adopted` (with the content fields the seed carried), and the first push of
  * its key compares the content itself (`sameAsSeed`): equal, the push answers "unchanged" and
  * records the hashes; different, it is an edit ("updated").
@@ -31,10 +31,10 @@ export const SEED_CONTENT_FIELDS = [
   "agentName",
 ] as const;
 
-// Seconds before 5138 AD; anything larger is already milliseconds (sync/episode.py's _MS_THRESHOLD).
+// Seconds before 5138 AD; anything larger is already milliseconds (sync/source/agentdb/rows.py's _MS_THRESHOLD).
 const MS_THRESHOLD = 100_000_000_000;
 
-/** A Unix time in ms, as sync/episode.py reads AgentDB's: seconds are multiplied, ms kept. */
+/** A Unix time in ms, as sync/source/agentdb/rows.py reads AgentDB's: seconds are multiplied, ms kept. */
 export function epochMs(value: number): number {
   return value >= MS_THRESHOLD ? Math.trunc(value) : Math.round(value * 1000);
 }
@@ -46,7 +46,7 @@ export function usablePointId(value: string | undefined): string | undefined {
   return value !== undefined && UUID.test(value) ? value.toLowerCase() : undefined;
 }
 
-/** Metadata as memsync keeps it: an object (a seed's non-object is kept under "value", as sync/episode.py does). */
+/** Metadata as memsync keeps it: an object (a seed's non-object is kept under "value", as sync/source/agentdb/rows.py does). */
 function metadataObject(metadata: unknown): Record<string, unknown> {
   if (metadata === undefined || metadata === null) return {};
   if (typeof metadata === "object" && !Array.isArray(metadata)) return metadata as Record<string, unknown>;

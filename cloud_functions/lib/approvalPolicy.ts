@@ -5,7 +5,7 @@ const MINUTE = 60_000;
 
 /**
  * The design's approval policy: how long a pending approval of each category (its actionType)
- * waits before it expires; 0 approves it at once. A copy of sync/approvals.py's
+ * waits before it expires; 0 approves it at once. A copy of sync/policy/approvals.py's
  * APPROVAL_TIMEOUTS_MS, both held to contracts/approval_policy.json (the daemon's jobs.approval_timeouts starts from the same table): the
  * expire-pending-approvals cron runs with it, and create applies it when no timeout is given.
  */
@@ -27,7 +27,7 @@ export const AUTO_APPROVE_UNDER_USD = 0.1;
 export const MAX_DEFERS = 3;
 
 /**
- * Does the policy approve a new approval at once? The same rule as sync/approvals.py's
+ * Does the policy approve a new approval at once? The same rule as sync/policy/approvals.py's
  * approved_at_creation, which is its source (change both together): a category timeout of 0, an
  * external_api whose cost is under AUTO_APPROVE_UNDER_USD, a code_commit whose tests passed. A
  * cost or test result the request leaves out approves nothing.
@@ -63,14 +63,14 @@ export function effectiveExpiry(
   defaultMs: number = DEFAULT_APPROVAL_TIMEOUT_MS,
 ): number {
   if ((approval.deferCount ?? 0) > 0) return approval.expiresAt;
-  // A negative timeout counts as 0, as in sync/approvals.py (contracts/approval_policy.json).
+  // A negative timeout counts as 0, as in sync/policy/approvals.py (contracts/approval_policy.json).
   return Math.min(approval.expiresAt, approval.createdAt + Math.max(timeoutOf(approval.actionType, timeoutsMs, defaultMs), 0));
 }
 
 /**
  * The new deadline when a person defers a pending approval at `now`: its effective expiry pushed
  * out by its category's timeout; null when it may not be deferred (past its deadline, or deferred
- * MAX_DEFERS times already). sync/approvals.py's deferred_expiry.
+ * MAX_DEFERS times already). sync/policy/approvals.py's deferred_expiry.
  */
 export function deferredExpiry(
   approval: Pick<Doc<"approvals">, "actionType" | "createdAt" | "expiresAt" | "deferCount">,
@@ -86,7 +86,7 @@ export function deferredExpiry(
 /**
  * How loud an approval's Telegram messages are, by its priority: a critical message goes at once
  * and may wake people; a warning waits out the quiet hours. An unknown priority is a warning.
- * sync/approvals.py's PRIORITY_SEVERITY (contracts/priority_severity.json).
+ * sync/policy/approvals.py's PRIORITY_SEVERITY (contracts/priority_severity.json).
  */
 export const PRIORITY_SEVERITY: Readonly<Record<string, Severity>> = {
   low: "warning",

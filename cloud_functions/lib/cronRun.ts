@@ -11,7 +11,7 @@ const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
 
 /**
- * The slot a run at `now` works for, written as daemon/schedule/plan.py's slot_key writes it (the
+ * The slot a run at `now` works for, written as daemon/schedule/policy/plan.py's slot_key writes it (the
  * latest scheduled fire at or before `now`, to the second, UTC), so that a cron's runs and a hub
  * daemon's runs of a job read alike. Intervals count from the epoch, as the daemon's do (Convex
  * starts its own at deploy time: rounding down finds the slot all the same).

@@ -10,14 +10,14 @@ const DAY = 24 * 60 * MINUTE;
 
 export type QuietHours = { startMin: number; endMin: number }; // minutes after local midnight
 
-/** Python's repr of a string, as daemon/quiet_hours.py quotes a setting in its sentences. */
+/** Python's repr of a string, as daemon/alerts/policy/quiet_hours.py quotes a setting in its sentences. */
 function quoted(text: string): string {
   if (text.includes("'") && !text.includes('"')) return `"${text}"`;
   return `'${text.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
 }
 
 /**
- * "22:00-07:00" -> the window, or the one sentence that refuses the text: daemon/quiet_hours.py's
+ * "22:00-07:00" -> the window, or the one sentence that refuses the text: daemon/alerts/policy/quiet_hours.py's
  * parse_quiet_hours, word for word (contracts/quiet_hours.json holds both to the same answers).
  */
 export function readQuietHours(text: string): QuietHours | { problem: string } {
@@ -29,7 +29,7 @@ export function readQuietHours(text: string): QuietHours | { problem: string } {
   return { startMin: h1 * 60 + m1, endMin: h2 * 60 + m2 };
 }
 
-/** Why `timeZone` is refused (daemon/quiet_hours.py's zone, word for word), or null when Intl knows it. */
+/** Why `timeZone` is refused (daemon/alerts/policy/quiet_hours.py's zone, word for word), or null when Intl knows it. */
 export function zoneProblem(timeZone: string): string | null {
   try {
     new Intl.DateTimeFormat("en-US", { timeZone });

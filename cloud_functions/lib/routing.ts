@@ -1,6 +1,6 @@
 /**
  * Who hears what: the chats a Telegram message goes to, and who may decide an approval. Pure, as
- * daemon/routing.py (both run contracts/notify_routing.json).
+ * daemon/telegram/policy/routing.py (both run contracts/notify_routing.json).
  *
  * memsync speaks in the default chat (TELEGRAM_CHAT_ID: everything) and in each collaborator's own
  * chat (the `collaborators` table, filled by `memsync collaborators sync`), which hears what its

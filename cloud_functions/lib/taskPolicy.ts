@@ -1,5 +1,5 @@
 /**
- * What an approval's decision does to the tasks linked to it: a copy of sync/tasks.py's policy,
+ * What an approval's decision does to the tasks linked to it: a copy of sync/policy/tasks.py's policy,
  * both held to contracts/task_status.json. Asking blocks a task, a deferral keeps it blocked,
  * approving lets the work go on, a rejection cancels it, an expiry fails it; a task already
  * finished (done, failed, cancelled) is never moved by an approval.

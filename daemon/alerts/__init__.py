@@ -1,2 +1,3 @@
-"""Alerts: the pure state machine (``machine``), what is watched (``signals``), when a message may
-go (``quiet``), what it says (``messages``), and where it waits to be sent (``store``)."""
+"""Alerts: the pure state machine (``machine``), what is watched (``signals``), what it says
+(``messages``), where it waits to be sent (``store``), and the rules the settings read (``policy``:
+when a message may go, the signals' names)."""

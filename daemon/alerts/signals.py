@@ -16,8 +16,13 @@ from typing import Final, NamedTuple
 
 from daemon.alerts.machine import Observation, Severity, SignalSpec
 from daemon.counts import counted
-from sync.approvals import APPROVAL_TIMEOUTS_MS, DEFAULT_APPROVAL_TIMEOUT_MS, effective_expiry, severity_of_priority
 from sync.backbone.base import Approval, SiteState
+from sync.policy.approvals import (
+    APPROVAL_TIMEOUTS_MS,
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+    effective_expiry,
+    severity_of_priority,
+)
 
 MINUTE_MS: Final = 60_000
 

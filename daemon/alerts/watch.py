@@ -16,11 +16,11 @@ import structlog
 from daemon.alerts.machine import HOUR_MS, AlertState, Notice, Observation, SignalSpec, step
 from daemon.alerts.messages import digest_message, notice_message
 from daemon.alerts.outbox_keys import alert_key
+from daemon.alerts.policy.quiet_hours import send_after
 from daemon.alerts.signals import MINUTE_MS, SIGNALS, FleetRules, Subject
 from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
-from daemon.quiet_hours import send_after
-from daemon.routing import Kind, chats_for
+from daemon.telegram.policy.routing import Kind, chats_for
 
 log = structlog.get_logger("memsync.alerts")
 

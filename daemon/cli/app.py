@@ -56,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
     )
     top.add_argument("--version", action="version", version=f"memsync {version()}")
+    # `memsync docs commands` writes its reference from this parser: given, not imported (a cycle).
+    top.set_defaults(memsync_parser=top)
     commands = top.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for module in (
         run,

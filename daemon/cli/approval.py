@@ -1,7 +1,7 @@
 """``memsync approval request|wait`` for an agent's hooks, and ``memsync approvals
 [list|approve|reject|defer]`` for a person at a terminal on any site.
 
-An approval is created in the backbone with the policy applied (``sync.approvals``: some are
+An approval is created in the backbone with the policy applied (``sync.policy.approvals``: some are
 approved at once, and say so); a pending one is announced on Telegram with Approve / Reject / Defer
 buttons: by the deployment itself on Convex, from here through the alerts' outbox on the embedded
 hub. ``approval wait`` polls the backbone until it is decided: exit 0 approved, 1 rejected, 2

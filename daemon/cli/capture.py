@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     from daemon.config import load_settings
     from daemon.hooks.capture import capture, project_name, store_arguments, turns
     from sync.errors import ConfigError
-    from sync.redaction import Redactor
+    from sync.source.redaction import Redactor
 
     try:
         event = json.loads(sys.stdin.read() or "{}")

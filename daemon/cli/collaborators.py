@@ -1,5 +1,5 @@
 """``memsync collaborators list|sync``: the people memsync speaks to in their own Telegram chats
-(``[[collaborators]]`` in the config: ``daemon/routing.py`` says what each hears and who may
+(``[[collaborators]]`` in the config: ``daemon/telegram/policy/routing.py`` says what each hears and who may
 decide approvals). The config is the one source of truth: the embedded hub's sites read it as they
 start; ``sync`` pushes it to a Convex deployment's ``collaborators`` table with the operator's
 deploy key (``CONVEX_DEPLOY_KEY`` in the shell), which then holds exactly that list."""

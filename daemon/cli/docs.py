@@ -43,10 +43,9 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write("\n".join(lines) + "\n")
         return 0
     if args.topic == "commands":
-        from daemon.cli.app import parser
         from daemon.docs.commands import render
 
-        sys.stdout.write(render(parser()))
+        sys.stdout.write(render(args.memsync_parser))
         return 0
     if args.topic == "configuration":
         from daemon.docs.configuration import render as render_configuration

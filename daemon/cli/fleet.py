@@ -29,7 +29,7 @@ def register(commands: Commands) -> None:
 
 
 def gather(args: argparse.Namespace) -> dict[str, Any]:
-    from daemon.fleet import fleet_report
+    from daemon.health.fleet import fleet_report
     from daemon.site import open_backbone
 
     settings = load(args, log_level="error")

@@ -171,7 +171,7 @@ def _forget_text_here(settings: Settings, text: str) -> list[dict[str, Any]]:
     messages (a digest quotes top tasks)."""
     from daemon.alerts.store import AlertStore
     from daemon.paths import exists
-    from sync.sidecar import Sidecar
+    from sync.push.sidecar import Sidecar
 
     found: list[dict[str, Any]] = []
     opener: type[Sidecar] | type[AlertStore]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
 from daemon.counts import counted
-from daemon.fleet import iso_ms
+from daemon.health.fleet import iso_ms
 from sync.errors import EX_CONFIG, BackboneRejected
 
 if TYPE_CHECKING:
@@ -60,8 +60,8 @@ def register(commands: Commands) -> None:
 
 
 def jobs_report(settings: Any, backbone: Any, now: float) -> list[dict[str, Any]]:
-    from daemon.job_table import where
-    from daemon.schedule import plan
+    from daemon.schedule.policy import plan
+    from daemon.schedule.policy.job_table import where
 
     moment = datetime.fromtimestamp(now, UTC)
     kind, store = settings.backbone.kind, settings.warm.store
@@ -130,7 +130,7 @@ def list_main(args: argparse.Namespace) -> int:
 
 
 def run_main(args: argparse.Namespace) -> int:
-    from daemon.job_table import JOB_NAMES, Where, where
+    from daemon.schedule.policy.job_table import JOB_NAMES, Where, where
     from daemon.schedule.worker import index_catch_up, run_job_now
     from daemon.site import duties_of, open_backbone
 

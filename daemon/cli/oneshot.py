@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from daemon.control.lock import DAEMON, ONCE, SiteLock, lock_holder
-from sync.sidecar import Sidecar
+from sync.push.sidecar import Sidecar
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -42,7 +42,7 @@ def one_shot(settings: Settings, timeout: float, *, take_over: bool = False) -> 
     stops cleanly on SIGINT/SIGTERM, and gives up on an unreachable backbone after ``timeout``."""
     from daemon.paths import check_site
     from daemon.site import Site, open_backbone
-    from sync.retry import RetryPolicy
+    from sync.resilience.retry import RetryPolicy
 
     check_site(settings)  # before the lock, which lives in the state folder
     stop = threading.Event()

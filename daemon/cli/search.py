@@ -147,7 +147,7 @@ def main(args: argparse.Namespace) -> int:
 def _unknown_site(settings: Settings, site: str) -> str | None:
     """Why --site matched nothing when the backbone knows no such site (``fleet.unknown_site``);
     None when it does, or cannot say."""
-    from daemon.fleet import unknown_site
+    from daemon.health.fleet import unknown_site
     from daemon.site import never_synced, open_backbone
     from sync.errors import MemsyncError
 

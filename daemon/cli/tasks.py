@@ -2,7 +2,7 @@
 
 A task is an agent's work, created with an approval request (``memsync approval request --task``,
 the MCP ``request_approval`` tool's ``task``) or linked to one; while its approval waits the task is
-blocked, and the decision, a deferral or the expiry moves it (``sync.tasks``). People update any
+blocked, and the decision, a deferral or the expiry moves it (``sync.policy.tasks``). People update any
 site's task here, as they decide any site's approval. An id that names no task exits 64, as
 ``memsync approvals`` does for an approval.
 """
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
-from sync.tasks import TASK_STATUSES
+from sync.policy.tasks import TASK_STATUSES
 
 if TYPE_CHECKING:
     from sync.backbone.base import Approval, Task

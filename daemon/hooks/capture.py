@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from sync.redaction import Redactor, redact_fields
+from sync.source.redaction import Redactor, redact_fields
 
 TASK_CHARS: Final = 2_000
 TEXT_CHARS: Final = 8_000

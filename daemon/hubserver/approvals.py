@@ -20,12 +20,12 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
         return no_reviewer_channel(backbone, approval_id) if new else None
     from daemon.alerts.messages import approval_message
     from daemon.alerts.outbox_keys import approval_key
+    from daemon.alerts.policy.quiet_hours import send_after
     from daemon.alerts.store import AlertStore, Queued
     from daemon.alerts.watch import outbox_chats
     from daemon.hubserver.telegram import reconcile, track
-    from daemon.quiet_hours import send_after
     from daemon.telegram.sender import send_now
-    from sync.approvals import severity_of_priority
+    from sync.policy.approvals import severity_of_priority
 
     store = AlertStore(settings.alerts_path)
     try:

@@ -22,7 +22,6 @@ from daemon.alerts.store import AlertStore, Queued
 from daemon.config import Settings
 from daemon.duties import ApprovalsClient
 from daemon.hubserver.tracked import TrackedApprovals
-from daemon.routing import Approver, own_chats
 from daemon.telegram.callbacks import (
     HOLD_MS,
     OTHER_CHAT,
@@ -33,6 +32,7 @@ from daemon.telegram.callbacks import (
     elsewhere,
     refusal,
 )
+from daemon.telegram.policy.routing import Approver, own_chats
 from sync.backbone.base import Approvals
 from sync.errors import BackboneConflict, BackboneNotFound
 

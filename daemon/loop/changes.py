@@ -1,7 +1,7 @@
 """Waking a loop early when a SQLite file changes: the run loop on the AgentDB file, the warm
 layer on the embedded hub (where other sites' episodes arrive).
 
-Polls are the source of truth (a stat of the AgentDB file and its -wal, see ``sync.agentdb``; the
+Polls are the source of truth (a stat of the AgentDB file and its -wal, see ``sync.source.agentdb.reader``; the
 warm layer's catch-up look at the hub's feed): they work on every file system. File events only
 cut the wait short. One watcher serves every file, so a second file costs no second wake-up
 schedule.

@@ -43,14 +43,14 @@ if TYPE_CHECKING:
     from daemon.schedule.worker import Scheduler
     from daemon.telegram.worker import AlertWorker
 from sync.backbone.base import Backbone
-from sync.engine import PassReport
 from sync.errors import ConfigError, Interrupted, SnapshotNotReady, SourceConflict, SourceMissing, SourceUnavailable
 from sync.memory import release_free_memory, reuse_large_buffers
-from sync.pacing import Backoff, run_periodically
-from sync.problems import ProblemLog
-from sync.retry import RetryPolicy
-from sync.sidecar import Sidecar
-from sync.source import describe, renew_claim
+from sync.push.claim import describe, renew_claim
+from sync.push.engine import PassReport
+from sync.push.sidecar import Sidecar
+from sync.resilience.pacing import Backoff, run_periodically
+from sync.resilience.problems import ProblemLog
+from sync.resilience.retry import RetryPolicy
 
 log = structlog.get_logger("memsync.daemon")
 
@@ -272,7 +272,7 @@ class Daemon:
             self.stop.wait(left if ping_in is None else min(left, max(ping_in, 0.05)))
 
     def _loop(self, site: Site) -> None:
-        """The one periodic loop (``sync.pacing``): a pass when something changed, then wait for a
+        """The one periodic loop (``sync.resilience.pacing``): a pass when something changed, then wait for a
         change or the poll; a failing pass backs off poll x 2, x 4 ... up to MAX_BACKOFF. What only
         a person can fix (a ConfigError) ends it."""
         poll = self.settings.agentdb.poll_interval

@@ -19,9 +19,9 @@ from daemon import version
 from daemon.config import Settings
 from daemon.config_paths import heartbeat_spool_for
 from daemon.search_worker.files import read_status
-from sync.agents import agents_due
 from sync.backbone.base import Registry, SiteBeat
-from sync.sidecar import Sidecar
+from sync.push.agents import agents_due
+from sync.push.sidecar import Sidecar
 
 
 def _float(value: str | None) -> float | None:

@@ -21,15 +21,14 @@ from typing import Any, Protocol
 
 import structlog
 
-from daemon import job_table
 from daemon.alerts.watch import Alerts
 from daemon.config import Settings
 from daemon.hubserver.alerts import FleetView
 from daemon.hubserver.scheduled import BODIES, JobContext
-from daemon.schedule import plan
+from daemon.schedule.policy import job_table, plan
 from sync.backbone.base import ChangeFeed, JobLeases, JobRun, Sweeps
-from sync.leases import Claim
-from sync.problems import ProblemLog
+from sync.policy.leases import Claim
+from sync.resilience.problems import ProblemLog
 
 log = structlog.get_logger("memsync.jobs")
 

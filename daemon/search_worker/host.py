@@ -33,9 +33,9 @@ from daemon.control.server import listen, unlink
 from daemon.search_worker.files import Collections, cursor_file, read_status
 from sync.backbone.base import ChangeFeed
 from sync.errors import MemsyncError
-from sync.pacing import Backoff
-from sync.problems import ProblemLog
-from sync.retry import RetryPolicy
+from sync.resilience.pacing import Backoff
+from sync.resilience.problems import ProblemLog
+from sync.resilience.retry import RetryPolicy
 
 log = structlog.get_logger("memsync.warm")
 
@@ -87,7 +87,7 @@ class WarmHost:
         self._worker: subprocess.Popen[bytes] | None = None
         self._alive_fd: int | None = None
         self._pushed = False  # the run loop pushed: there is work without asking the backbone
-        self._backoff = Backoff(WORKER_BACKOFF)  # the one backoff (sync.pacing)
+        self._backoff = Backoff(WORKER_BACKOFF)  # the one backoff (sync.resilience.pacing)
         self.problems = ProblemLog(log)
         self._not_before = 0.0  # monotonic: no worker before this (backing off after a failure)
         self._config_error: str | None = None

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from daemon.alerts.machine import HOUR_MS
-from daemon.routing import Approver, may_decide
+from daemon.telegram.policy.routing import Approver, may_decide
 
 
 class Action(StrEnum):

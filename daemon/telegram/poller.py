@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from sync.leases import Claim, Lease, decide
+from sync.policy.leases import Claim, Lease, decide
 
 if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
@@ -19,7 +19,7 @@ class PollerLease:
         self.store = store
 
     def hold(self, holder: str, lease_ms: int) -> bool:
-        """Whoever holds this lease polls (``sync.leases.decide``, renewed by its holder, taken
+        """Whoever holds this lease polls (``sync.policy.leases.decide``, renewed by its holder, taken
         over once it lapses)."""
         now = self.store.now_ms()
         with self.store.write() as tx:

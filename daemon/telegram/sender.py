@@ -4,7 +4,7 @@ Telegram's limits and failures, each handled once here: about one message a seco
 message waits for its moment, a pause after the one handed out before it to its chat by any sender:
 ``AlertStore.claim_due``; contracts/outbox_rules.json, as Convex's deliver paces); a 429 holds the
 message for the ``retry_after`` Telegram gives and ends the round (everything else waits too); an
-unreachable or failing API holds it with the project's backoff (``sync.retry.RetryPolicy``), and
+unreachable or failing API holds it with the project's backoff (``sync.resilience.retry.RetryPolicy``), and
 gives it up after ``MAX_ATTEMPTS`` tries; a request Telegram will never take is given up and
 recorded; a refused token is the caller's to report (only a person can fix it).
 """
@@ -22,7 +22,7 @@ import structlog
 from daemon.alerts.store import ROUND_SIZE, AlertStore, Outgoing
 from daemon.telegram.client import BotApi
 from sync.errors import TelegramAuthError, TelegramUnavailable
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 
 log = structlog.get_logger("memsync.telegram")
 # Backoff for one message: 2 s doubling to 5 minutes, as the backbone's retries.

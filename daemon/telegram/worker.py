@@ -9,7 +9,7 @@
   receives them instead.
 
 Telegram failing never stops the daemon: a problem is logged once when it starts and once when it
-ends (``sync.problems``); messages wait in the outbox meanwhile.
+ends (``sync.resilience.problems``); messages wait in the outbox meanwhile.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from daemon.telegram.client import BotApi
 from daemon.telegram.poller import PollerLease
 from daemon.telegram.sender import deliver
 from sync.errors import TelegramAuthError, TelegramConflict, TelegramUnavailable
-from sync.problems import ProblemLog
+from sync.resilience.problems import ProblemLog
 
 log = structlog.get_logger("memsync.alerts")
 TICK: Final = 2.0  # seconds between rounds while the site has a problem (a grace or reminder may fall due)

@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from sync.archive.manifest import ArchiveFile
-from sync.leases import Claim
+from sync.policy.leases import Claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ class SiteBeat:
     index_state: str | None
     quarantined: int
     conflicts: int
-    redacted: int = 0  # episodes synced with secrets replaced (sync/redaction.py)
+    redacted: int = 0  # episodes synced with secrets replaced (sync/source/redaction.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +178,7 @@ class Approval:
 
 @dataclass(frozen=True, slots=True)
 class NewTask:
-    """A task an approval request creates beside it, linked to it (``sync.tasks``)."""
+    """A task an approval request creates beside it, linked to it (``sync.policy.tasks``)."""
 
     title: str
     assigned_to: str | None = None
@@ -187,13 +187,13 @@ class NewTask:
 @dataclass(frozen=True, slots=True)
 class Task:
     """Work an agent of ``site`` is to do, possibly waiting on an approval, whose decision moves its
-    status (``sync.tasks``)."""
+    status (``sync.policy.tasks``)."""
 
     task_id: str
     title: str
     agent_name: str
     site: str
-    status: str  # one of sync.tasks.TASK_STATUSES
+    status: str  # one of sync.policy.tasks.TASK_STATUSES
     assigned_to: str | None = None
     approval_id: str | None = None
     created_at: int = 0  # ms
@@ -297,7 +297,7 @@ class EpisodeSink(Protocol):
         """Record ``record`` as the site's source, atomically, if the recorded instance is
         ``expected`` (None: no record yet) or already ``record.instance``; False otherwise (someone
         else claimed it meanwhile). Sets claimed_at when the instance changes, last_seen_at always.
-        The decision whether to claim is the caller's (``sync.source``); this is compare-and-set."""
+        The decision whether to claim is the caller's (``sync.push.claim``); this is compare-and-set."""
         ...
 
 
@@ -339,7 +339,7 @@ class Registry(Protocol):
     job read. ``heartbeat`` (an agent of this site) and ``heartbeat_site`` (this site's daemon, with
     the agents it saw active since its last beat) set them online with last_heartbeat = their latest
     sign of life; the mark-stale-agents sweep sets them offline after a silence
-    (``sync.agents.liveness``) and prunes agents silent past the retention. The fleet is every
+    (``sync.push.agents.liveness``) and prunes agents silent past the retention. The fleet is every
     site's."""
 
     def heartbeat(
@@ -366,12 +366,12 @@ class Registry(Protocol):
 
 
 class JobLeases(Protocol):
-    """Job leases and runs (``sync.leases``): what the scheduler and ``memsync jobs`` use.
+    """Job leases and runs (``sync.policy.leases``): what the scheduler and ``memsync jobs`` use.
     ``claim_job`` applies ``decide`` atomically, so that one site runs a global job's slot; every
     run, wherever it ran, is recorded (``job_runs``, every site's)."""
 
     def claim_job(self, job: str, slot: str, lease_ms: int) -> Claim:
-        """``sync.leases.decide(current, this site, now)``, applied atomically. TAKE, KEEP and
+        """``sync.policy.leases.decide(current, this site, now)``, applied atomically. TAKE, KEEP and
         TAKE_OVER make this site the holder until now + lease_ms and record its run as "running"
         (KEEP reuses its running run); TAKE_OVER marks the previous holder's running run
         "abandoned". SKIP changes nothing."""
@@ -419,9 +419,9 @@ class Approvals(Protocol):
         ``approvalStatus`` then follows the decision). ``task`` creates a task of this site linked to
         it, ``task_id`` links one of this site's tasks (BackboneNotFound for none; not both), in the
         same transaction: the task takes the ``requested`` or, approved at once, the ``approved``
-        event (``sync.tasks``). ``timeout_ms`` is the
-        category's timeout under the caller's policy (None: ``sync.approvals.APPROVAL_TIMEOUTS_MS``,
-        else ``DEFAULT_APPROVAL_TIMEOUT_MS``). ``sync.approvals.approved_at_creation`` decides
+        event (``sync.policy.tasks``). ``timeout_ms`` is the
+        category's timeout under the caller's policy (None: ``sync.policy.approvals.APPROVAL_TIMEOUTS_MS``,
+        else ``DEFAULT_APPROVAL_TIMEOUT_MS``). ``sync.policy.approvals.approved_at_creation`` decides
         whether it is approved at once, resolved_by "policy": a timeout of 0, an external_api under
         $0.10, a code_commit whose tests passed. A negative or non-finite cost is rejected."""
         ...
@@ -429,14 +429,14 @@ class Approvals(Protocol):
     def resolve_approval(self, approval_id: str, status: str, by: str) -> str:
         """Approve or reject a pending approval, any site's (people decide for the fleet, from any
         site); BackboneConflict once resolved or past expiry, BackboneNotFound for an unknown id.
-        The linked episode's ``approvalStatus`` and the linked tasks' status (``sync.tasks``) follow,
+        The linked episode's ``approvalStatus`` and the linked tasks' status (``sync.policy.tasks``) follow,
         in the same transaction; as they do when it is deferred or expires."""
         ...
 
     def defer_approval(self, approval_id: str, by: str, timeout_ms: int | None = None) -> Approval:
         """Push a pending approval's expiry out by its category's timeout (``timeout_ms``, the
-        caller's policy; None: ``sync.approvals``'), at most ``sync.approvals.MAX_DEFERS`` times
-        (``sync.approvals.deferred_expiry``); BackboneConflict otherwise. Returns it as it now is."""
+        caller's policy; None: ``sync.policy.approvals``'), at most ``sync.policy.approvals.MAX_DEFERS`` times
+        (``sync.policy.approvals.deferred_expiry``); BackboneConflict otherwise. Returns it as it now is."""
         ...
 
     def approval(self, approval_id: str) -> Approval | None:
@@ -450,7 +450,7 @@ class Approvals(Protocol):
 
 class Tasks(Protocol):
     """Tasks: work an agent is to do, some waiting on an approval (``Approvals``), whose decision,
-    deferral or expiry moves their status by ``sync.tasks``, in the approval's own transaction. A
+    deferral or expiry moves their status by ``sync.policy.tasks``, in the approval's own transaction. A
     site creates its own tasks; people see and update the fleet's, from any site (as they decide
     approvals)."""
 
@@ -459,7 +459,7 @@ class Tasks(Protocol):
     ) -> str:
         """A new task of this site, "pending"; linked to one of this site's approvals
         (``approval_id``; BackboneNotFound for none), it takes at once the event of the approval's
-        status (``sync.tasks.link_event``). An empty title is rejected. Returns its id."""
+        status (``sync.policy.tasks.link_event``). An empty title is rejected. Returns its id."""
         ...
 
     def task(self, task_id: str) -> Task | None:
@@ -478,7 +478,7 @@ class Tasks(Protocol):
         ...
 
     def update_task(self, task_id: str, *, status: str | None = None, assigned_to: str | None = None) -> Task:
-        """Set any site's task's status (one of ``sync.tasks.TASK_STATUSES``) and/or assignee (None:
+        """Set any site's task's status (one of ``sync.policy.tasks.TASK_STATUSES``) and/or assignee (None:
         unchanged); BackboneNotFound for an unknown id, BackboneRejected for an unknown status or
         nothing to change. Returns it as it now is."""
         ...

@@ -20,9 +20,6 @@ import pytest
 from conftest import AgentProcess, episode, expected_episode, read_agentdb_rows
 from convex_fixtures import LocalConvex
 
-from sync.agentdb import AgentDBReader
-from sync.agents import liveness
-from sync.approvals import MAX_DEFERS
 from sync.backbone.base import (
     AgentBeat,
     Backbone,
@@ -40,11 +37,15 @@ from sync.backbone.base import (
 )
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
-from sync.engine import SyncEngine
-from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
+from sync.episode import EXPORT_FIELDS, Attribution, Episode
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
-from sync.leases import Claim
-from sync.sidecar import Sidecar
+from sync.policy.approvals import MAX_DEFERS
+from sync.policy.leases import Claim
+from sync.push.agents import liveness
+from sync.push.engine import SyncEngine
+from sync.push.sidecar import Sidecar
+from sync.source.agentdb.reader import AgentDBReader
+from sync.source.agentdb.rows import convert
 
 STALE_AFTER_MS = 3 * 60_000
 

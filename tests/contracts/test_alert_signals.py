@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from contract import contract
 
+from daemon.alerts.policy.signal_names import SIGNAL_NAMES
 from daemon.alerts.signals import APPROVAL_LEAD_MS, FLEET_SIGNALS, SIGNALS, duration
-from daemon.signal_names import SIGNAL_NAMES
 
 TABLE = contract("alert_signals.json")
 

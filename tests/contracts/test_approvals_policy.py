@@ -1,4 +1,4 @@
-"""The approval policy (sync/approvals.py), which both backbones apply: its table and the cases of
+"""The approval policy (sync/policy/approvals.py), which both backbones apply: its table and the cases of
 its rules come from contracts/approval_policy.json, and the severity of its messages by priority from
 contracts/priority_severity.json; cloud_functions/approvalPolicy.test.ts runs both too."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from contract import contract
 
-from sync.approvals import (
+from sync.policy.approvals import (
     APPROVAL_TIMEOUTS_MS,
     APPROVED_BY_POLICY,
     AUTO_APPROVE_UNDER_USD,

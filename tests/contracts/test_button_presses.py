@@ -56,7 +56,7 @@ def test_only_reviewers_decide_approvals(code: str) -> None:
 
 def test_a_collaborator_with_approve_decides_and_presses_count_in_memsyncs_chats_only() -> None:
     from daemon.config import Collaborator
-    from daemon.routing import own_chats
+    from daemon.telegram.policy.routing import own_chats
 
     people = [
         Collaborator(name="ada", chat_id="111", permissions=["approve"]),

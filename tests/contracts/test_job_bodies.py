@@ -8,7 +8,7 @@ from typing import Any
 from contract import contract
 
 from daemon.hubserver import scheduled as jobs
-from daemon.job_table import DEFAULT_JOBS
+from daemon.schedule.policy.job_table import DEFAULT_JOBS
 from sync.archive import files
 from sync.backbone.hub import digest
 

@@ -1,5 +1,6 @@
-"""The periodic jobs (daemon/job_table.py, daemon/schedule/plan.py): their table and the slot a run works for, from
-contracts/job_table.json, which cloud_functions/jobTable.test.ts runs against scheduled.ts too."""
+"""The periodic jobs (daemon/schedule/policy/job_table.py, daemon/schedule/policy/plan.py): their table
+and the slot a run works for, from contracts/job_table.json, which cloud_functions/jobTable.test.ts
+runs against scheduled.ts too."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 import pytest
 from contract import contract
 
-from daemon.job_table import DEFAULT_JOBS
-from daemon.schedule.plan import slot_key
+from daemon.schedule.policy.job_table import DEFAULT_JOBS
+from daemon.schedule.policy.plan import slot_key
 
 TABLE = contract("job_table.json")
 SPECS = {job.name: job for job in DEFAULT_JOBS}

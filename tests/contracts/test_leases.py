@@ -1,4 +1,4 @@
-"""Leases on job slots (sync/leases.py): the cases of ``decide`` and how long runs are kept come
+"""Leases on job slots (sync/policy/leases.py): the cases of ``decide`` and how long runs are kept come
 from contracts/job_leases.json, which cloud_functions/leases.test.ts runs against jobs.ts too."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from contract import contract
 
 from sync.backbone.hub.jobs import RUNS_KEPT_MS
-from sync.leases import Claim, Lease, decide
+from sync.policy.leases import Claim, Lease, decide
 
 LEASES = contract("job_leases.json")
 

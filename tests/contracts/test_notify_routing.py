@@ -1,6 +1,6 @@
 """Who hears what (contracts/notify_routing.json): the names a collaborator's notify_on may hold and
 the sentence refusing any other, the chats each message goes to, and who may decide an approval,
-as ``daemon/routing.py`` answers them (cloud_functions/notifyRouting.test.ts holds Convex's
+as ``daemon/telegram/policy/routing.py`` answers them (cloud_functions/notifyRouting.test.ts holds Convex's
 lib/routing.ts to the same file); and ``[[collaborators]]`` in the config, checked by the same rules."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from contract import contract
 
 from daemon.config import Collaborator, load_settings
-from daemon.routing import (
+from daemon.telegram.policy.routing import (
     NOTIFY_NAMES,
     PERMISSIONS,
     chats_for,

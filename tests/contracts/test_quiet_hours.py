@@ -1,4 +1,4 @@
-"""Quiet hours (daemon/quiet_hours.py): how a window and a zone are read or refused, and when a
+"""Quiet hours (daemon/alerts/policy/quiet_hours.py): how a window and a zone are read or refused, and when a
 message may go out, from contracts/quiet_hours.json, which cloud_functions/quietHours.test.ts runs too."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from contract import contract
 
-from daemon.quiet_hours import parse_quiet_hours, send_after, zone
+from daemon.alerts.policy.quiet_hours import parse_quiet_hours, send_after, zone
 
 QUIET = contract("quiet_hours.json")
 

@@ -1,4 +1,4 @@
-"""What an approval's events do to its tasks (sync/tasks.py), which both backbones apply: the tables
+"""What an approval's events do to its tasks (sync/policy/tasks.py), which both backbones apply: the tables
 and the cases come from contracts/task_status.json, which cloud_functions/taskPolicy.test.ts runs too."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from contract import contract
 
-from sync.tasks import EVENT_STATUS, FINISHED, LINK_EVENT, TASK_STATUSES, link_event, task_status_after
+from sync.policy.tasks import EVENT_STATUS, FINISHED, LINK_EVENT, TASK_STATUSES, link_event, task_status_after
 
 POLICY = contract("task_status.json")
 

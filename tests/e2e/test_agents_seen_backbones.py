@@ -19,11 +19,11 @@ from convex_fixtures import LocalConvex
 
 from daemon.cli.heartbeat import spool
 from daemon.schedule.beats import Beats
-from sync.agents import AgentsSeen, liveness
 from sync.backbone.base import AgentBeat, Backbone, Registry, SiteBeat
 from sync.backbone.convex import MAX_AGENT_BEATS, ConvexBackbone
 from sync.backbone.hub import HubBackbone
-from sync.sidecar import Sidecar
+from sync.push.agents import AgentsSeen, liveness
+from sync.push.sidecar import Sidecar
 
 
 def beat_calls(calls: Counter[str]) -> int:

@@ -19,11 +19,11 @@ from fake_telegram import FakeTelegram
 
 from daemon.alerts.machine import Observation
 from daemon.alerts.outbox_keys import digest_key
+from daemon.alerts.policy.signal_names import SIGNAL_NAMES
 from daemon.alerts.signals import Subject
 from daemon.alerts.store import AlertStore
 from daemon.alerts.watch import Alerts
 from daemon.config import load_settings
-from daemon.signal_names import SIGNAL_NAMES
 from daemon.telegram.client import BotApi
 from daemon.telegram.sender import deliver
 

@@ -12,12 +12,13 @@ from convex_fixtures import LocalConvex
 
 from sync.backbone.base import Change, Forgotten, PointRecord, PushItem, SiteBeat
 from sync.backbone.convex import MAX_PAGE, ConvexBackbone, ConvexOperator
-from sync.episode import EXPORT_FIELDS, Attribution, Episode, convert
+from sync.episode import EXPORT_FIELDS, Attribution, Episode
 from sync.errors import (
     BackboneAuthError,
     BackboneRejected,
     MemsyncError,
 )
+from sync.source.agentdb.rows import convert
 
 
 def test_wrong_secrets_and_other_sites_are_refused(local_convex: LocalConvex) -> None:

@@ -34,7 +34,7 @@ from daemon.site import Site, open_backbone, retry_policy
 from sync.backbone.base import PushItem, PushResult
 from sync.backbone.hub import HubBackbone
 from sync.errors import BackboneRejected
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 
 Agents = Callable[[Path], AgentProcess]
 Files = Callable[..., SiteFiles]

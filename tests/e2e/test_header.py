@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sync.agentdb import header_problem
+from sync.source.agentdb.reader import header_problem
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import GEN, read_agentdb_rows, require_node_modules, write_config
 
 from daemon.hooks.capture import capture, project_name, store_arguments, turns
-from sync.redaction import Redactor
+from sync.source.redaction import Redactor
 
 SECRET = "ghp_" + "a1B2" * 9  # a GitHub token's shape
 

@@ -17,8 +17,8 @@ import pytest
 from conftest import SiteFiles, memsync, write_config
 
 from daemon.config import Settings
-from daemon.job_table import JobSpec
-from daemon.schedule import plan
+from daemon.schedule.policy import plan
+from daemon.schedule.policy.job_table import JobSpec
 from daemon.schedule.worker import run_job, run_job_now
 from sync.backbone.hub import HubBackbone
 

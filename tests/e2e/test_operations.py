@@ -27,7 +27,7 @@ from conftest import (
 )
 from harness import logged
 
-from sync.sidecar import Sidecar
+from sync.push.sidecar import Sidecar
 
 Daemons = Callable[..., subprocess.Popen[bytes]]
 # Root reads and writes any file whatever its mode; dropped capabilities make it obey the modes

@@ -17,8 +17,8 @@ import pytest
 from conftest import GEN, V3ALPHA, V139, read_agentdb_rows, require_node_modules
 from harness import live_agent_argv
 
-from sync.agentdb import AgentDBReader, FileStamp, file_stamp
 from sync.errors import SnapshotNotReady, SourceUnavailable
+from sync.source.agentdb.reader import AgentDBReader, FileStamp, file_stamp
 
 
 def snapshot_rows(reader: AgentDBReader) -> tuple[str, dict[int, dict[str, Any]]]:

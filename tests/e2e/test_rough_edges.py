@@ -23,7 +23,7 @@ from fake_providers import KEY, FakeProvider, Reply, gemini_respond, serve
 from harness import log_events
 
 from daemon.cli.common import EX_USAGE
-from daemon.fleet import fleet_report
+from daemon.health.fleet import fleet_report
 from sync.backbone.base import SiteState
 from sync.backbone.hub import HubBackbone
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from conftest import SiteFiles, hub_episodes, memsync, status_json, warm_section, write_config
 
 from daemon.cli.common import EX_USAGE
-from daemon.job_table import JOB_NAMES
+from daemon.schedule.policy.job_table import JOB_NAMES
 from sync.errors import EX_CONFIG
 
 

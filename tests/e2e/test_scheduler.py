@@ -21,7 +21,7 @@ from convex_fixtures import LocalConvex
 from harness import logged
 
 from sync.backbone.hub import HubBackbone
-from sync.leases import Claim
+from sync.policy.leases import Claim
 
 Daemons = Callable[..., subprocess.Popen[bytes]]
 GLOBAL = (

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import memsync, write_config
 
-from sync.tasks import TASK_STATUSES
+from sync.policy.tasks import TASK_STATUSES
 
 
 class Site:

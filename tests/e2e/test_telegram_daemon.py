@@ -35,7 +35,7 @@ from harness import log_events
 
 from daemon.alerts.store import AlertStore
 from daemon.alerts.watch import Alerts
-from daemon.job_table import DEFAULT_JOBS
+from daemon.schedule.policy.job_table import DEFAULT_JOBS
 from daemon.schedule.worker import run_job
 from sync.backbone.hub import HubBackbone
 

@@ -41,7 +41,7 @@ def hub_total(hub: Path, site: str) -> int:
 
 def sidecar_value(state: Path, key: str) -> str | None:
     """One value the daemon keeps in its sidecar's meta table (``passes``, ``last_pass_at``...)."""
-    from sync.sidecar import Sidecar
+    from sync.push.sidecar import Sidecar
 
     sidecar = Sidecar(state, readonly=True)
     try:

@@ -12,11 +12,11 @@ from typing import Any
 
 from conftest import SiteFiles
 
-from daemon.fleet import fleet_report
+from daemon.health.fleet import fleet_report
 from daemon.hubserver.scheduled import JobContext, mark_stale_agents
-from sync.agents import AgentsSeen, agents_due, liveness
 from sync.backbone.base import AgentBeat, AgentState, SiteBeat
 from sync.backbone.hub import HubBackbone
+from sync.push.agents import AgentsSeen, agents_due, liveness
 
 
 def test_agents_are_noted_with_their_latest_episode_and_survive_a_restart() -> None:

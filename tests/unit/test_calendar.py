@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from daemon.hubserver.scheduled import covered_day
-from daemon.job_table import DEFAULT_JOBS
-from daemon.schedule import plan
+from daemon.schedule.policy import plan
+from daemon.schedule.policy.job_table import DEFAULT_JOBS
 
 JOBS = {job.name: job for job in DEFAULT_JOBS}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from harness import episodes_file
 
-from sync.agentdb import RACY_WINDOW_NS, WAIT_OUT_WINDOW_NS, AgentDBReader
+from sync.source.agentdb.reader import RACY_WINDOW_NS, WAIT_OUT_WINDOW_NS, AgentDBReader
 
 NOW_NS = 1_800_000_000_123_456_789  # this machine's clock, with sub-millisecond digits as Linux has
 DAY_NS = 86_400 * 10**9

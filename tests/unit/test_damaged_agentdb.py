@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from harness import episodes_file
 
-from sync.agentdb import SETTLED_NS, AgentDBReader
 from sync.errors import SnapshotNotReady, SourceUnavailable
+from sync.source.agentdb.reader import SETTLED_NS, AgentDBReader
 
 PAGE = 4096
 

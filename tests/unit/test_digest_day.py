@@ -13,8 +13,8 @@ import pytest
 from harness import SiteFiles, write_config
 
 from daemon.hubserver.scheduled import covered_day, last_whole_day
-from daemon.job_table import DEFAULT_JOBS
-from daemon.schedule import plan
+from daemon.schedule.policy import plan
+from daemon.schedule.policy.job_table import DEFAULT_JOBS
 from daemon.schedule.worker import run_job_now
 from sync.backbone.hub import HubBackbone
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sync.digests import RowDigests, row_digest
+from sync.source.agentdb.digests import RowDigests, row_digest
 
 
 def row(local_id: int, **values: Any) -> tuple[Any, ...]:

@@ -20,7 +20,7 @@ from daemon.cli.app import parser
 from daemon.cli.common import Exit
 from daemon.config import Settings
 from daemon.docs import configuration, guides
-from daemon.job_table import JOB_NAMES
+from daemon.schedule.policy.job_table import JOB_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

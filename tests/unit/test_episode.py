@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from sync.episode import Attribution, Episode, Rejected, convert
+from sync.episode import Attribution, Episode, Rejected
+from sync.source.agentdb.rows import convert
 
 BASE: dict[str, Any] = {
     "id": 7,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.health import Facts, Level, assess, lag_seconds
+from daemon.health.site import Facts, Level, assess, lag_seconds
 
 HEALTHY = Facts(
     daemon_running=True,

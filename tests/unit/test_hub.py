@@ -15,7 +15,7 @@ from sync.backbone.hub.connection import classify, current_ms
 from sync.backbone.hub.schema import SCHEMA_VERSION
 from sync.episode import EXPORT_FIELDS, canonical_json
 from sync.errors import BackboneBroken, BackboneConflict, BackboneUnavailable, MemsyncError, PathProblem
-from sync.leases import Claim
+from sync.policy.leases import Claim
 
 
 def item(source_id: str, identity: str = "id", content: str = "c1", **fields: Any) -> PushItem:

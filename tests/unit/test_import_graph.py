@@ -1,5 +1,5 @@
-"""The import graph between folders and loose modules: no cycles among the folders and the loose
-top-level modules of ``daemon/`` and of ``sync/``, and ``sync/`` never imports ``daemon/``.
+"""Tier: unit. The import graph of ``daemon/`` and ``sync/``: no cycle among their modules, none
+among their folders and loose top-level modules, and ``sync/`` never imports ``daemon/``.
 
 Every import counts, wherever it stands: at module level, inside a function, under
 ``if TYPE_CHECKING:``. A deferred import is still a dependency of the node that writes it (it only
@@ -11,8 +11,18 @@ a folder inside it being one of its rooms (``sync/search/stores`` is part of ``s
 loose module at the top of either package (``daemon/config.py``, ``sync/errors.py``), each its own
 node, as is the package's ``__init__``. A loose module is no shared base exempt from the rule: a
 folder that takes ``daemon.config``'s ``Settings`` while ``daemon/config.py`` imports that folder
-is a cycle (the pure pieces the settings read, such as quiet hours and the job table, are loose
-modules of their own for that reason).
+is a cycle.
+
+One kind of room stands apart: a folder's ``policy/`` (``daemon/alerts/policy``) is a node of its
+own. It holds the concept's pure rules that the settings read (quiet hours, the job table), so
+that ``daemon/config.py`` can compose them while the concept's I/O takes the settings; it must not
+import the rest of its folder (that would be a cycle), and the folder's ``__init__``, which
+importing it runs first, imports nothing of ours.
+
+Two levels, because each catches what the other cannot: two modules of one folder that import each
+other are one node at the folder level (the module level finds them), and a folder's module that
+imports a loose module which imports another of the folder's modules is no cycle of modules (the
+folder level finds it).
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("daemon", "sync")
+POLICY = "policy"  # a folder's room of pure rules: a node of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +94,11 @@ def node_of_path(path: Path, root: Path) -> str:
     """``daemon/alerts/store.py`` → ``daemon.alerts``; ``sync/search/stores/edge.py`` → ``sync.search``;
     an ``__init__.py`` belongs to the folder it opens; a loose module at a package's top is its own
     node (``daemon/config.py`` → ``daemon.config``), and so is the package's ``__init__.py``
-    (``daemon``)."""
+    (``daemon``); a folder's ``policy/`` is a node of its own (``daemon/alerts/policy/quiet.py`` →
+    ``daemon.alerts.policy``)."""
     parts = path.relative_to(root).parts
+    if len(parts) >= 4 and parts[2] == POLICY:
+        return ".".join(parts[:3])
     if len(parts) >= 3:
         return ".".join(parts[:2])
     return ".".join(Path(*parts).with_suffix("").parts).removesuffix(".__init__")
@@ -169,10 +183,13 @@ def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return [c for c in strongly_connected(graph) if len(c) > 1 or c[0] in graph.get(c[0], ())]
 
 
-def describe(cycle: list[str], nodes: Mapping[tuple[str, str], list[ImportLine]]) -> str:
-    """A cycle's folders and loose modules and, for each edge inside it, the import lines that make it."""
+def describe(
+    cycle: list[str], nodes: Mapping[tuple[str, str], list[ImportLine]], between: str = "folders and modules"
+) -> str:
+    """A cycle's nodes (folders and loose modules, or modules) and, for each edge inside it, the
+    import lines that make it."""
     members = set(cycle)
-    lines = [f"import cycle between folders and modules: {' ⇄ '.join(cycle)}"]
+    lines = [f"import cycle between {between}: {' ⇄ '.join(cycle)}"]
     for (a, b), made_by in sorted(nodes.items()):
         if a in members and b in members:
             lines.append(f"  {a} → {b}:")
@@ -293,10 +310,86 @@ def test_a_cycle_through_a_loose_module_is_a_cycle(tmp_path: Path) -> None:
     assert "pkg.paths" not in message
 
 
+def test_a_policy_room_is_a_node_of_its_own_and_may_not_lean_on_its_folder(tmp_path: Path) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/config.py": "from pkg.alerts.policy.quiet import parse\n",
+        "pkg/alerts/__init__.py": "",
+        "pkg/alerts/policy/__init__.py": "",
+        "pkg/alerts/policy/quiet.py": "",
+        "pkg/alerts/watch.py": "from pkg.config import check\nfrom pkg.alerts.policy import quiet\n",
+    }
+    write(tmp_path, files)
+    nodes = node_edges(import_edges(tmp_path, ["pkg"]), modules_of(tmp_path, ["pkg"]), tmp_path)
+    assert cycles(node_graph(nodes)) == []
+    write(tmp_path, {"pkg/alerts/policy/quiet.py": "from pkg.alerts.store import Store\n", "pkg/alerts/store.py": ""})
+    nodes = node_edges(import_edges(tmp_path, ["pkg"]), modules_of(tmp_path, ["pkg"]), tmp_path)
+    assert cycles(node_graph(nodes)) == [["pkg.alerts", "pkg.alerts.policy", "pkg.config"]]
+
+
+def policy_parents_that_import(root: Path, packages: Iterable[str]) -> list[str]:
+    """The ``__init__`` of a folder holding a ``policy/`` room, where it imports a module of ours:
+    importing the policy runs it first, so it would take the folder's imports along."""
+    modules = modules_of(root, packages)
+    edges = import_edges(root, packages)
+    rooms = [path.relative_to(root).parts for path in modules.values()]
+    parents = {root.joinpath(*parts[:2], "__init__.py") for parts in rooms if len(parts) >= 4 and parts[2] == POLICY}
+    return [str(line) for (source, _), lines in sorted(edges.items()) if modules[source] in parents for line in lines]
+
+
+def test_a_folder_holding_a_policy_room_imports_nothing_in_its_init(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/config.py": "",
+            "pkg/alerts/__init__.py": "from pkg.alerts.watch import run\n",
+            "pkg/alerts/watch.py": "",
+            "pkg/alerts/policy/__init__.py": "",
+            "pkg/alerts/policy/quiet.py": "",
+            "pkg/telegram/__init__.py": "from pkg import config\n",  # no policy room here
+        },
+    )
+    assert policy_parents_that_import(tmp_path, ["pkg"]) == [
+        "pkg/alerts/__init__.py:1: from pkg.alerts.watch import run"
+    ]
+    assert policy_parents_that_import(ROOT, PACKAGES) == []
+
+
 def test_no_import_cycles_between_the_folders_and_loose_modules_of_daemon_and_sync() -> None:
     nodes = node_edges(import_edges(ROOT, PACKAGES), modules_of(ROOT, PACKAGES), ROOT)
     found = cycles(node_graph(nodes))
     assert not found, "\n\n".join(describe(cycle, nodes) for cycle in found)
+
+
+def test_a_cycle_inside_one_folder_is_a_cycle_of_modules(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/room/__init__.py": "",
+            "pkg/room/a.py": "from pkg.room.b import thing\n",
+            "pkg/room/b.py": "def thing() -> None:\n    from pkg.room import c\n",
+            "pkg/room/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.room.a import x\n",
+            "pkg/room/d.py": "from pkg.room import a\n",  # uses the circle, is not part of it
+        },
+    )
+    modules = modules_of(tmp_path, ["pkg"])
+    edges = import_edges(tmp_path, ["pkg"])
+    assert cycles(node_graph(node_edges(edges, modules, tmp_path))) == []  # one folder: one node
+    (cycle,) = cycles(node_graph(edges))
+    assert cycle == ["pkg.room.a", "pkg.room.b", "pkg.room.c"]
+    message = describe(cycle, edges, "modules")
+    assert "import cycle between modules: pkg.room.a ⇄ pkg.room.b ⇄ pkg.room.c" in message
+    assert "pkg/room/b.py:2: from pkg.room import c" in message
+    assert "pkg/room/c.py:3: from pkg.room.a import x" in message
+    assert "pkg.room.d" not in message
+
+
+def test_no_import_cycles_between_the_modules_of_daemon_and_sync() -> None:
+    edges = import_edges(ROOT, PACKAGES)
+    found = cycles(node_graph(edges))
+    assert not found, "\n\n".join(describe(cycle, edges, "modules") for cycle in found)
 
 
 def test_sync_never_imports_daemon() -> None:

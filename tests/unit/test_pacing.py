@@ -1,4 +1,4 @@
-"""The one periodic loop with backoff (``sync.pacing``)."""
+"""The one periodic loop with backoff (``sync.resilience.pacing``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from sync.pacing import Backoff, run_periodically
-from sync.retry import RetryPolicy
+from sync.resilience.pacing import Backoff, run_periodically
+from sync.resilience.retry import RetryPolicy
 
 
 def test_backoff_doubles_to_its_cap_and_resets_on_success() -> None:

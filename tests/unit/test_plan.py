@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sync.errors import QuotaExhausted, TransientError
-from sync.plan import (
+from sync.push.plan import (
     Decision,
     Occupant,
     ScanPlan,
@@ -17,7 +17,7 @@ from sync.plan import (
     source_id_for,
     window_due,
 )
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 
 A = Occupant(42, 0, "42", "identity-a", "content-a1")
 B = Occupant(42, 1, "42~1", "identity-b", "content-b1")

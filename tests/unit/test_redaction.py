@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from sync.episode import Attribution, Episode, convert
-from sync.redaction import Redactor, redact_fields
+from sync.episode import Attribution, Episode
+from sync.source.agentdb.rows import convert
+from sync.source.redaction import Redactor, redact_fields
 
 CORPUS: list[dict[str, Any]] = json.loads(
     (Path(__file__).parents[1] / "data" / "secrets_corpus.json").read_text(encoding="utf-8")

@@ -6,9 +6,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from daemon.job_table import DEFAULT_JOBS, JobSpec, Scope, Where, needs_lease, runs_here, where, with_overrides
-from daemon.schedule.plan import late_but_in_grace, next_fire, slot_key
-from sync.leases import Claim, Lease, decide
+from daemon.schedule.policy.job_table import (
+    DEFAULT_JOBS,
+    JobSpec,
+    Scope,
+    Where,
+    needs_lease,
+    runs_here,
+    where,
+    with_overrides,
+)
+from daemon.schedule.policy.plan import late_but_in_grace, next_fire, slot_key
+from sync.policy.leases import Claim, Lease, decide
 
 JOBS = {job.name: job for job in DEFAULT_JOBS}
 

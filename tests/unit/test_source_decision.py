@@ -1,6 +1,6 @@
 """Tier: unit.
 
-Whether a source may feed a site (``sync.source.decide``), from a table: one site name, one AgentDB
+Whether a source may feed a site (``sync.push.claim.decide``), from a table: one site name, one AgentDB
 file on one machine."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sync.backbone.base import SourceRecord
-from sync.source import SourceIdentity, Verdict, decide, refusal
+from sync.push.claim import SourceIdentity, Verdict, decide, refusal
 
 OURS = SourceRecord("inst-a", "machine-1", "laptop", "/home/me/agent/agentdb.db")
 

@@ -27,7 +27,7 @@ from fake_providers import (
 )
 
 from sync.errors import ConfigError, ModelFileError, PermanentError, QuotaExhausted, TransientError
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.search.embedders.base import Embedder
 from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.local import LocalEmbedder

@@ -18,7 +18,7 @@ from qdrant_client import QdrantClient
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.local import LocalEmbedder

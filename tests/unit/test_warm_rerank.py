@@ -21,7 +21,7 @@ from fake_providers import (
 )
 
 from sync.errors import ConfigError, PermanentError, QuotaExhausted, TransientError
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.search.query.rerank import VOYAGE_MAX_DOCUMENTS, Reranker, VoyageReranker
 
 DOCUMENTS = [

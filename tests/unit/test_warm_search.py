@@ -11,7 +11,7 @@ import pytest
 from fake_providers import KEY, FakeProvider, serve
 from test_warm_rerank import ranking, rerank_respond
 
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.query.pipeline import candidates_for, search

@@ -23,7 +23,7 @@ from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import ConfigError, ForeignCollection, StoreUnavailable
-from sync.leases import Claim
+from sync.policy.leases import Claim
 from sync.search.collection.shared_alias import (
     REBUILD_JOB,
     Behind,

@@ -2,7 +2,7 @@
 
 Not the ``convex`` PyPI client: it holds the GIL while it waits, has no timeout and retries network
 errors forever (see docs/design/convex.md). This is a plain httpx client with timeouts; retries are
-the engine's one policy (``sync.retry``), driven by how each failure is classified here.
+the engine's one policy (``sync.resilience.retry``), driven by how each failure is classified here.
 
 The site authenticates every call with its own secret (never the deployment's deploy key); the
 functions in ``cloud_functions/`` check it against a stored hash. The secret is sent in the request
@@ -18,7 +18,8 @@ hand, apart.
 from __future__ import annotations
 
 from sync.backbone.convex.archive import ConvexArchive
-from sync.backbone.convex.connection import MAX_PAGE, classify
+from sync.backbone.convex.calls import classify
+from sync.backbone.convex.connection import MAX_PAGE
 from sync.backbone.convex.coordination import ConvexCoordination
 from sync.backbone.convex.episodes import ConvexEpisodes
 from sync.backbone.convex.feed import ConvexFeed

@@ -9,7 +9,7 @@ from typing import Any
 from sync.archive.manifest import ArchiveFile
 from sync.backbone.base import ArchiveCheck, ArchiveRun, Forgotten
 from sync.backbone.convex.connection import MAX_PAGE, ConvexConnection
-from sync.backbone.convex.wire import exported
+from sync.backbone.convex.wire import exported, forgotten
 from sync.errors import BackboneRejected
 
 
@@ -79,11 +79,6 @@ class ConvexArchive(ConvexConnection):
     def last_archive_run(self) -> ArchiveRun | None:
         value = self.call("query", "archive:lastRun")
         return None if value is None else ArchiveRun(int(value["at"]), int(value["archived"]), int(value["files"]))
-
-
-def forgotten(value: Mapping[str, Any]) -> Forgotten:
-    week = value.get("archiveWeek")
-    return Forgotten(bool(value["deleted"]), None if week is None else str(week))
 
 
 def _range(site: str | None, since_ms: int | None, until_ms: int | None) -> dict[str, Any]:

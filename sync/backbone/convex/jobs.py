@@ -1,4 +1,4 @@
-"""Convex's job leases and runs (``jobs.ts``): the deployment applies ``sync.leases``' rule inside
+"""Convex's job leases and runs (``jobs.ts``): the deployment applies ``sync.policy.leases``' rule inside
 its mutation, so that one site runs each slot; every run is recorded."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 from sync.backbone.base import JobRun
 from sync.backbone.convex.connection import MAX_PAGE, ConvexConnection
 from sync.backbone.convex.wire import int_or_none
-from sync.leases import Claim
+from sync.policy.leases import Claim
 
 
 class ConvexJobs(ConvexConnection):

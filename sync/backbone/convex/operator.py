@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 
 from sync.backbone.base import Forgotten
-from sync.backbone.convex.archive import forgotten
-from sync.backbone.convex.connection import Kind, post
+from sync.backbone.convex.calls import Kind, post
+from sync.backbone.convex.wire import forgotten
 from sync.errors import ConfigError
 
 

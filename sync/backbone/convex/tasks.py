@@ -10,7 +10,7 @@ from sync.backbone.base import Task
 from sync.backbone.convex.connection import ConvexConnection
 from sync.backbone.convex.wire import int_or_none
 from sync.errors import BackboneRejected
-from sync.tasks import TASK_STATUSES
+from sync.policy.tasks import TASK_STATUSES
 
 
 class ConvexTasks(ConvexConnection):

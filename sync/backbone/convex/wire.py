@@ -1,5 +1,5 @@
 """Reading the deployment's documents back as the hub gives them: an episode as ``export`` prints
-it, and the optional numbers."""
+it, what a forget did, and the optional numbers."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sync.backbone.base import Forgotten
 from sync.episode import EXPORT_FIELDS
 
 
@@ -23,6 +24,11 @@ def exported(episode: Mapping[str, Any]) -> dict[str, Any]:
     if record.get("archived") is True:
         out["archived"] = True
     return out
+
+
+def forgotten(value: Mapping[str, Any]) -> Forgotten:
+    week = value.get("archiveWeek")
+    return Forgotten(bool(value["deleted"]), None if week is None else str(week))
 
 
 def int_or_none(value: Any) -> int | None:

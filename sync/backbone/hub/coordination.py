@@ -14,14 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sync.approvals import (
-    APPROVAL_TIMEOUTS_MS,
-    APPROVED_BY_POLICY,
-    DEFAULT_APPROVAL_TIMEOUT_MS,
-    approved_at_creation,
-    deferred_expiry,
-    effective_expiry,
-)
 from sync.backbone.base import APPROVAL_PRIORITIES, Approval, NewTask
 from sync.backbone.hub.digest import HubDigest
 from sync.backbone.hub.health import HubHealth
@@ -30,6 +22,14 @@ from sync.backbone.hub.registry import HubRegistry
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.backbone.hub.tasks import HubTasks, checked_title, follow_tasks, insert_task, link_task
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
+from sync.policy.approvals import (
+    APPROVAL_TIMEOUTS_MS,
+    APPROVED_BY_POLICY,
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+    approved_at_creation,
+    deferred_expiry,
+    effective_expiry,
+)
 
 _COLUMNS = (
     "id, site, agent_name, action_type, status, priority, reviewers, expires_at, created_at, resolved_at,"
@@ -139,7 +139,7 @@ class HubCoordination(HubRegistry, HubJobs, HubHealth, HubDigest, HubTasks):
         if cost_usd is not None and not (math.isfinite(cost_usd) and cost_usd >= 0):
             raise BackboneRejected(f"cost_usd must be a finite amount, not negative, got {cost_usd}")
         now = self.clock()
-        # What never waits for a person (sync.approvals): approved by the policy at once.
+        # What never waits for a person (sync.policy.approvals): approved by the policy at once.
         status, resolved_at, resolved_by = (
             ("approved", now, APPROVED_BY_POLICY)
             if approved_at_creation(action_type, timeout, cost_usd, tests_passed)

@@ -1,4 +1,4 @@
-"""The hub's job leases and runs: one site runs each slot of a global job (``sync.leases.decide``,
+"""The hub's job leases and runs: one site runs each slot of a global job (``sync.policy.leases.decide``,
 applied inside the write transaction, so two daemons can never both take a slot), and every run,
 global or per-site, is recorded for ``memsync jobs`` and the fleet view.
 """
@@ -10,7 +10,7 @@ import sqlite3
 from sync.backbone.base import JobRun
 from sync.backbone.hub.connection import HubConnection
 from sync.errors import BackboneRejected
-from sync.leases import Claim, Lease, decide
+from sync.policy.leases import Claim, Lease, decide
 
 _ENDED = ("ok", "failed")
 

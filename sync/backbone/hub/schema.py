@@ -3,7 +3,7 @@
 Version 5 added the fleet: the sites' registry rows, job leases and runs, sync health, digests, the
 agents' interface and last episode, and episodes' ``archived`` flag. Version 6 added what an
 approval's request says of itself (its cost, whether its tests passed), which the policy
-(``sync.approvals``) approves on. Version 7 added what people deciding an approval from Telegram
+(``sync.policy.approvals``) approves on. Version 7 added what people deciding an approval from Telegram
 need (its summary, the episode it is about, how often it was deferred) and the decision on that
 episode (``approval_status``). Version 8 added each site's count of redacted episodes. Version 9
 added the cold archive: its files' manifests, forgets still to reach a file, the runs, and the week

@@ -1,7 +1,7 @@
 """The hub as ``Tasks``: the tasks table (schema version 10), and what an approval's transaction does
 to the tasks waiting on it (``follow_tasks``, ``insert_task``, ``link_task``: called inside the
 approvals' own transactions in ``coordination``), by the policy both backbones share
-(``sync.tasks``).
+(``sync.policy.tasks``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sync.backbone.base import Task
 from sync.backbone.hub.connection import HubConnection
 from sync.errors import BackboneNotFound, BackboneRejected
-from sync.tasks import TASK_STATUSES, link_event, task_status_after
+from sync.policy.tasks import TASK_STATUSES, link_event, task_status_after
 
 _COLUMNS = "id, site, title, agent_name, status, assigned_to, approval_id, created_at, updated_at"
 
@@ -91,7 +91,7 @@ def link_task(
 
 
 def follow_tasks(conn: sqlite3.Connection, approval_id: int, event: str, now: int) -> None:
-    """The tasks waiting on ``approval_id`` move as ``event`` says (``sync.tasks``)."""
+    """The tasks waiting on ``approval_id`` move as ``event`` says (``sync.policy.tasks``)."""
     for task_id, status in conn.execute(
         "SELECT id, status FROM tasks WHERE approval_id = ?", (approval_id,)
     ).fetchall():

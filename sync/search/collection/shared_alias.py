@@ -20,7 +20,7 @@ deleted through the alias) is gone for every site at once.
 - ``follow_from``: the feed position a site resumes from in the collection it follows: the position
   the rebuild recorded in it (every change up to there is in it), or its own if further.
 - ``may_rebuild``: the rebuild (reindex, or the purge after a forget) of the collection the alias
-  serves is one site's at a time, under a job lease in the backbone (``sync.leases``): slot = the
+  serves is one site's at a time, under a job lease in the backbone (``sync.policy.leases``): slot = the
   collection being replaced, so two sites purging at once rebuild it once.
 - ``sweep``: which retired collections go. Nobody reaches a collection but through the alias, so once
   the alias has left it only requests already in flight still use it: it is marked retired when it
@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sync.leases import Claim
+from sync.policy.leases import Claim
 from sync.search.stores.adoption import Origin, may_drop
 
 REBUILD_JOB = "warm-rebuild"  # the lease's job; one per alias: f"{REBUILD_JOB}:{alias}"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sync import http
 from sync.errors import ConfigError, MemsyncError, MissingPackage, PermanentError, QuotaExhausted, TransientError
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from voyageai import error as voyage_errors

@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sync.errors import ConfigError, PermanentError, TransientError
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.search.embedders.base import batches, estimated_tokens, normalised
 from sync.search.embedders.cloud import CloudClient, import_extra, retry_after_header
 

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from sync.errors import ConfigError, PermanentError
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.search.embedders.base import batches, estimated_tokens, normalised
 from sync.search.embedders.cloud import VoyageClient
 

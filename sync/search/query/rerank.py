@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from sync.errors import PermanentError
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 from sync.search.embedders.cloud import VoyageClient
 
 # Voyage's API reference (docs.voyageai.com/reference/reranker-api; the voyageai package itself

@@ -42,8 +42,8 @@ from sync.errors import (
     StoreRejected,
     TransientError,
 )
-from sync.pacing import Backoff, run_periodically
-from sync.retry import RetryPolicy
+from sync.resilience.pacing import Backoff, run_periodically
+from sync.resilience.retry import RetryPolicy
 from sync.search.collection.cursor import CursorFile
 from sync.search.collection.files import CollectionsFile
 from sync.search.collection.lifecycle import mismatch_wait
@@ -220,7 +220,7 @@ class IndexService:
 
     # -- the indexing loop ---------------------------------------------------------------------------
     def _loop(self) -> None:
-        """The one periodic loop (``sync.pacing``): a catch-up pass, then wait for a poke or the
+        """The one periodic loop (``sync.resilience.pacing``): a catch-up pass, then wait for a poke or the
         catch-up interval; failures back off 2x, 4x ... the interval, up to MAX_BACKOFF."""
         run_periodically(
             self._index_once,

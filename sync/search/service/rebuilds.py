@@ -20,7 +20,7 @@ import structlog
 
 from sync.backbone.base import JobLeases
 from sync.errors import ConfigError, TransientError
-from sync.leases import Claim
+from sync.policy.leases import Claim
 from sync.search.collection.cursor import CursorFile
 from sync.search.collection.lifecycle import Facts, Step, next_step
 from sync.search.collection.shared_alias import REBUILD_JOB, lease_ms, may_rebuild

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote
 
-from sync.episode import ATTRIBUTION_COLUMNS, BASE_COLUMNS
 from sync.errors import SnapshotNotReady, SourceMissing, SourceUnavailable
+from sync.source.agentdb.rows import ATTRIBUTION_COLUMNS, BASE_COLUMNS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100

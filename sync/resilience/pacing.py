@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sync.retry import RetryPolicy
+from sync.resilience.retry import RetryPolicy
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The schedule's pure core: no I/O, no clock of its own. Every decision the scheduler makes is a
-function here of its inputs (and of the job table, ``daemon/job_table.py``), so that it can be
+function here of its inputs (and of the job table, ``daemon/schedule/policy/job_table.py``), so that it can be
 tested from tables.
 
 - A job fires on an interval (aligned to the epoch, so every site computes the same slots) or on a
@@ -7,7 +7,7 @@ tested from tables.
 - A fire belongs to a **slot**: the latest scheduled fire time at or before the moment the job
   runs. A laptop that slept through 06:00 and runs the digest at 09:10 works for the 06:00 slot, as
   does every other site that runs it late: one slot, one owner.
-- A global job's slot is run under a lease (``sync.leases``, decided the same way by both
+- A global job's slot is run under a lease (``sync.policy.leases``, decided the same way by both
   backbones): one holder, taken over only after it expires, never run again once finished.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Final, Protocol, TypeVar
 
-from daemon.job_table import JobSpec, trigger
+from daemon.schedule.policy.job_table import JobSpec, trigger
 
 
 def slot_start(spec: JobSpec, now: datetime) -> datetime:

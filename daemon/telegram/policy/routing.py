@@ -3,9 +3,9 @@
 memsync speaks in the default chat (``[telegram] chat_id``: everything, as it always has) and in
 each collaborator's own chat (``[[collaborators]]``), which hears what its ``notify_on`` names:
 
-- an alert kind, by its signal's name (``offline``, ``silent``, ... ``daemon/signal_names.py``), or
+- an alert kind, by its signal's name (``offline``, ``silent``, ... ``daemon/alerts/policy/signal_names.py``), or
   ``alerts`` for every kind;
-- an approval category, as ``approval:<category>`` (the policy's categories, ``sync/approvals.py``),
+- an approval category, as ``approval:<category>`` (the policy's categories, ``sync/policy/approvals.py``),
   or ``approvals`` for every approval, whatever its category (one outside the policy's table too);
 - ``digest``: the morning digest.
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, Protocol
 
-from daemon.signal_names import SIGNAL_NAMES
-from sync.approvals import APPROVAL_TIMEOUTS_MS
+from daemon.alerts.policy.signal_names import SIGNAL_NAMES
+from sync.policy.approvals import APPROVAL_TIMEOUTS_MS
 
 Kind = Literal["alert", "approval", "digest"]
 APPROVE: Final = "approve"

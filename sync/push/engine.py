@@ -9,7 +9,7 @@ Order of work in a pass:
    is re-checked at most once every ``window_interval`` while new rows keep arriving, and on every
    pass that brings none (``recheck_due`` asks for one when a busy spell put it off).
    A re-check reads each row's raw values and converts only the rows whose values moved since the
-   engine settled them (``sync.digests``), so a quiet window costs a read, not a conversion.
+   engine settled them (``sync.source.agentdb.digests``), so a quiet window costs a read, not a conversion.
 
 Delivery is at-least-once to the backbone and exactly-once in effect: the backbone upserts by
 (sourceSite, sourceId) and says UNCHANGED for a row it already holds.
@@ -25,24 +25,25 @@ from typing import Any
 
 import structlog
 
-from sync.agentdb import AgentDBReader, FileStamp, Snapshot, clock_ahead_message
-from sync.agents import AgentsSeen
 from sync.backbone.base import EpisodeSink, Outcome, PushItem, PushResult
-from sync.digests import RowDigests
-from sync.episode import Attribution, Episode, Rejected, convert
+from sync.episode import Attribution, Episode, Rejected
 from sync.errors import BackboneRejected
-from sync.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
-from sync.problems import ProblemLog
-from sync.redaction import Redactor
-from sync.retry import RetryPolicy
-from sync.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
+from sync.push.agents import AgentsSeen
+from sync.push.plan import Decision, Occupant, Verdict, after_conflict, batches, decide, plan_scan, window_due
+from sync.push.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, Synced
+from sync.resilience.problems import ProblemLog
+from sync.resilience.retry import RetryPolicy
+from sync.source.agentdb.digests import RowDigests
+from sync.source.agentdb.reader import AgentDBReader, FileStamp, Snapshot, clock_ahead_message
+from sync.source.agentdb.rows import convert
+from sync.source.redaction import Redactor
 
 log = structlog.get_logger("memsync.engine")
 
 RECHECK_CHUNK = 2000
 # Rows of the full re-check done in one pass (~0.1 s): new episodes never wait behind more than this.
 FULL_CHECK_SLICE = 5000
-# While an agent keeps appending, the window is re-checked at most this often (sync.plan.window_due).
+# While an agent keeps appending, the window is re-checked at most this often (sync.push.plan.window_due).
 WINDOW_INTERVAL = 1.0
 # Beyond this many distinct episodes under one id, something is writing garbage: stop and say so.
 MAX_GENERATIONS = 64

@@ -8,7 +8,7 @@ each is doing; judged (pure) into one exit code by the worst.
 - ok (0): otherwise. Offline agents are shown but judge nothing: agents come and go.
 
 An agent is online while its latest sign of life (a hook's beat, a new episode) is at most
-``jobs.stale_after`` old, judged here as of now (``sync.agents.liveness``); offline ones stay listed
+``jobs.stale_after`` old, judged here as of now (``sync.push.agents.liveness``); offline ones stay listed
 with when they were last seen until the retention prunes them.
 """
 
@@ -18,9 +18,9 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from daemon.health import Level
-from sync.agents import liveness
+from daemon.health.site import Level
 from sync.backbone.base import AgentState, JobRun, SiteState
+from sync.push.agents import liveness
 
 
 def iso_ms(ms: int | None) -> str | None:

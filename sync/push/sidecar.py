@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.errors import ConfigError
-from sync.plan import Occupant
+from sync.push.plan import Occupant
 from sync.sqlite_db import apply_schema, forget_text, open_wal, write_tx
 
 SCHEMA = (

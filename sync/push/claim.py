@@ -32,7 +32,7 @@ from pathlib import Path
 
 from sync.backbone.base import EpisodeSink, SourceRecord
 from sync.errors import SourceConflict
-from sync.sidecar import Sidecar
+from sync.push.sidecar import Sidecar
 
 MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
 

@@ -6,7 +6,7 @@ an embedded store but once across sites with a shared Qdrant (every site searche
 collection, so an episode is embedded once). Pure.
 
 A loose module, not in ``daemon/schedule``: the settings read it (``[jobs.<name>]``) and the
-scheduler takes the settings. When a job fires is ``daemon/schedule/plan.py``'s.
+scheduler takes the settings. When a job fires is ``daemon/schedule/policy/plan.py``'s.
 """
 
 from __future__ import annotations
