@@ -101,8 +101,9 @@ test: bootstrap node check tools
 	npm test --silent
 	$(PYTEST)
 
+# The inner loop leaves out the few pure tests marked slow (over ten seconds each); make test runs them.
 test-unit: bootstrap
-	$(PYTEST) tests/unit tests/contracts
+	$(PYTEST) -m "not slow" tests/unit tests/contracts
 
 test-e2e: bootstrap node tools
 	$(PYTEST) tests/conformance tests/e2e

@@ -90,6 +90,7 @@ def test_the_hub_site_forgets_another_sites_episode_in_the_shared_file(
     assert hub_episodes(settings.hub_path) == []
 
 
+@pytest.mark.slow  # the checkpoint waits out SQLite's busy timeout three times before it names the -wal
 def test_after_a_forget_the_hub_site_empties_the_hubs_wal_or_names_it(site_files: Callable[..., SiteFiles]) -> None:
     settings = site_files("laptop").settings()
     with closing(open_backbone(settings)) as hub:

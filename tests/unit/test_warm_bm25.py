@@ -65,6 +65,7 @@ def _probe_batches(size: int = 256) -> list[list[int]]:
     return [points[i : i + size] for i in range(0, len(points), size)]
 
 
+@pytest.mark.slow  # 1.1 million code points through both tokenizers: about ten seconds
 def test_every_code_point_tokenizes_and_lowercases_like_the_engine() -> None:
     # Each code point three ways: between letters (does it split a word?), alone, and upper/lower
     # around a letter (case mapping). Unique numbered prefixes keep the probes' tokens apart.
