@@ -20,7 +20,7 @@ from daemon.control.lock import holder_pid
 from daemon.counts import counted
 from daemon.health import Facts, Level, assess, lag_seconds
 from daemon.paths import agentdb_problem, writable_problem
-from daemon.site import open_backbone, open_sidecar_readonly
+from daemon.site import open_sidecar_readonly, opened_backbone
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader
@@ -177,8 +177,7 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
     behind: tuple[int, bool] | None = None
     source: SourceRecord | None = None
     try:
-        bb = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as bb:
             backbone["description"] = bb.description
             bb.ping()
             remote = bb.site_cursor()
@@ -196,8 +195,6 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
             except MemsyncError:  # a hub no daemon of this version has opened yet has no archive
                 backbone["archive"] = None
             behind = _index_behind(settings, bb)
-        finally:
-            bb.close()
     except MemsyncError as exc:
         backbone["error"] = str(exc)
     return backbone, behind, source

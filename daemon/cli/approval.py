@@ -120,7 +120,7 @@ def _view(a: Approval) -> dict[str, Any]:
 
 def request_main(args: argparse.Namespace) -> int:
     from daemon import approval_calls
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
     from sync.errors import BackboneNotFound
 
     with handled():
@@ -133,8 +133,7 @@ def request_main(args: argparse.Namespace) -> int:
             fail("--task is empty: give the task's title, a few words saying what is to be done", EX_USAGE)
         if args.assign is not None and args.task is None:
             fail("--assign is for the task --task creates: give its title with --task too", EX_USAGE)
-        backbone = open_backbone(settings)
-        try:
+        with opened_backbone(settings) as backbone:
             try:
                 requested = approval_calls.request(
                     settings,
@@ -158,8 +157,6 @@ def request_main(args: argparse.Namespace) -> int:
                 fail(f"{exc}: give the id of one of this site's synced episodes, or leave out --episode", EXIT_UNKNOWN)
             if requested.note is not None:
                 console(stderr=True).print(requested.note)
-        finally:
-            backbone.close()
     approval, task = requested.approval, requested.task
     if args.as_json:
         view = _view(approval) if approval else {"approvalId": requested.approval_id}
@@ -175,19 +172,16 @@ def request_main(args: argparse.Namespace) -> int:
 
 def wait_main(args: argparse.Namespace) -> int:
     from daemon import approval_calls
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
 
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as backbone:
             try:
                 interval = duties_of(settings, backbone).look_interval
                 waited = approval_calls.wait(settings, backbone, args.approval_id, args.timeout, interval=interval)
             except LookupError as exc:
                 fail(str(exc), EXIT_UNKNOWN)
-        finally:
-            backbone.close()
     if waited.status == "approved":
         say(f"approved by {waited.resolved_by}")
         return EXIT_APPROVED
@@ -199,15 +193,12 @@ def wait_main(args: argparse.Namespace) -> int:
 
 
 def list_main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
+    from daemon.site import opened_backbone
 
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as backbone:
             found = backbone.approvals(args.status, all_sites=not args.site_only)
-        finally:
-            backbone.close()
     if args.as_json:
         sys.stdout.write(json.dumps([_view(a) for a in found], indent=2) + "\n")
         return 0
@@ -237,13 +228,12 @@ def _at(ms: int) -> str:
 
 
 def decide_main(args: argparse.Namespace) -> int:
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
 
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as backbone:
             if backbone.approval(args.approval_id) is None:
                 fail(f"no approval {args.approval_id!r}: `memsync approvals` lists them", EXIT_UNKNOWN)
             if args.verb == "defer":
@@ -261,8 +251,6 @@ def decide_main(args: argparse.Namespace) -> int:
             note = duties_of(settings, backbone).announce_approval(args.approval_id, new=False)
             if note is not None:
                 console(stderr=True).print(note)
-        finally:
-            backbone.close()
     say(f"approval {args.approval_id} {outcome}")
     return 0
 

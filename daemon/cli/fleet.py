@@ -30,11 +30,10 @@ def register(commands: Commands) -> None:
 
 def gather(args: argparse.Namespace) -> dict[str, Any]:
     from daemon.fleet import fleet_report
-    from daemon.site import open_backbone
+    from daemon.site import opened_backbone
 
     settings = load(args, log_level="error")
-    backbone = open_backbone(settings, create=False)
-    try:
+    with opened_backbone(settings, create=False) as backbone:
         report = fleet_report(
             backbone.sites(),
             backbone.agents(all_sites=True),
@@ -44,8 +43,6 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
             int(time.time() * 1000),
             int(settings.jobs.stale_after * 1000),
         )
-    finally:
-        backbone.close()
     _local_index_state(settings, report["sites"])
     return report
 

@@ -92,15 +92,12 @@ def jobs_report(settings: Any, backbone: Any, now: float) -> list[dict[str, Any]
 
 
 def list_main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
+    from daemon.site import opened_backbone
 
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as backbone:
             rows = jobs_report(settings, backbone, time.time())
-        finally:
-            backbone.close()
     if args.as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
@@ -123,7 +120,7 @@ def list_main(args: argparse.Namespace) -> int:
 def run_main(args: argparse.Namespace) -> int:
     from daemon.job_table import JOB_NAMES, Where, where
     from daemon.schedule.worker import index_catch_up, run_job_now
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
 
     with handled():
         settings = load(args)
@@ -136,26 +133,25 @@ def run_main(args: argparse.Namespace) -> int:
         from daemon.alerts.store import AlertStore
         from daemon.alerts.watch import Alerts
 
-        backbone = open_backbone(settings)
-        outbox = AlertStore(settings.alerts_path) if settings.alerts.enabled or settings.telegram.enabled else None
-        try:
-            # With the alerts' store, as the daemon runs it: the digest and the alerts job queue
-            # their messages, which the daemons' alert threads send.
-            done = run_job_now(
-                spec,
-                settings,
-                backbone,
-                duties_of(settings, backbone).sweeps,
-                now=time.time(),
-                # Through the daemon's warm worker, as the scheduler does it (without the index on,
-                # the job says so).
-                index_catch_up=(lambda: index_catch_up(settings, backbone)) if settings.warm.enabled else None,
-                alerts=None if outbox is None else Alerts(settings, outbox),
-            )
-        finally:
-            backbone.close()
-            if outbox is not None:
-                outbox.close()
+        with opened_backbone(settings) as backbone:
+            outbox = AlertStore(settings.alerts_path) if settings.alerts.enabled or settings.telegram.enabled else None
+            try:
+                # With the alerts' store, as the daemon runs it: the digest and the alerts job queue
+                # their messages, which the daemons' alert threads send.
+                done = run_job_now(
+                    spec,
+                    settings,
+                    backbone,
+                    duties_of(settings, backbone).sweeps,
+                    now=time.time(),
+                    # Through the daemon's warm worker, as the scheduler does it (without the index on,
+                    # the job says so).
+                    index_catch_up=(lambda: index_catch_up(settings, backbone)) if settings.warm.enabled else None,
+                    alerts=None if outbox is None else Alerts(settings, outbox),
+                )
+            finally:
+                if outbox is not None:
+                    outbox.close()
         if not done.ran:  # nothing was done: never a success
             say(f"{spec.name}: {done.summary}")
             return 1
@@ -186,7 +182,7 @@ def _stored_or_built(backbone: Reports, day: str, today: str) -> dict[str, Any] 
 
 
 def digest_main(args: argparse.Namespace) -> int:
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
 
     with handled():
         settings = load(args, log_level="error")
@@ -202,9 +198,8 @@ def digest_main(args: argparse.Namespace) -> int:
                 "--send needs Telegram: set MEMSYNC_TELEGRAM__BOT_TOKEN (environment or .env) and telegram.chat_id",
                 EX_CONFIG,
             )
-        backbone = open_backbone(settings, create=False)
-        duties = duties_of(settings, backbone)
-        try:
+        with opened_backbone(settings, create=False) as backbone:
+            duties = duties_of(settings, backbone)
             if args.send and args.date is None:
                 # The latest whole day: a "today so far" built on demand is sent only when asked by date.
                 day, digest = _latest(backbone, datetime.fromtimestamp(now, UTC) - timedelta(days=1))
@@ -213,8 +208,6 @@ def digest_main(args: argparse.Namespace) -> int:
             if args.send and digest is not None:
                 say(duties.send_digest(day, digest))
                 return 0
-        finally:
-            backbone.close()
         if digest is None:
             fail(_no_digest(duties, day, today), 1)
     if args.as_json:

@@ -174,34 +174,32 @@ class Tools:
         task_id: str | None = None,
     ) -> Approval:
         from daemon import approval_calls
-        from daemon.site import duties_of, open_backbone
+        from daemon.site import duties_of, opened_backbone
 
-        backbone = open_backbone(self.settings)
         try:
-            requested = approval_calls.request(
-                self.settings,
-                backbone,
-                duties_of(self.settings, backbone),
-                category=category,
-                summary=summary,
-                agent=agent,
-                episode=episode,
-                cost=cost_usd,
-                tests_passed=tests_passed,
-                priority=priority,
-                task=task,
-                assign=assign,
-                task_id=task_id,
-                now_ms=int(self.clock() * 1000),
-            )
+            with opened_backbone(self.settings) as backbone:
+                requested = approval_calls.request(
+                    self.settings,
+                    backbone,
+                    duties_of(self.settings, backbone),
+                    category=category,
+                    summary=summary,
+                    agent=agent,
+                    episode=episode,
+                    cost=cost_usd,
+                    tests_passed=tests_passed,
+                    priority=priority,
+                    task=task,
+                    assign=assign,
+                    task_id=task_id,
+                    now_ms=int(self.clock() * 1000),
+                )
         except LookupError as exc:  # task_id names none of this site's tasks
             raise ToolError(str(exc)) from None
         except BackboneNotFound as exc:
             raise ToolError(f"{exc}: give the id of one of this site's synced episodes, or leave out episode") from None
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        finally:
-            backbone.close()
         approval, linked = requested.approval, requested.task
         task_view = None if linked is None else linked.task_id
         if approval is None:
@@ -218,18 +216,16 @@ class Tools:
 
     def wait_for_approval(self, approval_id: str, timeout_s: float) -> Decision:
         from daemon import approval_calls
-        from daemon.site import duties_of, open_backbone
+        from daemon.site import duties_of, opened_backbone
 
-        backbone = open_backbone(self.settings, create=False)
         try:
-            interval = duties_of(self.settings, backbone).look_interval
-            waited = approval_calls.wait(
-                self.settings, backbone, approval_id, timeout_s, interval=interval, clock=self.clock
-            )
+            with opened_backbone(self.settings, create=False) as backbone:
+                interval = duties_of(self.settings, backbone).look_interval
+                waited = approval_calls.wait(
+                    self.settings, backbone, approval_id, timeout_s, interval=interval, clock=self.clock
+                )
         except LookupError as exc:
             raise ToolError(str(exc)) from None
-        finally:
-            backbone.close()
         return Decision(approvalId=approval_id, status=waited.status, resolvedBy=waited.resolved_by)
 
 

@@ -14,6 +14,7 @@ answers but says how many episodes it cannot see and what to run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from daemon.config import Settings
 from daemon.control.client import ask
 from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
-from daemon.site import never_synced, open_backbone
+from daemon.site import NeverSynced, opened_backbone
 from daemon.warm.lag import episodes_behind
 from daemon.warm.layer import WarmLayer, offline_layer
 from sync.backbone.base import Backbone, ChangeFeed
@@ -69,21 +70,19 @@ def run_search(settings: Settings, request: SearchRequest) -> Found:
         _raise(exc)
     else:
         return Found([SearchResult.from_wire(r) for r in reply], "daemon")
-    backbone, problem = _backbone_for_catch_up(settings)
-    try:
+    with ExitStack() as stack:
+        backbone, problem = _backbone_for_catch_up(settings, stack)
         with offline_layer(settings, backbone, leases=backbone) as layer:
             behind = problem if backbone is None else _catch_up_first(layer, backbone)
             return Found(layer.search(request), "this process", behind)
-    finally:
-        if backbone is not None:
-            backbone.close()
 
 
-def _backbone_for_catch_up(settings: Settings) -> tuple[Backbone | None, str | None]:
-    if never_synced(settings):
-        return None, None  # nothing was ever synced
+def _backbone_for_catch_up(settings: Settings, stack: ExitStack) -> tuple[Backbone | None, str | None]:
+    """The backbone, held open by ``stack``; None when there is none to check against, with why."""
     try:
-        return open_backbone(settings, create=False), None
+        return stack.enter_context(opened_backbone(settings, create=False, existing=True)), None
+    except NeverSynced:
+        return None, None  # nothing was ever synced
     except PathProblem:
         raise  # not a hub that is busy or away: a path only a person can fix
     except MemsyncError as exc:
@@ -117,10 +116,9 @@ def run_reindex(settings: Settings, on_progress: Callable[[Mapping[str, Any]], N
         _raise(exc)
     else:
         return dict(reply), "daemon"
-    backbone = open_backbone(settings, create=False)
-    try:
-        with offline_layer(settings, backbone, leases=backbone) as layer:
-            report = layer.reindex(lambda r: on_progress(asdict(r)))
-    finally:
-        backbone.close()
+    with (
+        opened_backbone(settings, create=False) as backbone,
+        offline_layer(settings, backbone, leases=backbone) as layer,
+    ):
+        report = layer.reindex(lambda r: on_progress(asdict(r)))
     return asdict(report), "this process"

@@ -34,7 +34,7 @@ import structlog
 from daemon import logs
 from daemon.config import Settings, load_settings
 from daemon.control.server import ControlServer
-from daemon.site import open_backbone
+from daemon.site import opened_backbone
 from daemon.warm.layer import WarmLayer, warm_handlers
 from sync.errors import ConfigError, MemsyncError
 
@@ -80,8 +80,7 @@ def serve(settings: Settings, listener: socket.socket) -> None:
     """Run the layer and serve the socket until idle, stopped, or the daemon is gone."""
     stop = threading.Event()
     activity = Activity()
-    backbone = open_backbone(settings)
-    try:
+    with opened_backbone(settings) as backbone:
         warm = WarmLayer(settings, backbone, stop=stop, leases=backbone).start()
         server = ControlServer(listener, warm_handlers(warm), busy=activity.busy).start()
         _install_stop(stop)
@@ -94,8 +93,6 @@ def serve(settings: Settings, listener: socket.socket) -> None:
         finally:
             server.close()  # requests in flight finish; later ones wait for the next worker
             warm.close()
-    finally:
-        backbone.close()
 
 
 def _install_stop(stop: threading.Event) -> None:
