@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -128,24 +128,17 @@ def _paths(config: Path | None) -> tuple[Path | None, Path]:
     return (settings.socket_path if settings.warm.enabled else None), settings.state_path
 
 
-def _results(reply: Any) -> list[SearchResult]:
-    if not isinstance(reply, list):
-        return []
-    return [SearchResult.from_wire(r) for r in reply if isinstance(r, Mapping)]
-
-
 def gather(
     socket: Path, query: str, *, limit: int, project: str | None, deadline: float
 ) -> tuple[list[SearchResult], list[SearchResult]]:
     """The search's results for ``query`` and the project's recent episodes, from the daemon. A
     daemon without the ``recent`` op (older than this command), or refusing it, has no recent results."""
-    from daemon.control.browse_client import ask_recent
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient, ask_recent
     from sync.errors import ControlError
 
     request = SearchRequest(query=query, limit=max(1, min(MAX_LIMIT, limit)))
     request.check()
-    found = _results(ask(socket, {"op": "search", "request": request.to_wire()}, timeout=_left(deadline)))
+    found = ControlClient(socket).search(request, timeout=_left(deadline))
     recent: list[SearchResult] = []
     if project:
         wanted = RecentRequest(limit=RECENT_LIMIT, filter=SearchFilter(tags=(f"project:{project}",)))

@@ -219,7 +219,7 @@ def _purge_here(settings: Settings, backbone: Backbone, indexes: list[dict[str, 
     """This site's search index purged of what was forgotten before ``forget`` returns: by its
     daemon, waited for through the control socket; with none running, here (the catch-up that
     ``sync`` runs, which purges once it has read the feed's tombstones)."""
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
     from daemon.warm.layer import offline_layer
 
     mine = next((i for i in indexes if i["site"] == settings.site.name), None)
@@ -227,8 +227,7 @@ def _purge_here(settings: Settings, backbone: Backbone, indexes: list[dict[str, 
         return
     try:
         if mine["running"]:
-            reply = ask(settings.socket_path, {"op": "purged", "timeout": timeout}, timeout=timeout + 5)
-            mine["purged"] = bool(reply.get("done"))
+            mine["purged"] = ControlClient(settings.socket_path).purged(wait=timeout).done
         else:
             with offline_layer(settings, backbone, leases=backbone) as layer:
                 layer.catch_up()

@@ -104,7 +104,7 @@ def fast_search(argv: Sequence[str]) -> int | None:
     """Search through a running daemon with the fewest imports; None when the full path must answer
     (no daemon listening, or anything to explain)."""
     from daemon.cli.locate import quick_paths
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
     from sync.errors import MemsyncError
 
     args = parse_or_none("memsync search", add_search_arguments, argv)
@@ -114,11 +114,10 @@ def fast_search(argv: Sequence[str]) -> int | None:
     if paths is None or paths.socket is None:
         return None
     try:
-        request = request_from(args)
-        reply = ask(paths.socket, {"op": "search", "request": request.to_wire()})
+        results = ControlClient(paths.socket).search(request_from(args))
     except (ValueError, MemsyncError, OSError):
         return None
-    show([SearchResult.from_wire(r) for r in reply], args, sys.stdout, via="daemon")
+    show(results, args, sys.stdout, via="daemon")
     return 0
 
 

@@ -125,19 +125,19 @@ def through_daemon(paths: QuickPaths, pid: int, args: argparse.Namespace, asked_
 
 
 def _wait_searchable(paths: QuickPaths, deadline: float, timeout: float) -> None:
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
 
     if paths.socket is None:
         fail("--searchable: the search index is off (warm.enabled = false)", EX_CONFIG)
     left = max(0.1, deadline - time.monotonic())
     try:
-        reply = ask(paths.socket, {"op": "indexed", "through": None, "timeout": left}, timeout=left + 5)
+        reply = ControlClient(paths.socket).indexed(None, wait=left)
     except MemsyncError as exc:
         fail(f"synced, but the search index could not catch up: {exc}", EX_TEMPFAIL)
-    if not reply.get("done"):
+    if not reply.done:
         fail(
-            f"synced, but not searchable within {timeout:g}s: the index is at feed position {reply.get('cursor')} "
-            f"of {reply.get('through')}",
+            f"synced, but not searchable within {timeout:g}s: the index is at feed position {reply.cursor} "
+            f"of {reply.through}",
             EX_TEMPFAIL,
         )
     say("searchable")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -27,6 +27,9 @@ from daemon.config import Settings
 from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.warm.request import EpisodeRequest, RecentRequest, SearchFilter, SearchRequest
+
+if TYPE_CHECKING:
+    from daemon.control.client import ControlClient
 
 T = TypeVar("T")
 
@@ -70,13 +73,17 @@ class Tools:
         self.settings = settings
         self.clock = clock
 
-    def _ask(self, request: dict[str, Any], timeout: float) -> Any:
-        from daemon.control.client import ask
+    def _ask(self, call: Callable[[ControlClient], T], *, older: str) -> T:
+        """``call`` on the daemon's control socket, its errors as one sentence; ``older``: what to
+        say when the daemon is older than the op (restart it for what)."""
+        from daemon.control.client import ControlClient, UnknownOp
 
         if not self.settings.warm.enabled:
             raise ToolError("the search index is off on this site (warm.enabled = false): memory cannot be read")
         try:
-            return ask(self.settings.socket_path, request, timeout=timeout)
+            return call(ControlClient(self.settings.socket_path))
+        except UnknownOp:
+            raise ToolError(f"the running daemon is older than this memsync: restart it {older}") from None
         except DaemonNotListening:
             raise ToolError(_no_daemon(self.settings)) from None
         except TransientError as exc:
@@ -97,12 +104,9 @@ class Tools:
             request.check()
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        reply = self._ask({"op": "search", "request": request.to_wire()}, SEARCH_TIMEOUT)
-        return Memories.model_validate({"results": reply})  # the wire's fields are the schema's
+        return Memories.of(self._ask(lambda daemon: daemon.search(request, timeout=SEARCH_TIMEOUT), older="to search"))
 
     def episode(self, id: str, neighbours: int) -> Episode:
-        from sync.warm.request import EpisodeView
-
         site, _, source = id.partition(":")
         request = (
             EpisodeRequest(site=site, source_id=source, neighbours=neighbours)
@@ -113,13 +117,7 @@ class Tools:
             request.check()
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        try:
-            reply = self._ask({"op": "episode", "request": request.to_wire()}, READ_TIMEOUT)
-        except ToolError as exc:
-            if str(exc).startswith("unknown op"):
-                raise ToolError("the running daemon is older than this memsync: restart it to fetch episodes") from None
-            raise
-        view = EpisodeView.from_wire(reply)
+        view = self._ask(lambda daemon: daemon.episode(request, timeout=READ_TIMEOUT), older="to fetch episodes")
         if view.episode is None:
             raise ToolError(f"no episode {id!r} in the search index: use a pointId from search_memory's results")
         return Episode.of(view)
@@ -128,15 +126,9 @@ class Tools:
         request = RecentRequest(
             limit=limit, filter=SearchFilter(site=site, agent=agent, since_ms=_since_ms(since, self.clock()))
         )
-        try:
-            reply = self._ask({"op": "recent", "request": request.to_wire()}, READ_TIMEOUT)
-        except ToolError as exc:
-            if str(exc).startswith("unknown op"):
-                raise ToolError(
-                    "the running daemon is older than this memsync: restart it for recent activity"
-                ) from None
-            raise
-        return Memories.model_validate({"results": reply})
+        return Memories.of(
+            self._ask(lambda daemon: daemon.recent(request, timeout=READ_TIMEOUT), older="for recent activity")
+        )
 
     def health(self) -> Health:
         from daemon.status import gather

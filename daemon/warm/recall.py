@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from daemon.config import Settings
-from daemon.control.client import ask
+from daemon.control.client import ControlClient
 from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
 from daemon.site import NeverSynced, opened_backbone
@@ -63,13 +63,13 @@ def _daemon_without_warm(settings: Settings) -> None:
 def run_search(settings: Settings, request: SearchRequest) -> Found:
     request.check()
     try:
-        reply = ask(settings.socket_path, {"op": "search", "request": request.to_wire()})
+        results = ControlClient(settings.socket_path).search(request)
     except DaemonNotListening:
         _daemon_without_warm(settings)
     except ControlError as exc:
         _raise(exc)
     else:
-        return Found([SearchResult.from_wire(r) for r in reply], "daemon")
+        return Found(results, "daemon")
     with ExitStack() as stack:
         backbone, problem = _backbone_for_catch_up(settings, stack)
         with offline_layer(settings, backbone, leases=backbone) as layer:
@@ -109,13 +109,13 @@ def _catch_up_first(layer: WarmLayer, feed: ChangeFeed) -> str | None:
 
 def run_reindex(settings: Settings, on_progress: Callable[[Mapping[str, Any]], None]) -> tuple[dict[str, Any], str]:
     try:
-        reply = ask(settings.socket_path, {"op": "reindex"}, on_progress=on_progress, timeout=24 * 3600)
+        answered = ControlClient(settings.socket_path).reindex(on_progress)
     except DaemonNotListening:
         _daemon_without_warm(settings)
     except ControlError as exc:
         _raise(exc)
     else:
-        return dict(reply), "daemon"
+        return answered, "daemon"
     with (
         opened_backbone(settings, create=False) as backbone,
         offline_layer(settings, backbone, leases=backbone) as layer,
