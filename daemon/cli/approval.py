@@ -119,8 +119,8 @@ def _view(a: Approval) -> dict[str, Any]:
 
 
 def request_main(args: argparse.Namespace) -> int:
-    from daemon import approval_calls
     from daemon.site import duties_of, opened_backbone
+    from daemon.usecases import approvals as approval_calls
     from sync.errors import BackboneNotFound
 
     with handled():
@@ -171,8 +171,8 @@ def request_main(args: argparse.Namespace) -> int:
 
 
 def wait_main(args: argparse.Namespace) -> int:
-    from daemon import approval_calls
     from daemon.site import duties_of, opened_backbone
+    from daemon.usecases import approvals as approval_calls
 
     with handled():
         settings = load(args, log_level="error")

@@ -23,7 +23,7 @@ def register(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.status import gather, render
+    from daemon.usecases.status import gather, render
 
     if args.fleet:
         from daemon.cli.fleet import fleet_main

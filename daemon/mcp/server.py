@@ -131,7 +131,7 @@ class Tools:
         )
 
     def health(self) -> Health:
-        from daemon.status import gather
+        from daemon.usecases.status import gather
 
         report = gather(self.settings, self.clock())
         warm = report.get("warm") or {}
@@ -165,8 +165,8 @@ class Tools:
         assign: str | None = None,
         task_id: str | None = None,
     ) -> Approval:
-        from daemon import approval_calls
         from daemon.site import duties_of, opened_backbone
+        from daemon.usecases import approvals as approval_calls
 
         try:
             with opened_backbone(self.settings) as backbone:
@@ -207,8 +207,8 @@ class Tools:
         )
 
     def wait_for_approval(self, approval_id: str, timeout_s: float) -> Decision:
-        from daemon import approval_calls
         from daemon.site import duties_of, opened_backbone
+        from daemon.usecases import approvals as approval_calls
 
         try:
             with opened_backbone(self.settings, create=False) as backbone:
