@@ -25,7 +25,7 @@ from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console,
 from sync.backbone.base import APPROVAL_PRIORITIES
 
 if TYPE_CHECKING:
-    from sync.backbone.base import Approval, Approvals
+    from sync.backbone.base import Approval
 
 EXIT_APPROVED, EXIT_REJECTED, EXIT_EXPIRED = 0, 1, 2
 # sysexits' EX_USAGE: an id that names nothing (an approval, or the episode a request is about).
@@ -120,7 +120,7 @@ def _view(a: Approval) -> dict[str, Any]:
 
 def request_main(args: argparse.Namespace) -> int:
     from daemon.site import duties_of, opened_backbone
-    from daemon.usecases import approvals as approval_calls
+    from daemon.usecases import approvals
     from sync.errors import BackboneNotFound
 
     with handled():
@@ -135,7 +135,7 @@ def request_main(args: argparse.Namespace) -> int:
             fail("--assign is for the task --task creates: give its title with --task too", EX_USAGE)
         with opened_backbone(settings) as backbone:
             try:
-                requested = approval_calls.request(
+                requested = approvals.request(
                     settings,
                     backbone,
                     duties_of(settings, backbone),
@@ -172,14 +172,14 @@ def request_main(args: argparse.Namespace) -> int:
 
 def wait_main(args: argparse.Namespace) -> int:
     from daemon.site import duties_of, opened_backbone
-    from daemon.usecases import approvals as approval_calls
+    from daemon.usecases import approvals
 
     with handled():
         settings = load(args, log_level="error")
         with opened_backbone(settings, create=False) as backbone:
             try:
                 interval = duties_of(settings, backbone).look_interval
-                waited = approval_calls.wait(settings, backbone, args.approval_id, args.timeout, interval=interval)
+                waited = approvals.wait(settings, backbone, args.approval_id, args.timeout, interval=interval)
             except LookupError as exc:
                 fail(str(exc), EXIT_UNKNOWN)
     if waited.status == "approved":
@@ -229,36 +229,23 @@ def _at(ms: int) -> str:
 
 def decide_main(args: argparse.Namespace) -> int:
     from daemon.site import duties_of, opened_backbone
+    from daemon.usecases.approvals import decide
 
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
     with handled():
         settings = load(args, log_level="error")
         with opened_backbone(settings, create=False) as backbone:
-            if backbone.approval(args.approval_id) is None:
-                fail(f"no approval {args.approval_id!r}: `memsync approvals` lists them", EXIT_UNKNOWN)
-            if args.verb == "defer":
-                approval = backbone.defer_approval(
-                    args.approval_id, by, settings.jobs.approval_timeout_ms(_category(backbone, args.approval_id))
-                )
-                from daemon.alerts.messages import hhmm
+            try:
+                decided = decide(settings, backbone, duties_of(settings, backbone), args.approval_id, args.verb, by)
+            except LookupError as exc:
+                fail(str(exc), EXIT_UNKNOWN)
+            if decided.note is not None:
+                console(stderr=True).print(decided.note)
+    if args.verb == "defer":
+        from daemon.alerts.messages import hhmm
 
-                outcome = f"deferred until {hhmm(approval.expires_at)}"
-            else:
-                status = backbone.resolve_approval(
-                    args.approval_id, "approved" if args.verb == "approve" else "rejected", by
-                )
-                outcome = f"{status} by {by}"
-            note = duties_of(settings, backbone).announce_approval(args.approval_id, new=False)
-            if note is not None:
-                console(stderr=True).print(note)
+        outcome = f"deferred until {hhmm(decided.expires_at)}"
+    else:
+        outcome = f"{decided.status} by {by}"
     say(f"approval {args.approval_id} {outcome}")
     return 0
-
-
-def _category(backbone: Approvals, approval_id: str) -> str:
-    from sync.errors import BackboneNotFound
-
-    found = backbone.approval(approval_id)
-    if found is None:
-        raise BackboneNotFound(f"no approval {approval_id!r} (memsync approvals lists them)")
-    return found.action_type

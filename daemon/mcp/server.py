@@ -166,11 +166,11 @@ class Tools:
         task_id: str | None = None,
     ) -> Approval:
         from daemon.site import duties_of, opened_backbone
-        from daemon.usecases import approvals as approval_calls
+        from daemon.usecases import approvals
 
         try:
             with opened_backbone(self.settings) as backbone:
-                requested = approval_calls.request(
+                requested = approvals.request(
                     self.settings,
                     backbone,
                     duties_of(self.settings, backbone),
@@ -208,12 +208,12 @@ class Tools:
 
     def wait_for_approval(self, approval_id: str, timeout_s: float) -> Decision:
         from daemon.site import duties_of, opened_backbone
-        from daemon.usecases import approvals as approval_calls
+        from daemon.usecases import approvals
 
         try:
             with opened_backbone(self.settings, create=False) as backbone:
                 interval = duties_of(self.settings, backbone).look_interval
-                waited = approval_calls.wait(
+                waited = approvals.wait(
                     self.settings, backbone, approval_id, timeout_s, interval=interval, clock=self.clock
                 )
         except LookupError as exc:
