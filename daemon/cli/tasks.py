@@ -128,14 +128,16 @@ def list_main(args: argparse.Namespace) -> int:
 
 def show_main(args: argparse.Namespace) -> int:
     from daemon.site import opened_backbone
+    from daemon.usecases.tasks import task as task_view
 
     with handled():
         settings = load(args, log_level="error")
         with opened_backbone(settings, create=False) as backbone:
-            task = backbone.task(args.task_id)
-            if task is None:
-                fail(f"no task {args.task_id!r}: `memsync tasks` lists them", EXIT_UNKNOWN)
-            approval = None if task.approval_id is None else backbone.approval(task.approval_id)
+            try:
+                found = task_view(backbone, args.task_id)
+            except LookupError as exc:
+                fail(str(exc), EXIT_UNKNOWN)
+    task, approval = found.task, found.approval
     if args.as_json:
         view = _view(task) | {"approval": None if approval is None else _approval_view(approval)}
         sys.stdout.write(json.dumps(view, indent=2) + "\n")
@@ -163,6 +165,7 @@ def show_main(args: argparse.Namespace) -> int:
 
 def update_main(args: argparse.Namespace) -> int:
     from daemon.site import opened_backbone
+    from daemon.usecases.tasks import update
 
     if args.status is None and args.assign is None:
         fail("nothing to change: give --status, --assign or both", EX_USAGE)
@@ -171,9 +174,10 @@ def update_main(args: argparse.Namespace) -> int:
     with handled():
         settings = load(args, log_level="error")
         with opened_backbone(settings, create=False) as backbone:
-            if backbone.task(args.task_id) is None:
-                fail(f"no task {args.task_id!r}: `memsync tasks` lists them", EXIT_UNKNOWN)
-            task = backbone.update_task(args.task_id, status=args.status, assigned_to=args.assign)
+            try:
+                task = update(backbone, args.task_id, status=args.status, assign=args.assign)
+            except LookupError as exc:
+                fail(str(exc), EXIT_UNKNOWN)
     assigned = f", assigned to {task.assigned_to}" if task.assigned_to else ""
     say(f"task {task.task_id} {task.status}{assigned}")
     return 0
