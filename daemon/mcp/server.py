@@ -134,17 +134,17 @@ class Tools:
         from daemon.usecases.status import gather
 
         report = gather(self.settings, self.clock())
-        warm = report.get("warm") or {}
+        warm = report["warm"]
         return Health(
             site=report["site"],
             health=report["health"],
-            reasons=[str(r) for r in report.get("reasons") or []],
-            daemonRunning=bool(report["daemon"]["running"]),
-            lastSyncAt=report.get("lastSyncAt"),
-            lagSeconds=report.get("lagSeconds"),
-            backlog=report.get("backlog"),
+            reasons=list(report["reasons"]),
+            daemonRunning=report["daemon"]["running"],
+            lastSyncAt=report["lastSyncAt"],
+            lagSeconds=report["lagSeconds"],
+            backlog=report["backlog"],
             index=Index(
-                enabled=bool(warm.get("enabled")),
+                enabled=warm["enabled"],
                 state=warm.get("state"),
                 behind=warm.get("behind"),
                 lastIndexedAt=warm.get("lastIndexedAt"),
