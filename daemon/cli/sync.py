@@ -14,8 +14,18 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from daemon.cli.common import Commands, Exit, add_config, console, fail, handled, load, parse_or_none, say
-from daemon.cli.run import add_take_over
+from daemon.cli.common import (
+    Commands,
+    Exit,
+    add_config,
+    add_take_over,
+    console,
+    fail,
+    handled,
+    load,
+    parse_or_none,
+    say,
+)
 from sync.errors import EX_CONFIG, EX_TEMPFAIL, ConfigError, Interrupted, MemsyncError
 
 if TYPE_CHECKING:
