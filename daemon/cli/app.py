@@ -13,31 +13,12 @@ import argparse
 import sys
 
 from daemon import version
-from daemon.cli import (
-    adopt,
-    approval,
-    archive,
-    capture,
-    collaborators,
-    context,
-    demo,
-    export,
-    fleet,
-    forget,
-    heartbeat,
-    hooks,
-    jobs,
-    mcp,
-    quarantine,
-    run,
-    search,
-    service,
-    status,
-    tasks,
-    telegram,
-)
+from daemon.cli import context, heartbeat, search
 from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit, os_error_exit
+from daemon.cli.episodes import adopt, archive, export, forget, quarantine
+from daemon.cli.fleet import agents, approval, collaborators, jobs, status, tasks
+from daemon.cli.setup import capture, demo, hooks, mcp, run, service, telegram
 
 DESCRIPTION = "Keep AI agents' AgentDB memories in step across machines."
 
@@ -62,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
         archive,
         quarantine,
         jobs,
-        fleet,
+        agents,
         heartbeat,
         hooks,
         capture,

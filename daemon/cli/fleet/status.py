@@ -36,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
     from daemon.usecases.status import gather
 
     if args.fleet:
-        from daemon.cli.fleet import fleet_main
+        from daemon.cli.fleet.agents import fleet_main
 
         return fleet_main(args)
 

@@ -1,0 +1,2 @@
+"""The commands that run memsync and wire it in: the daemon (``run``) and its ``service``, the
+agents' ``hooks``, ``capture`` and ``mcp`` server, the ``telegram`` bot, and the ``demo``."""
