@@ -1,5 +1,6 @@
-"""The ``memsync`` parser: one module per command (``daemon/cli/<command>.py``), each adding its
-parser and the function that runs it.
+"""The ``memsync`` parser: one module per command (``daemon/cli/<command>.py`` for the light
+paths' commands, ``daemon/cli/<room>/<command>.py`` for the others), each adding its parser and
+the function that runs it.
 
 Exit codes: 0 ok; 1 a command failed (or status: degraded); 2 status: down, or a usage error;
 75 try again later (another memsync holds the site, the backbone stayed unreachable, a wait timed
