@@ -13,14 +13,12 @@ from typing import Any
 
 import pytest
 from conftest import SiteFiles
+from harness.hub import push_episode
 
 from daemon.site import NeverSynced
 from daemon.usecases.export import export
-from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
-from sync.episode import canonical_json
 from sync.errors import BackboneNotFound
-from sync.warm.text import text_hash
 
 DAY_MS = 86_400_000
 NOW_TS = 1_790_000_000_000
@@ -28,10 +26,7 @@ OLD_TS = 1_735_689_600_000  # archived below
 
 
 def push(hub: HubBackbone, source_id: str, ts: int) -> None:
-    body = {"sessionId": "s1", "task": f"task {source_id}", "output": "done", "ts": ts, "agentName": "coder"}
-    content = text_hash(canonical_json(body).decode())
-    item = PushItem(source_id, int(source_id), f"identity-{source_id}", content, body, canonical_json(body))
-    hub.push([item], int(source_id))
+    push_episode(hub, source_id, task=f"task {source_id}", ts=ts)
 
 
 def keys(episodes: list[dict[str, Any]]) -> list[str]:

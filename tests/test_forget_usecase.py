@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SiteFiles
+from harness.hub import push_episode
 
 from daemon.alerts.messages import Message
 from daemon.alerts.store import AlertStore, Queued
@@ -21,12 +22,10 @@ from daemon.control.lock import SiteLock
 from daemon.site import duties_of
 from daemon.usecases.forget import IndexReach, KeyOutcome, Match, TextTakenOut, forget, matching, parse_keys
 from daemon.warm.layer import offline_layer
-from sync.backbone.base import Outcome, PushItem
+from sync.backbone.base import Outcome
 from sync.backbone.hub import HubBackbone
-from sync.episode import canonical_json
 from sync.sidecar import Quarantined, Sidecar
 from sync.warm.request import SearchRequest
-from sync.warm.text import text_hash
 
 SECRET = "the-launch-codes-are-0000"
 KEPT = "rotate the TLS certificate on the edge proxy"
@@ -35,10 +34,7 @@ OLD_TS = 1_735_689_600_000  # a week long past: archived below
 
 
 def push(hub: HubBackbone, source_id: str, task: str, output: str, ts: int = RECENT_TS) -> list[Outcome]:
-    body = {"sessionId": "s1", "task": task, "output": output, "ts": ts, "agentName": "coder"}
-    content = text_hash(canonical_json(body).decode())
-    item = PushItem(source_id, int(source_id), f"identity-{source_id}", content, body, canonical_json(body))
-    return [result.outcome for result in hub.push([item], int(source_id))]
+    return push_episode(hub, source_id, task=task, output=output, ts=ts)
 
 
 def all_bytes(paths: list[Path]) -> bytes:

@@ -13,27 +13,22 @@ from pathlib import Path
 
 import pytest
 from conftest import SiteFiles
+from harness.hub import push_episode
 
 from daemon.alerts.messages import Message
 from daemon.alerts.store import AlertStore, Queued
 from daemon.control.lock import SiteLock
 from daemon.usecases.status import gather
 from daemon.warm.layer import offline_layer
-from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
-from sync.episode import canonical_json
 from sync.sidecar import Quarantined, Sidecar
-from sync.warm.text import text_hash
 
 NOW_TS = 1_790_000_000_000
 OLD_TS = 1_735_689_600_000  # archived below
 
 
 def push(hub: HubBackbone, source_id: str, ts: int) -> None:
-    body = {"sessionId": "s1", "task": f"task {source_id}", "output": "done", "ts": ts, "agentName": "coder"}
-    content = text_hash(canonical_json(body).decode())
-    item = PushItem(source_id, int(source_id), f"identity-{source_id}", content, body, canonical_json(body))
-    hub.push([item], int(source_id))
+    push_episode(hub, source_id, task=f"task {source_id}", ts=ts)
 
 
 @pytest.fixture
