@@ -12,7 +12,7 @@ NPM    := npm --no-audit --no-fund --loglevel=error
 # better-sqlite3 (agentdb 1.3.9, the WAL writer) builds from source against the local Node headers.
 NODEDIR := $(shell [ -d /usr/include/node ] && echo /usr || dirname $$(dirname $$(command -v node)))
 
-.PHONY: all bootstrap node check lint typecheck test test-fast demo bench clean
+.PHONY: all bootstrap node check lint typecheck test test-fast demo bench docs clean
 
 all: test
 
@@ -99,6 +99,15 @@ test-fast: bootstrap node
 
 demo: bootstrap $(GEN)/node_modules/.stamp-node
 	$(BIN)/memsync demo
+
+# The references written from the code (tests/test_docs_reference.py fails when they drift) and the
+# benchmarks' figures from bench/figures.json (tests/test_benchmark_figures.py).
+docs: bootstrap
+	$(BIN)/memsync docs commands > docs/reference/commands.md.new
+	mv docs/reference/commands.md.new docs/reference/commands.md
+	$(BIN)/memsync docs configuration > docs/reference/configuration.md.new
+	mv docs/reference/configuration.md.new docs/reference/configuration.md
+	$(BIN)/python -m bench.figures
 
 bench: bootstrap $(GEN)/node_modules/.stamp-node $(CONVEX)
 	$(BIN)/python -m bench.run_all

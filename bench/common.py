@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import cProfile
 import json
-import math
 import os
 import shutil
 import statistics
@@ -48,6 +47,8 @@ from harness import (
     wal_writer_argv,
 )
 from harness.site import BENCH_SITE
+
+from bench.figures import decimals
 
 # What this module takes from the harness and the benchmarks import from here; the names this
 # module defines are importable without being listed.
@@ -138,18 +139,6 @@ def summary(res: dict[str, Any]) -> str:
         target = f" (target {fig['target']})" if fig["target"] else ""
         lines.append(f"  {fig['metric']}: {fig['value']:,.{decimals(fig['value'])}f} {fig['unit']}{target}{verdict}")
     return "\n".join(lines)
-
-
-def decimals(value: float) -> int:
-    """Decimals to show: none from 100 up, one from 10, two above 0.1, two significant digits below."""
-    size = abs(value)
-    if size >= 100:
-        return 0
-    if size >= 10:
-        return 1
-    if size >= 0.1 or size == 0:
-        return 2
-    return 1 - math.floor(math.log10(size))
 
 
 def emit(res: dict[str, Any]) -> None:

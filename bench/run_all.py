@@ -1,8 +1,10 @@
-"""Run every benchmark and rewrite the figures section of docs/BENCHMARKS.md (``make bench``).
+"""Run every benchmark, fold each result into bench/figures.json and rewrite docs/BENCHMARKS.md's
+figures from it (``make bench``).
 
-The section between the figures markers is regenerated from bench/results/*.json, so a benchmark
-run on its own (``--only idle``) updates its rows and leaves the others' last figures, each with
-its own date.
+A benchmark run on its own (``python -m bench.recall LOCOMO_DEV``) keeps its result in
+bench/results/; ``--render-only`` folds the results there that are newer than bench/figures.json's
+entry for them, then rewrites the doc. Each entry keeps its own command, date, commit and machine,
+so the others' last figures stay as they were measured.
 
     python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks mcp archive
                              recall]
@@ -15,13 +17,14 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import archive, backfill, convex_backfill, hooks, idle, latency, mcp, recall, warm, writing
-from bench.common import RESULTS, ROOT, decimals, emit, progress
+from bench import archive, backfill, convex_backfill, figures, hooks, idle, latency, mcp, recall, warm, writing
+from bench.common import RESULTS, ROOT, emit, progress
 
 Record = dict[str, Any]
 # name: (run it with its defaults, one repetition's numbers in a few words)
@@ -36,11 +39,9 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "mcp": (mcp.run, mcp.describe_run),
     "archive": (archive.run, archive.describe_run),
     # Without LoCoMo's data (an argument, never downloaded) only the labelled set: run
-    # `python -m bench.recall LOCOMO` for the rest, then `--render-only`.
+    # `python -m bench.recall LOCOMO_DEV` for the rest, then `--render-only`.
     "recall": (recall.run, recall.describe_run),
 }
-DOC = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- figures:start -->", "<!-- figures:end -->"
 
 
 def machine() -> str:
@@ -51,79 +52,68 @@ def machine() -> str:
     return f"{cpus} CPUs ({model}), Linux {platform.release()}, Python {platform.python_version()}"
 
 
-def figure_rows(res: dict[str, Any]) -> list[str]:
-    rows = []
-    for fig in res["figures"]:
-        met = "" if fig["met"] is None else ("yes" if fig["met"] else "**no**")
-        value = f"{fig['value']:,.{decimals(fig['value'])}f} {fig['unit']}"
-        rows.append(f"| {res['benchmark']} | {fig['metric']} | {value} | {fig['target'] or ''} | {met} |")
-    return rows
+def commit() -> str:
+    """The code measured: HEAD, marked when the work tree had changes."""
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    name = head.stdout.strip() or "unknown"
+    return f"{name}+changes" if dirty.stdout.strip() else name
 
 
-def run_lines(res: dict[str, Any]) -> str:
-    """Every repetition's own numbers, so the spread behind each median is visible."""
-    describe = BENCHMARKS[res["benchmark"]][1]
-    items = "; ".join(describe(r) for r in res["runs"])
-    load = "/".join(f"{x:.1f}" for x in res["load"])
-    return f"- {res['benchmark']} ({res['at']}, load {load}, params {json.dumps(res['params'])}): {items}"
-
-
-def render(results: list[dict[str, Any]], kept: str = "") -> str:
-    """The figures section. A benchmark with no saved result here (bench/results/ is not committed,
-    so a fresh clone has none) keeps its rows and repetition lines from ``kept``, the section as it
-    stands, each with the date it was measured."""
-    have = {res["benchmark"] for res in results}
-    old = kept.splitlines()
-    dates = {res["at"][:10] for res in results}
-    lines = ["| Benchmark | Figure (median over repetitions) | Value | Target | Met |", "|---|---|---|---|---|"]
-    repetitions = []
-    for name in BENCHMARKS:
-        res = next((r for r in results if r["benchmark"] == name), None)
-        if res is not None:
-            lines += figure_rows(res)
-            repetitions.append(run_lines(res))
+def fold_results(data: dict[str, Any], names: list[str], command: Callable[[str], str]) -> list[str]:
+    """Fold each named benchmark's saved result newer than its entry; the names folded."""
+    folded = []
+    for name in names:
+        path = RESULTS / f"{name}.json"
+        if not path.exists():
             continue
-        rows = [line for line in old if line.startswith(f"| {name} |")]
-        lines += rows
-        repetitions += [line for line in old if line.startswith(f"- {name} (")]
-        dates |= {line.split("(", 1)[1][:10] for line in old if line.startswith(f"- {name} (")}
-    head = [
-        START,
-        "<!-- Generated by `make bench` (bench/run_all.py): edits here are overwritten. -->",
-        "",
-        f"Machine: {machine()}. Measured {', '.join(sorted(dates))}"
-        + ("" if have >= set(BENCHMARKS) else " (each benchmark's date is on its repetition line)")
-        + ".",
-        "",
-    ]
-    return "\n".join([*head, *lines, "", "Every repetition:", "", *repetitions, END])
-
-
-def write_figures(results: list[dict[str, Any]]) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else f"# Benchmarks\n\n{START}\n{END}\n"
-    if START not in text or END not in text:
-        text = f"{text.rstrip()}\n\n## Figures\n\n{START}\n{END}\n"
-    head, _, rest = text.partition(START)
-    kept, _, tail = rest.partition(END)
-    DOC.write_text(head + render(results, kept) + tail, encoding="utf-8")
+        result = json.loads(path.read_text(encoding="utf-8"))
+        if result["at"] <= data["benchmarks"].get(name, {}).get("measured", ""):
+            continue
+        describe = BENCHMARKS[name][1]
+        figures.fold(
+            data,
+            result,
+            command=command(name),
+            repetitions="; ".join(describe(r) for r in result["runs"]),
+            commit=commit(),
+            machine=machine(),
+        )
+        folded.append(name)
+    return folded
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS))
-    parser.add_argument("--render-only", action="store_true", help="only rewrite the figures from saved results")
+    parser.add_argument(
+        "--render-only", action="store_true", help="fold saved results and rewrite the doc; run nothing"
+    )
     args = parser.parse_args()
     failed = []
+    ran = []
     for name in [] if args.render_only else args.only:
         progress(f"=== {name} ===")
         try:
             emit(BENCHMARKS[name][0]())
+            ran.append(name)
         except Exception as exc:
             progress(f"{name} failed: {type(exc).__name__}: {exc}")
             failed.append(name)
-    saved = [RESULTS / f"{name}.json" for name in BENCHMARKS]
-    write_figures([json.loads(path.read_text(encoding="utf-8")) for path in saved if path.exists()])
-    progress(f"figures written to {DOC.relative_to(ROOT)}")
+    data = figures.load()
+    if args.render_only:
+        folded = fold_results(
+            data, list(BENCHMARKS), lambda name: f"python -m bench.{name} (see bench/results/{name}.json)"
+        )
+    else:
+        folded = fold_results(data, ran, lambda name: f"python -m bench.run_all --only {name}")
+    figures.save(data)
+    figures.DOC.write_text(figures.rendered(figures.DOC.read_text(encoding="utf-8"), data), encoding="utf-8")
+    progress(f"folded {', '.join(folded) or 'nothing'} into bench/figures.json; figures written to docs/BENCHMARKS.md")
     if failed:
         progress(f"failed: {', '.join(failed)}")
     return 1 if failed else 0

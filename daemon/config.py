@@ -33,7 +33,7 @@ ENV_PREFIX = "MEMSYNC_"
 # of the one beside the config file: a service's per-site secrets file (launchd has no EnvironmentFile=).
 _CLI_VARIABLES = {"MEMSYNC_CONFIG", "MEMSYNC_AGENTDB_GEN", "MEMSYNC_ENV_FILE"}
 # Secrets: from the environment or .env only, never a config file that may be shared or committed.
-_ENV_ONLY = (
+ENV_ONLY = (
     ("backbone", "site_secret"),
     ("warm", "api_key"),
     ("warm", "qdrant_api_key"),
@@ -55,20 +55,25 @@ class _Section(BaseModel):
 class SiteDefaults(_Section):
     """Who wrote an episode, when neither an AgentDB column nor its metadata says."""
 
-    agent_name: str | None = None
-    agent_platform: str | None = None
-    agent_interface: str | None = None
-    parent_agent: str | None = None
-    llm_provider: str | None = None
-    llm_model: str | None = None
+    agent_name: str | None = Field(None, description="the agent's name (`agentName`)")
+    agent_platform: str | None = Field(None, description='the agent\'s platform, e.g. "claude-code" (`agentPlatform`)')
+    agent_interface: str | None = Field(None, description='how it is driven, e.g. "cli" (`agentInterface`)')
+    parent_agent: str | None = Field(None, description="the agent that started it, for a sub-agent (`parentAgent`)")
+    llm_provider: str | None = Field(None, description='the model\'s provider, e.g. "anthropic" (`llmProvider`)')
+    llm_model: str | None = Field(None, description="the model (`llmModel`)")
 
     def attribution(self) -> Attribution:
         return Attribution(**self.model_dump())
 
 
 class SiteSection(_Section):
-    name: str
-    defaults: SiteDefaults = SiteDefaults()
+    """This site: its name, and who wrote its episodes when the AgentDB file does not say."""
+
+    name: str = Field(
+        description="this site's name, the `sourceSite` of its episodes; one name, one source: another "
+        "machine or AgentDB file under the same name is refused. " + SITE_NAME_RULE.capitalize()
+    )
+    defaults: SiteDefaults = Field(default_factory=SiteDefaults, description="attribution defaults (`[site.defaults]`)")
 
     @field_validator("name")
     @classmethod
@@ -79,23 +84,42 @@ class SiteSection(_Section):
 
 
 class AgentDBSection(_Section):
-    path: Path
-    poll_interval: float = Field(1.0, ge=0.05, le=60.0, description="seconds between cheap stat polls")
+    """The AgentDB file memsync tails. memsync only ever reads it."""
+
+    path: Path = Field(
+        description="the AgentDB file the site's agents write (their `AGENTDB_PATH`); it may not exist yet: "
+        "the daemon waits for it"
+    )
+    poll_interval: float = Field(
+        1.0, ge=0.05, le=60.0, description="seconds between stat polls of the file (file events usually wake it sooner)"
+    )
 
 
 class BackboneSection(_Section):
-    kind: Literal["local", "convex"] = "local"
-    # local: the embedded hub's file; default: <data dir>/hub.db
-    path: Path | None = None
-    busy_timeout_ms: int = Field(5000, ge=0, le=600_000)
-    # convex: the deployment's URL, and this site's own secret (never the deploy key). The secret
-    # comes from the environment (MEMSYNC_BACKBONE__SITE_SECRET) or .env, never the config file.
-    url: str | None = None
-    site_secret: SecretStr | None = None
-    timeout: float = Field(15.0, gt=0, le=300, description="seconds to wait for the deployment")
-    # local: a group whose members (several local users' sites) share the hub: its folder and files
-    # are that group's, 0770/0660. Unset: every file memsync creates is its user's only.
-    shared_group: str | None = None
+    """Where every site's episodes meet: the embedded hub (a SQLite file) or a Convex deployment."""
+
+    kind: Literal["local", "convex"] = Field(
+        "local", description="`local`: the embedded hub; `convex`: a Convex deployment (`url`, `site_secret`)"
+    )
+    path: Path | None = Field(
+        None,
+        description="local: the hub's file (unset: `<data_dir>/hub.db`); sites on one machine point at the same one",
+    )
+    busy_timeout_ms: int = Field(
+        5000, ge=0, le=600_000, description="local: milliseconds to wait for another site's write to the hub"
+    )
+    url: str | None = Field(None, description="convex: the deployment's URL, `https://<deployment>.convex.cloud`")
+    # The site's own secret, never the deploy key.
+    site_secret: SecretStr | None = Field(
+        None, description="convex: this site's secret, printed once by `sites:register` (only its SHA-256 is stored)"
+    )
+    timeout: float = Field(15.0, gt=0, le=300, description="convex: seconds to wait for the deployment's answer")
+    shared_group: str | None = Field(
+        None,
+        description="local: a group whose members' sites share the hub: the hub's folder (give it one of its own) "
+        "becomes that group's (2770) and the hub's files 0660, memsync's other files 0660 / 0770 in the user's own "
+        "group. Unset: every file memsync creates is its user's only (0600 / 0700)",
+    )
 
     @field_validator("shared_group")
     @classmethod
@@ -129,55 +153,121 @@ class BackboneSection(_Section):
 
 
 class StateSection(_Section):
-    path: Path | None = None  # default: <data dir>/<site>.state.db
+    """The site's own state database (the sidecar)."""
+
+    path: Path | None = Field(
+        None,
+        description="the sidecar: cursor, hashes, quarantine, conflicts (unset: `<data_dir>/<site>.state.db`); "
+        "the site's lock file sits beside it",
+    )
 
 
 class SyncSection(_Section):
-    batch_size: int = Field(200, ge=1, le=500)
-    window: int = Field(256, ge=0, description="ids behind the cursor re-checked on every pass")
-    full_check_interval: float = Field(60.0, ge=1.0, description="seconds between re-checks of every row")
-    lag_warning: float = Field(60.0, gt=0, description="status turns degraded past this many seconds of lag")
-    retry_max_wait: float = Field(30.0, gt=0, le=3600)
+    """How the engine reads the AgentDB file and pushes its episodes."""
+
+    batch_size: int = Field(200, ge=1, le=500, description="rows a push")
+    window: int = Field(
+        256,
+        ge=0,
+        description="ids behind the cursor re-checked for edits and reused ids (every pass that brings nothing new, "
+        "at most once a second while an agent appends)",
+    )
+    full_check_interval: float = Field(
+        60.0,
+        ge=1.0,
+        description="seconds between re-checks of every row, for edits to old episodes (in slices after new rows, "
+        "only if the file changed)",
+    )
+    lag_warning: float = Field(60.0, gt=0, description="seconds of lag after which `status` says degraded")
+    retry_max_wait: float = Field(
+        30.0, gt=0, le=3600, description="the longest wait between retries of an unreachable backbone, in seconds"
+    )
 
 
 class WarmSection(_Section):
-    """The warm layer: every synced episode embedded into a hybrid (dense + BM25) Qdrant collection.
+    """The search index (the warm layer): every synced episode, from every site, embedded into a
+    hybrid (dense + BM25) Qdrant collection for `memsync search`, `context` and the MCP server."""
 
-    Keys (``api_key``, ``qdrant_api_key``, ``rerank_api_key``) come from the environment or .env
-    only, like the site secret: MEMSYNC_WARM__API_KEY and so on."""
-
-    enabled: bool = True
-    embedder: Literal["local", "gemini", "voyage"] = "local"
-    model: str | None = None  # default: gemini-embedding-001 / voyage-3.5; the local model is fixed
-    dims: int | None = Field(None, ge=1, le=4096)  # default: gemini 768, voyage 1024
-    api_key: SecretStr | None = None
-    base_url: str | None = None  # the embedding provider's endpoint, when not the public one
-    store: Literal["edge", "qdrant"] = "edge"
-    path: Path | None = None  # default: <data dir>/warm/<site>
-    url: str | None = None  # store = "qdrant": the server or Qdrant Cloud URL
-    qdrant_api_key: SecretStr | None = None
-    collection: str = Field("agent_memory_hybrid", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+    enabled: bool = Field(True, description="index every synced episode, from every site, for `memsync search`")
+    embedder: Literal["local", "gemini", "voyage"] = Field(
+        "local",
+        description="`local`: all-MiniLM-L6-v2 int8 ONNX, offline, 384 dims; `gemini`: gemini-embedding-001; "
+        "`voyage`: voyage-3.5 (both need `api_key` and the `cloud` extra)",
+    )
+    model: str | None = Field(
+        None, description="gemini or voyage: the model (unset: gemini-embedding-001 / voyage-3.5); not for `local`"
+    )
+    dims: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="gemini or voyage: the vectors' size (unset: 768 / 1024; voyage takes 256, 512, 1024 or 2048)",
+    )
+    api_key: SecretStr | None = Field(None, description="the embedding provider's key")
+    base_url: str | None = Field(None, description="the embedding provider's endpoint, for a proxy")
+    store: Literal["edge", "qdrant"] = Field(
+        "edge",
+        description="`edge`: the Qdrant engine inside memsync's worker process (qdrant-edge); `qdrant`: a Qdrant "
+        "server or Qdrant Cloud (`url`), which every site may share",
+    )
+    path: Path | None = Field(
+        None, description="the edge store and the indexer's small files (unset: `<data_dir>/warm/<site>`)"
+    )
+    url: str | None = Field(None, description="qdrant: the server's or Qdrant Cloud's URL")
+    qdrant_api_key: SecretStr | None = Field(None, description="qdrant: the server's API key")
+    collection: str = Field(
+        "agent_memory_hybrid",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$",
+        description="the collection's name; `reindex` builds `<name>-<time>` and switches to it. With "
+        '`store = "qdrant"` it is the alias every site goes through; a collection of that name memsync did '
+        "not make is refused",
+    )
     batch_size: int = Field(64, ge=1, le=500, description="episodes embedded and upserted together")
-    duplicate_threshold: float = Field(0.95, gt=0, le=1.0, description="cosine at which episodes are linked")
-    # How search fuses the dense and BM25 lists: "relative" (scaled scores, dense weighted 0.8 to 0.4 by how
-    # much of the query BM25's best hit holds) or "rrf" (Reciprocal Rank Fusion, k = 2). sync/warm/fusion.py
-    # says why relative is the default.
-    fusion: Literal["relative", "rrf"] = "relative"
-    # Seconds between looks for other sites' episodes. Default: 30 on the embedded hub, where a change
-    # to the hub file wakes the look at once (the interval is the safety net); 10 on Convex, where
-    # nothing wakes it and every look is a function call against the deployment's monthly quota.
-    catch_up_interval: float | None = Field(None, ge=0.1, le=3600)
-    # Seconds without embedding after which the daemon lets go of the embedding model (the local
-    # one holds ~160 MB); the next episode or search loads it again (~0.5 s). 0: keep it loaded.
-    unload_after: float = Field(600.0, ge=0)
-    # store = "qdrant": seconds a collection a rebuild replaced is kept after the switch before it is
-    # dropped. Every site reaches the collections through the alias, so after the switch only requests
-    # already in flight use the old one; set it alike on every site (the shortest wins).
-    retire_after: float = Field(3600.0, ge=0, allow_inf_nan=False)
-    rerank_model: str = "rerank-2.5"
-    rerank_api_key: SecretStr | None = None  # default: api_key when embedder = "voyage"
-    rerank_base_url: str | None = None
-    socket: Path | None = None  # default: <data dir>/<site>.sock
+    duplicate_threshold: float = Field(
+        0.95,
+        gt=0,
+        le=1.0,
+        description="cosine at which an episode is linked to an earlier one as a near-duplicate (linked, never "
+        "dropped; collapsed in results)",
+    )
+    fusion: Literal["relative", "rrf"] = Field(
+        "relative",
+        description="how search fuses the dense and BM25 lists: `relative` (scaled scores, dense weighted 0.8 to "
+        "0.4 by how much of the query BM25's best hit holds) or `rrf` (Reciprocal Rank Fusion, k = 2)",
+    )
+    # Convex: nothing wakes the look, and every look is a function call against the deployment's quota.
+    catch_up_interval: float | None = Field(
+        None,
+        ge=0.1,
+        le=3600,
+        description="seconds between looks for other sites' episodes (unset: 30 on the hub, where a change to the "
+        "hub file wakes the look at once; 10 on Convex)",
+    )
+    unload_after: float = Field(
+        600.0,
+        ge=0,
+        description="seconds without embedding after which the search index's worker process lets the model go "
+        "and exits; the next episode or search starts it again (about 1.2 s). 0: keep it loaded",
+    )
+    # Every site reaches the collections through the alias, so after the switch only requests already
+    # in flight use the old one.
+    retire_after: float = Field(
+        3600.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="qdrant: seconds a collection a rebuild replaced is kept after the switch before it is "
+        "dropped; set it alike on every site (the shortest wins)",
+    )
+    rerank_model: str = Field("rerank-2.5", description="the Voyage reranker `search --rerank` uses")
+    rerank_api_key: SecretStr | None = Field(
+        None, description='the reranker\'s key (unset: `api_key` when `embedder = "voyage"`)'
+    )
+    rerank_base_url: str | None = Field(None, description="the reranker's endpoint, for a proxy")
+    socket: Path | None = Field(
+        None,
+        description="the daemon's control socket, which `search`, `context`, `reindex` and `mcp` use (unset: "
+        "`<data_dir>/<site>.sock`; at most 100 bytes)",
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> WarmSection:
@@ -196,11 +286,11 @@ class WarmSection(_Section):
 
 
 class JobOverride(_Section):
-    """``[jobs.<name>]``: a job's schedule, when the default does not suit."""
+    """A job's schedule, when the default does not suit; a key left out keeps the default."""
 
-    enabled: bool | None = None
+    enabled: bool | None = Field(None, description="false: the job never runs here")
     every: float | None = Field(None, gt=0, description="seconds between fires (replaces the cron)")
-    cron: str | None = None  # a crontab expression in UTC (replaces the interval)
+    cron: str | None = Field(None, description="a crontab expression in UTC (replaces the interval)")
     grace: float | None = Field(None, ge=0, description="seconds a missed fire may still run late")
     lease: float | None = Field(None, gt=0, description="seconds before another site may take a slot over")
 
@@ -216,22 +306,42 @@ _Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class JobsSection(_Section):
-    """The scheduler (``daemon/schedule``): what the periodic jobs do, and their schedules. The
-    settings of contracts/settings.json are the Convex deployment's too, from its environment."""
+    """The periodic jobs (`memsync jobs`) and the registry heartbeat. On Convex the deployment reads
+    the same keys from its own environment (docs/guides/convex.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="run the scheduler and the registry heartbeat in the daemon")
     heartbeat_interval: float = Field(60.0, ge=1.0, description="seconds between this site's registry heartbeats")
-    stale_after: float = Field(180.0, gt=0, description="seconds without a sign of life before an agent is offline")
-    agent_retention_days: float = Field(30.0, gt=0, description="days without a sign of life before an agent is pruned")
-    silent_after: float = Field(3600.0, gt=0, description="seconds without a sync before a site is down")
-    archive_after_days: float = Field(90.0, gt=0)
-    approval_timeouts: dict[str, _Amount] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL_TIMEOUTS))
+    stale_after: float = Field(
+        180.0,
+        gt=0,
+        description="seconds without a sign of life (a heartbeat; for an agent, also a new episode) before an agent "
+        "or site is offline",
+    )
+    agent_retention_days: float = Field(
+        30.0, gt=0, description="days without a sign of life after which an agent leaves the registry"
+    )
+    silent_after: float = Field(
+        3600.0, gt=0, description="seconds without a sync before sync-health says a site is down"
+    )
+    archive_after_days: float = Field(
+        90.0,
+        gt=0,
+        description="the retention: age (by the episode's `ts`) at which an episode goes to the cold archive",
+    )
+    approval_timeouts: dict[str, _Amount] = Field(
+        default_factory=lambda: dict(DEFAULT_APPROVAL_TIMEOUTS),
+        description="minutes a pending approval of each category waits before it expires (0: approved at once); "
+        "the table replaces the default whole",
+    )
     default_approval_timeout: float = Field(
         DEFAULT_APPROVAL_TIMEOUT_MS / 60_000, ge=0, description="minutes, for a category not in the table"
     )
-    schedules: dict[str, JobOverride] = Field(default_factory=dict)
+    schedules: dict[str, JobOverride] = Field(
+        default_factory=dict,
+        description="a job's schedule, by its name: `[jobs.<name>]` tables (`memsync jobs` lists the names)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -277,17 +387,30 @@ class JobsSection(_Section):
 
 
 class TelegramSection(_Section):
-    """Telegram: alerts, the morning digest and approval buttons. Off until ``bot_token`` (from the
-    environment or .env only: MEMSYNC_TELEGRAM__BOT_TOKEN) and ``chat_id`` are set."""
+    """Telegram: alerts, the morning digest and approval buttons. Off until `bot_token` and
+    `chat_id` are set."""
 
-    bot_token: SecretStr | None = None
-    chat_id: str | None = None  # the chat (or group, "-100...") messages go to
+    bot_token: SecretStr | None = Field(
+        None, description="the bot's token, from @BotFather; Telegram is off without it"
+    )
+    chat_id: str | None = Field(
+        None, description='the default chat (or group, "-100...") messages go to; it hears everything'
+    )
     api_base: str = Field("https://api.telegram.org", description="a self-hosted Bot API server or a proxy")
-    reviewers: list[int] = Field(default_factory=list, description="Telegram user ids who may press Approve")
-    quiet_hours: str | None = Field(None, description="HH:MM-HH:MM: warnings wait until it ends")
-    timezone: str = "UTC"  # of the quiet hours
-    poll: bool = True  # on the embedded hub, one daemon long-polls for button presses
-    webhook_secret: SecretStr | None = None  # `memsync telegram webhook` (Convex): MEMSYNC_TELEGRAM__WEBHOOK_SECRET
+    reviewers: list[int] = Field(
+        default_factory=list,
+        description="Telegram user ids whose Approve / Reject / Defer count (collaborators with `approve` count too)",
+    )
+    quiet_hours: str | None = Field(
+        None,
+        description="`HH:MM-HH:MM`: warnings (and normal-priority approvals) wait until it ends; critical alerts go",
+    )
+    timezone: str = Field("UTC", description="the quiet hours' time zone, e.g. `Europe/Paris`")
+    poll: bool = Field(
+        True,
+        description="on the embedded hub, one daemon long-polls Telegram for button presses (off if a webhook does)",
+    )
+    webhook_secret: SecretStr | None = Field(None, description="for `memsync telegram webhook` (Convex)")
 
     @property
     def enabled(self) -> bool:
@@ -326,17 +449,23 @@ class TelegramSection(_Section):
 
 
 class Collaborator(_Section):
-    """``[[collaborators]]``: a person who hears from memsync in their own Telegram chat what
-    ``notify_on`` names, and may decide approvals with the ``approve`` permission
-    (``daemon/routing.py`` says the vocabulary and the rules)."""
+    """A person who hears from memsync in their own Telegram chat what `notify_on` names, and may
+    decide approvals with the `approve` permission (`daemon/routing.py` holds the vocabulary)."""
 
-    name: str = Field(min_length=1, max_length=100)
-    role: str = ""
-    chat_id: str  # their private chat with the bot (their user id), or a group's ("-100...")
-    # Their Telegram user id, for their button presses; default: chat_id when it is a private chat.
-    user_id: str | None = None
-    permissions: list[str] = Field(default_factory=list)
-    notify_on: list[str] = Field(default_factory=list)
+    name: str = Field(min_length=1, max_length=100, description="who they are, in messages and `--by`")
+    role: str = Field("", description="what they do, for people reading the list")
+    chat_id: str = Field(
+        description='their private chat with the bot (their user id), or a group\'s ("-100...") or "@channel"'
+    )
+    user_id: str | None = Field(
+        None, description="their Telegram user id, for their button presses (unset: `chat_id` when a private chat)"
+    )
+    permissions: list[str] = Field(default_factory=list, description="`approve`: they may decide approvals")
+    notify_on: list[str] = Field(
+        default_factory=list,
+        description="what their chat hears: an alert's signal or `alerts`, `approval:<category>` or `approvals`, "
+        "`digest`",
+    )
 
     @field_validator("chat_id", "user_id", mode="before")
     @classmethod
@@ -382,18 +511,23 @@ class Collaborator(_Section):
 
 
 class AlertsSection(_Section):
-    """What the alerts say and when (``daemon/alerts``); they go to the log always, and to Telegram
-    when it is configured."""
+    """When the alerts speak. They go to the log always, and to Telegram when it is configured."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    enabled: bool = True
-    reminders: list[_Amount] = Field(default_factory=lambda: [1.0, 4.0, 24.0], description="hours down")
-    approval_lead: float = Field(10.0, ge=0, description="minutes before an unanswered approval expires")
+    enabled: bool = Field(True, description="say alerts in the log (and on Telegram when configured)")
+    reminders: list[_Amount] = Field(
+        default_factory=lambda: [1.0, 4.0, 24.0], description="hours down after which a reminder goes out"
+    )
+    approval_lead: float = Field(
+        10.0, ge=0, description="minutes before an unanswered approval's expiry at which it is said"
+    )
     backbone_grace: float = Field(5.0, ge=0, description="minutes the backbone may be unreachable unsaid")
-    # Minutes a signal may stay bad before it is said, by signal (silent, offline, quarantine,
-    # paused, expiring, backbone, agentdb): a flap shorter than this says nothing.
-    grace: dict[str, _Amount] = Field(default_factory=dict)
+    # A flap shorter than the grace says nothing.
+    grace: dict[str, _Amount] = Field(
+        default_factory=dict,
+        description="minutes a signal may stay bad before it is said, by signal: " + ", ".join(SIGNAL_NAMES),
+    )
 
     @field_validator("grace")
     @classmethod
@@ -405,11 +539,14 @@ class AlertsSection(_Section):
 
 
 class PrivacySection(_Section):
-    """What never leaves the site (``sync/redaction.py``): secrets in episodes are replaced by a
-    marker naming their kind before they are hashed and pushed."""
+    """What never leaves the site: secrets in episodes are replaced by a marker naming their kind
+    before they are hashed and pushed (`sync/redaction.py`)."""
 
-    redact: bool = True
-    patterns: dict[str, str] = Field(default_factory=dict, description="kind -> regex: the site's own secrets")
+    redact: bool = Field(True, description="replace secrets by `[redacted:<kind>]` before an episode leaves the site")
+    patterns: dict[str, str] = Field(
+        default_factory=dict,
+        description="the site's own secrets: kind -> regular expression (with a group, only the group is replaced)",
+    )
     allow: list[str] = Field(default_factory=list, description="exact strings never redacted")
 
     @field_validator("patterns")
@@ -429,16 +566,22 @@ class PrivacySection(_Section):
 
 
 class McpSection(_Section):
-    """``memsync mcp --http``: the port it listens on (127.0.0.1 only) and the bearer token a client
-    must send (from the environment or .env only: MEMSYNC_MCP__TOKEN). Over stdio neither is used."""
+    """`memsync mcp --http`: the port it listens on (127.0.0.1 only) and the bearer token a client
+    must send. Over stdio neither is used."""
 
-    port: int = Field(8765, ge=1, le=65535)
-    token: SecretStr | None = None
+    port: int = Field(8765, ge=1, le=65535, description="the port `memsync mcp --http` listens on (`--port` overrides)")
+    token: SecretStr | None = Field(None, description="the bearer token `memsync mcp --http` requires")
 
 
 class LogSection(_Section):
-    level: Literal["debug", "info", "warning", "error"] = "info"
-    format: Literal["auto", "json", "console"] = "auto"
+    """What memsync logs, and how."""
+
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="the least severe line logged")
+    format: Literal["auto", "json", "console"] = Field(
+        "auto",
+        description="`auto`: for `run`, JSON lines when stderr is not a terminal (journald), coloured text when it "
+        "is; the other commands log only warnings and errors, as text",
+    )
 
 
 class Settings(BaseSettings):
@@ -464,9 +607,13 @@ class Settings(BaseSettings):
     privacy: PrivacySection = PrivacySection()
     mcp: McpSection = McpSection()
     log: LogSection = LogSection()
-    collaborators: list[Collaborator] = Field(default_factory=list)
-    data_dir: Path | None = None
-    config_file: Path | None = None
+    collaborators: list[Collaborator] = Field(
+        default_factory=list, description="`[[collaborators]]`: people memsync tells in their own Telegram chats"
+    )
+    data_dir: Path | None = Field(
+        None, description="where the default paths go (unset: `$XDG_DATA_HOME/memsync` or `~/.local/share/memsync`)"
+    )
+    config_file: Path | None = Field(None, description="the file the settings came from (not a key)")
 
     @classmethod
     def settings_customise_sources(
@@ -646,7 +793,7 @@ def load_settings(config: Path | None) -> Settings:
             raise ConfigError(f"config file {config} is not valid TOML: {exc}") from None
         except UnicodeDecodeError as exc:
             raise ConfigError(f"config file {config} is not UTF-8 text: {exc}") from None
-    for section, key in _ENV_ONLY:
+    for section, key in ENV_ONLY:
         if isinstance(values.get(section), dict) and key in values[section]:
             raise ConfigError(
                 f"{where}: {section}.{key} does not belong in a config file; "

@@ -1,6 +1,6 @@
 """Reading a live AgentDB file safely, whoever writes it. Never writes to it.
 
-Three kinds of writer exist (see docs/ARCHITECTURE.md):
+Three kinds of writer exist (see docs/design/reading.md):
 - sql.js (agentdb 1.6.1) rewrites the whole file in place on every save: no lock, no journal. A
   reader can catch it half-written, and a long-lived SQLite connection returns stale pages after
   it. So we read the whole file into memory, accept it only if its header is self-consistent and

@@ -5,7 +5,7 @@ The rules follow gitleaks' default rule set (the best-kept open catalogue of cre
 each kind a compiled pattern, most anchored on the vendor's fixed prefix (``AKIA``, ``ghp_``,
 ``xoxb-``, ``sk-ant-``, ``eyJ...``), so that a look-alike without it (a sha256, a UUID, an error code
 such as ``0x8007001F``, a ticket id) is left alone; no entropy rule, which is what flags hashes.
-detect-secrets was measured for this and not chosen (docs/ARCHITECTURE.md: 0.35 MB/s, about 116
+detect-secrets was measured for this and not chosen (docs/design/privacy.md: 0.35 MB/s, about 116
 3-KB episodes a second, 100 times slower than a backfill; it reports a GitHub token's value as
 ``ghp`` and a JWT without its signature, so its findings cannot be cut out of the text; and it
 misses current OpenAI and Anthropic keys).

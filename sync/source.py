@@ -11,7 +11,7 @@ machine id). The decision is pure (``decide``), so both backbones share it:
 - nothing recorded yet: claim;
 - the same instance: ours already (refresh host, path and last seen);
 - the same machine and the same AgentDB file, another instance: this machine's sidecar was reset
-  (deleted for recovery, as the README allows): the same source, claim it again;
+  (deleted for recovery, as docs/guides/operations.md allows): the same source, claim it again;
 - take-over asked: claim;
 - anything else is another source: refuse. A cloned VM is caught here too: its copied sidecar
   finds itself on another machine and gets a new instance id (``SourceIdentity.for_sidecar``).

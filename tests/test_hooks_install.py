@@ -397,9 +397,9 @@ def test_cli_status_runs_the_memsync_on_path(seams: tuple[Path, Path, dict[str, 
     assert "context check: " in done.stdout
 
 
-def test_the_readme_shows_what_install_writes() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Give your agents the memory") :]
+def test_the_agents_guide_shows_what_install_writes() -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "agents.md").read_text(encoding="utf-8")
+    section = guide[guide.index("## hooks install") :]
     claude = section[section.index("```json\n") + 8 : section.index("\n```", section.index("```json\n"))]
     after = install("claude-code", "user", {}, per_prompt=True)
     assert json.loads(claude) == json.loads(after[HOME / ".claude/settings.json"] or "")

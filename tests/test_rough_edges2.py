@@ -153,9 +153,10 @@ def test_archive_list_and_status_count_what_is_archived_now_and_the_folder_is_wh
         assert hub.archive_older_than(newest + 1, 100) == 6
     finally:
         hub.close()
-    # The README names the folder: `hub.archive/` beside `hub.db` (the hub's name without its
+    # The archive guide names the folder: `hub.archive/` beside `hub.db` (the hub's name without its
     # extension, as for `hub.alerts.db`).
-    assert "`hub.archive/<site>/<week>.<sha>.jsonl.gz`" in (ROOT / "README.md").read_text(encoding="utf-8")
+    guide = ROOT / "docs" / "guides" / "archive.md"
+    assert "`hub.archive/<site>/<week>.<sha>.jsonl.gz`" in guide.read_text(encoding="utf-8")
     assert sorted(p.name for p in site.hub.parent.iterdir() if p.name.endswith(".archive")) == ["hub.archive"]
     assert list((site.hub.parent / "hub.archive" / "laptop").glob("*.jsonl.gz"))
 

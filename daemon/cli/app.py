@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from daemon import version
-from daemon.cli import context, heartbeat, search
+from daemon.cli import context, docs, heartbeat, search
 from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit, os_error_exit
 from daemon.cli.episodes import adopt, archive, export, forget, quarantine
@@ -22,13 +22,19 @@ from daemon.cli.fleet import agents, approval, collaborators, jobs, status, task
 from daemon.cli.setup import capture, demo, hooks, mcp, run, service, telegram
 
 DESCRIPTION = "Keep AI agents' AgentDB memories in step across machines."
+EPILOG = (
+    "Run `memsync COMMAND --help` for a command's options, and `memsync docs` for the guides and the "
+    "references (commands, configuration), installed with memsync. Exit codes: 0 ok; 1 failed (status: "
+    "degraded); 2 status: down, or a usage error; 75 try again later; 78 only a person can fix it (the "
+    "configuration, a path, another source feeding the site); 130 interrupted."
+)
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="memsync",
         description=DESCRIPTION,
-        epilog="Run `memsync COMMAND --help` for a command's options. Docs: README.md.",
+        epilog=EPILOG,
     )
     top.add_argument("--version", action="version", version=f"memsync {version()}")
     commands = top.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -55,6 +61,7 @@ def parser() -> argparse.ArgumentParser:
         telegram,
         service,
         demo,
+        docs,
     ):
         module.register(commands)
     return top

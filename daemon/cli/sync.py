@@ -172,7 +172,7 @@ def _sync_here(settings: Settings, args: argparse.Namespace) -> int:
         ) as bar,
     ):
         if not settings.agentdb.path.exists():
-            # What the README promises: a missing file is an agent that has not written yet, not an error.
+            # What docs/guides/run.md promises: a missing file is an agent that has not written yet, not an error.
             say(
                 f"nothing to sync yet: the AgentDB file {settings.agentdb.path} does not exist (the agent has not "
                 "written it)"

@@ -331,7 +331,7 @@ class Daemon:
         except Interrupted:
             return False, True
         except SourceMissing as exc:
-            # Not a problem (README): the agent has not created its file yet. The look is a pass
+            # Not a problem (docs/guides/run.md): the agent has not created its file yet. The look is a pass
             # over nothing, so that `sync --wait` returns at once; the file's creation wakes us.
             if not self._waiting_said:
                 self._waiting_said = True

@@ -1,6 +1,6 @@
 """Taking over a Convex deployment the seed design filled (``convex-episode-sync.sh`` pushing
 episodes by (sourceSite, sourceId) with a ``metadata`` object), in place, without losing or
-duplicating an episode (``cloud_functions/adopt.ts``; README, "Moving from the seed design"); or
+duplicating an episode (``cloud_functions/adopt.ts``; docs/guides/seed.md); or
 giving it back (``undo``: every episode to the seed's shape, and the tasks to theirs, so that the
 seed's functions can be deployed again).
 

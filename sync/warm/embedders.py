@@ -193,7 +193,7 @@ class LocalEmbedder:
         # onnxruntime's arena keeps the peak of every run it has seen, for good: a page of 64 long
         # episodes left a daemon 1.9 GB larger for the rest of its life. Shrinking it after each run
         # keeps the arena's speed within a run (26-28 texts/s against 28-35 with it kept, 20 with no
-        # arena at all) and gives the memory back (BENCHMARKS.md, "the warm layer at rest").
+        # arena at all) and gives the memory back (docs/design/search-index.md, "Memory").
         self._run_options = ort.RunOptions()
         self._run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 

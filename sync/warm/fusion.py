@@ -20,7 +20,7 @@ vector). When the best lexical hit holds every word of the query (an exact ident
 whose rare words a memory repeats), BM25 is right and the dense weight is 0.4; when it holds few (a
 paraphrase: BM25's first hit merely shares "service" or "CI"), the lexical list is noise and the
 dense weight rises to 0.8; between, it is linear (0.6 at half). No single weight served both the
-labelled set and LoCoMo (docs/ARCHITECTURE.md, "Fusion"): paraphrases need about 0.75, LoCoMo's
+labelled set and LoCoMo (docs/design/search-index.md, on search): paraphrases need about 0.75, LoCoMo's
 questions about 0.5. It is a query-performance predictor read from the lists themselves, with no
 model and no corpus statistics, so it holds for any collection. An explicit ``alpha`` (or
 ``rrf``) turns it off.

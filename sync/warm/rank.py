@@ -20,7 +20,7 @@ _RELATED = 0.70
 # Recency breaks near-ties; it never overrules relevance. The old table (down to 0.85) moved a
 # question's one old answer below fresher chatter: a MiniLM cosine of a right answer to its question
 # is mostly below 0.70, "distant" by this table. On LoCoMo it held hybrid search 0.1 below BM25 at
-# recall@5 (temporal questions, "when did ...?": 72.9 against 74.2 now; docs/BENCHMARKS.md).
+# recall@5 (temporal questions, "when did ...?": 72.9 against 74.2 now; docs/benchmarks/history.md).
 _RELATED_DECAY = ((7, 1.0), (30, 0.995), (90, 0.99), (math.inf, 0.985))
 _DISTANT_DECAY = ((7, 1.0), (30, 0.99), (90, 0.98), (math.inf, 0.97))
 

@@ -51,7 +51,7 @@ Counter = Callable[[Sequence[str]], list[int]]  # tokens in each text, as the em
 # the cut is whole in one of them; more would only re-embed the same words.
 OVERLAP_SHARE: Final = 8
 # A cap on the passages of one episode: 64 MiniLM passages are ~16k tokens (~60 kB of English);
-# past it the rest of a huge episode is neither embedded nor BM25-indexed (README, "Search").
+# past it the rest of a huge episode is neither embedded nor BM25-indexed (docs/guides/search.md, "Long episodes").
 MAX_PASSAGES: Final = 64
 
 # A cut goes after a line break, else after a sentence's end, else between words.

@@ -1,7 +1,7 @@
 """The Convex backbone: the same contract as the embedded hub, over Convex's HTTP API.
 
 Not the ``convex`` PyPI client: it holds the GIL while it waits, has no timeout and retries network
-errors forever (see docs/ARCHITECTURE.md). This is a plain httpx client with timeouts; retries are
+errors forever (see docs/design/convex.md). This is a plain httpx client with timeouts; retries are
 the engine's one policy (``sync.retry``), driven by how each failure is classified here.
 
 The site authenticates every call with its own secret (never the deployment's deploy key); the

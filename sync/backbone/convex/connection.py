@@ -35,7 +35,7 @@ Kind = Literal["query", "mutation", "action"]
 
 NOT_ADOPTED = (
     "the Convex deployment still holds the seed design's episodes in their old shape: run `memsync adopt` "
-    "(with the deploy key) once, then start the daemons (README: Moving from the seed design)"
+    "(with the deploy key) once, then start the daemons (`memsync docs seed`)"
 )
 
 

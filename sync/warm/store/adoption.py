@@ -150,5 +150,6 @@ def foreign_refusal(collection: str, where: str, *, configured: str) -> str:
         )
     return (
         f"collection {collection} at {where} was not made by memsync (no memsync record in its metadata), and "
-        f"memsync never drops, renames or writes it: {ways} (README: Adopting a Qdrant collection)"
+        f"memsync never drops, renames or writes it: {ways} "
+        "(`memsync docs search`: a Qdrant collection memsync did not make)"
     )
