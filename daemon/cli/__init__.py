@@ -7,7 +7,7 @@ answer, goes to the full parser (``daemon.cli.app``), one module per command.
 The light paths' commands live here with what every command shares (``common``, ``locate``,
 ``oneshot``); the others in rooms by concept: ``episodes`` (export, forget, archive, adopt,
 quarantine), ``fleet`` (status, agents, jobs, approvals, tasks, collaborators) and ``setup`` (run,
-service, hooks, capture, mcp, telegram, demo). What a command does is its use case's
+service, hooks, capture, mcp, telegram, demo, docs). What a command does is its use case's
 (``daemon.usecases``); a command module parses, calls, renders and maps errors to exit codes."""
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ import argparse
 import sys
 
 from daemon import version
-from daemon.cli import context, docs, heartbeat, search
+from daemon.cli import context, heartbeat, search
 from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit, os_error_exit
 from daemon.cli.episodes import adopt, archive, export, forget, quarantine
 from daemon.cli.fleet import agents, approval, collaborators, jobs, status, tasks
-from daemon.cli.setup import capture, demo, hooks, mcp, run, service, telegram
+from daemon.cli.setup import capture, demo, docs, hooks, mcp, run, service, telegram
 
 DESCRIPTION = "Keep AI agents' AgentDB memories in step across machines."
 EPILOG = (
