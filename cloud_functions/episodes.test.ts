@@ -223,6 +223,14 @@ describe("forget", () => {
     expect(rows).toEqual({ episodes: ["2"], tombstones: ["1"] });
   });
 
+  test("takes the episode off the site's totalSynced, once", async () => {
+    await push([item("1"), item("2")], 2);
+    await t.action(api.episodes.forget, { ...laptop, sourceId: "1" });
+    await t.action(api.episodes.forget, { ...laptop, sourceId: "1" });
+    const cursor = await t.run(async (ctx) => await ctx.db.query("syncCursors").first());
+    expect(cursor).toMatchObject({ lastSyncedId: 2, totalSynced: 1 });
+  });
+
   test("a site cannot forget another site's episode", async () => {
     const vm = await registerSite(t, "vm");
     await push([item("1")]);

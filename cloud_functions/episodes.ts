@@ -14,7 +14,7 @@ import { isoWeek } from "./lib/archiveFormat";
 import { archiveRun, ORPHAN_GRACE_MS, rewriteWeek, type RunResult } from "./lib/archiveWrite";
 import { authenticate, siteArgs } from "./lib/auth";
 import { backfillChangeSeqs, CHANGE_COUNTER, ChangeSequence, readChanges, recordPoint, withApproval } from "./lib/changes";
-import { advanceCursor, cursorOf, readCursor } from "./lib/cursor";
+import { advanceCursor, cursorOf, forgetFromCursor, readCursor } from "./lib/cursor";
 import { exportEpisode, isHot } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
@@ -118,6 +118,7 @@ async function forgetIn(ctx: MutationCtx, site: string, sourceId: string): Promi
       .unique();
     if (file !== null || found.archived) week = candidate;
     await ctx.db.delete(found._id);
+    await forgetFromCursor(ctx, site);
     await rebuildStoredDigest(ctx, found.createdAt);
   }
   const tombstone = await ctx.db

@@ -810,6 +810,14 @@ def load_settings(config: Path | None) -> Settings:
     try:
         settings = Settings(**values, _env_file=dotenv[0])
     except ValidationError as exc:
+        site_variables = [
+            name for name in variables if name.startswith((f"{ENV_PREFIX}SITE__", f"{ENV_PREFIX}AGENTDB__"))
+        ]
+        if config is None and not site_variables and any(e["type"] == "missing" for e in exc.errors()):
+            # A forgotten -c, not a site configured by variables with one missing.
+            raise ConfigError(
+                "no config file given: pass the site's config with -c FILE, or set MEMSYNC_CONFIG"
+            ) from None
         described = "; ".join(
             f"{_describe(dict(e), Settings)} (from {_origin(tuple(e['loc']), where, variables)})" for e in exc.errors()
         )

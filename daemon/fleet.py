@@ -27,6 +27,15 @@ def iso_ms(ms: int | None) -> str | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def unknown_site(name: str, sites: list[SiteState]) -> str | None:
+    """Why ``--site NAME`` can match nothing (no site of that name, and the ones there are), or
+    None when the backbone knows the site. Pure."""
+    known = [s.site for s in sites]
+    if name in known:
+        return None
+    return f"no site named {name!r} (sites: {', '.join(known) if known else 'none yet'})"
+
+
 def judge(sites: list[SiteState], failed_runs: list[JobRun], lag_warning: float) -> tuple[Level, list[str]]:
     """The fleet's level and the reasons for it. Pure."""
     down, degraded = [], []

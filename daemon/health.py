@@ -1,7 +1,8 @@
 """Is a site healthy? Pure: facts in, a level and the reasons out. ``status`` exits with the level.
 
 - ok (0): the daemon runs, both ends are reachable, nothing is quarantined, lag is under the limit.
-- degraded (1): still syncing, but someone should look (quarantined rows, lag, retries, no daemon).
+- degraded (1): still syncing, but someone should look (quarantined rows, lag, retries, no daemon,
+  the AgentDB file's time ahead of this machine's clock, or its folder missing).
 - down (2): nothing can be synced until someone acts (backbone or AgentDB file unreachable, another
   source feeds the site, or no daemon while episodes wait longer than the lag limit).
 Conflicts (reused ids) are shown but do not degrade health: both episodes were kept.
@@ -39,6 +40,8 @@ class Facts:
     warm_problem: str | None = None  # the search index is paused, waits for a reindex, or fails
     path_problem: str | None = None  # a file or folder memsync needs cannot be used
     source_refused: str | None = None  # another source feeds the site: this one is refused (exit 78)
+    clock_ahead: str | None = None  # the AgentDB file's time is ahead of this machine's clock
+    agentdb_folder: str | None = None  # the AgentDB file and its folder are missing (a typo in agentdb.path?)
 
 
 def assess(f: Facts) -> tuple[Level, list[str]]:
@@ -65,6 +68,10 @@ def assess(f: Facts) -> tuple[Level, list[str]]:
         degraded.append(f"{counted(f.quarantined, 'episode')} quarantined (see `memsync quarantine list`)")
     if f.warm_problem:
         degraded.append(f"search index: {f.warm_problem}")
+    if f.clock_ahead:
+        degraded.append(f.clock_ahead)
+    if f.agentdb_folder:
+        degraded.append(f.agentdb_folder)
     if f.last_error and not down:
         degraded.append(f"last error: {f.last_error}")
     if down:

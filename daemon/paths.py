@@ -106,6 +106,17 @@ def agentdb_problem(path: Path) -> str | None:  # noqa: PLR0911 - a sentence a c
     return None
 
 
+def agentdb_folder_missing(path: Path) -> str | None:
+    """A typo in agentdb.path, or None: the file missing is an agent that has not written yet, but
+    with its folder missing too it is likelier a path no agent will ever write."""
+    if os.path.lexists(path) or path.parent.is_dir():
+        return None
+    return (
+        f"the AgentDB file's folder {path.parent} does not exist: check agentdb.path (the agent's "
+        "AGENTDB_PATH); memsync waits for the file meanwhile"
+    )
+
+
 def check_agentdb(path: Path) -> None:
     problem = agentdb_problem(path)
     if problem is not None:

@@ -17,6 +17,18 @@ can leave a stamp unchanged (the "racy git" problem), so a file whose own bytes 
 shortly before we read it stays suspect, and is read again on the next poll, until it is old enough.
 How long that is depends on the file system's clock: 50 ms where timestamps carry sub-second
 digits, two seconds where they are whole seconds.
+
+A file whose time is ahead of this machine's clock (a clock stepped back, a file from a machine
+whose clock runs ahead, a network mount's server) would keep looking "written a moment ago": the
+wait for its window is bounded by the window itself, and such a file is read whole, and read again
+on every poll, until this clock passes its time. ``AgentDBReader.ahead_of_clock_s`` says by how much,
+for the log and ``status``.
+
+A read that fails while a writer is at work (a torn header, pages SQLite rejects) is tried again:
+the writer moves the file's stamp when it is done. A file that stays as it is, unreadable, for
+``SETTLED_NS`` by this machine's monotonic clock is not being written but damaged (overwritten in
+place, truncated for good, emptied): that is ``SourceUnavailable``, said as what it is, and the
+file is not read again until it changes.
 """
 
 from __future__ import annotations
@@ -45,6 +57,12 @@ FINE_RACY_WINDOW_NS = 20_000_000
 # A read that would start inside a window this short waits it out instead (so it need not be read
 # again); a longer one (a coarse clock) is read at once and again on the next poll.
 WAIT_OUT_WINDOW_NS = 100_000_000
+# A file this far ahead of our clock is worth saying (the log, status): below, a network mount's
+# usual drift, which the racy window absorbs anyway.
+SKEW_SAID_NS = 2_000_000_000
+# An unreadable file unchanged this long is damaged, not being written: sql.js truncates the file,
+# then spends a while exporting the database before it writes (over 50 ms at 13 MB).
+SETTLED_NS = 2_000_000_000
 # The WAL index header: two 48-byte copies at the start of -shm, written in the host's byte order;
 # its change counter moves on every commit. Readers never write it.
 WAL_INDEX_HEADER = 48
@@ -172,6 +190,7 @@ class Snapshot:
         stamp: FileStamp,
         mode: str,
         verify: Callable[[], None] | None = None,
+        failed: Callable[[str], NoReturn] | None = None,
     ):
         self._conn = conn
         self.columns = columns
@@ -180,6 +199,9 @@ class Snapshot:
         # Read in place from a file someone may rewrite: after each query, raises SnapshotNotReady
         # if the file moved, so that nothing read across a rewrite is ever returned.
         self._verify = verify or (lambda: None)
+        # A query SQLite refused on a file that did not move: says whether it is damaged or not yet
+        # readable (the reader's judgement), raising either way.
+        self._failed = failed or _not_ready
         present = [c if c in columns else f"NULL AS {c}" for c in (*BASE_COLUMNS, *ATTRIBUTION_COLUMNS)]
         self._select = f"SELECT {', '.join(present)} FROM episodes"
         self._names = (*BASE_COLUMNS, *ATTRIBUTION_COLUMNS)
@@ -192,7 +214,7 @@ class Snapshot:
             rows = self._conn.execute(f"{self._select} {where}", tuple(params)).fetchall()
         except sqlite3.DatabaseError as exc:
             self._verify()  # a rewrite under us is the likelier story, and the better message
-            raise SnapshotNotReady(f"reading episodes failed: {exc}") from exc
+            self._failed(f"reading episodes failed: {exc}")
         self._verify()
         return rows
 
@@ -205,7 +227,7 @@ class Snapshot:
             row = self._conn.execute(sql, tuple(params)).fetchone()
         except sqlite3.DatabaseError as exc:
             self._verify()
-            raise SnapshotNotReady(f"reading episodes failed: {exc}") from exc
+            self._failed(f"reading episodes failed: {exc}")
         self._verify()
         return None if row is None else row[0]
 
@@ -280,14 +302,21 @@ class AgentDBReader:
         pause: float = 0.005,
         sleep: Callable[[float], None] = time.sleep,
         clock_ns: Callable[[], int] = time.time_ns,
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self.path = path
         self._attempts = attempts
         self._pause = pause
         self._sleep = sleep
-        self._clock_ns = clock_ns
+        self._clock_ns = clock_ns  # compared with the file's times (the racy window)
+        self._monotonic_ns = monotonic_ns  # how long the file stays unreadable
+        # The stamp reads last failed on, and when that was first seen (monotonic): see _unreadable.
+        self._failing: tuple[FileStamp, int] | None = None
         self._seen: FileStamp | None = None
         self._racy = True
+        # How far the file's time was ahead of our clock at the last look (seconds), when that is
+        # more than SKEW_SAID_NS; None otherwise.
+        self.ahead_of_clock_s: float | None = None
 
     def has_changed(self) -> bool:
         """True when the file may hold something the last snapshot did not. Costs two stats and, for
@@ -309,6 +338,8 @@ class AgentDBReader:
             if stamp is None:
                 self._seen, self._racy = None, False
                 raise SourceMissing(f"AgentDB file {self.path} does not exist")
+            ahead_ns = stamp.newest_ns - started_ns
+            self.ahead_of_clock_s = ahead_ns / 1e9 if ahead_ns > SKEW_SAID_NS else None
             wal = self._in_wal_mode(stamp)
             left_ns = 0 if wal and stamp.wal_index is not None else _left_in_window(stamp, started_ns)
             if left_ns and not waited:
@@ -319,10 +350,10 @@ class AgentDBReader:
             try:
                 if wal:
                     snap = self._wal_snapshot(stamp)
-                elif not left_ns and stamp.racy_window_ns() <= WAIT_OUT_WINDOW_NS:
+                elif not left_ns and ahead_ns <= 0 and stamp.racy_window_ns() <= WAIT_OUT_WINDOW_NS:
                     snap = self._file_in_place(stamp)
                 else:
-                    snap = self._file_snapshot(stamp)  # still being written, or a coarse clock
+                    snap = self._file_snapshot(stamp)  # still being written, a coarse clock, or ahead of ours
             except SourceUnavailable:
                 # Not worth reading again until the file changes.
                 self._seen, self._racy = stamp, False
@@ -384,11 +415,11 @@ class AgentDBReader:
             verify()  # torn pages read as no tables, or as a malformed file: was it rewritten?
             if isinstance(exc, SourceUnavailable):
                 raise
-            raise SnapshotNotReady(f"SQLite rejected the file: {exc}") from exc
+            self._unreadable(stamp, f"SQLite rejected the file: {exc}")
         except BaseException:
             conn.close()
             raise
-        return Snapshot(conn, columns, stamp, "file", verify)
+        return Snapshot(conn, columns, stamp, "file", verify, lambda reason: self._unreadable(stamp, reason))
 
     def _file_snapshot(self, stamp: FileStamp) -> Snapshot:
         try:
@@ -422,23 +453,31 @@ class AgentDBReader:
             columns = _episode_columns(conn, self.path)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise SnapshotNotReady(f"SQLite rejected the snapshot: {exc}") from exc
+            self._unreadable(stamp, f"SQLite rejected the snapshot: {exc}")
         except BaseException:
             conn.close()
             raise
-        return Snapshot(conn, columns, stamp, "file")
+        return Snapshot(conn, columns, stamp, "file", failed=lambda reason: self._unreadable(stamp, reason))
 
     def _refuse(self, problem: HeaderProblem, stamp: FileStamp, *, empty: bool | None = None) -> NoReturn:
         if problem.permanent:
             raise SourceUnavailable(f"{self.path}: {problem.reason}")
-        if (stamp.size == 0 if empty is None else empty) and self._stable_for_a_while(stamp):
-            raise SourceUnavailable(f"{self.path}: file is empty")
-        raise SnapshotNotReady(problem.reason)
+        self._unreadable(stamp, problem.reason, empty=stamp.size == 0 if empty is None else empty)
 
-    def _stable_for_a_while(self, stamp: FileStamp) -> bool:
-        # Not the racy window: sql.js truncates the file, then spends a while exporting the
-        # database before it writes (over 50 ms at 13 MB). Empty for two seconds is empty.
-        return self._clock_ns() - stamp.newest_ns > RACY_WINDOW_NS
+    def _unreadable(self, stamp: FileStamp, reason: str, *, empty: bool = False) -> NoReturn:
+        """A read of the file as ``stamp`` found failed for ``reason``. A writer at work moves the
+        stamp when it is done: SnapshotNotReady, read it again. The same stamp still unreadable
+        ``SETTLED_NS`` after its first failure (by the monotonic clock: the file's own times may be
+        ahead of ours) is damaged: SourceUnavailable, not read again until it changes."""
+        now = self._monotonic_ns()
+        if self._failing is None or not stamp.same_content(self._failing[0]):
+            self._failing = (stamp, now)
+        elif now - self._failing[1] >= SETTLED_NS:
+            self._seen, self._racy = stamp, False
+            if empty:
+                raise SourceUnavailable(f"{self.path}: file is empty")
+            raise SourceUnavailable(damaged_message(self.path, reason, (now - self._failing[1]) / 1e9))
+        raise SnapshotNotReady(reason)
 
     def _wal_snapshot(self, stamp: FileStamp) -> Snapshot:
         uri = f"file:{quote(str(self.path))}?mode=ro"
@@ -460,10 +499,33 @@ class AgentDBReader:
         return Snapshot(conn, columns, stamp, "wal")
 
 
+def _not_ready(reason: str) -> NoReturn:
+    raise SnapshotNotReady(reason)
+
+
+def damaged_message(path: Path, reason: str, unchanged_s: float) -> str:
+    """What the log, ``status`` and the agentdb alert say of a file that stays unreadable."""
+    return (
+        f"{path} is damaged ({reason}) and has not changed for {unchanged_s:.0f} s, so no agent is "
+        "rewriting it: restore it from a backup; memsync reads it again when it changes"
+    )
+
+
+def clock_ahead_message(ahead_s: float) -> str:
+    """What the log and ``status`` say of a file whose time is ``ahead_s`` ahead of our clock."""
+    return (
+        f"the AgentDB file's time is {ahead_s:.0f} s ahead of this machine's clock (a clock set back, or "
+        "a file written by a machine whose clock runs ahead): it is read whole on every poll until this "
+        "clock passes it; check the clocks (timedatectl)"
+    )
+
+
 def _left_in_window(stamp: FileStamp, now_ns: int) -> int:
     """Nanoseconds until a file written just now is safe to read once and for all (0: it is), for
-    clocks fine enough that waiting beats reading it again later."""
+    clocks fine enough that waiting beats reading it again later. Never more than two windows: a
+    file further ahead of ``now_ns`` than its window was not written "just now" by this clock (it
+    is ahead of it), and waiting would only wait out the difference between two clocks."""
     window = stamp.racy_window_ns()
-    if window > WAIT_OUT_WINDOW_NS:
+    if window > WAIT_OUT_WINDOW_NS or stamp.newest_ns - now_ns > window:
         return 0
     return max(0, stamp.newest_ns + window - now_ns)

@@ -25,7 +25,7 @@ from typing import Any
 
 import structlog
 
-from sync.agentdb import AgentDBReader, FileStamp, Snapshot
+from sync.agentdb import AgentDBReader, FileStamp, Snapshot, clock_ahead_message
 from sync.agents import AgentsSeen
 from sync.backbone.base import EpisodeSink, Outcome, PushItem, PushResult
 from sync.digests import RowDigests
@@ -131,6 +131,7 @@ class SyncEngine:
         self.agents = AgentsSeen.load(sidecar.get("agents_seen"))
         # Each settled row's raw values: a re-check converts only rows whose bytes moved.
         self._digests = RowDigests()
+        self._ahead_said = False  # the file's time ahead of our clock: said once, and once when it ends
 
     def recheck_due(self) -> bool:
         """True when a pass is needed for re-checks alone, though the file did not change: the
@@ -152,6 +153,21 @@ class SyncEngine:
         last = self.sidecar.get_float("last_full_at")
         return last is None or self.clock() - last >= self.full_interval
 
+    def _say_clock(self) -> None:
+        """Say once that the file's time is ahead of this machine's clock (and once that it no
+        longer is): the file is then read whole on every poll, and a person should fix a clock."""
+        ahead = self.reader.ahead_of_clock_s
+        if ahead is not None and not self._ahead_said:
+            log.warning(
+                "clock behind the AgentDB file",
+                detail=clock_ahead_message(ahead),
+                ahead_s=round(ahead),
+                path=str(self.reader.path),
+            )
+        elif ahead is None and self._ahead_said:
+            log.info("clock no longer behind the AgentDB file", path=str(self.reader.path))
+        self._ahead_said = ahead is not None
+
     # -- the pass -------------------------------------------------------------------------------
     def run_pass(
         self,
@@ -166,6 +182,7 @@ class SyncEngine:
         report = PassReport()
         started = self.clock()  # `sync --wait` waits for a pass that began after it asked
         with self.reader.snapshot() as snap:
+            self._say_clock()
             if self._full_started is not None and snap.stamp != self._full_started:
                 self._changed_since_full = True
             start_cursor = self.sidecar.cursor()

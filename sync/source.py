@@ -9,9 +9,12 @@ that is not the recorded one is refused, naming both, unless the operator takes 
 A source is the instance id its sidecar keeps, plus the machine it runs on (a hash of host name and
 machine id). The decision is pure (``decide``), so both backbones share it:
 - nothing recorded yet: claim;
-- the same instance: ours already (refresh host, path and last seen);
+- the same instance and the same AgentDB file: ours already (refresh host and last seen);
 - the same machine and the same AgentDB file, another instance: this machine's sidecar was reset
   (deleted for recovery, as docs/guides/operations.md allows): the same source, claim it again;
+- the same instance with another AgentDB file is another source too: a second config that kept
+  the site's name and changed only ``agentdb.path`` shares the first one's data dir, so its
+  sidecar (and instance id) as well, and would file the other file's episodes under this site;
 - take-over asked: claim;
 - anything else is another source: refuse. A cloned VM is caught here too: its copied sidecar
   finds itself on another machine and gets a new instance id (``SourceIdentity.for_sidecar``).
@@ -44,9 +47,10 @@ def decide(recorded: SourceRecord | None, ours: SourceRecord, *, take_over: bool
     """Whether ``ours`` may feed a site whose recorded source is ``recorded``. Pure."""
     if recorded is None:
         return Verdict.CLAIM
-    if recorded.instance == ours.instance:
+    same_file = recorded.agentdb_path == ours.agentdb_path
+    if recorded.instance == ours.instance and same_file:
         return Verdict.OURS
-    if recorded.machine == ours.machine and recorded.agentdb_path == ours.agentdb_path:
+    if recorded.machine == ours.machine and same_file:
         return Verdict.CLAIM
     return Verdict.CLAIM if take_over else Verdict.REFUSE
 
@@ -122,6 +126,13 @@ def refusal(recorded: SourceRecord | None, ours: SourceIdentity, site: str) -> s
     """Why ``ours`` may not feed ``site`` (what `run` and `sync` refuse with, exit 78), or None."""
     if recorded is None or decide(recorded, ours.record(), take_over=False) is not Verdict.REFUSE:
         return None
+    if recorded.machine == ours.machine:
+        return (
+            f"site {site!r} is already fed by another source: the AgentDB file {recorded.agentdb_path} "
+            f"on this machine, not {ours.agentdb_path}, which this config names; two files under one "
+            "site name would merge two memories. Give this config its own site.name, or, if the "
+            "agent's file moved there, run once with --take-over"
+        )
     return (
         f"site {site!r} is already fed by another source: {describe(recorded)}; this is host "
         f"{ours.host!r}, AgentDB file {ours.agentdb_path}. Two sources under one name would merge two "

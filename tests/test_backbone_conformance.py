@@ -453,6 +453,23 @@ def test_forget_deletes_for_good(open_site: OpenSite) -> None:
     assert [e["sourceId"] for e in s.backbone.episodes(s.site)] == ["2"]
 
 
+def test_the_sites_total_follows_its_forgets(open_site: OpenSite) -> None:
+    """totalSynced counts the site's episodes the backbone holds, so that status and the fleet
+    agree with it after a forget: the inserted, less the forgotten (a key forgotten twice, or
+    never synced, takes nothing off)."""
+    s = open_site("laptop")
+    s.backbone.push([item(1), item(2), item(3)], cursor=3)
+    s.backbone.forget("2")
+    s.backbone.forget("2")
+    s.backbone.forget("99")
+    cursor = s.backbone.site_cursor()
+    assert cursor is not None
+    assert (cursor.last_synced_id, cursor.total_synced) == (3, 2)
+    assert len(list(s.backbone.episodes(s.site))) == 2
+    (synced,) = [site for site in s.backbone.sites() if site.site == s.site]
+    assert synced.total_synced == 2
+
+
 def test_a_forget_rebuilds_the_stored_digest_of_the_episodes_day(open_site: OpenSite) -> None:
     """A digest's top tasks quote episodes' tasks: forgetting one takes it out of its day's
     stored digest too (rebuilt in the forget), whatever the day."""

@@ -389,8 +389,12 @@ def test_the_daemon_waits_for_a_missing_file_and_then_syncs_it(
             if not files.state.exists():
                 return None
             state = sqlite3.connect(files.state)
-            row = state.execute("SELECT value FROM meta WHERE key = 'source_error'").fetchone()
-            state.close()
+            try:
+                row = state.execute("SELECT value FROM meta WHERE key = 'source_error'").fetchone()
+            except sqlite3.OperationalError:  # the daemon made the file but not yet its tables
+                return None
+            finally:
+                state.close()
             return None if row is None else str(row[0])
 
         wait_for(lambda: (source_error() or "").endswith("does not exist"), what="the missing file reported")

@@ -32,6 +32,8 @@ HEALTHY = Facts(
         pytest.param({"backlog": 9, "lag_seconds": 61.0}, Level.DEGRADED, "lag 61s", id="lagging"),
         pytest.param({"last_error": "backbone: locked"}, Level.DEGRADED, "backbone: locked", id="retrying"),
         pytest.param({"daemon_running": False}, Level.DEGRADED, "no daemon", id="no daemon, nothing waiting"),
+        pytest.param({"clock_ahead": "the file's time is 40 s ahead"}, Level.DEGRADED, "40 s ahead", id="clock behind"),
+        pytest.param({"agentdb_folder": "folder /x does not exist"}, Level.DEGRADED, "/x", id="agentdb folder missing"),
         pytest.param(
             {"daemon_running": False, "backlog": 5, "lag_seconds": 300.0},
             Level.DOWN,

@@ -261,10 +261,14 @@ def tree(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def seams(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """HOME and a project of the test's own; the site's config in MEMSYNC_CONFIG, which install names
+    in every hook (the file need only exist for that)."""
     home, project = tmp_path / "home", tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     home.mkdir()
-    env = {"HOME": str(home), "MEMSYNC_CONFIG": "", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = tmp_path / "site.toml"
+    config.write_text("", encoding="utf-8")
+    env = {"HOME": str(home), "MEMSYNC_CONFIG": str(config), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     return home, project, env
 
 
@@ -279,7 +283,8 @@ def test_cli_install_backs_up_and_uninstall_restores_byte_for_byte(seams: tuple[
     assert "updated" in done.stdout
     assert "backup" in done.stdout
     written = json.loads((home / ".gemini/settings.json").read_text())
-    assert written["mcpServers"]["memsync"] == {"command": "memsync", "args": ["mcp"]}
+    config = env["MEMSYNC_CONFIG"]
+    assert written["mcpServers"]["memsync"] == {"command": "memsync", "args": ["mcp", "--config", config]}
     assert (home / ".gemini/settings.json").stat().st_mode & 0o777 == 0o600
     backups = list((home / ".gemini").glob("settings.json.memsync-backup-*"))
     assert [b.read_bytes() for b in backups] == [original]

@@ -16,7 +16,8 @@ export async function readCursor(db: QueryCtx["db"], site: string): Promise<Doc<
 
 /**
  * The hub's cursor rule: lastSyncedId never goes backwards, lastSyncedAt is this write's time,
- * totalSynced counts inserted episodes. Called inside the mutation that wrote the rows.
+ * totalSynced counts inserted episodes (less the forgotten: `forgetFromCursor`). Called inside the
+ * mutation that wrote the rows.
  */
 export async function advanceCursor(
   ctx: MutationCtx,
@@ -39,4 +40,13 @@ export async function advanceCursor(
   };
   await ctx.db.patch(found._id, cursor);
   return cursor;
+}
+
+/**
+ * One of the site's episodes was forgotten (deleted): totalSynced counts the site's episodes the
+ * deployment holds, so that status and the fleet agree with it (the hub's forget does the same).
+ */
+export async function forgetFromCursor(ctx: MutationCtx, site: string): Promise<void> {
+  const found = await readCursor(ctx.db, site);
+  if (found !== null) await ctx.db.patch(found._id, { totalSynced: Math.max(0, found.totalSynced - 1) });
 }

@@ -78,12 +78,19 @@ def fast_heartbeat(argv: Sequence[str]) -> int | None:
 
 def main(args: argparse.Namespace) -> int:
     from daemon.control.lock import DAEMON, lock_holder
+    from daemon.paths import writable_problem
     from daemon.site import opened_backbone
+    from sync.errors import PathProblem
 
     with handled():
         if not AGENT_NAME.match(args.agent):
             fail(f"--agent {args.agent!r}: use letters, digits, spaces and ._@:/- (at most 128)", EX_USAGE)
         settings = load(args, log_level="error")
+        # The state file's folder holds the lock and the spool: one it cannot use is said (78),
+        # not passed over by a beat that goes to the backbone anyway.
+        problem = writable_problem(settings, create=False)
+        if problem is not None:
+            raise PathProblem(problem)
         holder = lock_holder(settings.lock_path)
         if holder is not None and holder.role == DAEMON:
             spool(settings.state_path, args.agent, args.platform, args.interface, time.time())

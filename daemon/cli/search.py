@@ -22,6 +22,7 @@ from daemon.warm.results import parse_since, render_results
 from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
+    from daemon.config import Settings
     from daemon.warm.adopt import ServerFactory
 
 
@@ -117,6 +118,8 @@ def fast_search(argv: Sequence[str]) -> int | None:
         results = ControlClient(paths.socket).search(request_from(args))
     except (ValueError, MemsyncError, OSError):
         return None
+    if not results and args.site is not None:
+        return None  # nothing from that site: the full path says whether there is such a site
     show(results, args, sys.stdout, via="daemon")
     return 0
 
@@ -130,10 +133,31 @@ def main(args: argparse.Namespace) -> int:
             found = run_search(settings, request_from(args))
         except ValueError as exc:  # the request's, or the daemon's verdict on it ("invalid")
             fail(f"search: {exc}", EX_USAGE)
+        if not found.results and args.site is not None and (unknown := _unknown_site(settings, args.site)):
+            fail(f"search: {unknown}", EX_USAGE)
         if found.behind:
             say(found.behind)
     show(found.results, args, sys.stdout, via=found.via, behind=found.behind)
     return 0
+
+
+def _unknown_site(settings: Settings, site: str) -> str | None:
+    """Why --site matched nothing when the backbone knows no such site (``fleet.unknown_site``);
+    None when it does, or cannot say."""
+    from daemon.fleet import unknown_site
+    from daemon.site import never_synced, open_backbone
+    from sync.errors import MemsyncError
+
+    if never_synced(settings):
+        return None
+    try:
+        backbone = open_backbone(settings, create=False)
+        try:
+            return unknown_site(site, backbone.sites())
+        finally:
+            backbone.close()
+    except MemsyncError:
+        return None
 
 
 def show(

@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, get_args
 
 Tool = Literal["claude-code", "codex", "gemini"]
 Scope = Literal["user", "project"]
-Format = Literal["json", "toml"]
+Format = Literal["json", "jsonc", "toml"]  # jsonc: JSON with // and /* */ comments (Gemini CLI's)
 TOOLS: Final[tuple[Tool, ...]] = get_args(Tool)
 SCOPES: Final[tuple[Scope, ...]] = get_args(Scope)
 
@@ -101,7 +101,8 @@ def settings_files(tool: Tool, scope: Scope, home: Path, project: Path) -> tuple
             SettingsFile(base / "config.toml", "toml", hooks=False, mcp=True),
         )
     base = (home if scope == "user" else project) / ".gemini"
-    return (SettingsFile(base / "settings.json", "json", hooks=True, mcp=True),)
+    # Gemini CLI reads its settings with comments stripped (strip-json-comments): so do we.
+    return (SettingsFile(base / "settings.json", "jsonc", hooks=True, mcp=True),)
 
 
 def memsync_args(*args: str, config: Path | None) -> list[str]:
@@ -161,7 +162,7 @@ def plan_install(
         if file.format == "toml":
             plan[file.path] = toml_with_block(text or "", toml_server_block(options))
             continue
-        data = parse_json(file.path, text)
+        data = parse_json(file.path, text, comments=file.format == "jsonc")
         if file.hooks:
             merge_hooks(file.path, data, tool, wanted_hooks(tool, options))
         if file.mcp:
@@ -196,7 +197,7 @@ def plan_uninstall(
             same = next((b for b in earlier if b.rstrip("\n") == left.rstrip("\n")), None)
             plan[file.path] = text if left == text else same if same is not None else left if left.strip() else None
             continue
-        data = parse_json(file.path, text)
+        data = parse_json(file.path, text, comments=file.format == "jsonc")
         before = json.dumps(data)
         if file.hooks:
             merge_hooks(file.path, data, tool, {})
@@ -209,7 +210,7 @@ def plan_uninstall(
         if json.dumps(data) == before:
             plan[file.path] = text  # nothing of memsync's: the file stays as it is, even an empty {}
             continue
-        same = next((b for b in earlier if _json_or_none(b) == data), None)
+        same = next((b for b in earlier if _json_or_none(b, comments=file.format == "jsonc") == data), None)
         plan[file.path] = same if same is not None else dump_json(data, text) if data else None
     return plan
 
@@ -220,11 +221,13 @@ class Installed:
 
     events: tuple[str, ...]  # "SessionStart: memsync context --for claude-code", ...
     server: bool
+    start_command: str | None = None  # the session start's context hook, as written (what status runs)
 
 
 def installed(tool: Tool, scope: Scope, current: Mapping[Path, str | None], home: Path, project: Path) -> Installed:
     events: list[str] = []
     server = False
+    start: str | None = None
     for file in settings_files(tool, scope, home, project):
         text = current.get(file.path)
         if text is None:
@@ -232,7 +235,7 @@ def installed(tool: Tool, scope: Scope, current: Mapping[Path, str | None], home
         if file.format == "toml":
             server = server or bool(_BLOCK.search(text))
             continue
-        data = parse_json(file.path, text)
+        data = parse_json(file.path, text, comments=file.format == "jsonc")
         if file.hooks:
             hooks = _object_at(file.path, data, "hooks", create=False) or {}
             for event, groups in hooks.items():
@@ -240,10 +243,12 @@ def installed(tool: Tool, scope: Scope, current: Mapping[Path, str | None], home
                     for handler in group.get("hooks", ()) if isinstance(group, dict) else ():
                         if is_ours(handler):
                             events.append(f"{event}: {handler['command']}")
+                            if event == DIALECTS[tool].session_start and " context " in handler["command"]:
+                                start = start or handler["command"]
         if file.mcp:
             servers = _object_at(file.path, data, "mcpServers", create=False) or {}
             server = server or _server_is_ours(servers.get(SERVER))
-    return Installed(tuple(events), server)
+    return Installed(tuple(events), server, start)
 
 
 def merge_hooks(path: Path, data: dict[str, Any], tool: Tool, wanted: Mapping[str, list[dict[str, Any]]]) -> None:
@@ -300,18 +305,54 @@ def _object_at(path: Path, data: dict[str, Any], key: str, *, create: bool) -> d
     return value
 
 
-def _json_or_none(text: str) -> object:
+def _json_or_none(text: str, *, comments: bool = False) -> object:
     try:
-        return json.loads(text)
+        return json.loads(without_comments(text) if comments else text)
     except json.JSONDecodeError:
         return None
 
 
-def parse_json(path: Path, text: str | None) -> dict[str, Any]:
+def without_comments(text: str) -> str:
+    """``text`` with its ``//`` and ``/* */`` comments (outside strings) blanked out, as Gemini CLI
+    reads its settings (strip-json-comments): each comment becomes spaces, its newlines kept, so
+    that an error's line and column still point into the file as written."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':  # a string, escapes and all
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append(" " * (end - i))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:end]))
+            i = end
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def has_comments(text: str | None) -> bool:
+    """Whether a JSONC file's text holds comments (which writing it back as JSON loses)."""
+    return text is not None and without_comments(text) != text
+
+
+def parse_json(path: Path, text: str | None, *, comments: bool = False) -> dict[str, Any]:
+    """The file's JSON object; ``comments``: a JSONC file (Gemini CLI's), its comments ignored."""
     if text is None or not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = json.loads(without_comments(text) if comments else text)
     except json.JSONDecodeError as exc:
         raise Malformed(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "

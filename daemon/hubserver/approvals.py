@@ -14,9 +14,10 @@ if TYPE_CHECKING:
 
 def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: bool) -> str | None:
     """Queue the approval's message (or the edit it now needs) and send it at once; the daemon's
-    next round sends it otherwise. A note to show when the message could not go now."""
+    next round sends it otherwise. A note to show when the message could not go now, or, with
+    Telegram off, that no reviewer will hear of a new approval and what a person must run."""
     if not settings.telegram.enabled:
-        return None
+        return no_reviewer_channel(backbone, approval_id) if new else None
     from daemon.alerts.messages import approval_message
     from daemon.alerts.outbox_keys import approval_key
     from daemon.alerts.store import AlertStore, Queued
@@ -50,3 +51,21 @@ def announce(settings: Settings, backbone: Approvals, approval_id: str, *, new: 
     finally:
         store.close()
     return None
+
+
+def no_reviewer_channel(backbone: Approvals, approval_id: str) -> str:
+    """What the agent (and the person beside it) is told when no message goes anywhere: the
+    approval waits, unseen, until a person decides it from a terminal or it expires."""
+    from datetime import UTC, datetime
+
+    approval = backbone.approval(approval_id)
+    expires = (
+        ""
+        if approval is None
+        else f" before it expires at {datetime.fromtimestamp(approval.expires_at / 1000, UTC):%Y-%m-%d %H:%M} UTC"
+    )
+    return (
+        f"no reviewer will hear of approval {approval_id}: Telegram is off on this site (set telegram.chat_id and "
+        f"MEMSYNC_TELEGRAM__BOT_TOKEN to have it sent); a person must run `memsync approvals approve "
+        f"{approval_id}` (or `memsync approvals reject {approval_id}`){expires}"
+    )

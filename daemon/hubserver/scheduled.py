@@ -26,6 +26,7 @@ from daemon.hubserver.run_summary import (
     health_summary,
     stale_summary,
 )
+from daemon.schedule import plan
 from sync.backbone.base import Sweeps
 
 # Episodes one archiving call takes (a week at a time, each week's file written once per call): a
@@ -86,7 +87,10 @@ def covered_day(slot_start: datetime) -> str:
 
 
 def daily_digest(ctx: JobContext) -> str:
-    covered = covered_day(ctx.slot_start)
+    # A manual run builds the day `memsync digest` shows (yesterday, at every hour); a slot's
+    # run, the day its 06:00 fire covers.
+    manual_day = plan.last_whole_day(datetime.fromtimestamp(ctx.now_ms / 1000, UTC))
+    covered = manual_day if ctx.manual else covered_day(ctx.slot_start)
     digest = _sweeps(ctx).build_digest(covered, ctx.now_ms)
     sites = digest.get("sites") or []
     episodes = sum(int(s.get("episodes", 0)) for s in sites if isinstance(s, dict))

@@ -34,7 +34,7 @@ from daemon.config import Settings
 from daemon.control.lock import SiteLock
 from daemon.loop.changes import ChangeWaker
 from daemon.loop.notify import Notifier
-from daemon.paths import check_site
+from daemon.paths import agentdb_folder_missing, check_site
 from daemon.site import Site, duties_of, open_backbone
 from daemon.warm.host import WarmHost
 
@@ -335,13 +335,18 @@ class Daemon:
             # over nothing, so that `sync --wait` returns at once; the file's creation wakes us.
             if not self._waiting_said:
                 self._waiting_said = True
-                log.info("waiting for the AgentDB file to be created", path=str(self.settings.agentdb.path))
+                typo = agentdb_folder_missing(self.settings.agentdb.path)
+                if typo is not None:  # likelier a wrong path than an agent yet to write
+                    log.warning("waiting for the AgentDB file to be created", detail=typo)
+                else:
+                    log.info("waiting for the AgentDB file to be created", path=str(self.settings.agentdb.path))
             self.problems.recovered("source_error")
             site.sidecar.set_many({"last_pass_started_at": started, "backlog": 0, "source_error": str(exc)})
             return False, True
         except SnapshotNotReady as exc:
             # A busy writer, not a failure: read again on the next change or poll, without backing off.
-            self._report(site, "last_error", f"AgentDB file is being rewritten; will read it again: {exc}", quiet=True)
+            # A file that stays unreadable is damaged, which the reader says (SourceUnavailable).
+            self._report(site, "last_error", f"AgentDB file not readable yet (a write in progress?): {exc}", quiet=True)
             return True, True
         except ConfigError:
             raise  # e.g. the backbone refused our credentials: only a person can fix that (exit 78)

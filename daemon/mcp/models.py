@@ -104,6 +104,8 @@ class Approval(BaseModel):
     resolvedBy: str | None  # noqa: N815
     expiresAt: int | None  # noqa: N815
     taskId: str | None = None  # noqa: N815  # the task it created or linked, if asked
+    # Why no one may see it yet (no reviewer channel, or its message waits) and what a person must run.
+    note: str | None = None
 
 
 class Decision(BaseModel):

@@ -196,7 +196,12 @@ class Tools:
         task_view = None if linked is None else linked.task_id
         if approval is None:
             return Approval(
-                approvalId=requested.approval_id, status="pending", resolvedBy=None, expiresAt=None, taskId=task_view
+                approvalId=requested.approval_id,
+                status="pending",
+                resolvedBy=None,
+                expiresAt=None,
+                taskId=task_view,
+                note=requested.note,
             )
         return Approval(
             approvalId=requested.approval_id,
@@ -204,6 +209,7 @@ class Tools:
             resolvedBy=approval.resolved_by,
             expiresAt=approval.expires_at,
             taskId=task_view,
+            note=requested.note,
         )
 
     def wait_for_approval(self, approval_id: str, timeout_s: float) -> Decision:
@@ -268,7 +274,10 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
     async def memory_health() -> Health:
         return await _off_loop(tools.health)
 
-    @server.tool(description="Ask a person to approve an action (Telegram buttons); returns its approvalId.")
+    @server.tool(
+        description="Ask a person to approve an action (Telegram buttons); returns its approvalId, and a note "
+        "when no reviewer will be told."
+    )
     async def request_approval(
         category: Annotated[str, Field(min_length=1, max_length=64, description="e.g. send_message, financial")],
         summary: Annotated[str, Field(min_length=1, max_length=2000, description="what you want to do")],

@@ -107,9 +107,10 @@ def run_job_now(
     of its own slot and gives way to a live manual run that began first (``plan.manual_blocker``);
     the one that gives way says so (``ran`` False, outcome "busy") and does no work.
 
-    The body works as if fired now for the schedule's current slot: the daily digest rebuilds the
-    day that slot covers (yesterday, from 06:00 UTC on) without queueing it for Telegram (the
-    scheduled slot's run does, once across sites; ``memsync digest --send`` on demand)."""
+    The body works as if fired now for the schedule's current slot, but for the daily digest: it
+    builds yesterday, the day ``memsync digest`` shows, at every hour (``plan.last_whole_day``),
+    without queueing it for Telegram (the scheduled slot's run does, once across sites; ``memsync
+    digest --send`` on demand)."""
     moment = datetime.fromtimestamp(now, UTC)
     slot, site, lease_ms = plan.manual_slot(moment), settings.site.name, int(spec.lease_s * 1000)
     started = int(now * 1000)

@@ -45,7 +45,9 @@ class ApprovalsAndTasks(Approvals, Tasks, Protocol):
 class Requested:
     approval_id: str
     approval: Approval | None  # as now stored
-    note: str | None  # when its Telegram message could not be sent now (the daemon sends it)
+    # Its Telegram message could not go now (the daemon sends it), or no reviewer channel exists
+    # (Telegram off) and a person must decide it from a terminal: for the agent and its person.
+    note: str | None
     task: Task | None = None  # the task it created or linked, as it now is
 
 

@@ -107,17 +107,19 @@ def run_job(settings: Settings, spec: JobSpec, *, now: float) -> Outcome:
 
 
 def digest(backbone: Reports, duties: ServerDuties, *, day: str | None, latest: bool = False, now: float) -> Digest:
-    """The digest of ``day`` (a UTC day, YYYY-MM-DD; None: yesterday) as stored; today's is built
-    now ("today so far": the episodes created since 00:00 UTC, and every site's figures as they are
-    now). ``latest``: the newest stored of the week up to yesterday instead (what is sent when no
-    day is named: a "today so far" is sent only when asked by date)."""
+    """The digest of ``day`` (a UTC day, YYYY-MM-DD; None: yesterday, the day a manual run of the
+    daily-digest job builds, at every hour) as stored; today's is built now ("today so far": the
+    episodes created since 00:00 UTC, and every site's figures as they are now). ``latest``: the
+    newest stored of the week up to yesterday instead (what is sent when no day is named: a "today
+    so far" is sent only when asked by date)."""
+    from daemon.schedule import plan
+
     moment = datetime.fromtimestamp(now, UTC)
     today = moment.strftime("%Y-%m-%d")
-    yesterday = moment - timedelta(days=1)
     if latest:
-        day, found = _latest(backbone, yesterday)
+        day, found = _latest(backbone, moment - timedelta(days=1))
     else:
-        day = day or yesterday.strftime("%Y-%m-%d")
+        day = day or plan.last_whole_day(moment)
         found = _stored_or_built(backbone, day, today)
     if found is not None:
         return Digest(day, found)

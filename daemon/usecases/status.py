@@ -17,11 +17,11 @@ from typing import Any, NotRequired, TypedDict
 from daemon.config import Settings
 from daemon.control.lock import holder_pid
 from daemon.health import Facts, assess, lag_seconds
-from daemon.paths import agentdb_problem, writable_problem
+from daemon.paths import agentdb_folder_missing, agentdb_problem, writable_problem
 from daemon.site import open_sidecar_readonly, opened_backbone
 from daemon.warm.files import read_status
 from daemon.warm.lag import episodes_behind
-from sync.agentdb import AgentDBReader
+from sync.agentdb import AgentDBReader, clock_ahead_message
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
 from sync.source import SourceIdentity, describe, refusal
@@ -45,6 +45,7 @@ class AgentDBState(TypedDict):
     episodes: NotRequired[int]  # when readable
     maxId: NotRequired[int]
     mode: NotRequired[str]
+    aheadOfClock: NotRequired[float | None]  # the file's time ahead of this machine's clock, in s
 
 
 class RemoteCursor(TypedDict):
@@ -213,10 +214,11 @@ def gather(settings: Settings, now: float | None = None) -> StatusReport:
         try:
             if problem is not None:
                 raise PathProblem(problem)
-            with AgentDBReader(settings.agentdb.path).snapshot() as snap:
+            with (reader := AgentDBReader(settings.agentdb.path)).snapshot() as snap:
                 backlog = snap.count_after(cursor)
                 agentdb["readable"] = True
                 agentdb["episodes"], agentdb["maxId"], agentdb["mode"] = snap.count(), snap.max_id(), snap.mode
+                agentdb["aheadOfClock"] = reader.ahead_of_clock_s and round(reader.ahead_of_clock_s)
                 created = snap.oldest_created_after(cursor)
                 oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
         except MemsyncError as exc:
@@ -240,6 +242,8 @@ def gather(settings: Settings, now: float | None = None) -> StatusReport:
         conflicts=conflicts,
         warm_problem=warm.get("problem"),
         source_refused=refused,
+        clock_ahead=clock_ahead_message(ahead) if (ahead := agentdb.get("aheadOfClock")) else None,
+        agentdb_folder=agentdb_folder_missing(settings.agentdb.path) if agentdb["waiting"] else None,
     )
     level, reasons = assess(facts)
     return {
@@ -253,7 +257,8 @@ def gather(settings: Settings, now: float | None = None) -> StatusReport:
             "startedAt": _iso(_float(meta.get("daemon_started_at"))),
         },
         "cursor": cursor,
-        "synced": synced,
+        # The site's episodes the backbone holds (it follows forgets); the sidecar's count without it.
+        "synced": backbone["cursor"]["totalSynced"] if backbone.get("cursor") else synced,
         "backlog": backlog,
         "lastSyncAt": _iso(_float(meta.get("last_success_at"))),
         "lagSeconds": None if lag is None else round(lag, 3),

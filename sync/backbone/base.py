@@ -242,7 +242,8 @@ class PointRecord:
 class SourceRecord:
     """Which source feeds a site: one AgentDB file on one machine, told apart by an instance id its
     sidecar keeps. ``machine`` (a hash of host name and machine id) tells a reset sidecar on the
-    same machine from a copy on a clone; ``host`` and ``agentdb_path`` are for people."""
+    same machine from a copy on a clone; ``agentdb_path`` tells two files on one machine apart;
+    ``host`` is for people."""
 
     instance: str
     machine: str

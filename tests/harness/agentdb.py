@@ -1,6 +1,7 @@
 """AgentDB files as the real agentdb package writes them: generated in bulk (``generate.mjs``), by a
 live agent driven over stdin (``agent.mjs``), by a live writer on its own (``agent.mjs --live``,
-1.3.9's ``writer.mjs`` in WAL mode), and read back row by row with plain sqlite3."""
+1.3.9's ``writer.mjs`` in WAL mode), and read back row by row with plain sqlite3. For the pure tier
+(no node), ``episodes_file``: the package's episodes table written with plain sqlite3."""
 
 from __future__ import annotations
 
@@ -44,6 +45,24 @@ def generate_agentdb(
         raise RuntimeError(f"generate.mjs failed: {done.stderr[-2000:]}")
     summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return summary
+
+
+def episodes_file(path: Path, rows: int = 3) -> Path:
+    """A SQLite file holding AgentDB's episodes table (the package's schema) and ``rows``
+    episodes, written with plain sqlite3: what a reader test needs of a file where node is absent."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE episodes (id INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER NOT NULL DEFAULT "
+            "(strftime('%s', 'now')), session_id TEXT NOT NULL, task TEXT NOT NULL, input TEXT, output TEXT, "
+            "critique TEXT, reward REAL DEFAULT 0.0, success BOOLEAN DEFAULT 0, latency_ms INTEGER, tokens_used "
+            "INTEGER, tags TEXT, metadata JSON, created_at INTEGER NOT NULL DEFAULT (strftime('%s', 'now')))"
+        )
+        conn.executemany(
+            "INSERT INTO episodes (session_id, task, output, created_at) VALUES (?, ?, ?, ?)",
+            [(f"session-{i % 3}", f"task number {i}", "output " * 200, FIXED_TS + i) for i in range(rows)],
+        )
+        conn.commit()
+    return path
 
 
 def episode(i: int, **overrides: Any) -> dict[str, Any]:

@@ -91,9 +91,17 @@ def list_main(args: argparse.Namespace) -> int:
     if args.as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
+    from rich import box
     from rich.table import Table
 
-    table = Table("job", "schedule", "runs on", "last run", "next (UTC)")
+    # A job's name and its next fire are what a reader looks up: never wrapped or cut, on an
+    # 80-column terminal too (no vertical rules, the next fire to the minute); the rest wraps.
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("job", no_wrap=True, min_width=max((len(row["job"]) for row in rows), default=0))
+    table.add_column("schedule", overflow="fold")
+    table.add_column("runs on", overflow="fold")
+    table.add_column("last run", overflow="fold", ratio=1)
+    table.add_column("next (UTC)", no_wrap=True, min_width=len("2000-01-01 00:00"))
     for row in rows:
         last = row["last"]
         shown = (
@@ -101,7 +109,8 @@ def list_main(args: argparse.Namespace) -> int:
             if last is None
             else f"{last['outcome']} by {last['site']} at {last['startedAt']}: {last['summary']}"
         )
-        table.add_row(row["job"], row["schedule"], row["where"], shown, row["next"] or "disabled")
+        upcoming = row["next"][:16].replace("T", " ") if row["next"] else "disabled"
+        table.add_row(row["job"], row["schedule"], row["where"], shown, upcoming)
     console().print(table)
     failed = [r for r in rows if r["last"] is not None and r["last"]["outcome"] == "failed"]
     return 1 if failed else 0

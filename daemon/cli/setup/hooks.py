@@ -11,12 +11,13 @@ import argparse
 import difflib
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Final, cast
 
@@ -28,6 +29,7 @@ from daemon.hooks.plan import (
     Options,
     Scope,
     Tool,
+    has_comments,
     installed,
     plan_install,
     plan_uninstall,
@@ -140,8 +142,18 @@ def write_atomically(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
-def apply(current: Mapping[Path, str | None], planned: Mapping[Path, str | None], *, dry_run: bool, now: float) -> int:
-    """Write the planned files (a backup of each existing one first) or, dry, print the diff; how many change."""
+def apply(
+    current: Mapping[Path, str | None],
+    planned: Mapping[Path, str | None],
+    *,
+    dry_run: bool,
+    now: float,
+    pristine: Collection[Path] = (),
+) -> int:
+    """Write the planned files or, dry, print the diff; how many change. A file in ``pristine``
+    (it holds none of memsync's entries: the user's own) is backed up first, in place of any
+    earlier backup: one a file, the last text memsync did not write into, which uninstall restores
+    byte for byte. A file memsync already wrote into gets none: its backup is still that one."""
     changed = 0
     for path, new in planned.items():
         old = current.get(path)
@@ -159,7 +171,9 @@ def apply(current: Mapping[Path, str | None], planned: Mapping[Path, str | None]
             )
             continue
         backup = None
-        if old is not None:
+        if old is not None and path in pristine:
+            for earlier in path.parent.glob(f"{path.name}{BACKUP_INFIX}*"):
+                earlier.unlink()
             backup = backup_name(path, now)
             shutil.copy2(path, backup)
         if new is None:
@@ -180,22 +194,71 @@ def _config(args: argparse.Namespace) -> Path | None:
     return config
 
 
+def _found_without_a_config() -> None:
+    """Fail (78) unless the environment alone configures a site. The hooks run in the agent's
+    environment, with no -c: a config must be written into them, or bare commands find no site."""
+    from daemon.config import load_settings
+    from sync.errors import MemsyncError
+
+    try:
+        load_settings(None)
+    except (MemsyncError, OSError, ValueError):
+        fail(
+            "no config file given: pass the site's config with -c FILE (or set MEMSYNC_CONFIG) for the hooks "
+            "to name, else they find no site; nothing was written",
+            EX_CONFIG,
+        )
+
+
 def run_install(args: argparse.Namespace, now: Callable[[], float]) -> int:
     tool, scope = cast(Tool, args.tool), cast(Scope, args.scope)
     home, project = Path.home(), _project(args)
-    options = Options(per_prompt=args.per_prompt, capture=args.capture, config=_config(args))
+    config = _config(args)
+    if config is None:
+        _found_without_a_config()
+    options = Options(per_prompt=args.per_prompt, capture=args.capture, config=config)
     files = [f.path for f in settings_files(tool, scope, home, project)]
     try:
         current = read_files(files)
         planned = plan_install(tool, scope, options, current, home, project)
+        pristine = _pristine(tool, scope, current, home, project)
     except Malformed as exc:
         fail(f"{exc} (nothing was written)", EX_CONFIG)
-    changed = apply(current, planned, dry_run=args.dry_run, now=now())
+    _say_lost_comments(current, planned, pristine, dry_run=args.dry_run)
+    changed = apply(current, planned, dry_run=args.dry_run, now=now(), pristine=pristine)
     if not changed:
         print(f"memsync is already installed for {tool} ({scope}); nothing to change")
     elif args.dry_run:
         print(f"dry run: {changed} file(s) would change; nothing was written", file=sys.stderr)
     return 0
+
+
+def _say_lost_comments(
+    current: Mapping[Path, str | None], planned: Mapping[Path, str | None], pristine: Collection[Path], *, dry_run: bool
+) -> None:
+    """A JSONC file (Gemini CLI's settings) written back as JSON loses its comments: say so, and
+    where they are kept, before it happens."""
+    for path, new in planned.items():
+        old = current.get(path)
+        if new is None or new == old or not has_comments(old) or has_comments(new):
+            continue
+        kept = (
+            "its backup beside it keeps them (`memsync hooks uninstall` restores it)"
+            if path in pristine
+            else "copy them back by hand if you need them"
+        )
+        verb = "would drop" if dry_run else "drops"
+        print(f"note: {path} has comments, which JSON cannot hold: writing it {verb} them; {kept}", file=sys.stderr)
+
+
+def _pristine(tool: Tool, scope: Scope, current: Mapping[Path, str | None], home: Path, project: Path) -> set[Path]:
+    """The files that exist and hold none of memsync's entries: the user's own text."""
+    found = set()
+    for path, text in current.items():
+        mine = installed(tool, scope, {path: text}, home, project)
+        if text is not None and not mine.events and not mine.server:
+            found.add(path)
+    return found
 
 
 def run_uninstall(args: argparse.Namespace, now: Callable[[], float]) -> int:
@@ -207,6 +270,7 @@ def run_uninstall(args: argparse.Namespace, now: Callable[[], float]) -> int:
         planned = plan_uninstall(tool, scope, current, home, project, {p: backups_of(p) for p in files})
     except Malformed as exc:
         fail(f"{exc} (nothing was written)", EX_CONFIG)
+    _say_lost_comments(current, planned, set(), dry_run=args.dry_run)
     changed = apply(current, planned, dry_run=args.dry_run, now=now())
     if not changed:
         print(f"memsync is not installed for {tool} ({scope}); nothing to change")
@@ -219,6 +283,7 @@ def run_status(args: argparse.Namespace) -> int:
     home, project = Path.home(), _project(args)
     tools: tuple[Tool, ...] = (args.tool,) if args.tool else TOOLS
     problems = 0
+    starts: list[tuple[str, str]] = []  # (where, the installed session-start command)
     for tool in tools:
         for scope in SCOPES:
             files = [f.path for f in settings_files(tool, scope, home, project)]
@@ -234,6 +299,8 @@ def run_status(args: argparse.Namespace) -> int:
             print(f"{tool} ({scope}): {len(found.events)} hook(s), MCP server {'yes' if found.server else 'no'}")
             for event in found.events:
                 print(f"  {event}")
+            if found.start_command is not None:
+                starts.append((f"{tool}, {scope}", found.start_command))
     executable = shutil.which("memsync")
     if executable is None:
         print("memsync on PATH: not found; the hooks will fail: put memsync's directory on the agents' PATH")
@@ -241,11 +308,21 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print(f"memsync on PATH: {executable}")
     print(f"daemon: {_daemon_state(args)}")
-    if executable is not None:
-        ok, sentence = _context_check(executable, project, args.config)
+    # What is installed is what the agents run: each session-start hook as written, config and all.
+    for where, command in starts:
+        ok, sentence = _context_check(command, project)
+        print(f"context check ({where}): {sentence}")
+        problems += not ok
+    if not starts and executable is not None:  # nothing installed: what `hooks install` would write
+        command = shlex.join([executable, "context", "--for", "claude-code", *_config_args(args.config)])
+        ok, sentence = _context_check(command, project)
         print(f"context check: {sentence}")
         problems += not ok
     return 1 if problems else 0
+
+
+def _config_args(config: Path | None) -> list[str]:
+    return ["--config", str(config)] if config else []
 
 
 def _daemon_state(args: argparse.Namespace) -> str:
@@ -267,30 +344,47 @@ def _daemon_state(args: argparse.Namespace) -> str:
     return f"answers on {path}"
 
 
-def _context_check(executable: str, project: Path, config: Path | None) -> tuple[bool, str]:
-    """Run the session-start hook as Claude Code would, with a made-up session."""
+def _context_check(command: str, project: Path) -> tuple[bool, str]:
+    """Run a session-start hook's command as the agent tools do (through the shell, in the project,
+    the session's JSON on stdin), with a made-up session. The environment is this one without
+    MEMSYNC_CONFIG, which an agent's need not have: the hook must name its config itself."""
     event = {"session_id": "memsync-hooks-status", "cwd": str(project), "hook_event_name": "SessionStart"}
     event |= {"source": "startup", "transcript_path": ""}
-    command = [executable, "context", "--for", "claude-code", *(["--config", str(config)] if config else [])]
+    environ = {k: v for k, v in os.environ.items() if k != "MEMSYNC_CONFIG"}
     try:
         done = subprocess.run(
-            command,
+            ["/bin/sh", "-c", command],
             input=json.dumps(event),
             capture_output=True,
             text=True,
             timeout=CONTEXT_CHECK_TIMEOUT_S,
             check=False,
+            cwd=project,
+            env=environ,
         )
     except subprocess.TimeoutExpired:
-        return False, f"memsync context did not answer within {CONTEXT_CHECK_TIMEOUT_S:g}s"
+        return False, f"the hook did not answer within {CONTEXT_CHECK_TIMEOUT_S:g}s: {command}"
     except OSError as exc:
-        return False, f"could not run {executable}: {exc.strerror or exc}"
+        return False, f"could not run the hook {command}: {exc.strerror or exc}"
+    why = (done.stderr.strip().splitlines() or ["no message"])[-1]
     if done.returncode == 2 and "invalid choice" in done.stderr:
         return True, "this memsync has no `memsync context` yet: the context hooks will add nothing"
     if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return False, f"memsync context exited {done.returncode}: {why}"
-    return True, f"ok ({len(done.stdout)} characters of context for a new session here)"
+        return False, f"the hook exited {done.returncode}: {why}"
+    if done.stderr.strip():  # the hook answers nothing rather than fail, and says why
+        return False, f"the hook adds no context: {why}"
+    return True, f"ok ({_context_chars(done.stdout)} characters of context for a new session here)"
+
+
+def _context_chars(answer: str) -> int:
+    """The context a hook's answer carries (its ``additionalContext``), in characters."""
+    try:
+        data = json.loads(answer) if answer.strip() else {}
+    except json.JSONDecodeError:
+        return len(answer)
+    output = data.get("hookSpecificOutput") if isinstance(data, dict) else None
+    context = output.get("additionalContext") if isinstance(output, dict) else None
+    return len(context) if isinstance(context, str) else 0
 
 
 __all__ = ["register"]

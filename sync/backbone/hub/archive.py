@@ -217,6 +217,10 @@ class HubArchive(HubConnection):
             week = None if row is None else row[0]
             if row is not None:  # its task may be in its day's stored digest
                 rebuild_stored_digest(conn, row[1], self.clock())
+                # total_synced counts the site's episodes held here: status and the fleet follow it.
+                conn.execute(
+                    "UPDATE sync_cursors SET total_synced = max(0, total_synced - 1) WHERE site = ?", (self.site,)
+                )
             if week is not None:
                 conn.execute("INSERT OR IGNORE INTO archive_forgets VALUES (?, ?, ?)", (self.site, week, source_id))
             if not conn.execute(
