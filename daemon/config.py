@@ -88,7 +88,7 @@ class AgentDBSection(_Section):
 
     path: Path = Field(
         description="the AgentDB file the site's agents write (their `AGENTDB_PATH`); it may not exist yet: "
-        "the daemon waits for it"
+        "the daemon waits for it (status is degraded while its folder does not exist either)"
     )
     poll_interval: float = Field(
         1.0, ge=0.05, le=60.0, description="seconds between stat polls of the file (file events usually wake it sooner)"

@@ -62,7 +62,9 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n", "--limit", type=int, default=10, metavar="N", help=f"results to show, 1-{MAX_LIMIT} (default: 10)"
     )
-    parser.add_argument("--site", metavar="SITE", help="only episodes from this site")
+    parser.add_argument(
+        "--site", metavar="SITE", help="only episodes from this site (a name no site has: exit 2, naming the sites)"
+    )
     parser.add_argument("--agent", metavar="NAME", help="only this agent's episodes")
     parser.add_argument("--session", metavar="ID", help="only this session's episodes")
     parser.add_argument(

@@ -44,7 +44,8 @@ def register(commands: Commands) -> None:
         help="create an approval (the policy may approve it at once); prints its id",
         description="Create an approval. The policy approves some at once (internal and research, an "
         "external_api under $0.10, a code_commit whose tests passed); the others wait for a person, who is "
-        "asked on Telegram. Prints the approval's id.",
+        "asked on Telegram (on the embedded hub with Telegram off, stderr says no one will be, and what a person "
+        "must run before its expiry). Prints the approval's id.",
     )
     add_config(request)
     request.add_argument("--category", required=True, help="the action's category, e.g. send_message, financial")

@@ -50,7 +50,13 @@ def register(commands: Commands) -> None:
     )
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
 
-    install = actions.add_parser("install", help="add memsync's hooks and MCP server (idempotent; backs files up)")
+    install = actions.add_parser(
+        "install",
+        help="add memsync's hooks and MCP server (idempotent; backs up the user's files)",
+        description="Add memsync's hooks and MCP server, each command naming the site's config (-c FILE or "
+        "MEMSYNC_CONFIG, required unless MEMSYNC_ variables alone configure a site). Each file changed keeps "
+        "one backup, the user's own text, which uninstall restores byte for byte.",
+    )
     _common(install)
     install.add_argument("--per-prompt", action="store_true", help="also add context on every prompt")
     install.add_argument(
