@@ -181,7 +181,7 @@ def copy_fixture(n: int, dest: Path) -> Path:
 def wait_indexed(site: SiteFiles, daemon: DaemonProcess, timeout: float) -> None:
     """Until the daemon's warm layer has indexed everything the hub's change feed holds now (its
     status file's cursor reached the feed's end)."""
-    from daemon.warm.files import read_status
+    from daemon.search_worker.files import read_status
     from sync.backbone.hub import HubBackbone
 
     hub = HubBackbone(site.hub, site.name, create=False)

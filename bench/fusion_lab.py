@@ -1,6 +1,6 @@
 """Fusion variants, measured in process: LoCoMo's dialog turns and the project's labelled set.
 
-A fast loop for tuning ``sync.warm.fusion`` and ``sync.warm.rank`` (the CLI benchmark that an agent's
+A fast loop for tuning ``sync.search.query.fusion`` and ``sync.search.query.rank`` (the CLI benchmark that an agent's
 experience is judged by is ``bench/recall.py``). Both sets go through the product's own parts:
 
 - LoCoMo (a folder in its format, e.g. the development half; see its README for where the public
@@ -10,7 +10,7 @@ experience is judged by is ``bench/recall.py``). Both sets go through the produc
   the turn's ``dia_id`` in its metadata), converted by the sync engine (``sync.episode.convert``),
   pushed to an embedded hub (``HubBackbone``) and indexed by the real ``Indexer`` with
   ``LocalEmbedder`` into an embedded qdrant-edge collection, cached under ``bench/.cache/``.
-  Each question of categories 1-4 with evidence is then searched by ``sync.warm.search.search``
+  Each question of categories 1-4 with evidence is then searched by ``sync.search.query.pipeline.search``
   (the conversation as the tag filter, limit 50) per variant; recall@k is the share of the
   question's evidence turns among the first k results, averaged over the questions.
 - The labelled set (``tests/data/warm_relevance.json``): MRR@10 overall, on exact identifiers and on
@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from bench import recall
 from bench.common import CACHE, ROOT, progress
-from sync.warm.request import Mode
+from sync.search.request import Mode
 
 NOW_MS: Final = 1_790_000_000_000  # the fixed clock: searches run "now"
 HOUR_MS: Final = 3_600_000
@@ -88,10 +88,10 @@ def build_store(turns: Sequence[Turn], cache: Path) -> tuple[Any, dict[str, str]
     from sync.backbone.base import PushItem
     from sync.backbone.hub import HubBackbone
     from sync.episode import Attribution, Episode, convert
-    from sync.warm.cursor import CursorFile
-    from sync.warm.embedders import LocalEmbedder
-    from sync.warm.indexer import Indexer
-    from sync.warm.store import EdgeStore
+    from sync.search.collection.cursor import CursorFile
+    from sync.search.embedders.local import LocalEmbedder
+    from sync.search.indexing.indexer import Indexer
+    from sync.search.stores import EdgeStore
 
     keys = {str(i + 1): f"{t.conv}:{t.dia_id}" for i, t in enumerate(turns)}
     digest = hashlib.sha256(json.dumps([[t.conv, t.session, t.dia_id, t.task, t.ts_ms] for t in turns]).encode())
@@ -203,9 +203,9 @@ def variants() -> list[Variant]:
 def _search(
     store: Any, embedder: Any, variant: Variant, query: str, tags: tuple[str, ...], limit: int, now_ms: int
 ) -> list[Any]:
-    from sync.warm.fusion import FusionSpec
-    from sync.warm.request import SearchFilter, SearchRequest
-    from sync.warm.search import search
+    from sync.search.query.fusion import FusionSpec
+    from sync.search.query.pipeline import search
+    from sync.search.request import SearchFilter, SearchRequest
 
     request = SearchRequest(
         query, limit=limit, filter=SearchFilter(tags=tags), collapse=variant.collapse, mode=variant.mode
@@ -248,10 +248,10 @@ class Labelled:
 
 
 def labelled_store(tmp: Path) -> tuple[Any, list[Mapping[str, Any]], list[Mapping[str, Any]], int]:
-    from sync.warm import bm25
-    from sync.warm.embedders import LocalEmbedder
-    from sync.warm.store import EdgeStore, WarmPoint, point_id
-    from sync.warm.text import episode_text
+    from sync.search.embedders import bm25
+    from sync.search.embedders.local import LocalEmbedder
+    from sync.search.indexing.text import episode_text
+    from sync.search.stores import EdgeStore, WarmPoint, point_id
 
     raw = json.loads(LABELLED.read_text(encoding="utf-8"))
     episodes, queries = raw["episodes"], raw["queries"]
@@ -311,7 +311,7 @@ def category_table(rows: Sequence[tuple[Variant, Recall, Labelled]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     import tempfile
 
-    from sync.warm.embedders import LocalEmbedder
+    from sync.search.embedders.local import LocalEmbedder
 
     parser = argparse.ArgumentParser(prog="python -m bench.fusion_lab", description=__doc__.split("\n")[0])
     parser.add_argument("data", type=Path, help="a folder of LoCoMo conversation files (e.g. the development half)")

@@ -133,7 +133,7 @@ def describe_run(r: dict[str, Any]) -> str:
 
 
 def model_loaded(site: SiteFiles) -> bool | None:
-    from daemon.warm.files import read_status
+    from daemon.search_worker.files import read_status
 
     loaded = (read_status(site.settings()) or {}).get("modelLoaded")
     return loaded if isinstance(loaded, bool) else None

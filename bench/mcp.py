@@ -84,7 +84,7 @@ def ready_times(site: SiteFiles, starts: int) -> list[float]:
 
 async def search_times(site: SiteFiles, calls: int) -> tuple[list[float], list[float]]:
     from daemon.control.client import ask
-    from sync.warm.request import SearchRequest
+    from sync.search.request import SearchRequest
 
     socket = site.settings().socket_path
     request = {"op": "search", "request": SearchRequest(query=QUERY, limit=5).to_wire()}

@@ -12,7 +12,7 @@ its own child process (so that its RSS is its own) with the machine's threads ca
    public set lives): each dialog turn one episode (``"<speaker>: <text>"`` as its task), each
    question of categories 1-4 searched within its own conversation (the tag filter an agent would
    pass). Dense-only recall@5/10/25/50 (the share of a question's evidence turns found in the first
-   k, averaged over questions), and the same through ``sync.warm.search.hybrid`` on an EdgeStore.
+   k, averaged over questions), and the same through ``sync.search.query.pipeline.hybrid`` on an EdgeStore.
    Both are the store part of search only: no age decay, no near-duplicate collapse (the CLI adds
    those; ``bench/recall.py`` measures that path).
 3. Embedding throughput over the 2,760 LoCoMo turns (``embed_documents``, one call, as the indexer
@@ -51,12 +51,13 @@ import numpy.typing as npt
 from harness.relevance import CLASSES, TOP, load_set, set_points, shared_rank  # the test's own scoring
 
 from bench import recall as recall_bench  # one LoCoMo reader
-from sync.warm import bm25
-from sync.warm.embedders import Embedder, LocalEmbedder
-from sync.warm.request import SearchFilter
-from sync.warm.search import hybrid
-from sync.warm.store import EdgeStore, WarmPoint, point_id
-from sync.warm.text import episode_text
+from sync.search.embedders import bm25
+from sync.search.embedders.base import Embedder
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.text import episode_text
+from sync.search.query.pipeline import hybrid
+from sync.search.request import SearchFilter
+from sync.search.stores import EdgeStore, WarmPoint, point_id
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,8 @@ bench/results/; ``--render-only`` folds the results there that are newer than be
 entry for them, then rewrites the doc. Each entry keeps its own command, date, commit and machine,
 so the others' last figures stay as they were measured.
 
-    python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks mcp archive
-                             recall]
+    python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks context_set mcp
+                             archive recall]
                             [--render-only]
 """
 
@@ -23,7 +23,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import archive, backfill, convex_backfill, figures, hooks, idle, latency, mcp, recall, warm, writing
+from bench import (
+    archive,
+    backfill,
+    context_set,
+    convex_backfill,
+    figures,
+    hooks,
+    idle,
+    latency,
+    mcp,
+    recall,
+    warm,
+    writing,
+)
 from bench.common import RESULTS, ROOT, emit, progress
 
 Record = dict[str, Any]
@@ -36,6 +49,7 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "warm": (warm.run, warm.describe_run),
     "writing": (writing.run, writing.describe_run),
     "hooks": (hooks.run, hooks.describe_run),
+    "context_set": (context_set.run, context_set.describe_run),
     "mcp": (mcp.run, mcp.describe_run),
     "archive": (archive.run, archive.describe_run),
     # Without LoCoMo's data (an argument, never downloaded) only the labelled set: run

@@ -19,8 +19,8 @@
    are per episode and per passage: what a long episode costs, and whether a passage costs more
    than a short episode does.
 3. Search latency on the embedded store at 10k and 100k points: the product's whole search
-   (``sync.warm.search.search``: query embedding, BM25 query, dense and BM25 prefetch, fusion,
-   decay, collapse) for 200 varied queries, and its store part alone (``sync.warm.search.hybrid``,
+   (``sync.search.query.pipeline.search``: query embedding, BM25 query, dense and BM25 prefetch, fusion,
+   decay, collapse) for 200 varied queries, and its store part alone (``sync.search.query.pipeline.hybrid``,
    the same request, the query vectors computed beforehand). The points are synthetic (see ``build_points``).
    qdrant-edge's ``optimize()`` is never called: the product does not call it either.
 
@@ -324,7 +324,7 @@ def long_corpus(n: int, seed: int) -> list[dict[str, Any]]:
 
 
 def texts_of(episodes: Sequence[dict[str, Any]]) -> list[str]:
-    from sync.warm.text import episode_text
+    from sync.search.indexing.text import episode_text
 
     return [episode_text(ep) for ep in episodes]
 
@@ -347,7 +347,7 @@ def first_found(socket: Path, query: str, token: str, mode: str, timeout: float)
     among the results, not necessarily the first. A limit of 10 costs what a
     limit of 1 does: the search fetches max(4 x limit, 40) candidates either way."""
     from daemon.control.client import ask
-    from sync.warm.request import SearchRequest
+    from sync.search.request import SearchRequest
 
     wire = SearchRequest(query=query, limit=SEARCH_LIMIT, mode=mode).to_wire()  # type: ignore[arg-type]
     request = {"op": "search", "request": wire}
@@ -425,10 +425,10 @@ def indexer_pass(embedder: Any, converted: Sequence[Converted], root: Path) -> t
     """Seconds for one ``Indexer.run()`` over a fresh hub holding the episodes, into a fresh store
     (wrapped as the daemon wraps it); and how many it embedded."""
     from sync.backbone.hub import HubBackbone
-    from sync.warm.cursor import CursorFile
-    from sync.warm.indexer import Indexer
-    from sync.warm.locked import LockedStore
-    from sync.warm.store import EdgeStore
+    from sync.search.collection.cursor import CursorFile
+    from sync.search.indexing.indexer import Indexer
+    from sync.search.stores import EdgeStore
+    from sync.search.stores.locked import LockedStore
 
     hub = HubBackbone(root / "hub.db", SITE)
     store = LockedStore(EdgeStore(root / "qdrant"))
@@ -488,7 +488,7 @@ def throughput_runs(
 def long_runs(embedder: Any, runs: int, episodes: int) -> list[dict[str, Any]]:
     """Indexing long episodes: the indexer (which splits them) against the bare embedder over the
     passages it embeds, alternating, bare first."""
-    from sync.warm.text import split_passages
+    from sync.search.indexing.text import split_passages
 
     eps = long_corpus(episodes, seed=11)
     texts = texts_of(eps)
@@ -532,9 +532,9 @@ def build_points(
     episodes of one family). Payloads are the indexer's own (``payload_for``), across 4 sites, with
     timestamps spread over the past year."""
     from sync.backbone.base import Change
-    from sync.warm import bm25
-    from sync.warm.indexer import payload_for
-    from sync.warm.store import WarmPoint, point_id
+    from sync.search.embedders import bm25
+    from sync.search.indexing.passages import payload_for
+    from sync.search.stores import WarmPoint, point_id
 
     rng = random.Random(start)
     noise_rng = np.random.default_rng(start)
@@ -560,8 +560,8 @@ def build_points(
 def make_queries(n: int, seed: int) -> list[Any]:
     """Varied requests: keywords, error strings, ticket ids, identifiers and paths, questions; one
     in four with a filter (agent, tag, site or a since date), as ``memsync search`` offers."""
-    from sync.warm.request import SearchRequest
-    from sync.warm.store import SearchFilter
+    from sync.search.request import SearchRequest
+    from sync.search.stores import SearchFilter
 
     rng = random.Random(seed)
     makers: list[Callable[[], str]] = [
@@ -621,11 +621,11 @@ def measure_search(
     store: Any, shard: TimedShard, embedder: Any, queries: Sequence[Any], passes: int, size: int
 ) -> list[dict[str, Any]]:
     """``passes`` passes over the queries (each in its own shuffled order): each query through the
-    whole search, then through the store's part alone (``sync.warm.search.hybrid``: prefetch,
+    whole search, then through the store's part alone (``sync.search.query.pipeline.hybrid``: prefetch,
     fusion, similarities) with the same parameters (and, inside it, the engine's calls, timed by
     ``shard``)."""
-    from sync.warm import bm25
-    from sync.warm.search import candidates_for, hybrid, search
+    from sync.search.embedders import bm25
+    from sync.search.query.pipeline import candidates_for, hybrid, search
 
     embed_ms = []
     prepared = []
@@ -682,8 +682,8 @@ def search_runs(
 ) -> list[dict[str, Any]]:
     """One collection grown to each size in turn (as the indexer grows it: upserts, never
     ``optimize()``), searched at each."""
-    from sync.warm.locked import LockedStore
-    from sync.warm.store import EdgeStore
+    from sync.search.stores import EdgeStore
+    from sync.search.stores.locked import LockedStore
 
     queries = make_queries(n_queries, seed=11)
     records: list[dict[str, Any]] = []
@@ -808,7 +808,7 @@ def run(
     parts: tuple[str, ...] = PARTS,
     long: int = 100,
 ) -> dict[str, Any]:
-    from sync.warm.embedders import LocalEmbedder
+    from sync.search.embedders.local import LocalEmbedder
 
     records: list[dict[str, Any]] = []
     with stopwatch() as total:

@@ -40,7 +40,8 @@ from harness import (
 from harness import short_dir as _short_dir
 
 if TYPE_CHECKING:
-    from sync.warm.embedders import Embedder, LocalEmbedder
+    from sync.search.embedders.base import Embedder
+    from sync.search.embedders.local import LocalEmbedder
 
 pytest_plugins = ["convex_fixtures", "fake_providers"]
 
@@ -103,7 +104,7 @@ class CountingEmbedder:
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
     """The real local embedder, loaded once a module."""
-    from sync.warm.embedders import LocalEmbedder
+    from sync.search.embedders.local import LocalEmbedder
 
     return LocalEmbedder()
 

@@ -161,4 +161,4 @@ def test_every_code_path_the_docs_name_exists() -> None:
         if (missing := missing_paths(doc.read_text(encoding="utf-8"), ROOT))
     }
     assert not found, f"docs name daemon/ or sync/ paths that do not exist: {found}"
-    assert missing_paths("`sync/warm/indexer.py` and `daemon/nowhere/`", ROOT) == ["daemon/nowhere/"]
+    assert missing_paths("`sync/search/indexing/indexer.py` and `daemon/nowhere/`", ROOT) == ["daemon/nowhere/"]

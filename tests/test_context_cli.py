@@ -197,13 +197,12 @@ def test_context_through_a_real_daemon_for_each_tool(
         )
         assert not first & repeated, f"{tool}: repeated {first & repeated}"
 
-        # A session starting: this project's block (the daemon has no `recent` op: no latest sessions, no failure).
+        # A session starting in a project none of these episodes is about (none is tagged with it):
+        # no latest sessions, nothing over the relevance floor, so nothing to add, and no failure.
         start = hook(tool, site.config, stdin_for(tool, "SessionStart", project, **session))
         assert start.returncode == 0, start.stderr
         assert said(start) == []
-        answer = json.loads(start.stdout)
-        assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-        assert answer["hookSpecificOutput"]["additionalContext"].startswith(OPEN)
+        assert start.stdout == ("{}\n" if tool == "gemini" else "")
 
         # A few words: nothing to add.
         short = hook(tool, site.config, stdin_for(tool, event, project, prompt="yes go on", **session))

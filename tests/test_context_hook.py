@@ -136,7 +136,15 @@ def test_the_pointer_after_a_compaction_is_short() -> None:
 
 @pytest.mark.parametrize(
     ("prompt", "short"),
-    [("yes", True), ("ok do it", True), ("run the tests", True), ("fix the flaky websocket test", False)],
+    [
+        ("yes", True),
+        ("ok do it", True),
+        ("run the tests", True),
+        ("fix the flaky websocket test", False),
+        ("E11000", False),  # a pasted error code is a question
+        ("ZQX_7781_A?", False),
+        ("go 2", True),
+    ],
 )
 def test_is_short(prompt: str, short: bool) -> None:
     assert is_short(prompt) is short

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from harness import SiteFiles, write_config
 
-from daemon.hubserver.scheduled import covered_day
+from daemon.hubserver.scheduled import covered_day, last_whole_day
 from daemon.job_table import DEFAULT_JOBS
 from daemon.schedule import plan
 from daemon.schedule.worker import run_job_now
@@ -42,7 +42,7 @@ def test_a_manual_run_builds_the_day_digest_shows(site: SiteFiles, now: datetime
         assert hub.digest(yesterday) is not None
     finally:
         hub.close()
-    assert plan.last_whole_day(now) == yesterday  # what `memsync digest` shows without --date
+    assert last_whole_day(now) == yesterday  # what `memsync digest` shows without --date
 
 
 @pytest.mark.parametrize("now", INSTANTS, ids=lambda t: t.strftime("%Y-%m-%d %H:%M"))
@@ -51,4 +51,4 @@ def test_the_scheduled_slot_covers_the_day_before_it_began(now: datetime) -> Non
     start = plan.slot_start(spec, now)  # 06:00 today, or yesterday's 06:00 before it
     assert covered_day(start) == (start - timedelta(days=1)).strftime("%Y-%m-%d")
     if now.hour >= 6:  # from the 06:00 fire on, the slot's day is the manual run's: yesterday
-        assert covered_day(start) == plan.last_whole_day(now)
+        assert covered_day(start) == last_whole_day(now)

@@ -19,13 +19,13 @@ from harness.hub import push_episode
 from daemon.alerts.messages import Message
 from daemon.alerts.store import AlertStore, Queued
 from daemon.control.lock import SiteLock
+from daemon.search_worker.wiring import offline_layer
 from daemon.site import duties_of
 from daemon.usecases.forget import IndexReach, KeyOutcome, Match, TextTakenOut, forget, matching, parse_keys
-from daemon.warm.layer import offline_layer
 from sync.backbone.base import Outcome
 from sync.backbone.hub import HubBackbone
+from sync.search.request import SearchRequest
 from sync.sidecar import Quarantined, Sidecar
-from sync.warm.request import SearchRequest
 
 SECRET = "the-launch-codes-are-0000"
 KEPT = "rotate the TLS certificate on the edge proxy"

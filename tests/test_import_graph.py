@@ -6,8 +6,8 @@ Every import counts, wherever it stands: at module level, inside a function, und
 hides a cycle from the interpreter at load time), and a type in a signature is part of what the
 node needs of the other. Relative imports are resolved against the importing module's package.
 
-A node here is a direct subfolder of ``daemon/`` or ``sync/`` (``daemon/alerts``, ``sync/warm``),
-a folder inside it being one of its rooms (``sync/warm/store`` is part of ``sync/warm``), or a
+A node here is a direct subfolder of ``daemon/`` or ``sync/`` (``daemon/alerts``, ``sync/search``),
+a folder inside it being one of its rooms (``sync/search/stores`` is part of ``sync/search``), or a
 loose module at the top of either package (``daemon/config.py``, ``sync/errors.py``), each its own
 node, as is the package's ``__init__``. A loose module is no shared base exempt from the rule: a
 folder that takes ``daemon.config``'s ``Settings`` while ``daemon/config.py`` imports that folder
@@ -80,7 +80,7 @@ def resolve(name: str, modules: Mapping[str, Path]) -> str | None:
 
 
 def node_of_path(path: Path, root: Path) -> str:
-    """``daemon/alerts/store.py`` → ``daemon.alerts``; ``sync/warm/store/edge.py`` → ``sync.warm``;
+    """``daemon/alerts/store.py`` → ``daemon.alerts``; ``sync/search/stores/edge.py`` → ``sync.search``;
     an ``__init__.py`` belongs to the folder it opens; a loose module at a package's top is its own
     node (``daemon/config.py`` → ``daemon.config``), and so is the package's ``__init__.py``
     (``daemon``)."""

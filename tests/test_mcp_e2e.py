@@ -16,7 +16,7 @@ from typing import Any
 from conftest import SiteFiles, memsync, require_node_modules, wait_for, wait_started, warm_section
 
 CLIENT = Path(__file__).parent / "mcp_client"
-HEAVY = ("onnxruntime", "numpy", "tokenizers", "qdrant_edge", "qdrant_client", "sync.warm.embedders")
+HEAVY = ("onnxruntime", "numpy", "tokenizers", "qdrant_edge", "qdrant_client", "sync.search.embedders.local")
 
 
 def drive(site: SiteFiles, *args: str) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from harness.hub import push_episode
 from daemon.alerts.messages import Message
 from daemon.alerts.store import AlertStore, Queued
 from daemon.control.lock import SiteLock
+from daemon.search_worker.wiring import offline_layer
 from daemon.usecases.status import gather
-from daemon.warm.layer import offline_layer
 from sync.backbone.hub import HubBackbone
 from sync.sidecar import Quarantined, Sidecar
 

@@ -27,9 +27,9 @@ from qdrant_client import models as qm
 from daemon.cli.common import Exit
 from daemon.cli.search import adopt_main
 from daemon.config import Settings
-from daemon.warm.files import Collections
+from daemon.search_worker.files import Collections
 from sync.errors import EX_CONFIG
-from sync.warm.store import ServerStore
+from sync.search.stores import ServerStore
 
 ALIAS = "memory"
 SEED = "agent_memory_hybrid"

@@ -1,4 +1,4 @@
-"""memsync never destroys a collection it did not make (``sync.warm.store.adoption``): which layouts
+"""memsync never destroys a collection it did not make (``sync.search.stores.adoption``): which layouts
 may be adopted and who made a collection, from tables; then, on qdrant-client's local mode (the
 stand-in for a Qdrant server), a seed-shaped collection (named vectors ``dense`` and ``text``, no
 memsync record) refused when opened, never dropped whoever asks, adopted when its vectors fit and
@@ -22,25 +22,17 @@ from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import ConfigError, ForeignCollection, NotOurs
-from sync.warm import bm25
-from sync.warm.cursor import CursorFile
-from sync.warm.embedders import LocalEmbedder
-from sync.warm.indexer import Indexer, Previous
-from sync.warm.rebuilder import Rebuilder
-from sync.warm.request import SearchFilter, SearchRequest
-from sync.warm.search import search
-from sync.warm.store import ServerStore, VectorStore, WarmPoint, point_id
-from sync.warm.store.adoption import (
-    DenseVector,
-    Layout,
-    Origin,
-    Verdict,
-    foreign_refusal,
-    judge,
-    may_drop,
-    origin,
-)
-from sync.warm.text import text_hash
+from sync.search.collection.cursor import CursorFile
+from sync.search.embedders import bm25
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.copies import Previous
+from sync.search.indexing.indexer import Indexer
+from sync.search.indexing.rebuilder import Rebuilder
+from sync.search.indexing.text import text_hash
+from sync.search.query.pipeline import search
+from sync.search.request import SearchFilter, SearchRequest
+from sync.search.stores import ServerStore, VectorStore, WarmPoint, point_id
+from sync.search.stores.adoption import DenseVector, Layout, Origin, Verdict, foreign_refusal, judge, may_drop, origin
 
 DIMS = 8
 MODEL = "gemini/gemini-embedding-001"

@@ -7,7 +7,7 @@ import pytest
 import qdrant_edge as qe
 
 from sync.errors import ConfigError
-from sync.warm import bm25
+from sync.search.embedders import bm25
 
 CORPUS = [
     "",

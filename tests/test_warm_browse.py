@@ -1,4 +1,4 @@
-"""Episodes read without a query (``sync.warm.browse``): recent activity and one episode with its
+"""Episodes read without a query (``sync.search.query.browse``): recent activity and one episode with its
 session's neighbours, against a real qdrant-edge collection holding passages and near-duplicates as
 the indexer writes them; and the requests' wire format."""
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sync.warm import bm25
-from sync.warm.browse import episode, pick_recent, recent, window
-from sync.warm.indexer import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY
-from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
-from sync.warm.store import EdgeStore, ServerStore, StoredPoint, VectorStore, WarmPoint, passage_id, point_id
+from sync.search.embedders import bm25
+from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY
+from sync.search.query.browse import episode, pick_recent, recent, window
+from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
+from sync.search.stores import EdgeStore, ServerStore, StoredPoint, VectorStore, WarmPoint, passage_id, point_id
 
 DIMS = 8
 

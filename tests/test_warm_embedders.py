@@ -28,7 +28,10 @@ from fake_providers import (
 
 from sync.errors import ConfigError, ModelFileError, PermanentError, QuotaExhausted, TransientError
 from sync.retry import RetryPolicy
-from sync.warm.embedders import Embedder, GeminiEmbedder, LocalEmbedder, VoyageEmbedder
+from sync.search.embedders.base import Embedder
+from sync.search.embedders.gemini import GeminiEmbedder
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.embedders.voyage import VoyageEmbedder
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -1,11 +1,11 @@
-"""Fusion of the dense and BM25 lists (sync.warm.fusion), from tables of cases: pure, no store."""
+"""Fusion of the dense and BM25 lists (sync.search.query.fusion), from tables of cases: pure, no store."""
 
 from __future__ import annotations
 
 import pytest
 
-from sync.warm.bm25 import SparseVector
-from sync.warm.fusion import (
+from sync.search.embedders.bm25 import SparseVector
+from sync.search.query.fusion import (
     DENSE_WEIGHT_FULL_MATCH,
     DENSE_WEIGHT_NO_MATCH,
     FusionSpec,
@@ -15,8 +15,8 @@ from sync.warm.fusion import (
     relative_scores,
     spec_of,
 )
-from sync.warm.fusion import RELATIVE_ALPHA as A
-from sync.warm.store import Scored
+from sync.search.query.fusion import RELATIVE_ALPHA as A
+from sync.search.stores import Scored
 
 
 def dense(*scored: tuple[str, float]) -> list[Scored]:

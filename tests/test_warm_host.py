@@ -14,9 +14,9 @@ from conftest import SiteFiles, wait_for
 
 from daemon.config import load_settings
 from daemon.control.client import ask
-from daemon.warm.files import write_status
-from daemon.warm.host import WarmHost
-from daemon.warm.worker import should_exit
+from daemon.search_worker.files import write_status
+from daemon.search_worker.host import WarmHost
+from daemon.search_worker.worker import should_exit
 from sync.backbone.hub import HubBackbone
 from sync.errors import ControlError
 

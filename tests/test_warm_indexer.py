@@ -17,33 +17,28 @@ from qdrant_client import QdrantClient
 from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
-from sync.warm.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
-from sync.warm.cursor import CursorFile
-from sync.warm.embedders import LocalEmbedder
-from sync.warm.indexer import (
+from sync.search.collection.cursor import CursorFile
+from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.copies import Previous, archived_to_embed, plan_copy
+from sync.search.indexing.duplicates import canonical_of, link_within_page
+from sync.search.indexing.indexer import Indexer
+from sync.search.indexing.passages import ToEmbed, passage_items, payload_for
+from sync.search.indexing.plan import IndexPlan, plan_page
+from sync.search.indexing.seeds import trusted_seed
+from sync.search.indexing.text import episode_text, text_hash
+from sync.search.payload import (
     ARCHIVED_KEY,
     DUPLICATE_KEY,
     PARENT_KEY,
     PASSAGE_KEY,
     PASSAGES_KEY,
-    SPAN_KEY,
-    Indexer,
-    IndexPlan,
-    Previous,
-    ToEmbed,
-    archived_to_embed,
-    canonical_of,
-    link_within_page,
-    passage_items,
-    payload_for,
-    plan_copy,
-    plan_page,
-    trusted_seed,
-)
-from sync.warm.request import SearchRequest
-from sync.warm.search import search
-from sync.warm.store import (
     PAYLOAD_INDEXES,
+    SPAN_KEY,
+)
+from sync.search.query.pipeline import search
+from sync.search.request import SearchRequest
+from sync.search.stores import (
     CollectionSpec,
     EdgeStore,
     SearchFilter,
@@ -53,7 +48,6 @@ from sync.warm.store import (
     passage_id,
     point_id,
 )
-from sync.warm.text import episode_text, text_hash
 
 NOW_MS = 1_790_000_000_000
 DAY_MS = 86_400_000

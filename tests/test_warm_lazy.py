@@ -1,4 +1,4 @@
-"""LazyEmbedder (sync.warm.lazy): the real local model, loaded on first use, let go on request,
+"""LazyEmbedder (sync.search.embedders.lazy): the real local model, loaded on first use, let go on request,
 loaded again when needed; a different model on reload is refused."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 from conftest import FakeClock
 
 from sync.errors import ModelFileError
-from sync.warm.embedders import Embedder, LocalEmbedder
-from sync.warm.lazy import LazyEmbedder
+from sync.search.embedders.base import Embedder
+from sync.search.embedders.lazy import LazyEmbedder
+from sync.search.embedders.local import LocalEmbedder
 
 
 class Loads:

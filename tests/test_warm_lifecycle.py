@@ -1,5 +1,5 @@
-"""The collection lifecycle's decisions (``sync.warm.lifecycle``) from tables, and the executor's
-leftover drop (``sync.warm.rebuilder``) against the real engine. The rebuild itself, its switch and
+"""The collection lifecycle's decisions (``sync.search.collection.lifecycle``) from tables, and the executor's
+leftover drop (``sync.search.indexing.rebuilder``) against the real engine. The rebuild itself, its switch and
 its retirements run end to end in test_warm_purge.py (purge, interrupted purge, restart) and
 test_warm_daemon.py (another model refused until ``memsync reindex``)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from sync.warm.cursor import CursorFile
-from sync.warm.lifecycle import (
+from sync.search.collection.cursor import CursorFile
+from sync.search.collection.lifecycle import (
     ALONE_MISMATCH_WAIT,
     Facts,
     Leftovers,
@@ -23,8 +23,8 @@ from sync.warm.lifecycle import (
     owes_work,
     shown_purge,
 )
-from sync.warm.rebuilder import Rebuilder
-from sync.warm.store import EdgeStore
+from sync.search.indexing.rebuilder import Rebuilder
+from sync.search.stores import EdgeStore
 
 # reindex asked, mismatch, drained, stopping, purge owed -> the step
 STEPS = [

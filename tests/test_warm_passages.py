@@ -15,18 +15,21 @@ from conftest import CountingEmbedder
 from fake_providers import KEY, gemini_respond, serve
 from qdrant_client import QdrantClient
 
-from daemon.warm.results import render_results
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.retry import RetryPolicy
-from sync.warm.cursor import CursorFile
-from sync.warm.embedders import GeminiEmbedder, LocalEmbedder
-from sync.warm.indexer import PARENT_KEY, PASSAGES_KEY, Indexer, Previous, passage_count
-from sync.warm.request import Mode, SearchRequest, SearchResult
-from sync.warm.search import search
-from sync.warm.store import EdgeStore, SearchFilter, ServerStore, VectorStore, passage_id, point_id
-from sync.warm.text import text_hash
+from sync.search.collection.cursor import CursorFile
+from sync.search.embedders.gemini import GeminiEmbedder
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.copies import Previous
+from sync.search.indexing.indexer import Indexer
+from sync.search.indexing.text import text_hash
+from sync.search.payload import PARENT_KEY, PASSAGES_KEY, passage_count
+from sync.search.query.pipeline import search
+from sync.search.query.results_text import render_results
+from sync.search.request import Mode, SearchRequest, SearchResult
+from sync.search.stores import EdgeStore, SearchFilter, ServerStore, VectorStore, passage_id, point_id
 
 NOW_MS = 1_790_000_000_000
 COLLECTION = "agent_memory_hybrid"

@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 from conftest import AgentProcess, SiteFiles, episode, memsync, stop_daemon, wait_for, wait_started, warm_section
 
-from daemon.warm.files import read_status
-from daemon.warm.layer import WarmLayer
+from daemon.search_worker.files import read_status
+from daemon.search_worker.wiring import WarmLayer
 from sync.backbone.base import Change, PointRecord, PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import BackboneUnavailable
-from sync.warm.embedders import LocalEmbedder
-from sync.warm.request import SearchRequest
-from sync.warm.text import text_hash
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.text import text_hash
+from sync.search.request import SearchRequest
 
 SECRET = "the-vault-combination-is-8812"
 OTHER_SECRET = "the-backup-passphrase-is-4471"

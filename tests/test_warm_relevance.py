@@ -4,8 +4,8 @@
 identifier (with near-twin distractor episodes carrying another one), half paraphrasing their episode
 (its "about" field says how it was built). The episodes are embedded once with the real
 ``LocalEmbedder`` and indexed into a real ``EdgeStore`` and a ``ServerStore`` on qdrant-client's
-local mode; every query then runs hybrid as search does (``sync.warm.search.hybrid``: the store's
-dense and BM25 prefetch, fused by ``sync.warm.fusion``), with the default relative fusion and with
+local mode; every query then runs hybrid as search does (``sync.search.query.pipeline.hybrid``: the store's
+dense and BM25 prefetch, fused by ``sync.search.query.fusion``), with the default relative fusion and with
 RRF, and dense-only and BM25-only; each mode's MRR@10 is compared, overall and per query class.
 
 Scoring: the reciprocal rank of the first relevant hit in the top 10, 0 if there is none. Hits with
@@ -36,11 +36,11 @@ from harness.relevance import (
 )
 from qdrant_client import QdrantClient
 
-from sync.warm import bm25
-from sync.warm.embedders import LocalEmbedder
-from sync.warm.search import hybrid
-from sync.warm.store import EdgeStore, Hit, ServerStore, VectorStore, WarmPoint
-from sync.warm.text import episode_text
+from sync.search.embedders import bm25
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.text import episode_text
+from sync.search.query.pipeline import hybrid
+from sync.search.stores import EdgeStore, Hit, ServerStore, VectorStore, WarmPoint
 
 COLLECTION: Final = "relevance"
 MODES: Final = ("hybrid", "rrf", "dense", "bm25")  # hybrid: the default, relative fusion

@@ -12,12 +12,12 @@ from fake_providers import KEY, FakeProvider, serve
 from test_warm_rerank import ranking, rerank_respond
 
 from sync.retry import RetryPolicy
-from sync.warm import bm25
-from sync.warm.embedders import LocalEmbedder
-from sync.warm.request import SearchRequest, SearchResult, when_words
-from sync.warm.rerank import VoyageReranker
-from sync.warm.search import candidates_for, search
-from sync.warm.store import EdgeStore, SearchFilter, WarmPoint, point_id
+from sync.search.embedders import bm25
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.query.pipeline import candidates_for, search
+from sync.search.query.rerank import VoyageReranker
+from sync.search.request import SearchRequest, SearchResult, when_words
+from sync.search.stores import EdgeStore, SearchFilter, WarmPoint, point_id
 
 NOW_MS = 1_790_000_000_000
 TEXTS = [

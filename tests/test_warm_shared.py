@@ -1,4 +1,4 @@
-"""One collection lifecycle for every site of a shared Qdrant: the decisions (``sync.warm.shared``)
+"""One collection lifecycle for every site of a shared Qdrant: the decisions (``sync.search.collection.shared_alias``)
 from tables, then the proof on qdrant-client's local mode: sites on one shared client (each its own
 warm layer, cursor file and ``collections.json``), a real hub backbone holding the rebuild's lease,
 through a reindex, a forget and its purge, the grace, and a site that was away while its
@@ -17,17 +17,14 @@ from conftest import FakeClock, SiteFiles, warm_section
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from daemon.warm.files import Collections, read_status
-from daemon.warm.layer import RebuildHeld, WarmLayer
+from daemon.search_worker.files import Collections, read_status
+from daemon.search_worker.wiring import WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import ConfigError, ForeignCollection, StoreUnavailable
 from sync.leases import Claim
-from sync.warm.embedders import LocalEmbedder
-from sync.warm.indexer import Indexer
-from sync.warm.request import SearchRequest
-from sync.warm.shared import (
+from sync.search.collection.shared_alias import (
     REBUILD_JOB,
     Behind,
     Move,
@@ -39,10 +36,14 @@ from sync.warm.shared import (
     may_rebuild,
     sweep,
 )
-from sync.warm.shared_pointer import SharedPointer
-from sync.warm.store import ServerStore
-from sync.warm.store.adoption import Origin
-from sync.warm.text import text_hash
+from sync.search.collection.shared_pointer import SharedPointer
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.indexer import Indexer
+from sync.search.indexing.text import text_hash
+from sync.search.request import SearchRequest
+from sync.search.service.rebuilds import RebuildHeld
+from sync.search.stores import ServerStore
+from sync.search.stores.adoption import Origin
 
 ALIAS = "memory"
 FOREIGN = "agent_memory_hybrid"
@@ -545,7 +546,7 @@ def test_an_adopted_collection_serves_every_site_and_a_later_rebuild_leaves_it(
         vectors_config={"dense": qm.VectorParams(size=dims, distance=qm.Distance.COSINE)},
         sparse_vectors_config={"text": qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
     )
-    # What `memsync adopt-collection` does (daemon/warm/adopt.py): the record, then the alias.
+    # What `memsync adopt-collection` does (daemon/search_worker/adopt.py): the record, then the alias.
     ServerStore(client=client).adopt(FOREIGN, fleet.embedder.name, dims)
     SharedPointer(
         ALIAS,

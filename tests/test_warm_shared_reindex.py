@@ -1,4 +1,4 @@
-"""A shared Qdrant whose served collection another model built (``sync.warm.shared``): two sites on
+"""A shared Qdrant whose served collection another model built (``sync.search.collection.shared_alias``): two sites on
 one qdrant-client local-mode client (each its own warm layer, cursor file and ``collections.json``),
 a real hub backbone holding the rebuild's lease, and the configured model B served by Gemini's REST
 API on 127.0.0.1 (``fake_providers``). Built with model A (the local MiniLM), then both sites
@@ -20,18 +20,20 @@ from conftest import FakeClock, SiteFiles, wait_for, warm_section
 from fake_providers import KEY, FakeProvider, fake_vector, gemini_respond, serve
 from qdrant_client import QdrantClient
 
-from daemon.warm.files import read_status
-from daemon.warm.layer import RebuildHeld, WarmLayer
+from daemon.search_worker.files import read_status
+from daemon.search_worker.wiring import WarmLayer
 from sync.backbone.base import PushItem
 from sync.backbone.hub import HubBackbone
 from sync.episode import canonical_json
 from sync.errors import CollectionMismatch
-from sync.warm.embedders import Embedder, LocalEmbedder
-from sync.warm.indexer import PassReport
-from sync.warm.request import SearchRequest
-from sync.warm.shared import REBUILD_JOB
-from sync.warm.store import ServerStore
-from sync.warm.text import text_hash
+from sync.search.collection.shared_alias import REBUILD_JOB
+from sync.search.embedders.base import Embedder
+from sync.search.embedders.local import LocalEmbedder
+from sync.search.indexing.indexer import PassReport
+from sync.search.indexing.text import text_hash
+from sync.search.request import SearchRequest
+from sync.search.service.rebuilds import RebuildHeld
+from sync.search.stores import ServerStore
 
 ALIAS = "memory"
 GRACE = 600.0

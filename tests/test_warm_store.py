@@ -25,10 +25,10 @@ from sync.errors import (
     StoreUnavailable,
     TransientError,
 )
-from sync.warm import bm25
-from sync.warm.fusion import DENSE_WEIGHT_FULL_MATCH
-from sync.warm.search import hybrid
-from sync.warm.store import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
+from sync.search.embedders import bm25
+from sync.search.query.fusion import DENSE_WEIGHT_FULL_MATCH
+from sync.search.query.pipeline import hybrid
+from sync.search.stores import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
 
 DIMS = 8
 # EdgeStore keeps dense vectors as float16 (half the memory, a faster scan): a cosine is good to
@@ -433,7 +433,7 @@ def test_edge_store_second_process_is_locked_out(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from sync.errors import StoreLocked\n"
-        "from sync.warm.store import EdgeStore\n"
+        "from sync.search.stores import EdgeStore\n"
         "try:\n"
         f"    EdgeStore(sys.argv[1]).open_or_create({COLLECTION!r}, {MODEL!r}, {DIMS})\n"
         "except StoreLocked as exc:\n"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sync.warm.text import MAX_PASSAGES, episode_text, split_passages, text_hash
+from sync.search.indexing.text import MAX_PASSAGES, episode_text, split_passages, text_hash
 
 
 @pytest.mark.parametrize(

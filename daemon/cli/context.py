@@ -41,9 +41,10 @@ def register(commands: Commands) -> None:
     parser = commands.add_parser(
         "context",
         help="the memories that matter for a task or prompt, as a block for an agent's prompt (or its hook)",
-        description="Search the memory for QUERY and print the top memories and this project's latest sessions "
-        "as one fenced block of reference data within a budget. With --for TOOL it is that agent tool's "
-        "SessionStart / per-prompt hook: its JSON on stdin, its JSON on stdout, always exit 0 within --timeout.",
+        description="Search the memory for QUERY and print the memories that match it well, whole, as one "
+        "fenced block of reference data within a budget (nothing when none does). With --for TOOL it is that "
+        "agent tool's SessionStart / per-prompt hook (at a start, this project's latest sessions too): its "
+        "JSON on stdin, its JSON on stdout, always exit 0 within --timeout.",
     )
     add_context_arguments(parser)
     parser.set_defaults(run=main)

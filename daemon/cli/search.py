@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
-from daemon.warm.results import parse_since, render_results
-from sync.warm.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
+from sync.search.query.results_text import parse_since, render_results
+from sync.search.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
     from daemon.config import Settings
-    from daemon.warm.adopt import ServerFactory
+    from daemon.search_worker.adopt import ServerFactory
 
 
 def register(commands: Commands) -> None:
@@ -127,7 +127,7 @@ def fast_search(argv: Sequence[str]) -> int | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.warm.recall import run_search
+    from daemon.search_worker.recall import run_search
 
     with handled():
         settings = load(args, log_level="error")
@@ -181,7 +181,7 @@ def reindex_main(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from daemon.warm.recall import run_reindex
+    from daemon.search_worker.recall import run_reindex
     from sync.errors import ConfigError
 
     with handled():
@@ -216,10 +216,10 @@ def reindex_main(args: argparse.Namespace) -> int:
 
 
 def adopt_main(args: argparse.Namespace, *, server: ServerFactory | None = None) -> int:
-    """``server``: how a Qdrant server store is made from the settings (``daemon.warm.adopt``); the
+    """``server``: how a Qdrant server store is made from the settings (``daemon.search_worker.adopt``); the
     CLI's is a client on ``warm.url``."""
-    from daemon.warm.adopt import adopt_collection
-    from daemon.warm.layer import open_server_store
+    from daemon.search_worker.adopt import adopt_collection
+    from daemon.search_worker.wiring import open_server_store
     from sync.errors import ConfigError
 
     with handled():

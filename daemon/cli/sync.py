@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from daemon.cli.locate import QuickPaths
     from daemon.config import Settings
     from daemon.site import Site
-    from sync.warm.indexer import PassReport as IndexReport
+    from sync.search.indexing.indexer import PassReport as IndexReport
 
 
 def register(commands: Commands) -> None:
@@ -204,7 +204,7 @@ def _index_here(settings: Settings, site: Site, bar: Progress, stop: threading.E
     """Index what the pass synced (and anything else the feed holds), so that a search right after
     finds it. Syncing has succeeded whatever happens here: a failure is said, not raised, unless
     the caller asked for --searchable."""
-    from daemon.warm.layer import offline_layer
+    from daemon.search_worker.wiring import offline_layer
 
     task = bar.add_task("indexing for search", total=None)
 

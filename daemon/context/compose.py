@@ -1,22 +1,21 @@
-"""The context block: search results (and this project's latest sessions) made into text an agent's
-prompt can take, within a budget of characters.
+"""The context block: the memories worth an agent's attention, whole, fenced as reference data.
 
-Pure: results in, text out. What goes in and in which order:
+Pure: search results in, text out. Two steps, each a function of its inputs:
 
-- **Top memories**: the search's results in their order, near-duplicates and repeats dropped, then
-  picked greedily by relevance (from their rank) less their likeness to what is already picked (word
-  overlap: maximal marginal relevance), at most ``PER_SESSION`` from one session; the rest of a
-  session is folded into its entry (``+N more from this session``), so one long session cannot fill
-  the block.
-- **Latest sessions of this project**: the newest episode of each of its latest sessions, newest
-  first; at a session's start always (they are what a new session most likely continues), on a
-  prompt only those sharing a word with it.
-
-Each entry says where it is from (site#id), the agent, the date (the results' ``when`` words) and a
-trimmed text on one line. The whole is fenced and labelled as reference data from earlier
-sessions, not instructions; text inside that looks like the fence is neutralised, so a memory
-cannot close the fence and speak as the prompt. The block never exceeds the budget: entries that do
-not fit are trimmed, then left out; a budget too small for one entry gives no block at all.
+- **What goes in** (``select``): the search's results judged against a relevance floor
+  (``daemon.context.relevance``: exact identifiers, the cosine, its lead on the pool, its distance
+  from the best); the admitted ones (those holding an identifier the prompt names first, then in
+  the search's order), repeats and near-duplicates dropped, at most ``PER_SESSION`` from one
+  session (the rest folded into its entry: ``+N more from this session``), at most
+  ``Rules.max_entries``. At a session's start, the newest episode of each of the project's latest
+  sessions too, newest first, whatever the floor: they are what a new session most likely
+  continues. On a prompt, nothing else: a prompt that matches nothing well gets nothing.
+- **How it reads** (``compose``): each memory labelled, its outcome said (a FAILED attempt as
+  such) and its text whole up to ``Rules.entry_chars`` (``daemon.context.entry``); a longer one by
+  its task, matched passage and last lines; one that does not fit what is left of the budget is
+  left out, never cut. The whole is fenced and labelled as reference data from earlier sessions,
+  not instructions; a memory cannot close the fence or start a line of its own. The block never
+  exceeds its budget; a budget too small for one entry, or nothing admitted, gives no block.
 """
 
 from __future__ import annotations
@@ -26,7 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from sync.warm.request import SearchResult
+from daemon.context.entry import header, neutralise, render, trimmed
+from daemon.context.relevance import RULES, Judged, Rules, judge
+from sync.search.request import SearchResult
 
 FENCE: Final = "memsync-memories"
 OPEN: Final = f"<{FENCE}>"
@@ -37,15 +38,11 @@ LABEL: Final = (
 )
 MEMORIES: Final = "Related memories:"
 LATEST: Final = "Latest sessions of this project{project}:"
-PER_SESSION: Final = 2  # entries one session may take among the top memories
+PER_SESSION: Final = 2  # entries one session may take among the related memories
 LATEST_SESSIONS: Final = 3
-ENTRY_TEXT_MAX: Final = 600  # characters of one entry's text, at most, whatever the budget
-ENTRY_TEXT_MIN: Final = 80  # an entry trimmed shorter than this says too little to be worth its place
 NEAR_DUPLICATE: Final = 0.8  # word-set overlap (Jaccard) from which two memories count as one
-RANK_K: Final = 10
-DIVERSITY: Final = 0.3  # MMR's weight on likeness to what is already picked (relevance: 1 - this)
+ENTRY_CHARS: Final = 1_600  # characters of one memory's text shown whole, at most (``Rules`` may say otherwise)
 
-_FENCE_LIKE = re.compile(r"<(?=\s*/?\s*memsync)", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _STOP: Final = frozenset(
     (
@@ -56,7 +53,6 @@ _STOP: Final = frozenset(
         *("also", "just", "like", "want", "need", "please"),
     )
 )
-_GUARD: Final = "\u2039"  # a single left angle quotation mark: reads as "<", opens no tag
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,28 +64,21 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True)
-class _Entry:
+class Entry:
+    """A memory to show, and how many more of its session were folded into it."""
+
     result: SearchResult
-    folded: int = 0  # more results from the same session, left out for it
+    folded: int = 0
+    why: str = ""
 
 
-def neutralise(text: str) -> str:
-    """A memory's text as one line that cannot open or close the fence: whitespace runs become one
-    space, and a ``<`` that starts anything like the fence's tag becomes ``_GUARD``."""
-    return _FENCE_LIKE.sub(_GUARD, " ".join(text.split()))
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What goes in the block: the project's latest sessions (at a start) and the related memories."""
 
-
-def trimmed(text: str, limit: int) -> str:
-    """``text`` in at most ``limit`` characters, cut at a word where one is near, marked by ``…``."""
-    if len(text) <= limit:
-        return text
-    if limit <= 1:
-        return "…"[:limit]
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space >= limit // 2:
-        cut = cut[:space]
-    return cut.rstrip() + "…"
+    latest: tuple[Entry, ...]
+    memories: tuple[Entry, ...]
+    judged: tuple[Judged, ...]  # every search result with the judgement on it, for whoever asks why
 
 
 def content_words(text: str) -> frozenset[str]:
@@ -103,87 +92,77 @@ def _likeness(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-def _body(result: SearchResult) -> str:
-    """What an entry shows: the episode's text, or for a long one that matched past its start, its
-    first line and the passage that matched."""
-    if result.passage is not None and result.passage.index > 0:
-        first = next((line for line in result.text.splitlines() if line.strip()), "")
-        return f"{first} … {result.passage.text}"
-    return result.text
+def _key(r: SearchResult) -> str:
+    return f"{r.site}#{r.source_id}"
 
 
-def _distinct(results: Iterable[SearchResult], exclude: frozenset[str]) -> list[SearchResult]:
-    """Results in order, without the excluded, the repeated (same point or same episode) and the near-duplicates."""
-    kept: list[SearchResult] = []
+def _distinct(results: Iterable[Judged]) -> list[Judged]:
+    """In order, without the repeated (same point or same episode) and the near-duplicates."""
+    kept: list[Judged] = []
     words: list[frozenset[str]] = []
     seen: set[str] = set()
-    for r in results:
-        keys = {r.id, f"{r.site}#{r.source_id}"}
-        if keys & seen or r.id in exclude:
+    for j in results:
+        keys = {j.result.id, _key(j.result)}
+        if keys & seen:
             continue
-        these = content_words(_body(r))
+        these = content_words(j.result.text)
         if any(_likeness(these, other) >= NEAR_DUPLICATE for other in words):
             continue
         seen |= keys
-        kept.append(r)
+        kept.append(j)
         words.append(these)
     return kept
 
 
-def top_memories(results: Sequence[SearchResult], exclude: frozenset[str] = frozenset()) -> list[_Entry]:
-    """The search's results, distinct, in MMR order, at most ``PER_SESSION`` per session (the rest folded)."""
-    pool = _distinct(results, exclude)
-    words = {r.id: content_words(_body(r)) for r in pool}
-    # Relevance from the rank, not the score (whose scale depends on the search's mode), decaying
-    # gently (as reciprocal rank fusion's with k = 10): a different memory a few places down may
-    # pass one much like a memory already picked.
-    relevance = {r.id: RANK_K / (RANK_K + i) for i, r in enumerate(pool)}
-    picked: list[SearchResult] = []
+def related(judged: Sequence[Judged], exclude: frozenset[str], limit: int) -> list[Entry]:
+    """The admitted memories not given already, in their order (best first), distinct, at most
+    ``PER_SESSION`` per session (the rest folded into the session's first), at most ``limit``."""
+    ordered = _distinct(j for j in judged if j.admitted and j.result.id not in exclude)
+    picked: list[Judged] = []
     folded: dict[str, int] = {}
     per_session: dict[str, int] = {}
     first_of: dict[str, str] = {}
-    while pool:
-
-        def value(r: SearchResult) -> float:
-            like = max((_likeness(words[r.id], words[p.id]) for p in picked), default=0.0)
-            return (1 - DIVERSITY) * relevance[r.id] - DIVERSITY * like
-
-        best = max(pool, key=value)  # max keeps the first of equals: the search's order breaks ties
-        pool.remove(best)
-        session = best.session
+    for j in ordered:
+        session = j.result.session
         if session is not None and per_session.get(session, 0) >= PER_SESSION:
             folded[first_of[session]] = folded.get(first_of[session], 0) + 1
             continue
         if session is not None:
             per_session[session] = per_session.get(session, 0) + 1
-            first_of.setdefault(session, best.id)
-        picked.append(best)
-    return [_Entry(r, folded.get(r.id, 0)) for r in picked]
+            first_of.setdefault(session, j.result.id)
+        picked.append(j)
+    return [Entry(j.result, folded.get(j.result.id, 0), j.why) for j in picked[:limit]]
 
 
-def latest_sessions(
-    recent: Sequence[SearchResult], *, query: str, start: bool, exclude: frozenset[str]
-) -> list[_Entry]:
-    """The newest episode of each of the latest sessions; on a prompt (``start`` False) only those
-    sharing a word with ``query``."""
-    wanted = content_words(query)
+def latest_sessions(recent: Sequence[SearchResult], exclude: frozenset[str]) -> list[Entry]:
+    """The newest episode of each of the latest sessions, newest first."""
     newest: dict[str, SearchResult] = {}
     for r in sorted(recent, key=lambda r: -(r.ts or 0)):
-        if r.id in exclude:
-            continue
-        if not start and not (wanted & content_words(_body(r))):
-            continue
-        newest.setdefault(r.session or f"{r.site}#{r.source_id}", r)
-    return [_Entry(r) for r in list(newest.values())[:LATEST_SESSIONS]]
+        if r.id not in exclude:
+            newest.setdefault(r.session or _key(r), r)
+    return [Entry(r, why="latest session") for r in list(newest.values())[:LATEST_SESSIONS]]
 
 
-def _line(entry: _Entry, text_limit: int) -> str:
-    r = entry.result
-    where = " · ".join(
-        part for part in (f"{r.site}#{r.source_id}", r.agent or "unknown agent", r.when or "date unknown") if part
+def select(
+    found: Sequence[SearchResult],
+    recent: Sequence[SearchResult] = (),
+    *,
+    query: str,
+    start: bool,
+    project: str | None = None,
+    exclude: frozenset[str] = frozenset(),
+    rules: Rules = RULES,
+) -> Selection:
+    """What goes in the block, before any text is laid out (see the module's docstring)."""
+    judged = judge(query, found, rules, project=project)
+    memories = related(judged, exclude, rules.max_entries)
+    shown = {e.result.id for e in memories} | {_key(e.result) for e in memories}
+    latest = (
+        [e for e in latest_sessions(recent, exclude) if e.result.id not in shown and _key(e.result) not in shown]
+        if start
+        else []
     )
-    more = f" (+{entry.folded} more from this session)" if entry.folded else ""
-    return f"- [{neutralise(where)}] {trimmed(neutralise(_body(r)), text_limit)}{more}\n"
+    return Selection(tuple(latest), tuple(memories), tuple(judged))
 
 
 def compose(
@@ -195,28 +174,17 @@ def compose(
     query: str = "",
     project: str | None = None,
     exclude: frozenset[str] = frozenset(),
+    rules: Rules = RULES,
+    entry_chars: int = ENTRY_CHARS,
 ) -> Block:
     """The block for these search results and this project's recent results, in at most ``budget``
-    characters. ``start``: a session is starting (its latest sessions come first and always);
+    characters. ``start``: a session is starting (its latest sessions come first, and always);
     else a prompt (``query``). ``exclude``: point ids already given to this session."""
-    memories = top_memories(found, exclude)
-    shown = {e.result.id for e in memories} | {f"{e.result.site}#{e.result.source_id}" for e in memories}
-    latest = [
-        e
-        for e in latest_sessions(recent, query=query, start=start, exclude=exclude)
-        if e.result.id not in shown and f"{e.result.site}#{e.result.source_id}" not in shown
-    ]
-    latest_title = LATEST.format(project=f" ({neutralise(project)})" if project else "")
-    sections = [(latest_title, latest), (MEMORIES, memories)]
-    if not start:
-        sections.reverse()
-    frame = f"{OPEN}\n{LABEL}\n" + f"{CLOSE}\n"
+    chosen = select(found, recent, query=query, start=start, project=project, exclude=exclude, rules=rules)
+    latest_title = LATEST.format(project=f" ({trimmed(neutralise(project), 80)})" if project else "")
+    sections = [(latest_title, chosen.latest), (MEMORIES, chosen.memories)]
+    frame = f"{OPEN}\n{LABEL}\n{CLOSE}\n"
     room = budget - len(frame)
-    count = len(memories) + len(latest)
-    if count == 0 or room <= 0:
-        return Block("", ())
-    # An even share of the room for each entry's text (less its header line's cost), within bounds.
-    share = max(ENTRY_TEXT_MIN, min(ENTRY_TEXT_MAX, room // count - 80))
     body: list[str] = []
     ids: list[str] = []
     for title, entries in sections:
@@ -224,24 +192,34 @@ def compose(
         started = False
         for entry in entries:
             cost_heading = 0 if started else len(heading)
-            line = _line(entry, share)
             left = room - cost_heading
-            if len(line) > left:
-                # Trim this one to what is left if that still says something; else the section ends here.
-                width = len(trimmed(neutralise(_body(entry.result)), share)) - (len(line) - left)
-                if width >= ENTRY_TEXT_MIN:
-                    line = _line(entry, width)
-                if len(line) > left:
-                    break
+            room_for_text = left - len(header(entry.result, entry.folded))
+            text = render(entry.result, limit=entry_chars, folded=entry.folded, room=room_for_text)
+            if text is None or len(text) > left:
+                continue  # left out, never cut: a smaller one further down may fit
             if not started:
                 body.append(heading)
                 started = True
-            body.append(line)
+            body.append(text)
             ids.append(entry.result.id)
-            room -= cost_heading + len(line)
+            room -= cost_heading + len(text)
     if not ids:
         return Block("", ())
     return Block(f"{OPEN}\n{LABEL}\n{''.join(body)}{CLOSE}\n", tuple(ids))
 
 
-__all__ = ["CLOSE", "OPEN", "Block", "compose", "content_words", "neutralise", "trimmed"]
+__all__ = [
+    "CLOSE",
+    "LATEST",
+    "MEMORIES",
+    "OPEN",
+    "Block",
+    "Entry",
+    "Selection",
+    "compose",
+    "content_words",
+    "neutralise",
+    "related",
+    "select",
+    "trimmed",
+]

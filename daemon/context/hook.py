@@ -15,7 +15,8 @@ What the hook decides (``plan``):
 - after a compaction (``source`` compact) the start block is not repeated: a one-line pointer only,
   since what it said was either kept by the compaction's summary or not needed;
 - a prompt gets the block for the prompt, unless it is a few words (under ``SHORT_PROMPT_CHARS``
-  characters or ``SHORT_PROMPT_WORDS`` words: "yes", "go on", "run the tests"), which gets nothing;
+  characters or ``SHORT_PROMPT_WORDS`` words: "yes", "go on", "run the tests"), which gets nothing,
+  unless one of them is an identifier (``E11000``, ``ZQX_7781_A``: a pasted error code is a question);
 - any other event gets nothing.
 
 Each answer stays within the tool's cap on a hook's output (``CAPS``): Claude Code replaces a longer
@@ -28,6 +29,8 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
+
+from daemon.context.relevance import identifiers
 
 TOOLS: Final = ("claude-code", "codex", "gemini")
 # Characters of stdout, at most. Claude Code: 10,000 per hook output. Codex: about 2,500 tokens
@@ -98,8 +101,10 @@ def read_input(tool: str, raw: str) -> HookInput:
 
 
 def is_short(prompt: str) -> bool:
+    """A prompt of a few words that names nothing in particular."""
     words = prompt.split()
-    return len(" ".join(words)) < SHORT_PROMPT_CHARS or len(words) < SHORT_PROMPT_WORDS
+    few = len(" ".join(words)) < SHORT_PROMPT_CHARS or len(words) < SHORT_PROMPT_WORDS
+    return few and not identifiers(prompt)
 
 
 def plan(hook: HookInput, *, project: str | None, last_prompt: str | None = None, budget: int | None = None) -> Plan:

@@ -1,9 +1,9 @@
 """The control socket's client: ``ControlClient``, one typed method per operation the daemon serves
-(``daemon.warm.layer.warm_handlers``), the one place a request is written; ``ask``, the exchange
+(``daemon.search_worker.handlers``), the one place a request is written; ``ask``, the exchange
 on the wire beneath it (one request, its progress lines, its answer).
 
 Standard library only, and nothing from the rest of memsync but its errors and the wire types of
-``sync.warm.request``: ``memsync search`` and ``context`` through a running daemon import this
+``sync.search.request``: ``memsync search`` and ``context`` through a running daemon import this
 and little else (``daemon.cli``'s light paths), so that an agent's hook that searches on every
 prompt pays for a Python start-up, not for the whole CLI. The protocol is described in
 ``daemon.control.server``, which serves it.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.errors import ControlError, DaemonNotListening, TransientError
-from sync.warm.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
+from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 
 Progress = Callable[[Mapping[str, Any]], None]
 

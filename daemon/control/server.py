@@ -8,9 +8,9 @@ or ``{"ok": false, "error": "...", "kind": "invalid" | "config" | "transient" | 
 Nothing listens on a network port.
 
 The daemon's main process binds the socket at start and keeps it for its whole life; the warm
-layer's worker process (``daemon.warm.worker``), which does the work, inherits it and serves it
+layer's worker process (``daemon.search_worker.worker``), which does the work, inherits it and serves it
 while it runs. A request that arrives while no worker runs waits in the socket's backlog and
-starts one (``daemon.warm.host``), the way systemd's socket activation does.
+starts one (``daemon.search_worker.host``), the way systemd's socket activation does.
 """
 
 from __future__ import annotations

@@ -27,11 +27,11 @@ from rich.table import Table
 from daemon.config import load_settings
 from daemon.control.lock import holder_pid
 from daemon.demo.agents import Agent
-from daemon.warm.files import read_status
-from daemon.warm.recall import run_search
-from daemon.warm.results import render_results
+from daemon.search_worker.files import read_status
+from daemon.search_worker.recall import run_search
 from sync.backbone.hub import HubBackbone
-from sync.warm.request import SearchFilter, SearchRequest
+from sync.search.query.results_text import render_results
+from sync.search.request import SearchFilter, SearchRequest
 
 SITES = ("laptop", "vm")
 DRAIN_SECONDS = 10.0

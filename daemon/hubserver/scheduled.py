@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from daemon.alerts.outbox_keys import digest_key
 from daemon.alerts.watch import Alerts, fleet_rules
@@ -26,7 +26,6 @@ from daemon.hubserver.run_summary import (
     health_summary,
     stale_summary,
 )
-from daemon.schedule import plan
 from sync.backbone.base import Sweeps
 
 # Episodes one archiving call takes (a week at a time, each week's file written once per call): a
@@ -86,10 +85,18 @@ def covered_day(slot_start: datetime) -> str:
     return datetime.fromtimestamp(slot_start.astimezone(UTC).timestamp() - 86400, UTC).strftime("%Y-%m-%d")
 
 
+def last_whole_day(now: datetime) -> str:
+    """The last whole UTC day before ``now``: yesterday, at every hour. The day ``memsync digest``
+    shows by default and a manual daily-digest run builds, so that the two always agree. (A
+    scheduled slot covers the day before it began: the same day from its 06:00 fire on, and the
+    day before that for a fire caught up before 06:00, which is still the previous slot's.)"""
+    return (now.astimezone(UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
+
+
 def daily_digest(ctx: JobContext) -> str:
     # A manual run builds the day `memsync digest` shows (yesterday, at every hour); a slot's
     # run, the day its 06:00 fire covers.
-    manual_day = plan.last_whole_day(datetime.fromtimestamp(ctx.now_ms / 1000, UTC))
+    manual_day = last_whole_day(datetime.fromtimestamp(ctx.now_ms / 1000, UTC))
     covered = manual_day if ctx.manual else covered_day(ctx.slot_start)
     digest = _sweeps(ctx).build_digest(covered, ctx.now_ms)
     sites = digest.get("sites") or []

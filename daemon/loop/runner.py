@@ -35,8 +35,8 @@ from daemon.control.lock import SiteLock
 from daemon.loop.changes import ChangeWaker
 from daemon.loop.notify import Notifier
 from daemon.paths import agentdb_folder_missing, check_site
+from daemon.search_worker.host import WarmHost
 from daemon.site import Site, duties_of, open_backbone
-from daemon.warm.host import WarmHost
 
 if TYPE_CHECKING:
     from daemon.alerts.store import AlertStore
@@ -220,7 +220,7 @@ class Daemon:
 
     def _start_warm(self, backbone: Backbone) -> WarmHost | None:
         """The control socket, and the warm layer's worker process whenever there is work for it
-        (``daemon.warm.host``): the embedding stack never loads in this process."""
+        (``daemon.search_worker.host``): the embedding stack never loads in this process."""
         if not self.settings.warm.enabled:
             return None
         self._warm = WarmHost(self.settings, backbone, stop=self.stop).start()

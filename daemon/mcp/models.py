@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from sync.warm.request import EpisodeView, SearchResult
+from sync.search.request import EpisodeView, SearchResult
 
 
 class Passage(BaseModel):

@@ -2,7 +2,7 @@
 
 Few tools with tight schemas, because every tool's definition sits in the agent's context: search,
 one episode with its session's neighbours, recent activity, health, and the approval pair agents
-already use from the CLI. Searches and episode reads go to the running daemon (``sync.warm.browse``
+already use from the CLI. Searches and episode reads go to the running daemon (``sync.search.query.browse``
 for the ops), which holds the index and the embedding model: this process never loads a model, so
 it is ready as soon as the SDK is imported. With no daemon a tool answers an error result saying
 so, and the server keeps serving. Health and approvals read the backbone and the site's files, as
@@ -26,7 +26,7 @@ from pydantic import Field
 from daemon.config import Settings
 from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
-from sync.warm.request import EpisodeRequest, RecentRequest, SearchFilter, SearchRequest
+from sync.search.request import EpisodeRequest, RecentRequest, SearchFilter, SearchRequest
 
 if TYPE_CHECKING:
     from daemon.control.client import ControlClient
@@ -58,7 +58,7 @@ def _no_daemon(settings: Settings) -> str:
 def _since_ms(since: str | None, now: float) -> int | None:
     if since is None or not since.strip():
         return None
-    from daemon.warm.results import parse_since
+    from sync.search.query.results_text import parse_since
 
     try:
         return parse_since(since, now)

@@ -18,7 +18,7 @@ from typing import Any
 from daemon import version
 from daemon.config import Settings
 from daemon.config_paths import heartbeat_spool_for
-from daemon.warm.files import read_status
+from daemon.search_worker.files import read_status
 from sync.agents import agents_due
 from sync.backbone.base import Registry, SiteBeat
 from sync.sidecar import Sidecar

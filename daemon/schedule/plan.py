@@ -50,14 +50,6 @@ def next_fire(spec: JobSpec, now: datetime) -> datetime:
     return found
 
 
-def last_whole_day(now: datetime) -> str:
-    """The last whole UTC day before ``now``: yesterday, at every hour. The day ``memsync digest``
-    shows by default and a manual daily-digest run builds, so that the two always agree. (A
-    scheduled slot covers the day before it began: the same day from its 06:00 fire on, and the
-    day before that for a fire caught up before 06:00, which is still the previous slot's.)"""
-    return (now.astimezone(UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
-
-
 def late_but_in_grace(spec: JobSpec, now: datetime) -> bool:
     """Whether a run at ``now`` may still work for its slot (a fire missed by less than the grace)."""
     return (now - slot_start(spec, now)).total_seconds() <= spec.grace_s

@@ -304,8 +304,8 @@ def index_catch_up(settings: Settings, feed: ChangeFeed) -> str:
     the worker every five minutes to find nothing would keep the embedding stack in memory for good
     (it exits only after ``warm.unload_after`` idle seconds)."""
     from daemon.control.client import ControlClient
-    from daemon.warm.files import Collections
-    from sync.warm.cursor import CursorFile
+    from daemon.search_worker.files import Collections
+    from sync.search.collection.cursor import CursorFile
 
     cursor = CursorFile(settings.warm_dir / "indexer.json").read(Collections(settings).active())
     end = feed.feed_end()

@@ -17,7 +17,7 @@ the clock; it returns a dataclass (or the backbone's own documents) and raises m
 (``sync.errors``; ``ValueError`` for arguments that cannot be, ``LookupError`` for an id that
 names nothing). It never parses arguments, prints or exits: the front end does, and maps the
 errors to its own words and exit codes. Searching is the search index's own
-(``daemon.warm.recall``: through the daemon, or in this process).
+(``daemon.search_worker.recall``: through the daemon, or in this process).
 
 This ``__init__`` imports nothing: ``context`` is on the light path of an agent's hook.
 """

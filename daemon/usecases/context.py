@@ -18,7 +18,7 @@ from typing import Final
 from daemon.context.compose import Block, compose
 from daemon.control.client import ControlClient, ask_recent
 from sync.errors import ControlError
-from sync.warm.request import MAX_LIMIT, RecentRequest, SearchFilter, SearchRequest, SearchResult
+from sync.search.request import MAX_LIMIT, RecentRequest, SearchFilter, SearchRequest, SearchResult
 
 RECENT_LIMIT: Final = 12
 MIN_WAIT: Final = 0.05  # seconds a request is given however late it is asked

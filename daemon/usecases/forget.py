@@ -236,7 +236,7 @@ def _purge_here(
     the control socket; with none running, here (the catch-up that ``sync`` runs, which purges
     once it has read the feed's tombstones)."""
     from daemon.control.client import ControlClient
-    from daemon.warm.layer import offline_layer
+    from daemon.search_worker.wiring import offline_layer
 
     mine = next((i for i in indexes if i.site == settings.site.name), None)
     if mine is None or not settings.warm.enabled:

@@ -112,14 +112,14 @@ def digest(backbone: Reports, duties: ServerDuties, *, day: str | None, latest: 
     episodes created since 00:00 UTC, and every site's figures as they are now). ``latest``: the
     newest stored of the week up to yesterday instead (what is sent when no day is named: a "today
     so far" is sent only when asked by date)."""
-    from daemon.schedule import plan
+    from daemon.hubserver.scheduled import last_whole_day
 
     moment = datetime.fromtimestamp(now, UTC)
     today = moment.strftime("%Y-%m-%d")
     if latest:
         day, found = _latest(backbone, moment - timedelta(days=1))
     else:
-        day = day or plan.last_whole_day(moment)
+        day = day or last_whole_day(moment)
         found = _stored_or_built(backbone, day, today)
     if found is not None:
         return Digest(day, found)

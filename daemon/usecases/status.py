@@ -18,14 +18,14 @@ from daemon.config import Settings
 from daemon.control.lock import holder_pid
 from daemon.health import Facts, assess, lag_seconds
 from daemon.paths import agentdb_folder_missing, agentdb_problem, writable_problem
+from daemon.search_worker.files import read_status
 from daemon.site import open_sidecar_readonly, opened_backbone
-from daemon.warm.files import read_status
-from daemon.warm.lag import episodes_behind
 from sync.agentdb import AgentDBReader, clock_ahead_message
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
+from sync.search.collection.cursor import CursorFile
+from sync.search.indexing.lag import episodes_behind
 from sync.source import SourceIdentity, describe, refusal
-from sync.warm.cursor import CursorFile
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".
 BEHIND_COUNT_LIMIT = 1000
@@ -353,7 +353,7 @@ def _index_behind(settings: Settings, feed: ChangeFeed) -> tuple[int, bool] | No
     """(episodes the search index has not reached, exact), or None when the index is off."""
     if not settings.warm.enabled:
         return None
-    from daemon.warm.files import Collections
+    from daemon.search_worker.files import Collections
 
     cursor = CursorFile(settings.warm_dir / "indexer.json").read(Collections(settings).active())
     return episodes_behind(feed, cursor, BEHIND_COUNT_LIMIT)

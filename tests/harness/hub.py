@@ -17,7 +17,7 @@ def push_episode(hub: HubBackbone, source_id: str, *, task: str, output: str = "
     id, and the cursor after it); the push's outcomes."""
     from sync.backbone.base import PushItem
     from sync.episode import canonical_json
-    from sync.warm.text import text_hash
+    from sync.search.indexing.text import text_hash
 
     body = {"sessionId": "s1", "task": task, "output": output, "ts": ts, "agentName": "coder"}
     content = text_hash(canonical_json(body).decode())

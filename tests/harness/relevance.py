@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from harness.paths import ROOT
-from sync.warm import bm25
-from sync.warm.store import Hit, WarmPoint, point_id
-from sync.warm.text import episode_text
+from sync.search.embedders import bm25
+from sync.search.indexing.text import episode_text
+from sync.search.stores import Hit, WarmPoint, point_id
 
 DATA: Final = ROOT / "tests" / "data" / "warm_relevance.json"
 TOP: Final = 10

@@ -47,7 +47,7 @@ def _count(value: str) -> int:
 def main(args: argparse.Namespace) -> int:
     from daemon.site import NeverSynced
     from daemon.usecases.export import export
-    from daemon.warm.results import parse_since
+    from sync.search.query.results_text import parse_since
 
     with handled():
         settings = load(args, log_level="error")

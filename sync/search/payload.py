@@ -1,0 +1,60 @@
+"""A point's payload in the search index: every key named once, for every writer and reader.
+
+A point is an episode, or one passage of a long episode. An episode's own point (its first passage)
+carries the episode's fields, the text it was embedded from and that text's hash; a further passage
+carries what a filter needs, its parent and where it lies in the text. The keys are stored in every
+collection memsync has built, so renaming one orphans what is indexed: they are written here, and
+everything else (the indexer writing, the stores filtering, search, browse and results reading)
+uses these names. Standard library only: ``sync.search.request`` reads results from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+# The episode's fields: what a filter selects and a result shows.
+SITE_KEY: Final = "site"
+SOURCE_ID_KEY: Final = "sourceId"
+AGENT_KEY: Final = "agent"
+SESSION_KEY: Final = "session"
+TASK_KEY: Final = "task"
+TS_KEY: Final = "ts"  # milliseconds since the epoch
+REWARD_KEY: Final = "reward"
+SUCCESS_KEY: Final = "success"
+TAGS_KEY: Final = "tags"
+CONTENT_HASH_KEY: Final = "contentHash"  # the backbone's hash of the episode's content
+APPROVAL_STATUS_KEY: Final = "approvalStatus"  # only where an approval about the episode was asked
+TEXT_KEY: Final = "text"  # what was embedded (``sync.search.indexing.text.episode_text``)
+TEXT_HASH_KEY: Final = "textHash"  # its hash; a point without it was not written by memsync (a seed's)
+
+# What the indexer maintains beside the episode's fields.
+ARCHIVED_KEY: Final = "archived"  # the episode's body is in the cold archive; the point stays
+DUPLICATE_KEY: Final = "duplicateOf"  # the head of the near-duplicate group this episode belongs to
+LINKS: Final = frozenset({DUPLICATE_KEY})  # compared apart from the episode's own fields
+
+# A long episode's passages.
+PASSAGES_KEY: Final = "passages"  # on a long episode's first point: how many passages it has
+SPAN_KEY: Final = "span"  # [start, end) of a passage in the episode's text
+PARENT_KEY: Final = "parent"  # on a further passage: the episode's point id
+PASSAGE_KEY: Final = "passage"  # on a further passage: its index (the first is 0)
+
+# Payload fields with an index in the store, and the index kind.
+PAYLOAD_INDEXES: Final[Mapping[str, str]] = {
+    SITE_KEY: "keyword",
+    AGENT_KEY: "keyword",
+    SESSION_KEY: "keyword",
+    TAGS_KEY: "keyword",
+    CONTENT_HASH_KEY: "keyword",
+    TS_KEY: "integer",
+    REWARD_KEY: "float",
+    SUCCESS_KEY: "bool",
+}
+# What a further passage carries of its episode: every filter's field, so that a filter finds it.
+PASSAGE_FIELDS: Final = (*PAYLOAD_INDEXES, SOURCE_ID_KEY, TEXT_HASH_KEY)
+
+
+def passage_count(payload: Mapping[str, Any]) -> int:
+    """How many points an episode has, from its first point's payload."""
+    count = payload.get(PASSAGES_KEY)
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
