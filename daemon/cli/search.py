@@ -147,18 +147,13 @@ def _unknown_site(settings: Settings, site: str) -> str | None:
     """Why --site matched nothing when the backbone knows no such site (``fleet.unknown_site``);
     None when it does, or cannot say."""
     from daemon.fleet import unknown_site
-    from daemon.site import never_synced, open_backbone
+    from daemon.site import opened_backbone
     from sync.errors import MemsyncError
 
-    if never_synced(settings):
-        return None
     try:
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False, existing=True) as backbone:
             return unknown_site(site, backbone.sites())
-        finally:
-            backbone.close()
-    except MemsyncError:
+    except MemsyncError:  # NeverSynced too: with nothing synced, there is no site to name
         return None
 
 
