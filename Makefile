@@ -12,7 +12,7 @@ NPM    := npm --no-audit --no-fund --loglevel=error
 # better-sqlite3 (agentdb 1.3.9, the WAL writer) builds from source against the local Node headers.
 NODEDIR := $(shell [ -d /usr/include/node ] && echo /usr || dirname $$(dirname $$(command -v node)))
 
-.PHONY: all bootstrap node check lint typecheck test test-fast demo bench docs clean
+.PHONY: all bootstrap node check lint typecheck test test-unit test-e2e demo bench docs clean
 
 all: test
 
@@ -30,7 +30,7 @@ $(BIN)/.stamp-python: pyproject.toml requirements/dev.txt
 	@touch $@
 
 # requirements/constraints.txt: the lock's pins without hashes, for installing memsync as a tool
-# (README, Install). tests/test_lock.py fails when it and the lock disagree.
+# (README, Install). tests/unit/test_lock.py fails when it and the lock disagree.
 .PHONY: constraints
 constraints:
 	$(PYTHON) tests/lockfile.py requirements/dev.txt > requirements/constraints.txt
@@ -76,7 +76,7 @@ typecheck: bootstrap $(CONVEX)
 
 check: lint typecheck
 
-# systemd-analyze: tests/test_service.py checks the rendered units with `systemd-analyze verify`.
+# systemd-analyze: tests/e2e/test_service.py checks the rendered units with `systemd-analyze verify`.
 # It comes with Debian's systemd package; installed here when we are root with apt-get, else named.
 .PHONY: tools
 tools:
@@ -90,12 +90,22 @@ tools:
 	    exit 1; \
 	  fi; }
 
+# The tiers (CONTRIBUTING.md): tests/unit and tests/contracts run in this one process (no node, no
+# child process), tests/conformance and tests/e2e need `make node`. PYTEST_WORKERS: pytest-xdist's
+# -n, two workers by default (this machine has two cores); 0 runs in one process. --dist loadfile
+# keeps each file's tests, and its module fixtures, on one worker.
+PYTEST_WORKERS ?= 2
+PYTEST := $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
+
 test: bootstrap node check tools
 	npm test --silent
-	$(BIN)/pytest
+	$(PYTEST)
 
-test-fast: bootstrap node
-	$(BIN)/pytest -m "not slow"
+test-unit: bootstrap
+	$(PYTEST) tests/unit tests/contracts
+
+test-e2e: bootstrap node tools
+	$(PYTEST) tests/conformance tests/e2e
 
 demo: bootstrap $(GEN)/node_modules/.stamp-node
 	$(BIN)/memsync demo

@@ -6,7 +6,7 @@ its own child process (so that its RSS is its own) with the machine's threads ca
 ``--threads``, and is measured on:
 
 1. The project's labelled set (``tests/data/warm_relevance.json``), scored exactly as
-   ``tests/test_warm_relevance.py`` scores it (its own ``load_set`` and ``shared_rank``: MRR@10, tied
+   ``tests/unit/test_warm_relevance.py`` scores it (its own ``load_set`` and ``shared_rank``: MRR@10, tied
    hits sharing their ranks) on a real ``EdgeStore``: dense-only, and hybrid with the default fusion.
 2. LoCoMo's development half (a folder in LoCoMo's format, an argument; its README says where the
    public set lives): each dialog turn one episode (``"<speaker>: <text>"`` as its task), each

@@ -17,7 +17,7 @@ labelled set, through the search path an agent's hook takes.
   process per search, its wall time measured.
   Recall@k (k = 5, 10, 25, 50): the share of a question's evidence turns in its first k results,
   averaged over questions, and the share of questions with all their evidence there.
-- **The labelled set** (tests/data/warm_relevance.json, scored as tests/test_warm_relevance.py
+- **The labelled set** (tests/data/warm_relevance.json, scored as tests/unit/test_warm_relevance.py
   scores it): its episodes written, synced and searched the same way (times shifted alike, no
   filter, ``-n 10``); MRR@10 with tied scores sharing their ranks, overall, on exact identifiers and
   on paraphrases, and how many queries find their episode within 1, 3 and 10.

@@ -622,8 +622,9 @@ def measure_search(
 ) -> list[dict[str, Any]]:
     """``passes`` passes over the queries (each in its own shuffled order): each query through the
     whole search, then through the store's part alone (``sync.search.query.pipeline.hybrid``: prefetch,
-    fusion, similarities) with the same parameters (and, inside it, the engine's calls, timed by
-    ``shard``)."""
+    ranking, similarities) with the same parameters (and, inside it, the engine's calls, timed by
+    ``shard``); and the whole search again with the hand-weighted fusion (``relative``), the
+    default before the learned ranking, beside it in the same run."""
     from sync.search.embedders import bm25
     from sync.search.query.pipeline import candidates_for, hybrid, search
 
@@ -640,11 +641,14 @@ def measure_search(
     for p in range(1, passes + 1):
         order = list(prepared)
         random.Random(p).shuffle(order)
-        full_ms, store_ms, engine_ms, filtered_ms = [], [], [], []
+        full_ms, store_ms, engine_ms, filtered_ms, relative_ms = [], [], [], [], []
         for request, dense, sparse in order:
             with stopwatch() as elapsed:
                 search(store, embedder, request, now_ms=NOW_MS)
                 full_ms.append(elapsed() * 1000)
+            with stopwatch() as elapsed:
+                search(store, embedder, request, now_ms=NOW_MS, fusion="relative")
+                relative_ms.append(elapsed() * 1000)
             if not request.filter.is_empty():
                 filtered_ms.append(full_ms[-1])
             shard.reset()
@@ -660,6 +664,7 @@ def measure_search(
             "p50_ms": percentile(full_ms, 50),
             "p99_ms": percentile(full_ms, 99),
             "filtered_p50_ms": percentile(filtered_ms, 50),
+            "relative_p50_ms": percentile(relative_ms, 50),
             "hybrid_p50_ms": percentile(store_ms, 50),
             "hybrid_p99_ms": percentile(store_ms, 99),
             "engine_p50_ms": percentile(engine_ms, 50),
@@ -733,7 +738,7 @@ def _describe(r: dict[str, Any]) -> str:
     return (
         f"search {r['points']:,} pass {r['run']}: full p50 {r['p50_ms']:.1f} / p99 {r['p99_ms']:.1f} ms, "
         f"hybrid alone p50 {r['hybrid_p50_ms']:.1f} / p99 {r['hybrid_p99_ms']:.1f} ms "
-        f"(engine p50 {r['engine_p50_ms']:.1f} ms)"
+        f"(engine p50 {r['engine_p50_ms']:.1f} ms); relative fusion's full p50 {r.get('relative_p50_ms', 0.0):.1f} ms"
     )
 
 
@@ -784,6 +789,9 @@ def figures(records: list[dict[str, Any]]) -> list[Figure]:
         else:
             out.append(Figure(f"search p50 {label}", p50, "ms"))
         out.append(Figure(f"search p99 {label}", median([r["p99_ms"] for r in mine]), "ms"))
+        if all("relative_p50_ms" in r for r in mine):
+            relative = median([r["relative_p50_ms"] for r in mine])
+            out.append(Figure(f"search p50, relative fusion {label}", relative, "ms"))
         out.append(Figure(f"hybrid alone p50 {label}", median([r["hybrid_p50_ms"] for r in mine]), "ms"))
         out.append(Figure(f"hybrid alone p99 {label}", median([r["hybrid_p99_ms"] for r in mine]), "ms"))
         engine = median([r["engine_p50_ms"] for r in mine])

@@ -1,7 +1,7 @@
 /**
  * lib/alertSignals.ts watches what daemon/alerts/signals.py watches, with the same settings, and
  * says durations in the same words: both run contracts/alert_signals.json
- * (tests/test_alert_signals.py is the Python side).
+ * (tests/contracts/test_alert_signals.py is the Python side).
  */
 import { describe, expect, test } from "vitest";
 import { APPROVAL_LEAD_MS, duration, FLEET_SIGNALS, SIGNALS } from "./lib/alertSignals";

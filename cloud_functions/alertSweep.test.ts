@@ -1,6 +1,6 @@
 /**
  * What the alerts cron decides from the fleet at an instant (contracts/alert_sweep.json): each case
- * through lib/alertSignals.ts's observeFleet, as tests/test_alert_sweep.py runs it through the hub's
+ * through lib/alertSignals.ts's observeFleet, as tests/contracts/test_alert_sweep.py runs it through the hub's
  * observe_fleet; and the cron itself over convex-test, deciding with the deployment's settings and
  * summing its run up in the contract's words (contracts/run_summaries.json).
  */

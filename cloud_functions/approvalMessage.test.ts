@@ -1,6 +1,6 @@
 /**
  * lib/approvalMessage.ts says what daemon/alerts/messages.py says of an approval, word for word and
- * button for button: both run contracts/approval_messages.json (tests/test_approval_messages.py is
+ * button for button: both run contracts/approval_messages.json (tests/contracts/test_approval_messages.py is
  * the Python side).
  */
 import { describe, expect, test } from "vitest";

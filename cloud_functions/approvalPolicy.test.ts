@@ -1,6 +1,6 @@
 /**
  * lib/approvalPolicy.ts gives the answers of sync/approvals.py: its table and the cases of its
- * rules come from contracts/approval_policy.json, which tests/test_approvals_policy.py runs too.
+ * rules come from contracts/approval_policy.json, which tests/contracts/test_approvals_policy.py runs too.
  */
 import { describe, expect, test } from "vitest";
 import {

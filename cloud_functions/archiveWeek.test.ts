@@ -1,7 +1,7 @@
 /**
  * The golden archive week (contracts/archive_week): Convex's writer (archiveNode:writeWeek) writes
  * the pinned lines from the contract's episodes, framed as pinned, and its readers read both its
- * own file and the one the hub wrote (tests/test_archive_week.py holds the same from the hub's side:
+ * own file and the one the hub wrote (tests/contracts/test_archive_week.py holds the same from the hub's side:
  * the hub writes numbers, keys and metadata kept as text as they are written here).
  */
 import { readFileSync } from "node:fs";

@@ -1,7 +1,7 @@
 /**
  * callBotApi takes each Bot API answer as daemon/telegram/client.py does (and deliver acts on its
  * outcome as daemon/telegram/sender.py does): both run contracts/bot_api_errors.json
- * (tests/test_bot_api_errors.py is the Python side). The answers come over real HTTP from 127.0.0.1.
+ * (tests/contracts/test_bot_api_errors.py is the Python side). The answers come over real HTTP from 127.0.0.1.
  */
 import http, { type Server } from "node:http";
 import type { AddressInfo } from "node:net";

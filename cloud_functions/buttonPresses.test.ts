@@ -1,6 +1,6 @@
 /**
  * lib/buttonPresses.ts reads a button's callback data, and decides who may press it, as
- * daemon/telegram/callbacks.py does: both run contracts/button_presses.json (tests/test_button_presses.py
+ * daemon/telegram/callbacks.py does: both run contracts/button_presses.json (tests/contracts/test_button_presses.py
  * is the Python side). The press mutation (telegram.ts) asks it: a stranger's press decides nothing.
  */
 import { describe, expect, test } from "vitest";

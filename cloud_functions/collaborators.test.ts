@@ -2,7 +2,7 @@
  * Collaborators end to end on Convex (the real functions under convex-test, Telegram a fake Bot API
  * on 127.0.0.1): two collaborators with different notifyOn beside the default chat; an alert of
  * each kind the deployment says (the fleet's: silent, offline, quarantine, paused, expiring; a
- * daemon's own backbone and agentdb alerts go through its own outbox: tests/test_collaborators.py),
+ * daemon's own backbone and agentdb alerts go through its own outbox: tests/e2e/test_collaborators.py),
  * approvals of two categories and a digest; each chat receives exactly what its notifyOn asks for,
  * nothing more. A press by someone who is no reviewer is refused, by a collaborator with approve
  * accepted, and the decision edits the approval's message in every chat it went to.

@@ -1,6 +1,6 @@
 /**
  * lib/digestMessage.ts writes the digest as daemon/alerts/messages.py does, word for word: both run
- * contracts/digest_messages.json (tests/test_digest_message.py is the Python side).
+ * contracts/digest_messages.json (tests/contracts/test_digest_message.py is the Python side).
  */
 import { describe, expect, test } from "vitest";
 import { type DigestDocument, digestMessage } from "./lib/digestMessage";

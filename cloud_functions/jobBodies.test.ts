@@ -1,6 +1,6 @@
 /**
  * The job bodies' bounds (contracts/job_bodies.json): Convex's are the file's, and what both
- * servers share is equal (tests/test_job_bodies.py holds the hub's side).
+ * servers share is equal (tests/contracts/test_job_bodies.py holds the hub's side).
  */
 import { describe, expect, test } from "vitest";
 import { PRUNE_BATCH } from "./agents";

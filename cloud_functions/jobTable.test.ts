@@ -1,7 +1,7 @@
 /**
  * scheduled.ts's SCHEDULES are daemon/schedule/plan.py's jobs, and lib/cronRun.ts's slotOf writes
  * a run's slot as plan.py's slot_key does: both run contracts/job_table.json
- * (tests/test_job_table.py is the Python side). crons.test.ts holds crons.ts to SCHEDULES.
+ * (tests/contracts/test_job_table.py is the Python side). crons.test.ts holds crons.ts to SCHEDULES.
  */
 import { describe, expect, test } from "vitest";
 import { type Schedule, slotOf } from "./lib/cronRun";

@@ -1,6 +1,6 @@
 /**
  * jobs.ts's decide gives the answers of sync/leases.py, and keeps runs as long as the hub: both
- * run contracts/job_leases.json (tests/test_leases.py is the Python side).
+ * run contracts/job_leases.json (tests/contracts/test_leases.py is the Python side).
  */
 import { describe, expect, test } from "vitest";
 import { type Claim, decide, RUNS_KEPT_MS } from "./jobs";

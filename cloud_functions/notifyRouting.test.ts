@@ -1,6 +1,6 @@
 /**
  * lib/routing.ts decides who hears what, and who may decide an approval, as daemon/routing.py does:
- * both run contracts/notify_routing.json (tests/test_notify_routing.py is the Python side).
+ * both run contracts/notify_routing.json (tests/contracts/test_notify_routing.py is the Python side).
  */
 import { describe, expect, test } from "vitest";
 import { chatsFor, mayDecide, NOTIFY_NAMES, notifyRefusal, ownChats, PERMISSIONS, permissionRefusal, type RouteKind } from "./lib/routing";

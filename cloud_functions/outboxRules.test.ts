@@ -1,6 +1,6 @@
 /**
  * The Telegram outbox's rules (contracts/outbox_rules.json) and keys (contracts/outbox_keys.json),
- * as tests/test_outbox_rules.py holds the hub's to them: the key each message is queued under, the
+ * as tests/contracts/test_outbox_rules.py holds the hub's to them: the key each message is queued under, the
  * pacing (a pause between two messages, a round's size) against the fake Bot API under fake timers,
  * how an edit is queued (lib/outbox.ts's enqueue, then deliver), the backoff by tries failed, and
  * the tries before a message is given up (deliver's giving up at MAX_ATTEMPTS is telegram.test.ts's).

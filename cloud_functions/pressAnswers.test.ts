@@ -1,6 +1,6 @@
 /**
  * What a presser sees after a button press (contracts/press_answers.json), word for word: each case
- * pressed through POST /telegram (http.ts, telegram.ts's press), as tests/test_press_answers.py
+ * pressed through POST /telegram (http.ts, telegram.ts's press), as tests/contracts/test_press_answers.py
  * presses it through the hub's apply.
  */
 import { describe, expect, test, vi } from "vitest";

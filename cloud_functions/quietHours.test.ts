@@ -1,6 +1,6 @@
 /**
  * lib/quietHours.ts reads windows and zones, and holds warnings, as daemon/quiet_hours.py does:
- * both run contracts/quiet_hours.json (tests/test_quiet_hours.py is the Python side).
+ * both run contracts/quiet_hours.json (tests/contracts/test_quiet_hours.py is the Python side).
  */
 import { describe, expect, test } from "vitest";
 import type { Severity } from "./lib/alertMachine";

@@ -1,6 +1,6 @@
 /**
  * The crons' run summaries (contracts/run_summaries.json), word for word, as
- * tests/test_run_summaries.py holds the hub's jobs to the same texts.
+ * tests/contracts/test_run_summaries.py holds the hub's jobs to the same texts.
  */
 import { describe, expect, test } from "vitest";
 import { ALERTS_OFF, alertsSummary, archiveSummary, digestSummary, expiredSummary, healthSummary, staleSummary } from "./lib/runSummary";

@@ -1,6 +1,6 @@
 /**
  * The hub's settings on Convex (lib/settings.ts): the names and defaults of contracts/settings.json
- * (tests/test_settings_contract.py holds the daemons to the same file), a bad value refused by name,
+ * (tests/contracts/test_settings_contract.py holds the daemons to the same file), a bad value refused by name,
  * and the crons honouring what the deployment's environment says.
  */
 import { afterEach, describe, expect, test, vi } from "vitest";

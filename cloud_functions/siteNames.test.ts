@@ -1,6 +1,6 @@
 /**
  * sites.ts registers the names daemon/config.py takes and refuses the others in its words: both run
- * contracts/site_names.json (tests/test_site_names.py is the Python side).
+ * contracts/site_names.json (tests/contracts/test_site_names.py is the Python side).
  */
 import { describe, expect, test } from "vitest";
 import { internal } from "./_generated/api";

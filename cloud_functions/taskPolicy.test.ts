@@ -1,6 +1,6 @@
 /**
  * lib/taskPolicy.ts gives the answers of sync/tasks.py: what an approval's event does to a linked
- * task, from contracts/task_status.json, which tests/test_task_policy.py runs too.
+ * task, from contracts/task_status.json, which tests/contracts/test_task_policy.py runs too.
  */
 import { describe, expect, test } from "vitest";
 import { type ApprovalEvent, EVENT_STATUS, FINISHED, LINK_EVENT, TASK_STATUSES, type TaskStatus, taskStatusAfter } from "./lib/taskPolicy";

@@ -230,10 +230,12 @@ class WarmSection(_Section):
         description="cosine at which an episode is linked to an earlier one as a near-duplicate (linked, never "
         "dropped; collapsed in results)",
     )
-    fusion: Literal["relative", "rrf"] = Field(
-        "relative",
-        description="how search fuses the dense and BM25 lists: `relative` (scaled scores, dense weighted 0.8 to "
-        "0.4 by how much of the query BM25's best hit holds) or `rrf` (Reciprocal Rank Fusion, k = 2)",
+    fusion: Literal["learned", "relative", "rrf"] = Field(
+        "learned",
+        description="how search ranks the dense and BM25 lists: `learned` (a model over both lists' scores and "
+        "ranks, the session, the length and the time the query names, trained leaving conversations out), "
+        "`relative` (scaled scores, dense weighted 0.8 to 0.4 by how much of the query BM25's best hit holds) or "
+        "`rrf` (Reciprocal Rank Fusion, k = 2)",
     )
     # Convex: nothing wakes the look, and every look is a function call against the deployment's quota.
     catch_up_interval: float | None = Field(

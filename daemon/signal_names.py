@@ -1,6 +1,6 @@
 """The names of the signals memsync watches, which ``[alerts] grace`` may name: here, not with
 their table (``daemon/alerts/signals.py``), so that the settings can check a name without
-importing the alerts, which take the settings. ``tests/test_alert_signals.py`` holds the two
+importing the alerts, which take the settings. ``tests/contracts/test_alert_signals.py`` holds the two
 together."""
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from sync.search.embedders.base import Embedder
     from sync.search.embedders.local import LocalEmbedder
 
-pytest_plugins = ["convex_fixtures", "fake_providers"]
+pytest_plugins = ["convex_fixtures", "durations", "fake_providers", "tiers"]
 
 # What this module takes from the harness (tests/harness/, shared with bench/ and free of pytest)
 # and the tests import from here; the names this module defines are importable without being listed.

@@ -3,7 +3,7 @@
 The lock is what `make bootstrap` installs, byte for byte. People who install memsync as a tool
 (`pipx install ./memsync`) get the same versions through requirements/constraints.txt: the lock's
 pins without hashes, because pip takes no hashes in a constraints file. `make constraints` writes
-it with this module; tests/test_lock.py fails when the two disagree.
+it with this module; tests/unit/test_lock.py fails when the two disagree.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The labelled relevance set (``tests/data/warm_relevance.json``) and how a ranking of it is scored:
-``tests/test_warm_relevance.py`` checks hybrid search with it, and ``bench.recall`` and
+``tests/unit/test_warm_relevance.py`` checks hybrid search with it, and ``bench.recall`` and
 ``bench.models_lab`` measure with the same set and the same scoring, one function, not a copy.
 
 Scoring: the reciprocal rank of the first relevant hit in the top 10, 0 if there is none. Hits with

@@ -9,7 +9,7 @@ characters assigned after Python's Unicode database (14.0 in Python 3.11) but kn
 standard library that qdrant-edge-py 0.9.0 was built with. Python's stdlib has no ``Alphabetic``
 property, so the ranges below were probed from the engine itself: for every code point ``c``,
 ``qdrant_edge.Bm25().embed_query("zqa" + c + "zqb")`` yields one token when ``c`` is alphanumeric
-and two when it splits. ``tests/test_warm_bm25.py`` repeats that sweep over all of Unicode, so a
+and two when it splits. ``tests/unit/test_warm_bm25.py`` repeats that sweep over all of Unicode, so a
 new qdrant-edge (or Python) that moves the boundary fails a test instead of silently drifting.
 
 There were no characters the other way round (``isalnum`` true, Rust false) in that sweep.

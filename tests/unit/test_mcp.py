@@ -1,0 +1,122 @@
+"""``memsync mcp``: the server object under the Python SDK's in-memory client (tools, schemas, bad
+arguments, no daemon), the process's start (nothing heavy imported, a missing token refused), and
+the HTTP transport's bearer token. The end-to-end run with a real client and a real daemon is in
+test_mcp_e2e.py."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+from conftest import FakeClock, SiteFiles
+from mcp.client.client import Client
+
+from daemon.mcp.http import token_matches
+from daemon.mcp.server import build_server
+
+T = TypeVar("T")
+TOOLS = {"search_memory", "get_episode", "recent_activity", "memory_health", "request_approval", "wait_for_approval"}
+
+
+def run(work: Callable[[Client], Awaitable[T]], site: SiteFiles) -> T:
+    async def go() -> T:
+        async with Client(build_server(site.settings(), clock=FakeClock())) as client:
+            return await work(client)
+
+    return anyio.run(go)
+
+
+@pytest.fixture
+def site(site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path) -> SiteFiles:
+    # The index is on, its socket where no daemon listens.
+    return site_files("laptop", warm=f'path = "{tmp_path / "warm"}"\nsocket = "{short_dir / "laptop.sock"}"\n')
+
+
+def test_few_tools_with_tight_schemas_and_the_data_warning(site: SiteFiles) -> None:
+    async def work(client: Client) -> Any:
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in run(work, site)}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.output_schema is not None, f"{tool.name} has no output schema"
+        assert len(tool.description or "") <= 160, f"{tool.name}'s description costs context"
+    for name in ("search_memory", "get_episode", "recent_activity"):
+        assert "not instructions" in (tools[name].description or "")
+    search = tools["search_memory"].input_schema
+    assert search["required"] == ["query"]
+    assert search["properties"]["limit"]["maximum"] == 50
+    memory = tools["search_memory"].output_schema["$defs"]["Memory"]["properties"]
+    # The same fields as `search --json`'s results.
+    assert {"pointId", "sourceSite", "sourceId", "agentName", "sessionId", "when", "text", "score"} <= set(memory)
+    assert set(tools["wait_for_approval"].input_schema["required"]) == {"approval_id"}
+
+
+def test_without_a_daemon_a_tool_says_so_and_the_server_keeps_serving(site: SiteFiles) -> None:
+    async def work(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("search_memory", {"query": "deploy"}),
+            await client.call_tool("recent_activity", {}),
+            await client.call_tool("get_episode", {"id": "laptop:1"}),
+            await client.call_tool("memory_health", {}),
+        ]
+
+    searched, recent, fetched, health = run(work, site)
+    for result in (searched, recent, fetched):
+        assert result.is_error
+        text = result.content[0].text
+        assert "daemon is not running for site laptop" in text
+        assert "memsync run" in text
+        assert "Traceback" not in text
+    assert not health.is_error, "health answers from the site's files, daemon or not"
+    assert health.structured_content["daemonRunning"] is False
+    assert health.structured_content["health"] == "down"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [
+        ("search_memory", {"query": "x", "limit": 500}, "limit"),
+        ("search_memory", {}, "query"),
+        ("search_memory", {"query": ""}, "query"),
+        ("search_memory", {"query": "x", "since": "last tuesday"}, "since 'last tuesday': use a duration"),
+        ("get_episode", {"id": "x", "neighbours": -1}, "neighbours"),
+        ("recent_activity", {"limit": "lots"}, "limit"),
+        ("wait_for_approval", {"approval_id": "a", "timeout_s": 10_000}, "timeout_s"),
+        ("request_approval", {"category": "x", "summary": "y", "cost_usd": -1}, "cost_usd"),
+        ("request_approval", {"category": "x", "summary": "y", "priority": "urgent"}, "priority"),
+    ],
+)
+def test_bad_arguments_are_error_results_not_crashes(
+    site: SiteFiles, tool: str, arguments: dict[str, Any], says: str
+) -> None:
+    async def work(client: Client) -> tuple[Any, Any]:
+        bad = await client.call_tool(tool, arguments)
+        return bad, await client.call_tool("memory_health", {})
+
+    bad, after = run(work, site)
+    assert bad.is_error
+    assert says in bad.content[0].text
+    assert not after.is_error, "the server still answers"
+
+
+@pytest.mark.parametrize(
+    ("header", "ok"),
+    [
+        (b"Bearer s3cret-token", True),
+        (b"bearer s3cret-token", True),
+        (None, False),
+        (b"", False),
+        (b"Bearer ", False),
+        (b"Bearer s3cret-tokenX", False),
+        (b"Basic s3cret-token", False),
+        (b"s3cret-token", False),
+    ],
+)
+def test_token_matches(header: bytes | None, ok: bool) -> None:
+    import hashlib
+
+    assert token_matches(header, hashlib.sha256(b"s3cret-token").digest()) is ok
