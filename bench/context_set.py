@@ -365,19 +365,19 @@ def capture(site: SiteFiles, case: Case, root: Path) -> dict[str, Any]:
     the search for the prompt (or the project and last prompt at a start) and the project's recent
     episodes, as the daemon's wire results."""
     from daemon.context.files import project_name
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
     from sync.search.request import RecentRequest, SearchFilter, SearchRequest
 
-    socket = site.settings().socket_path
+    daemon = ControlClient(site.settings().socket_path)
     project = project_name(project_dir(root, case.project))
     decided = planned(case, project)
     record: dict[str, Any] = {"case": case.id, "project": project, "plan": decided.action, "query": decided.query}
     if decided.action != "search":
         return record | {"found": [], "recent": []}
     request = SearchRequest(query=decided.query, limit=12)
-    record["found"] = ask(socket, {"op": "search", "request": request.to_wire()})
+    record["found"] = [r.to_wire() for r in daemon.search(request)]
     recent = RecentRequest(limit=12, filter=SearchFilter(tags=(f"project:{project}",)))
-    record["recent"] = ask(socket, {"op": "recent", "request": recent.to_wire()})
+    record["recent"] = [r.to_wire() for r in daemon.recent(recent)]
     return record
 
 

@@ -260,7 +260,8 @@ def after_idle(daemon: DaemonProcess, site: SiteFiles, unload_after: float) -> d
     from its save until a search through the daemon finds it (the worker starts, loads the model,
     indexes); then, once the worker has gone again, one search (it starts the worker) and the next."""
     from bench.warm import first_found
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
+    from sync.search.request import SearchRequest
 
     socket = site.settings().socket_path
 
@@ -280,11 +281,11 @@ def after_idle(daemon: DaemonProcess, site: SiteFiles, unload_after: float) -> d
         agent.kill()
     progress("idle: waiting for the worker to exit again before a search")
     wait_for(worker_gone, timeout=unload_after + 120, interval=0.5, what="the worker to exit after the episode")
-    request = {"op": "search", "request": {"query": "deploy the billing api to staging", "limit": 10}}
+    request = SearchRequest(query="deploy the billing api to staging", limit=10)
     timings = []
     for _ in range(2):
         started = time.perf_counter()
-        ask(socket, request, timeout=120)
+        ControlClient(socket).search(request, timeout=120)
         timings.append((time.perf_counter() - started) * 1000)
     return {
         "window": "after idle",

@@ -83,11 +83,11 @@ def ready_times(site: SiteFiles, starts: int) -> list[float]:
 
 
 async def search_times(site: SiteFiles, calls: int) -> tuple[list[float], list[float]]:
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
     from sync.search.request import SearchRequest
 
-    socket = site.settings().socket_path
-    request = {"op": "search", "request": SearchRequest(query=QUERY, limit=5).to_wire()}
+    control = ControlClient(site.settings().socket_path)
+    request = SearchRequest(query=QUERY, limit=5)
     ours, daemon = [], []
     async with _client(site) as client:
         for i in range(calls + 1):
@@ -97,7 +97,7 @@ async def search_times(site: SiteFiles, calls: int) -> tuple[list[float], list[f
             if answer.is_error or not answer.structured_content["results"]:
                 raise RuntimeError(f"search_memory failed: {answer.content}")
             started = time.perf_counter()
-            if not ask(socket, request):
+            if not control.search(request):
                 raise RuntimeError("the daemon's search found nothing")
             socket_ms = (time.perf_counter() - started) * 1000
             if i:  # the first pair loads the model if the worker let it go

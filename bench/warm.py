@@ -347,18 +347,18 @@ def first_found(socket: Path, query: str, token: str, mode: str, timeout: float)
     earlier episode with a similar task first (dense weighs more than BM25), so the episode must be
     among the results, not necessarily the first. A limit of 10 costs what a
     limit of 1 does: the search fetches max(4 x limit, 40) candidates either way."""
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
     from sync.search.request import SearchRequest
 
-    wire = SearchRequest(query=query, limit=SEARCH_LIMIT, mode=mode).to_wire()  # type: ignore[arg-type]
-    request = {"op": "search", "request": wire}
+    request = SearchRequest(query=query, limit=SEARCH_LIMIT, mode=mode)  # type: ignore[arg-type]
+    daemon = ControlClient(socket)
     deadline = time.monotonic() + timeout
     polls = 0
     while True:
         started = time.monotonic()
-        results = ask(socket, request, timeout=30)
+        results = daemon.search(request, timeout=30)
         polls += 1
-        if any(token in str(r.get("task") or "") for r in results or ()):
+        if any(token in (r.task or "") for r in results):
             return time.time() * 1000, polls
         if started > deadline:
             raise TimeoutError(f"{token} was not searchable ({mode}) within {timeout:.0f} s")

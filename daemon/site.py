@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,7 @@ from daemon.paths import check_site, exists, user
 from sync.backbone.base import Backbone
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
-from sync.errors import PathProblem
+from sync.errors import MemsyncError, PathProblem
 from sync.push.claim import SourceIdentity, claim, instance_for
 from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar
@@ -59,6 +60,36 @@ def open_backbone(settings: Settings, *, create: bool = True, transport: httpx.B
             opened.close()
             raise
     return opened
+
+
+@contextmanager
+def opened_backbone(
+    settings: Settings,
+    *,
+    create: bool = True,
+    existing: bool = False,
+    transport: httpx.BaseTransport | None = None,
+) -> Iterator[Backbone]:
+    """The configured backbone for a ``with`` block, closed when it ends: how every command and use
+    case that opens it for its own work holds it (``open_backbone``'s arguments). ``existing``:
+    raise ``NeverSynced`` instead of opening an embedded hub that was never created (a reader
+    says so; a writer would create an empty one)."""
+    if existing and never_synced(settings):
+        raise NeverSynced(settings.hub_path)
+    backbone = open_backbone(settings, create=create, transport=transport)
+    try:
+        yield backbone
+    finally:
+        backbone.close()
+
+
+class NeverSynced(MemsyncError):
+    """The embedded hub's file does not exist yet: nothing was ever synced to it. Each command says
+    what that means for it (nothing to export, to forget, to adopt)."""
+
+    def __init__(self, hub: Path) -> None:
+        super().__init__(f"the hub {hub} does not exist yet: nothing has been synced to it")
+        self.hub = hub
 
 
 def never_synced(settings: Settings) -> bool:

@@ -1,8 +1,14 @@
 """The ``memsync`` command. This module stays light: what agents' hooks call on every prompt or
-episode, ``memsync search``, ``context`` and ``sync [--wait]`` with a daemon running, is answered
-without importing the rest of the CLI (``fast_search``, ``fast_context``, ``fast_sync``); every
-other command, and anything the light paths cannot answer, goes to the full parser
-(``daemon.cli.app``), one module per command."""
+episode, ``memsync search``, ``context``, ``sync [--wait]`` and ``heartbeat`` with a daemon
+running, is answered without importing the rest of the CLI (``fast_search``, ``fast_context``,
+``fast_sync``, ``fast_heartbeat``); every other command, and anything the light paths cannot
+answer, goes to the full parser (``daemon.cli.app``), one module per command.
+
+The light paths' commands live here with what every command shares (``common``, ``locate``,
+``oneshot``); the others in rooms by concept: ``episodes`` (export, forget, archive, adopt,
+quarantine), ``fleet`` (status, agents, jobs, approvals, tasks, collaborators) and ``setup`` (run,
+service, hooks, capture, mcp, telegram, demo, docs). What a command does is its use case's
+(``daemon.usecases``); a command module parses, calls, renders and maps errors to exit codes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The ``memsync`` parser: one module per command (``daemon/cli/<command>.py``), each adding its
-parser and the function that runs it.
+"""The ``memsync`` parser: one module per command (``daemon/cli/<command>.py`` for the light
+paths' commands, ``daemon/cli/<room>/<command>.py`` for the others), each adding its parser and
+the function that runs it.
 
 Exit codes: 0 ok; 1 a command failed (or status: degraded); 2 status: down, or a usage error;
 75 try again later (another memsync holds the site, the backbone stayed unreachable, a wait timed
@@ -13,32 +14,12 @@ import argparse
 import sys
 
 from daemon import version
-from daemon.cli import (
-    adopt,
-    approval,
-    archive,
-    capture,
-    collaborators,
-    context,
-    demo,
-    docs,
-    export,
-    fleet,
-    forget,
-    heartbeat,
-    hooks,
-    jobs,
-    mcp,
-    quarantine,
-    run,
-    search,
-    service,
-    status,
-    tasks,
-    telegram,
-)
+from daemon.cli import context, heartbeat, search
 from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit, os_error_exit
+from daemon.cli.episodes import adopt, archive, export, forget, quarantine
+from daemon.cli.fleet import agents, approval, collaborators, jobs, status, tasks
+from daemon.cli.setup import capture, demo, docs, hooks, mcp, run, service, telegram
 
 DESCRIPTION = "Keep AI agents' AgentDB memories in step across machines."
 EPILOG = (
@@ -71,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
         archive,
         quarantine,
         jobs,
-        fleet,
+        agents,
         heartbeat,
         hooks,
         capture,

@@ -53,6 +53,16 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_take_over(parser: argparse.ArgumentParser) -> None:
+    """``run``'s and ``sync``'s: feed the site from here even though another source fed it."""
+    parser.add_argument(
+        "--take-over",
+        action="store_true",
+        help="feed this site from here even though another machine or AgentDB file fed it until now "
+        "(a replaced laptop, a restored backup)",
+    )
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="as_json", action="store_true", help="machine-readable output")
 

@@ -1,5 +1,5 @@
 """``memsync context [QUERY...] [--for claude-code|codex|gemini]``: the memories that matter for a
-task or a prompt, as a block an agent's prompt can take (``daemon.context.compose``).
+task or a prompt, as a block an agent's prompt can take (``daemon.usecases.context``).
 
 Without ``--for`` it prints the block for QUERY. With it, it is an agent tool's hook
 (``daemon.context.hook``): the tool's JSON on stdin, the tool's JSON on stdout, and whatever
@@ -20,21 +20,20 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, parse_or_none, say
-from daemon.context.compose import Block, compose
+from daemon.context.compose import Block
 from daemon.context.hook import TOOLS
-from sync.search.request import MAX_LIMIT, RecentRequest, SearchFilter, SearchRequest, SearchResult
+from daemon.usecases.context import Memories, memories
 
 DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
 DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice
 DEFAULT_TIMEOUT: Final = 2.0
-RECENT_LIMIT: Final = 12
 MAX_STDIN: Final = 4 * 1024 * 1024  # a hook's JSON is small; a prompt pasted with a file may not be
 
 
@@ -129,34 +128,11 @@ def _paths(config: Path | None) -> tuple[Path | None, Path]:
     return (settings.socket_path if settings.warm.enabled else None), settings.state_path
 
 
-def _results(reply: Any) -> list[SearchResult]:
-    if not isinstance(reply, list):
-        return []
-    return [SearchResult.from_wire(r) for r in reply if isinstance(r, Mapping)]
-
-
-def gather(
-    socket: Path, query: str, *, limit: int, project: str | None, deadline: float
-) -> tuple[list[SearchResult], list[SearchResult]]:
-    """The search's results for ``query`` and the project's recent episodes, from the daemon. A
-    daemon without the ``recent`` op (older than this command), or refusing it, has no recent results."""
-    from daemon.control.browse_client import ask_recent
-    from daemon.control.client import ask
-    from sync.errors import ControlError
-
-    request = SearchRequest(query=query, limit=max(1, min(MAX_LIMIT, limit)))
-    request.check()
-    found = _results(ask(socket, {"op": "search", "request": request.to_wire()}, timeout=_left(deadline)))
-    recent: list[SearchResult] = []
-    if project:
-        wanted = RecentRequest(limit=RECENT_LIMIT, filter=SearchFilter(tags=(f"project:{project}",)))
-        try:
-            # A daemon older than the op answers with no recent episodes, not an error.
-            recent = ask_recent(socket, wanted, timeout=_left(deadline))
-        except ControlError as exc:
-            # The search's memories are worth giving without the latest sessions.
-            say(f"context: the daemon refused `recent` ({exc}); no latest sessions this time")
-    return found, recent
+def _said(found: Memories) -> Memories:
+    """The memories, having said on stderr when the daemon refused the project's latest sessions."""
+    if found.recent_refused is not None:
+        say(f"context: the daemon refused `recent` ({found.recent_refused}); no latest sessions this time")
+    return found
 
 
 def _tool_in(argv: Sequence[str]) -> str | None:
@@ -203,8 +179,8 @@ def _by_hand(args: argparse.Namespace, *, deadline: float) -> tuple[str, Block, 
     from daemon.context.files import project_name
 
     project = project_name(os.getcwd())
-    found, recent = gather(socket, query, limit=args.limit, project=project, deadline=deadline)
-    block = compose(found, recent, budget=budget, start=False, query=query, project=project)
+    found = _said(memories(socket, query, limit=args.limit, project=project, deadline=deadline))
+    block = found.block(budget=budget, start=False, query=query, project=project)
     return query, block, project
 
 
@@ -238,7 +214,7 @@ def main(args: argparse.Namespace) -> int:
             fail("context: the search index is off (warm.enabled = false): there is nothing to search", 1)
         project = project_name(os.getcwd())
         try:
-            found, recent = gather(
+            found = memories(
                 settings.socket_path,
                 query,
                 limit=args.limit,
@@ -249,7 +225,7 @@ def main(args: argparse.Namespace) -> int:
             fail(f"context: {exc}: start it (memsync run, or memsync service install)", EX_TEMPFAIL)
         except ValueError as exc:
             fail(f"context: {exc}", EX_USAGE)
-    block = compose(found, recent, budget=budget, start=False, query=query, project=project)
+    block = _said(found).block(budget=budget, start=False, query=query, project=project)
     _show(args, query, block, project)
     return 0
 
@@ -306,20 +282,12 @@ def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
     try:
         # More than the limit by what the session was given, so that leaving those out leaves enough.
         limit = args.limit + len(exclude)
-        found, recent = gather(socket, decided.query, limit=limit, project=project, deadline=deadline)
+        found = _said(memories(socket, decided.query, limit=limit, project=project, deadline=deadline))
     except DaemonNotListening as exc:
         raise _Quiet(f"{exc}: start it (memsync run, or memsync service install)") from None
 
     def make(budget: int) -> tuple[str, Block]:
-        block = compose(
-            found,
-            recent,
-            budget=budget,
-            start=decided.start,
-            query=decided.query,
-            project=project,
-            exclude=exclude,
-        )
+        block = found.block(budget=budget, start=decided.start, query=decided.query, project=project, exclude=exclude)
         return block.text, block
 
     out, block = fitted(hook.tool, hook.event, decided.budget, make)

@@ -79,7 +79,7 @@ def fast_heartbeat(argv: Sequence[str]) -> int | None:
 def main(args: argparse.Namespace) -> int:
     from daemon.control.lock import DAEMON, lock_holder
     from daemon.paths import writable_problem
-    from daemon.site import open_backbone
+    from daemon.site import opened_backbone
     from sync.errors import PathProblem
 
     with handled():
@@ -95,9 +95,6 @@ def main(args: argparse.Namespace) -> int:
         if holder is not None and holder.role == DAEMON:
             spool(settings.state_path, args.agent, args.platform, args.interface, time.time())
             return 0
-        backbone = open_backbone(settings)
-        try:
+        with opened_backbone(settings) as backbone:
             backbone.heartbeat(args.agent, args.platform, args.interface, None)
-        finally:
-            backbone.close()
         return 0

@@ -107,7 +107,7 @@ def fast_search(argv: Sequence[str]) -> int | None:
     """Search through a running daemon with the fewest imports; None when the full path must answer
     (no daemon listening, or anything to explain)."""
     from daemon.cli.locate import quick_paths
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
     from sync.errors import MemsyncError
 
     args = parse_or_none("memsync search", add_search_arguments, argv)
@@ -117,13 +117,12 @@ def fast_search(argv: Sequence[str]) -> int | None:
     if paths is None or paths.socket is None:
         return None
     try:
-        request = request_from(args)
-        reply = ask(paths.socket, {"op": "search", "request": request.to_wire()})
+        results = ControlClient(paths.socket).search(request_from(args))
     except (ValueError, MemsyncError, OSError):
         return None
-    if not reply and args.site is not None:
+    if not results and args.site is not None:
         return None  # nothing from that site: the full path says whether there is such a site
-    show([SearchResult.from_wire(r) for r in reply], args, sys.stdout, via="daemon")
+    show(results, args, sys.stdout, via="daemon")
     return 0
 
 
@@ -148,18 +147,13 @@ def _unknown_site(settings: Settings, site: str) -> str | None:
     """Why --site matched nothing when the backbone knows no such site (``fleet.unknown_site``);
     None when it does, or cannot say."""
     from daemon.health.fleet import unknown_site
-    from daemon.site import never_synced, open_backbone
+    from daemon.site import opened_backbone
     from sync.errors import MemsyncError
 
-    if never_synced(settings):
-        return None
     try:
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False, existing=True) as backbone:
             return unknown_site(site, backbone.sites())
-        finally:
-            backbone.close()
-    except MemsyncError:
+    except MemsyncError:  # NeverSynced too: with nothing synced, there is no site to name
         return None
 
 

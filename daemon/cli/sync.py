@@ -14,8 +14,18 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from daemon.cli.common import Commands, Exit, add_config, console, fail, handled, load, parse_or_none, say
-from daemon.cli.run import add_take_over
+from daemon.cli.common import (
+    Commands,
+    Exit,
+    add_config,
+    add_take_over,
+    console,
+    fail,
+    handled,
+    load,
+    parse_or_none,
+    say,
+)
 from sync.errors import EX_CONFIG, EX_TEMPFAIL, ConfigError, Interrupted, MemsyncError
 
 if TYPE_CHECKING:
@@ -125,19 +135,19 @@ def through_daemon(paths: QuickPaths, pid: int, args: argparse.Namespace, asked_
 
 
 def _wait_searchable(paths: QuickPaths, deadline: float, timeout: float) -> None:
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
 
     if paths.socket is None:
         fail("--searchable: the search index is off (warm.enabled = false)", EX_CONFIG)
     left = max(0.1, deadline - time.monotonic())
     try:
-        reply = ask(paths.socket, {"op": "indexed", "through": None, "timeout": left}, timeout=left + 5)
+        reply = ControlClient(paths.socket).indexed(None, wait=left)
     except MemsyncError as exc:
         fail(f"synced, but the search index could not catch up: {exc}", EX_TEMPFAIL)
-    if not reply.get("done"):
+    if not reply.done:
         fail(
-            f"synced, but not searchable within {timeout:g}s: the index is at feed position {reply.get('cursor')} "
-            f"of {reply.get('through')}",
+            f"synced, but not searchable within {timeout:g}s: the index is at feed position {reply.cursor} "
+            f"of {reply.through}",
             EX_TEMPFAIL,
         )
     say("searchable")

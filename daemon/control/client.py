@@ -1,9 +1,12 @@
-"""The control socket's client: one request to the daemon, its progress lines, its answer.
+"""The control socket's client: ``ControlClient``, one typed method per operation the daemon serves
+(``daemon.search_worker.handlers``), the one place a request is written; ``ask``, the exchange
+on the wire beneath it (one request, its progress lines, its answer).
 
-Standard library only, and nothing from the rest of memsync but its errors: ``memsync search``
-through a running daemon imports this and little else (``daemon.cli.light``), so that an agent's
-hook that searches on every prompt pays for a Python start-up, not for the whole CLI. The protocol
-is described in ``daemon.control.server``, which serves it.
+Standard library only, and nothing from the rest of memsync but its errors and the wire types of
+``sync.search.request``: ``memsync search`` and ``context`` through a running daemon import this
+and little else (``daemon.cli``'s light paths), so that an agent's hook that searches on every
+prompt pays for a Python start-up, not for the whole CLI. The protocol is described in
+``daemon.control.server``, which serves it.
 """
 
 from __future__ import annotations
@@ -12,16 +15,115 @@ import contextlib
 import json
 import socket
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sync.errors import ControlError, DaemonNotListening, TransientError
+from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
 
 Progress = Callable[[Mapping[str, Any]], None]
 
+# Seconds the socket waits beyond what a waiting op was given: the daemon answers at its deadline.
+WAIT_MARGIN = 5.0
+
+
+class UnknownOp(ControlError):
+    """The daemon predates the op (it answers with the ops it knows): a caller decides whether that
+    means nothing to show or a daemon to restart."""
+
+
+@dataclass(frozen=True, slots=True)
+class Indexed:
+    """The ``indexed`` op's answer: the index's feed position, the one waited for, and whether it
+    got there in time."""
+
+    cursor: int
+    through: int
+    done: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """The ``purged`` op's answer: the feed position waited for, and whether the index reached it
+    and purged its files of what was forgotten in time."""
+
+    through: int
+    done: bool
+
+
+class ControlClient:
+    """The running daemon's control socket at ``socket``. Every method raises DaemonNotListening
+    when nobody answers, TransientError when the answer does not come within ``timeout`` seconds,
+    ``UnknownOp`` from a daemon older than the op, and ControlError with the daemon's message
+    (its ``kind``: invalid, config, transient, internal) otherwise."""
+
+    def __init__(self, socket: Path) -> None:
+        self.socket = socket
+
+    def search(self, request: SearchRequest, *, timeout: float = 60.0) -> list[SearchResult]:
+        reply = self._ask({"op": "search", "request": request.to_wire()}, timeout=timeout)
+        if not isinstance(reply, list):
+            return []
+        return [SearchResult.from_wire(r) for r in reply if isinstance(r, Mapping)]
+
+    def recent(self, request: RecentRequest, *, timeout: float = 10.0) -> list[SearchResult]:
+        """The latest episodes under the request's filter, newest first."""
+        reply = self._ask({"op": "recent", "request": request.to_wire()}, timeout=timeout)
+        return [SearchResult.from_wire(r) for r in reply]
+
+    def episode(self, request: EpisodeRequest, *, timeout: float = 10.0) -> EpisodeView:
+        """The episode (None when the index holds no such episode) and its session's neighbours."""
+        return EpisodeView.from_wire(self._ask({"op": "episode", "request": request.to_wire()}, timeout=timeout))
+
+    def reindex(self, on_progress: Progress | None = None, *, timeout: float = 24 * 3600) -> dict[str, Any]:
+        """Rebuild the index with the configured model; its report (the layer's pass report)."""
+        return dict(self._ask({"op": "reindex"}, on_progress=on_progress, timeout=timeout))
+
+    def indexed(self, through: int | None, *, wait: float, timeout: float | None = None) -> Indexed:
+        """Wait up to ``wait`` seconds until the index reaches feed position ``through`` (None: the
+        feed's end now)."""
+        reply = self._ask(
+            {"op": "indexed", "through": through, "timeout": wait},
+            timeout=wait + WAIT_MARGIN if timeout is None else timeout,
+        )
+        return Indexed(int(reply.get("cursor") or 0), int(reply.get("through") or 0), bool(reply.get("done")))
+
+    def purged(self, *, wait: float) -> Purged:
+        """Wait up to ``wait`` seconds until the index reaches the feed's end and has purged its files
+        of what was forgotten."""
+        reply = self._ask({"op": "purged", "timeout": wait}, timeout=wait + WAIT_MARGIN)
+        return Purged(int(reply.get("through") or 0), bool(reply.get("done")))
+
+    def _ask(self, request: Mapping[str, Any], *, on_progress: Progress | None = None, timeout: float) -> Any:
+        try:
+            return ask(self.socket, request, on_progress=on_progress, timeout=timeout)
+        except ControlError as exc:
+            if exc.kind == "invalid" and str(exc).startswith("unknown op"):
+                raise UnknownOp(str(exc), exc.kind) from None
+            raise
+
+
+def ask_recent(socket: Path, request: RecentRequest, *, timeout: float = 10.0) -> list[SearchResult]:
+    """``ControlClient.recent`` for a caller to whom a daemon older than the op has no recent
+    episodes (``memsync context``), not a failure."""
+    try:
+        return ControlClient(socket).recent(request, timeout=timeout)
+    except UnknownOp:
+        return []
+
+
+def ask_episode(socket: Path, request: EpisodeRequest, *, timeout: float = 10.0) -> EpisodeView:
+    """``ControlClient.episode`` for a caller to whom a daemon older than the op has no such
+    episode, not a failure."""
+    try:
+        return ControlClient(socket).episode(request, timeout=timeout)
+    except UnknownOp:
+        return EpisodeView(None)
+
 
 def ask(path: Path, request: Mapping[str, Any], *, on_progress: Progress | None = None, timeout: float = 60.0) -> Any:
-    """Send one request to the daemon and return its result.
+    """Send one request to the daemon and return its result: the wire beneath ``ControlClient``.
 
     DaemonNotListening when nobody answers; ControlError with the daemon's message otherwise."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

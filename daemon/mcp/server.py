@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -27,6 +27,9 @@ from daemon.config import Settings
 from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchFilter, SearchRequest
+
+if TYPE_CHECKING:
+    from daemon.control.client import ControlClient
 
 T = TypeVar("T")
 
@@ -70,13 +73,17 @@ class Tools:
         self.settings = settings
         self.clock = clock
 
-    def _ask(self, request: dict[str, Any], timeout: float) -> Any:
-        from daemon.control.client import ask
+    def _ask(self, call: Callable[[ControlClient], T], *, older: str) -> T:
+        """``call`` on the daemon's control socket, its errors as one sentence; ``older``: what to
+        say when the daemon is older than the op (restart it for what)."""
+        from daemon.control.client import ControlClient, UnknownOp
 
         if not self.settings.warm.enabled:
             raise ToolError("the search index is off on this site (warm.enabled = false): memory cannot be read")
         try:
-            return ask(self.settings.socket_path, request, timeout=timeout)
+            return call(ControlClient(self.settings.socket_path))
+        except UnknownOp:
+            raise ToolError(f"the running daemon is older than this memsync: restart it {older}") from None
         except DaemonNotListening:
             raise ToolError(_no_daemon(self.settings)) from None
         except TransientError as exc:
@@ -97,12 +104,9 @@ class Tools:
             request.check()
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        reply = self._ask({"op": "search", "request": request.to_wire()}, SEARCH_TIMEOUT)
-        return Memories.model_validate({"results": reply})  # the wire's fields are the schema's
+        return Memories.of(self._ask(lambda daemon: daemon.search(request, timeout=SEARCH_TIMEOUT), older="to search"))
 
     def episode(self, id: str, neighbours: int) -> Episode:
-        from sync.search.request import EpisodeView
-
         site, _, source = id.partition(":")
         request = (
             EpisodeRequest(site=site, source_id=source, neighbours=neighbours)
@@ -113,13 +117,7 @@ class Tools:
             request.check()
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        try:
-            reply = self._ask({"op": "episode", "request": request.to_wire()}, READ_TIMEOUT)
-        except ToolError as exc:
-            if str(exc).startswith("unknown op"):
-                raise ToolError("the running daemon is older than this memsync: restart it to fetch episodes") from None
-            raise
-        view = EpisodeView.from_wire(reply)
+        view = self._ask(lambda daemon: daemon.episode(request, timeout=READ_TIMEOUT), older="to fetch episodes")
         if view.episode is None:
             raise ToolError(f"no episode {id!r} in the search index: use a pointId from search_memory's results")
         return Episode.of(view)
@@ -128,31 +126,25 @@ class Tools:
         request = RecentRequest(
             limit=limit, filter=SearchFilter(site=site, agent=agent, since_ms=_since_ms(since, self.clock()))
         )
-        try:
-            reply = self._ask({"op": "recent", "request": request.to_wire()}, READ_TIMEOUT)
-        except ToolError as exc:
-            if str(exc).startswith("unknown op"):
-                raise ToolError(
-                    "the running daemon is older than this memsync: restart it for recent activity"
-                ) from None
-            raise
-        return Memories.model_validate({"results": reply})
+        return Memories.of(
+            self._ask(lambda daemon: daemon.recent(request, timeout=READ_TIMEOUT), older="for recent activity")
+        )
 
     def health(self) -> Health:
-        from daemon.status import gather
+        from daemon.usecases.status import gather
 
         report = gather(self.settings, self.clock())
-        warm = report.get("warm") or {}
+        warm = report["warm"]
         return Health(
             site=report["site"],
             health=report["health"],
-            reasons=[str(r) for r in report.get("reasons") or []],
-            daemonRunning=bool(report["daemon"]["running"]),
-            lastSyncAt=report.get("lastSyncAt"),
-            lagSeconds=report.get("lagSeconds"),
-            backlog=report.get("backlog"),
+            reasons=list(report["reasons"]),
+            daemonRunning=report["daemon"]["running"],
+            lastSyncAt=report["lastSyncAt"],
+            lagSeconds=report["lagSeconds"],
+            backlog=report["backlog"],
             index=Index(
-                enabled=bool(warm.get("enabled")),
+                enabled=warm["enabled"],
                 state=warm.get("state"),
                 behind=warm.get("behind"),
                 lastIndexedAt=warm.get("lastIndexedAt"),
@@ -173,35 +165,33 @@ class Tools:
         assign: str | None = None,
         task_id: str | None = None,
     ) -> Approval:
-        from daemon import approval_calls
-        from daemon.site import duties_of, open_backbone
+        from daemon.site import duties_of, opened_backbone
+        from daemon.usecases import approvals
 
-        backbone = open_backbone(self.settings)
         try:
-            requested = approval_calls.request(
-                self.settings,
-                backbone,
-                duties_of(self.settings, backbone),
-                category=category,
-                summary=summary,
-                agent=agent,
-                episode=episode,
-                cost=cost_usd,
-                tests_passed=tests_passed,
-                priority=priority,
-                task=task,
-                assign=assign,
-                task_id=task_id,
-                now_ms=int(self.clock() * 1000),
-            )
+            with opened_backbone(self.settings) as backbone:
+                requested = approvals.request(
+                    self.settings,
+                    backbone,
+                    duties_of(self.settings, backbone),
+                    category=category,
+                    summary=summary,
+                    agent=agent,
+                    episode=episode,
+                    cost=cost_usd,
+                    tests_passed=tests_passed,
+                    priority=priority,
+                    task=task,
+                    assign=assign,
+                    task_id=task_id,
+                    now_ms=int(self.clock() * 1000),
+                )
         except LookupError as exc:  # task_id names none of this site's tasks
             raise ToolError(str(exc)) from None
         except BackboneNotFound as exc:
             raise ToolError(f"{exc}: give the id of one of this site's synced episodes, or leave out episode") from None
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        finally:
-            backbone.close()
         approval, linked = requested.approval, requested.task
         task_view = None if linked is None else linked.task_id
         if approval is None:
@@ -223,19 +213,17 @@ class Tools:
         )
 
     def wait_for_approval(self, approval_id: str, timeout_s: float) -> Decision:
-        from daemon import approval_calls
-        from daemon.site import duties_of, open_backbone
+        from daemon.site import duties_of, opened_backbone
+        from daemon.usecases import approvals
 
-        backbone = open_backbone(self.settings, create=False)
         try:
-            interval = duties_of(self.settings, backbone).look_interval
-            waited = approval_calls.wait(
-                self.settings, backbone, approval_id, timeout_s, interval=interval, clock=self.clock
-            )
+            with opened_backbone(self.settings, create=False) as backbone:
+                interval = duties_of(self.settings, backbone).look_interval
+                waited = approvals.wait(
+                    self.settings, backbone, approval_id, timeout_s, interval=interval, clock=self.clock
+                )
         except LookupError as exc:
             raise ToolError(str(exc)) from None
-        finally:
-            backbone.close()
         return Decision(approvalId=approval_id, status=waited.status, resolvedBy=waited.resolved_by)
 
 

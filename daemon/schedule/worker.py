@@ -302,7 +302,7 @@ def index_catch_up(settings: Settings, feed: ChangeFeed) -> str:
     its catch-up pass, asked of the warm worker (started for it). When it is not, nothing: starting
     the worker every five minutes to find nothing would keep the embedding stack in memory for good
     (it exits only after ``warm.unload_after`` idle seconds)."""
-    from daemon.control.client import ask
+    from daemon.control.client import ControlClient
     from daemon.search_worker.files import Collections
     from sync.search.collection.cursor import CursorFile
 
@@ -310,6 +310,6 @@ def index_catch_up(settings: Settings, feed: ChangeFeed) -> str:
     end = feed.feed_end()
     if cursor >= end:
         return f"search index up to date (feed position {cursor})"
-    reply = ask(settings.socket_path, {"op": "indexed", "through": end, "timeout": 300}, timeout=310)
-    state = "caught up" if reply.get("done") else "still behind"
-    return f"search index {state}: feed position {reply.get('cursor')} of {reply.get('through')}"
+    reply = ControlClient(settings.socket_path).indexed(end, wait=300, timeout=310)
+    state = "caught up" if reply.done else "still behind"
+    return f"search index {state}: feed position {reply.cursor} of {reply.through}"

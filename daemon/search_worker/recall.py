@@ -14,15 +14,16 @@ answers but says how many episodes it cannot see and what to run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from daemon.config import Settings
-from daemon.control.client import ask
+from daemon.control.client import ControlClient
 from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
 from daemon.search_worker.wiring import WarmLayer, offline_layer
-from daemon.site import never_synced, open_backbone
+from daemon.site import NeverSynced, opened_backbone
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
 from sync.search.indexing.lag import episodes_behind
@@ -62,28 +63,26 @@ def _daemon_without_warm(settings: Settings) -> None:
 def run_search(settings: Settings, request: SearchRequest) -> Found:
     request.check()
     try:
-        reply = ask(settings.socket_path, {"op": "search", "request": request.to_wire()})
+        results = ControlClient(settings.socket_path).search(request)
     except DaemonNotListening:
         _daemon_without_warm(settings)
     except ControlError as exc:
         _raise(exc)
     else:
-        return Found([SearchResult.from_wire(r) for r in reply], "daemon")
-    backbone, problem = _backbone_for_catch_up(settings)
-    try:
+        return Found(results, "daemon")
+    with ExitStack() as stack:
+        backbone, problem = _backbone_for_catch_up(settings, stack)
         with offline_layer(settings, backbone, leases=backbone) as layer:
             behind = problem if backbone is None else _catch_up_first(layer, backbone)
             return Found(layer.search(request), "this process", behind)
-    finally:
-        if backbone is not None:
-            backbone.close()
 
 
-def _backbone_for_catch_up(settings: Settings) -> tuple[Backbone | None, str | None]:
-    if never_synced(settings):
-        return None, None  # nothing was ever synced
+def _backbone_for_catch_up(settings: Settings, stack: ExitStack) -> tuple[Backbone | None, str | None]:
+    """The backbone, held open by ``stack``; None when there is none to check against, with why."""
     try:
-        return open_backbone(settings, create=False), None
+        return stack.enter_context(opened_backbone(settings, create=False, existing=True)), None
+    except NeverSynced:
+        return None, None  # nothing was ever synced
     except PathProblem:
         raise  # not a hub that is busy or away: a path only a person can fix
     except MemsyncError as exc:
@@ -110,17 +109,16 @@ def _catch_up_first(layer: WarmLayer, feed: ChangeFeed) -> str | None:
 
 def run_reindex(settings: Settings, on_progress: Callable[[Mapping[str, Any]], None]) -> tuple[dict[str, Any], str]:
     try:
-        reply = ask(settings.socket_path, {"op": "reindex"}, on_progress=on_progress, timeout=24 * 3600)
+        answered = ControlClient(settings.socket_path).reindex(on_progress)
     except DaemonNotListening:
         _daemon_without_warm(settings)
     except ControlError as exc:
         _raise(exc)
     else:
-        return dict(reply), "daemon"
-    backbone = open_backbone(settings, create=False)
-    try:
-        with offline_layer(settings, backbone, leases=backbone) as layer:
-            report = layer.reindex(lambda r: on_progress(asdict(r)))
-    finally:
-        backbone.close()
+        return answered, "daemon"
+    with (
+        opened_backbone(settings, create=False) as backbone,
+        offline_layer(settings, backbone, leases=backbone) as layer,
+    ):
+        report = layer.reindex(lambda r: on_progress(asdict(r)))
     return asdict(report), "this process"

@@ -36,7 +36,7 @@ from daemon.config import Settings, load_settings
 from daemon.control.server import ControlServer
 from daemon.search_worker.handlers import warm_handlers
 from daemon.search_worker.wiring import WarmLayer
-from daemon.site import open_backbone
+from daemon.site import opened_backbone
 from sync.errors import ConfigError, MemsyncError
 
 log = structlog.get_logger("memsync.warm")
@@ -81,8 +81,7 @@ def serve(settings: Settings, listener: socket.socket) -> None:
     """Run the layer and serve the socket until idle, stopped, or the daemon is gone."""
     stop = threading.Event()
     activity = Activity()
-    backbone = open_backbone(settings)
-    try:
+    with opened_backbone(settings) as backbone:
         warm = WarmLayer(settings, backbone, stop=stop, leases=backbone).start()
         server = ControlServer(listener, warm_handlers(warm), busy=activity.busy).start()
         _install_stop(stop)
@@ -95,8 +94,6 @@ def serve(settings: Settings, listener: socket.socket) -> None:
         finally:
             server.close()  # requests in flight finish; later ones wait for the next worker
             warm.close()
-    finally:
-        backbone.close()
 
 
 def _install_stop(stop: threading.Event) -> None:

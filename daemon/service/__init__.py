@@ -1,4 +1,4 @@
-"""Running memsync as a service (``memsync service``; the CLI is ``daemon/cli/service.py``).
+"""Running memsync as a service (``memsync service``; the CLI is ``daemon/cli/setup/service.py``).
 
 - ``spec``: ServiceSpec, everything a service file says, and where each file goes.
 - ``systemd``, ``launchd``, ``render``: the unit or plist for a spec; pure, no I/O.

@@ -1,10 +1,28 @@
 """What a site's daemon has written, read from outside it: the embedded hub's episodes and its
-count of a site's episodes, and a value of the site's state database (the sidecar)."""
+count of a site's episodes, and a value of the site's state database (the sidecar); and episodes
+pushed as a site's engine pushes them, for tests that fill a hub without an AgentDB file."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sync.backbone.base import Outcome
+    from sync.backbone.hub import HubBackbone
+
+
+def push_episode(hub: HubBackbone, source_id: str, *, task: str, output: str = "done", ts: int) -> list[Outcome]:
+    """One episode of session s1 by agent coder, pushed under ``source_id`` (a number: its AgentDB
+    id, and the cursor after it); the push's outcomes."""
+    from sync.backbone.base import PushItem
+    from sync.episode import canonical_json
+    from sync.search.indexing.text import text_hash
+
+    body = {"sessionId": "s1", "task": task, "output": output, "ts": ts, "agentName": "coder"}
+    content = text_hash(canonical_json(body).decode())
+    item = PushItem(source_id, int(source_id), f"identity-{source_id}", content, body, canonical_json(body))
+    return [result.outcome for result in hub.push([item], int(source_id))]
 
 
 def hub_episodes(hub: Path, site: str | None = None) -> list[dict[str, Any]]:

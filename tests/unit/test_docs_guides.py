@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from daemon.cli import docs as docs_command
 from daemon.cli.app import parser
 from daemon.cli.common import Exit
+from daemon.cli.setup import docs as docs_command
 from daemon.config import Settings
 from daemon.docs import configuration, guides
 from daemon.schedule.policy.job_table import JOB_NAMES

@@ -187,7 +187,7 @@ def test_the_wire_round_trips(store: EdgeStore) -> None:
 
 
 def test_a_daemon_older_than_the_ops_means_nothing_to_show_not_a_failure(short_dir: Path) -> None:
-    from daemon.control.browse_client import ask_episode, ask_recent
+    from daemon.control.client import ask_episode, ask_recent
     from daemon.control.server import ControlServer, listen
     from sync.errors import ControlError
 

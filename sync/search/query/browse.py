@@ -21,7 +21,7 @@ The ops, on the control socket's JSON lines (``daemon.control.server``):
        in time order; "episode" null when the index holds no such episode.
 
 A daemon older than these ops answers ``{"ok": false, "kind": "invalid", "error": "unknown op
-'recent'; known: ..."}``: a caller reads that as "nothing to show" (``daemon.control.browse_client``).
+'recent'; known: ..."}``: a caller reads that as "nothing to show" (``daemon.control.client.ask_recent``).
 Bad requests are ``invalid`` with one sentence saying what is wrong.
 """
 

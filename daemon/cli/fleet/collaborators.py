@@ -71,13 +71,10 @@ def list_main(args: argparse.Namespace) -> int:
 
 
 def sync_main(args: argparse.Namespace) -> int:
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
 
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings)
-        try:
+        with opened_backbone(settings) as backbone:
             say(duties_of(settings, backbone).sync_collaborators([as_stored(p) for p in settings.collaborators]))
-        finally:
-            backbone.close()
     return 0

@@ -1,4 +1,5 @@
-"""``memsync agents`` and ``memsync status --fleet``: every site and agent in the backbone."""
+"""``memsync agents`` and ``memsync status --fleet``: every site and agent in the backbone
+(``daemon.usecases.status.fleet``)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,10 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from daemon.cli.common import Commands, add_config, add_json, console, handled, load
 from daemon.counts import counted
-
-if TYPE_CHECKING:
-    from daemon.config import Settings
 
 
 def register(commands: Commands) -> None:
@@ -28,44 +26,15 @@ def register(commands: Commands) -> None:
     parser.set_defaults(run=agents_main)
 
 
-def gather(args: argparse.Namespace) -> dict[str, Any]:
-    from daemon.health.fleet import fleet_report
-    from daemon.site import open_backbone
+def _gather(args: argparse.Namespace) -> dict[str, Any]:
+    from daemon.usecases.status import fleet
 
-    settings = load(args, log_level="error")
-    backbone = open_backbone(settings, create=False)
-    try:
-        report = fleet_report(
-            backbone.sites(),
-            backbone.agents(all_sites=True),
-            backbone.job_runs(None, 200),
-            len(backbone.approvals("pending")),
-            settings.sync.lag_warning,
-            int(time.time() * 1000),
-            int(settings.jobs.stale_after * 1000),
-        )
-    finally:
-        backbone.close()
-    _local_index_state(settings, report["sites"])
-    return report
-
-
-def _local_index_state(settings: Settings, sites: list[dict[str, Any]]) -> None:
-    """This site's search index as its status file says now: the registry has it from the last
-    heartbeat (a minute old at best, and none from a `sync` without a daemon)."""
-    from daemon.search_worker.files import read_status
-
-    if not settings.warm.enabled:
-        return
-    state = (read_status(settings) or {}).get("state")
-    for site in sites:
-        if site["site"] == settings.site.name and isinstance(state, str):
-            site["index_state"] = state
+    return fleet(load(args, log_level="error"), time.time())
 
 
 def agents_main(args: argparse.Namespace) -> int:
     with handled():
-        report = gather(args)
+        report = _gather(args)
     if args.as_json:
         sys.stdout.write(json.dumps(report["agents"], indent=2) + "\n")
         return int(report["exitCode"])
@@ -81,7 +50,7 @@ def agents_main(args: argparse.Namespace) -> int:
 
 def fleet_main(args: argparse.Namespace) -> int:
     with handled():
-        report = gather(args)
+        report = _gather(args)
     if args.as_json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return int(report["exitCode"])

@@ -62,23 +62,17 @@ def _range(args: argparse.Namespace) -> tuple[str | None, int | None, int | None
     return args.site, _day_ms(args.since, "--since"), _day_ms(args.until, "--until")
 
 
-def _open(args: argparse.Namespace) -> Backbone:
-    from daemon.site import never_synced, open_backbone
-
-    settings = load(args, log_level="error")
-    if never_synced(settings):
-        fail(f"the hub {settings.hub_path} does not exist yet: nothing has been synced or archived", 1)
-    return open_backbone(settings, create=False)
-
-
 def _on_backbone(args: argparse.Namespace, call: Callable[[Backbone], T]) -> T:
     """``call`` on the configured backbone, opened for it and closed after; errors as sentences."""
+    from daemon.site import NeverSynced, opened_backbone
+
     with handled():
-        backbone = _open(args)
+        settings = load(args, log_level="error")
         try:
-            return call(backbone)
-        finally:
-            backbone.close()
+            with opened_backbone(settings, create=False, existing=True) as backbone:
+                return call(backbone)
+        except NeverSynced as exc:
+            fail(f"the hub {exc.hub} does not exist yet: nothing has been synced or archived", 1)
     raise AssertionError("handled() exits on every error")  # pragma: no cover
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from daemon.cli.common import Commands, add_config, handled, load
+from daemon.cli.common import Commands, add_config, add_take_over, handled, load
 
 
 def register(commands: Commands) -> None:
@@ -17,15 +17,6 @@ def register(commands: Commands) -> None:
     add_config(parser)
     add_take_over(parser)
     parser.set_defaults(run=main)
-
-
-def add_take_over(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--take-over",
-        action="store_true",
-        help="feed this site from here even though another machine or AgentDB file fed it until now "
-        "(a replaced laptop, a restored backup)",
-    )
 
 
 def main(args: argparse.Namespace) -> int:

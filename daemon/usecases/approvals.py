@@ -1,12 +1,14 @@
-"""Asking a person for an approval and waiting for the decision: what ``memsync approval
-request|wait`` (an agent's hooks) and ``memsync mcp``'s ``request_approval``/``wait_for_approval``
-tools both do, one implementation.
+"""Asking a person for an approval, waiting for the decision, and deciding: what ``memsync approval
+request|wait`` (an agent's hooks), ``memsync approvals approve|reject|defer`` (a person at a
+terminal) and ``memsync mcp``'s ``request_approval``/``wait_for_approval`` tools do, one
+implementation. Listing them is the backbone's own ``approvals`` call.
 
 ``request`` creates the approval in the backbone with the policy applied (``sync.policy.approvals``: some
 are approved at once), with the task it creates or links if asked (``sync.policy.tasks``: blocked while it
 waits), and has the server announce a pending one on Telegram (``ServerDuties``: the site itself on
 the embedded hub, the deployment on Convex). ``wait`` looks at the backbone until
 the approval is decided, expires or ``timeout`` seconds pass; the clock and the sleep are arguments.
+``decide`` approves, rejects or defers one, any site's, and has its Telegram message edited.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from sync.backbone.base import Approval, Task
 
 Decision = Literal["approved", "rejected", "expired", "pending"]
+Verb = Literal["approve", "reject", "defer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,3 +141,34 @@ def wait(
         if deadline is not None and monotonic() >= deadline:
             return Waited("pending")
         sleep(interval if deadline is None else max(0.0, min(interval, deadline - monotonic())))
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """What a decision did: ``status`` is the approval's now (a deferral leaves it pending, with
+    ``expires_at`` pushed out); ``note`` when its Telegram message could not be edited now."""
+
+    approval_id: str
+    status: str
+    by: str
+    expires_at: int
+    note: str | None
+
+
+def decide(
+    settings: Settings, backbone: Approvals, duties: ServerDuties, approval_id: str, verb: Verb, by: str
+) -> Decided:
+    """Approve, reject or defer (push its expiry out by its category's timeout) a pending approval,
+    as ``by``. LookupError when no approval has that id; BackboneConflict when it is decided
+    already (or deferred too often)."""
+    found = backbone.approval(approval_id)
+    if found is None:
+        raise LookupError(f"no approval {approval_id!r}: `memsync approvals` lists them")
+    if verb == "defer":
+        deferred = backbone.defer_approval(approval_id, by, settings.jobs.approval_timeout_ms(found.action_type))
+        status, expires_at = deferred.status, deferred.expires_at
+    else:
+        status = backbone.resolve_approval(approval_id, "approved" if verb == "approve" else "rejected", by)
+        expires_at = found.expires_at
+    note = duties.announce_approval(approval_id, new=False)
+    return Decided(approval_id, status, by, expires_at, note)

@@ -1,6 +1,6 @@
-"""``memsync export``: the backbone's episodes as JSON lines; ``--archived`` adds those the cleanup
-job moved to the cold archive; ``--since`` and ``--limit`` cut it down (the hub applies ``--since``
-in its query; the reading stops once ``--limit`` lines are out)."""
+"""``memsync export``: the backbone's episodes as JSON lines (``daemon.usecases.export``);
+``--archived`` adds those the cleanup job moved to the cold archive; ``--since`` and ``--limit``
+cut it down."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 import time
-from itertools import chain, islice
+from contextlib import closing
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, fail, handled, load
 
@@ -45,7 +45,8 @@ def _count(value: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.site import never_synced, open_backbone
+    from daemon.site import NeverSynced
+    from daemon.usecases.export import export
     from sync.search.query.results_text import parse_since
 
     with handled():
@@ -54,30 +55,15 @@ def main(args: argparse.Namespace) -> int:
             since_ms = None if args.since is None else parse_since(args.since, time.time())
         except ValueError as exc:
             fail(str(exc), EX_USAGE)
-        if never_synced(settings):
-            fail(
-                f"the hub {settings.hub_path} does not exist yet: nothing has been synced to it "
-                f"(run `memsync sync` or `memsync run` first)",
-                1,
-            )
-        backbone = open_backbone(settings, create=False)
-        written = 0
+        episodes = export(settings, site=args.site, since_ms=since_ms, archived=args.archived, limit=args.limit)
         try:
-            write = sys.stdout.write
-            episodes = backbone.episodes(args.site, since_ms)
-            if args.archived:
-                archived = backbone.archived_episodes(args.site)
-                if since_ms is not None:
-                    archived = (e for e in archived if e.get("ts") is not None and int(e["ts"]) >= since_ms)
-                episodes = chain(episodes, archived)
-            for episode in episodes if args.limit is None else islice(episodes, args.limit):
-                write(json.dumps(episode, ensure_ascii=False) + "\n")
-                written += 1
+            with closing(episodes):
+                write = sys.stdout.write
+                for episode in episodes:
+                    write(json.dumps(episode, ensure_ascii=False) + "\n")
         except BrokenPipeError:  # `memsync export | head` is fine
             sys.stderr.close()
             return 0
-        finally:
-            backbone.close()
-        if written == 0 and args.site is not None and since_ms is None and args.limit != 0:
-            fail(f"no episodes from site {args.site!r} in {backbone.description}", 1)
+        except NeverSynced as exc:
+            fail(f"{exc} (run `memsync sync` or `memsync run` first)", 1)
         return 0

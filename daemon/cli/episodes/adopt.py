@@ -1,14 +1,9 @@
-"""``memsync adopt``: take over a Convex deployment the seed design filled (``convex-episode-sync.sh``
-pushing episodes by (sourceSite, sourceId) with a ``metadata`` object), in place, without losing or
-duplicating an episode (``cloud_functions/adopt.ts``; docs/guides/seed.md).
+"""``memsync adopt``: take over a Convex deployment the seed design filled (``daemon.usecases.adopt``).
 
 ``--check`` says what the deployment holds, table by table and by shape, and what a run would
 change; it changes nothing. Without it the migration runs to the end, a batch at a time with
-progress; interrupted, running it again goes on where it stopped. ``--undo`` returns every episode
-to the seed's shape (and the tasks to theirs), so that the seed's functions can be deployed again.
-
-It needs the operator's credential, the deployment's deploy key in ``CONVEX_DEPLOY_KEY`` (in this
-shell only, never in a daemon's environment), as ``memsync forget`` of another site's episode does.
+progress; interrupted (Ctrl-C, SIGTERM), running it again goes on where it stopped. ``--undo``
+returns every episode to the seed's shape (and the tasks to theirs).
 """
 
 from __future__ import annotations
@@ -23,15 +18,11 @@ from typing import TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
 from daemon.duties import OPERATOR_KEY_ENV
-from sync.errors import EX_CONFIG, BackboneAuthError
+from sync.errors import EX_CONFIG
 
 if TYPE_CHECKING:
+    from daemon.usecases.adopt import Adoption
     from sync.backbone.convex.adoption import Progress, SeedAdoption, Survey
-
-NOT_CONVEX = (
-    "`memsync adopt` takes over a Convex deployment the seed design filled; this site's backbone is the embedded "
-    "hub, which holds nothing of the seed's: there is nothing to adopt"
-)
 
 
 def register(commands: Commands) -> None:
@@ -54,36 +45,23 @@ def register(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.site import duties_of, never_synced, open_backbone
+    from daemon.duties import OperatorRefused
+    from daemon.usecases.adopt import NothingToAdopt, seed_adoption
     from sync.backbone.convex.adoption import MAX_BATCH
 
     if not 1 <= args.batch <= MAX_BATCH:
         fail(f"--batch must be from 1 to {MAX_BATCH}, not {args.batch}", EX_USAGE)
     with handled():
         settings = load(args, log_level="error")
-        if never_synced(settings):
-            fail(NOT_CONVEX, EX_CONFIG)
-        backbone = open_backbone(settings, create=False)
         try:
-            adopter = duties_of(settings, backbone).adopter()
-            if adopter is None:
-                fail(NOT_CONVEX, EX_CONFIG)
-            try:
+            with seed_adoption(settings) as adopter:
                 return _run(args, adopter)
-            except BackboneAuthError:
-                fail(
-                    f"the deployment {adopter.url} refused the deploy key in {OPERATOR_KEY_ENV}: copy a current one "
-                    "from the Convex dashboard (Settings, Deploy keys) for this deployment",
-                    EX_CONFIG,
-                )
-            finally:
-                adopter.close()
-        finally:
-            backbone.close()
+        except (NothingToAdopt, OperatorRefused) as exc:
+            fail(str(exc), EX_CONFIG)
 
 
 def _run(args: argparse.Namespace, adopter: SeedAdoption) -> int:
-    from sync.backbone.convex.adoption import Progress
+    from daemon.usecases.adopt import adopt
 
     before = adopter.survey()
     if args.check:
@@ -91,22 +69,17 @@ def _run(args: argparse.Namespace, adopter: SeedAdoption) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    progress = Progress()
-    action = adopter.undo if args.undo else adopter.adopt
-    done = action(progress, limit=args.batch, stop=stop.is_set, tick=_ticker(args, before))
-    if not done:
+    adoption = adopt(adopter, before, undo=args.undo, batch=args.batch, stop=stop.is_set, tick=_ticker(args))
+    if not adoption.done:
         say("interrupted: run the same `memsync adopt` again; it goes on where it stopped")
         return 130
-    after = adopter.survey()
-    return _report_run(args, before, after, progress)
+    return _report_run(args, adoption)
 
 
-def _ticker(args: argparse.Namespace, before: Survey) -> Callable[[Progress], None]:
-    shapes = ("memsync", "adopted") if args.undo else ("seed",)
-    total = sum(before.count("episodes", shape) for shape in shapes)
+def _ticker(args: argparse.Namespace) -> Callable[[Progress, int], None]:
     verb = "returned" if args.undo else "adopted"
 
-    def tick(progress: Progress) -> None:
+    def tick(progress: Progress, total: int) -> None:
         count = progress.undone if args.undo else progress.adopted
         if not args.as_json:
             sys.stderr.write(f"memsync: {verb} {count} of {total} episodes\n")
@@ -150,7 +123,9 @@ def _say_unregistered(survey: Survey) -> None:
         )
 
 
-def _report_run(args: argparse.Namespace, before: Survey, after: Survey, progress: Progress) -> int:
+def _report_run(args: argparse.Namespace, adoption: Adoption) -> int:
+    progress, after = adoption.progress, adoption.after
+    assert after is not None  # a run that ended
     if args.as_json:
         counts = {
             "adopted": progress.adopted,

@@ -96,15 +96,12 @@ def _at(ms: int) -> str:
 
 
 def list_main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
+    from daemon.site import opened_backbone
 
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as backbone:
             found = backbone.tasks(status=args.status, agent_name=args.agent, site=args.site)
-        finally:
-            backbone.close()
     if args.as_json:
         sys.stdout.write(json.dumps([_view(t) for t in found], indent=2) + "\n")
         return 0
@@ -130,18 +127,17 @@ def list_main(args: argparse.Namespace) -> int:
 
 
 def show_main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
+    from daemon.site import opened_backbone
+    from daemon.usecases.tasks import task as task_view
 
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
-            task = backbone.task(args.task_id)
-            if task is None:
-                fail(f"no task {args.task_id!r}: `memsync tasks` lists them", EXIT_UNKNOWN)
-            approval = None if task.approval_id is None else backbone.approval(task.approval_id)
-        finally:
-            backbone.close()
+        with opened_backbone(settings, create=False) as backbone:
+            try:
+                found = task_view(backbone, args.task_id)
+            except LookupError as exc:
+                fail(str(exc), EXIT_UNKNOWN)
+    task, approval = found.task, found.approval
     if args.as_json:
         view = _view(task) | {"approval": None if approval is None else _approval_view(approval)}
         sys.stdout.write(json.dumps(view, indent=2) + "\n")
@@ -168,7 +164,8 @@ def show_main(args: argparse.Namespace) -> int:
 
 
 def update_main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
+    from daemon.site import opened_backbone
+    from daemon.usecases.tasks import update
 
     if args.status is None and args.assign is None:
         fail("nothing to change: give --status, --assign or both", EX_USAGE)
@@ -176,13 +173,11 @@ def update_main(args: argparse.Namespace) -> int:
         fail("--assign is empty: give the name of who the task is assigned to", EX_USAGE)
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
-            if backbone.task(args.task_id) is None:
-                fail(f"no task {args.task_id!r}: `memsync tasks` lists them", EXIT_UNKNOWN)
-            task = backbone.update_task(args.task_id, status=args.status, assigned_to=args.assign)
-        finally:
-            backbone.close()
+        with opened_backbone(settings, create=False) as backbone:
+            try:
+                task = update(backbone, args.task_id, status=args.status, assign=args.assign)
+            except LookupError as exc:
+                fail(str(exc), EXIT_UNKNOWN)
     assigned = f", assigned to {task.assigned_to}" if task.assigned_to else ""
     say(f"task {task.task_id} {task.status}{assigned}")
     return 0

@@ -25,7 +25,7 @@ from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console,
 from sync.backbone.base import APPROVAL_PRIORITIES
 
 if TYPE_CHECKING:
-    from sync.backbone.base import Approval, Approvals
+    from sync.backbone.base import Approval
 
 EXIT_APPROVED, EXIT_REJECTED, EXIT_EXPIRED = 0, 1, 2
 # sysexits' EX_USAGE: an id that names nothing (an approval, or the episode a request is about).
@@ -120,8 +120,8 @@ def _view(a: Approval) -> dict[str, Any]:
 
 
 def request_main(args: argparse.Namespace) -> int:
-    from daemon import approval_calls
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
+    from daemon.usecases import approvals
     from sync.errors import BackboneNotFound
 
     with handled():
@@ -134,10 +134,9 @@ def request_main(args: argparse.Namespace) -> int:
             fail("--task is empty: give the task's title, a few words saying what is to be done", EX_USAGE)
         if args.assign is not None and args.task is None:
             fail("--assign is for the task --task creates: give its title with --task too", EX_USAGE)
-        backbone = open_backbone(settings)
-        try:
+        with opened_backbone(settings) as backbone:
             try:
-                requested = approval_calls.request(
+                requested = approvals.request(
                     settings,
                     backbone,
                     duties_of(settings, backbone),
@@ -159,8 +158,6 @@ def request_main(args: argparse.Namespace) -> int:
                 fail(f"{exc}: give the id of one of this site's synced episodes, or leave out --episode", EXIT_UNKNOWN)
             if requested.note is not None:
                 console(stderr=True).print(requested.note)
-        finally:
-            backbone.close()
     approval, task = requested.approval, requested.task
     if args.as_json:
         view = _view(approval) if approval else {"approvalId": requested.approval_id}
@@ -175,20 +172,17 @@ def request_main(args: argparse.Namespace) -> int:
 
 
 def wait_main(args: argparse.Namespace) -> int:
-    from daemon import approval_calls
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
+    from daemon.usecases import approvals
 
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as backbone:
             try:
                 interval = duties_of(settings, backbone).look_interval
-                waited = approval_calls.wait(settings, backbone, args.approval_id, args.timeout, interval=interval)
+                waited = approvals.wait(settings, backbone, args.approval_id, args.timeout, interval=interval)
             except LookupError as exc:
                 fail(str(exc), EXIT_UNKNOWN)
-        finally:
-            backbone.close()
     if waited.status == "approved":
         say(f"approved by {waited.resolved_by}")
         return EXIT_APPROVED
@@ -200,15 +194,12 @@ def wait_main(args: argparse.Namespace) -> int:
 
 
 def list_main(args: argparse.Namespace) -> int:
-    from daemon.site import open_backbone
+    from daemon.site import opened_backbone
 
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as backbone:
             found = backbone.approvals(args.status, all_sites=not args.site_only)
-        finally:
-            backbone.close()
     if args.as_json:
         sys.stdout.write(json.dumps([_view(a) for a in found], indent=2) + "\n")
         return 0
@@ -238,40 +229,24 @@ def _at(ms: int) -> str:
 
 
 def decide_main(args: argparse.Namespace) -> int:
-    from daemon.site import duties_of, open_backbone
+    from daemon.site import duties_of, opened_backbone
+    from daemon.usecases.approvals import decide
 
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
     with handled():
         settings = load(args, log_level="error")
-        backbone = open_backbone(settings, create=False)
-        try:
-            if backbone.approval(args.approval_id) is None:
-                fail(f"no approval {args.approval_id!r}: `memsync approvals` lists them", EXIT_UNKNOWN)
-            if args.verb == "defer":
-                approval = backbone.defer_approval(
-                    args.approval_id, by, settings.jobs.approval_timeout_ms(_category(backbone, args.approval_id))
-                )
-                from daemon.alerts.messages import hhmm
+        with opened_backbone(settings, create=False) as backbone:
+            try:
+                decided = decide(settings, backbone, duties_of(settings, backbone), args.approval_id, args.verb, by)
+            except LookupError as exc:
+                fail(str(exc), EXIT_UNKNOWN)
+            if decided.note is not None:
+                console(stderr=True).print(decided.note)
+    if args.verb == "defer":
+        from daemon.alerts.messages import hhmm
 
-                outcome = f"deferred until {hhmm(approval.expires_at)}"
-            else:
-                status = backbone.resolve_approval(
-                    args.approval_id, "approved" if args.verb == "approve" else "rejected", by
-                )
-                outcome = f"{status} by {by}"
-            note = duties_of(settings, backbone).announce_approval(args.approval_id, new=False)
-            if note is not None:
-                console(stderr=True).print(note)
-        finally:
-            backbone.close()
+        outcome = f"deferred until {hhmm(decided.expires_at)}"
+    else:
+        outcome = f"{decided.status} by {by}"
     say(f"approval {args.approval_id} {outcome}")
     return 0
-
-
-def _category(backbone: Approvals, approval_id: str) -> str:
-    from sync.errors import BackboneNotFound
-
-    found = backbone.approval(approval_id)
-    if found is None:
-        raise BackboneNotFound(f"no approval {approval_id!r} (memsync approvals lists them)")
-    return found.action_type

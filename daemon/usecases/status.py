@@ -1,7 +1,10 @@
-"""``memsync status``: gather the facts about one site (I/O), judge them (``daemon.health.site``), show them.
+"""A site's health: gather the facts about one site (I/O) and judge them (``daemon.health.site``), as
+``memsync status`` shows them and the MCP ``memory_health`` tool answers; and the fleet's, every
+site and agent as the backbone's registry holds them (``status --fleet``, ``agents``).
 
 Safe while the daemon runs: it opens the sidecar read-only, takes its own snapshot of the AgentDB
-file, and only reads from the backbone.
+file, and only reads from the backbone. The report is one JSON-ready document (``status --json``
+prints it as is), typed key by key below.
 """
 
 from __future__ import annotations
@@ -9,19 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
-
-from rich.console import Console
-from rich.segment import Segment, Segments
-from rich.table import Table
+from typing import Any, NotRequired, TypedDict
 
 from daemon.config import Settings
 from daemon.control.lock import holder_pid
-from daemon.counts import counted
-from daemon.health.site import Facts, Level, assess, lag_seconds
+from daemon.health.site import Facts, assess, lag_seconds
 from daemon.paths import agentdb_folder_missing, agentdb_problem, writable_problem
 from daemon.search_worker.files import read_status
-from daemon.site import open_backbone, open_sidecar_readonly
+from daemon.site import open_sidecar_readonly, opened_backbone
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
 from sync.push.claim import SourceIdentity, describe, refusal
@@ -31,6 +29,128 @@ from sync.source.agentdb.reader import AgentDBReader, clock_ahead_message
 
 # Status counts the episodes the search index has not reached up to this many, then says "more than".
 BEHIND_COUNT_LIMIT = 1000
+
+
+class DaemonState(TypedDict):
+    running: bool
+    pid: int | None
+    startedAt: str | None
+
+
+class AgentDBState(TypedDict):
+    path: str
+    readable: bool
+    error: str | None
+    waiting: bool  # the file is not created yet: nothing to fix, the daemon waits for it
+    episodes: NotRequired[int]  # when readable
+    maxId: NotRequired[int]
+    mode: NotRequired[str]
+    aheadOfClock: NotRequired[float | None]  # the file's time ahead of this machine's clock, in s
+
+
+class RemoteCursor(TypedDict):
+    lastSyncedId: int
+    lastSyncedAt: str | None
+    totalSynced: int
+
+
+class ArchiveRunState(TypedDict):
+    at: str | None
+    archived: int
+    files: int
+
+
+class ArchiveState(TypedDict):
+    files: int
+    episodes: int
+    bytes: int
+    lastRun: ArchiveRunState | None
+
+
+class BackboneState(TypedDict):
+    kind: str
+    reachable: bool
+    error: str | None
+    description: NotRequired[str]  # once opened
+    cursor: NotRequired[RemoteCursor]  # the backbone's record of this site's pushes, if any
+    source: NotRequired[str | None]  # who feeds the site, as recorded
+    archive: NotRequired[ArchiveState | None]
+
+
+class PurgeState(TypedDict):
+    state: Any
+    at: str | None
+    detail: Any
+
+
+class WarmState(TypedDict):
+    """The search index; with it off, only ``enabled`` and ``problem``. The values from the warm
+    layer's status file are as it wrote them."""
+
+    enabled: bool
+    state: NotRequired[str]
+    detail: NotRequired[Any]
+    pausedUntil: NotRequired[str | None]
+    problem: str | None
+    store: NotRequired[str]
+    embedder: NotRequired[str]
+    collection: NotRequired[Any]
+    model: NotRequired[Any]
+    # False once the daemon has let the idle model go (warm.unload_after); the next use loads it.
+    modelLoaded: NotRequired[Any]
+    feedCursor: NotRequired[Any]
+    # Episodes in the backbone the index has not reached; None when the backbone did not answer.
+    behind: NotRequired[int | None]
+    behindExact: NotRequired[bool | None]
+    embedded: NotRequired[Any]
+    lastIndexedAt: NotRequired[str | None]
+    # After a forget: the index's files rebuilt without the forgotten episodes (owed, purging,
+    # purged, failed), and when.
+    purge: NotRequired[PurgeState | None]
+    # A shared Qdrant: the alias every site goes through, and what happened when another site's
+    # rebuild moved it (the collection this site used went away while it was offline, say).
+    alias: NotRequired[Any]
+    notice: NotRequired[Any]
+
+
+class TelegramState(TypedDict):
+    """Whether alerts reach Telegram, and what waits in the outbox (never the token)."""
+
+    enabled: bool
+    chat: str | None
+    waiting: int | None
+    lastError: str | None
+    lastSentAt: str | None
+    tokenRefused: str | None
+
+
+class StatusReport(TypedDict):
+    """The report, under its JSON's names (``status --json``)."""
+
+    site: str
+    health: str  # ok | degraded | down
+    exitCode: int  # 0 ok, 1 degraded, 2 down (``daemon.health.site.Level``)
+    reasons: list[str]
+    daemon: DaemonState
+    cursor: int
+    synced: int
+    backlog: int | None
+    lastSyncAt: str | None
+    lagSeconds: float | None
+    quarantined: int
+    conflicts: int
+    # Episodes synced with secrets replaced by markers (never the secrets themselves).
+    redacted: int
+    redaction: bool
+    lastError: str | None
+    agentdb: AgentDBState
+    backbone: BackboneState
+    warm: WarmState
+    telegram: TelegramState
+    stateFile: str
+    pathProblem: str | None
+    # Why `run` and `sync` refuse this machine (exit 78): another source feeds the site.
+    sourceRefused: str | None
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -43,8 +163,8 @@ def _float(value: str | None) -> float | None:
     return None if value is None else float(value)
 
 
-def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
-    """Everything status shows, as one JSON-ready dict (``status --json`` prints it as is)."""
+def gather(settings: Settings, now: float | None = None) -> StatusReport:
+    """Everything status shows, as one JSON-ready document (``status --json`` prints it as is)."""
     now = time.time() if now is None else now
     meta: dict[str, str | None] = {}
     cursor = quarantined = conflicts = synced = 0
@@ -78,12 +198,16 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         pid = holder_pid(settings.lock_path)
     except OSError:
         pid = None  # the lock is out of reach: path_problem says why, and no daemon of ours could run
-    agentdb: dict[str, Any] = {"path": str(settings.agentdb.path), "readable": False, "error": None}
     backlog: int | None = None
     oldest: float | None = None
     problem = agentdb_problem(settings.agentdb.path)
-    # A file the agent has not created yet is nothing to fix: nothing waits, and the daemon waits for it.
-    agentdb["waiting"] = problem is None and not settings.agentdb.path.exists()
+    agentdb: AgentDBState = {
+        "path": str(settings.agentdb.path),
+        "readable": False,
+        "error": None,
+        # A file the agent has not created yet is nothing to fix: nothing waits, and the daemon waits for it.
+        "waiting": problem is None and not settings.agentdb.path.exists(),
+    }
     if agentdb["waiting"]:
         backlog = 0
     else:
@@ -92,8 +216,8 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
                 raise PathProblem(problem)
             with (reader := AgentDBReader(settings.agentdb.path)).snapshot() as snap:
                 backlog = snap.count_after(cursor)
-                agentdb.update(readable=True, episodes=snap.count(), maxId=snap.max_id(), mode=snap.mode)
-                # The file's time ahead of this machine's clock, in seconds (None: it is not).
+                agentdb["readable"] = True
+                agentdb["episodes"], agentdb["maxId"], agentdb["mode"] = snap.count(), snap.max_id(), snap.mode
                 agentdb["aheadOfClock"] = reader.ahead_of_clock_s and round(reader.ahead_of_clock_s)
                 created = snap.oldest_created_after(cursor)
                 oldest = None if created is None else (created / 1000 if created > 100_000_000_000 else created)
@@ -118,7 +242,7 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         conflicts=conflicts,
         warm_problem=warm.get("problem"),
         source_refused=refused,
-        clock_ahead=clock_ahead_message(agentdb["aheadOfClock"]) if agentdb.get("aheadOfClock") else None,
+        clock_ahead=clock_ahead_message(ahead) if (ahead := agentdb.get("aheadOfClock")) else None,
         agentdb_folder=agentdb_folder_missing(settings.agentdb.path) if agentdb["waiting"] else None,
     )
     level, reasons = assess(facts)
@@ -140,7 +264,6 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         "lagSeconds": None if lag is None else round(lag, 3),
         "quarantined": quarantined,
         "conflicts": conflicts,
-        # Episodes synced with secrets replaced by markers (never the secrets themselves).
         "redacted": int(_float(meta.get("redacted_episodes")) or 0),
         "redaction": settings.privacy.redact,
         "lastError": meta.get("last_error"),
@@ -150,7 +273,6 @@ def gather(settings: Settings, now: float | None = None) -> dict[str, Any]:
         "telegram": _telegram(settings),
         "stateFile": str(settings.state_path),
         "pathProblem": path_problem,
-        # Why `run` and `sync` refuse this machine (exit 78): another source feeds the site.
         "sourceRefused": refused,
     }
 
@@ -163,27 +285,35 @@ def _refused(settings: Settings, meta: dict[str, str | None], recorded: SourceRe
     return refusal(recorded, replace(here, instance=instance or ""), settings.site.name)
 
 
-def _telegram(settings: Settings) -> dict[str, Any]:
+def _telegram(settings: Settings) -> TelegramState:
     """Whether alerts reach Telegram, and what waits in the outbox (never the token)."""
     from daemon.alerts.store import outbox_summary
 
-    found: dict[str, Any] = {"enabled": settings.telegram.enabled, "chat": settings.telegram.chat_id}
-    outbox = outbox_summary(settings.alerts_path, settings.site.name)
-    found.update(outbox or {"waiting": 0, "lastError": None, "lastSentAt": None, "tokenRefused": None})
-    if found["lastSentAt"] is not None:
-        found["lastSentAt"] = _iso(found["lastSentAt"] / 1000)
-    return found
+    outbox = outbox_summary(settings.alerts_path, settings.site.name) or {
+        "waiting": 0,
+        "lastError": None,
+        "lastSentAt": None,
+        "tokenRefused": None,
+    }
+    sent_at = outbox["lastSentAt"]
+    return {
+        "enabled": settings.telegram.enabled,
+        "chat": settings.telegram.chat_id,
+        "waiting": outbox["waiting"],
+        "lastError": outbox["lastError"],
+        "lastSentAt": None if sent_at is None else _iso(sent_at / 1000),
+        "tokenRefused": outbox["tokenRefused"],
+    }
 
 
-def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | None, SourceRecord | None]:
+def _backbone(settings: Settings) -> tuple[BackboneState, tuple[int, bool] | None, SourceRecord | None]:
     """The backbone as this site sees it, how far the search index is behind it, and the source
     recorded as feeding the site."""
-    backbone: dict[str, Any] = {"kind": settings.backbone.kind, "reachable": False, "error": None}
+    backbone: BackboneState = {"kind": settings.backbone.kind, "reachable": False, "error": None}
     behind: tuple[int, bool] | None = None
     source: SourceRecord | None = None
     try:
-        bb = open_backbone(settings, create=False)
-        try:
+        with opened_backbone(settings, create=False) as bb:
             backbone["description"] = bb.description
             bb.ping()
             remote = bb.site_cursor()
@@ -201,14 +331,12 @@ def _backbone(settings: Settings) -> tuple[dict[str, Any], tuple[int, bool] | No
             except MemsyncError:  # a hub no daemon of this version has opened yet has no archive
                 backbone["archive"] = None
             behind = _index_behind(settings, bb)
-        finally:
-            bb.close()
     except MemsyncError as exc:
         backbone["error"] = str(exc)
     return backbone, behind, source
 
 
-def _archive(archive: ColdArchive) -> dict[str, Any]:
+def _archive(archive: ColdArchive) -> ArchiveState:
     """The cold archive: its files' episodes and size, and the cleanup job's last run."""
     files = archive.archive_files()
     run = archive.last_archive_run()
@@ -231,7 +359,7 @@ def _index_behind(settings: Settings, feed: ChangeFeed) -> tuple[int, bool] | No
     return episodes_behind(feed, cursor, BEHIND_COUNT_LIMIT)
 
 
-def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | None) -> dict[str, Any]:
+def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | None) -> WarmState:
     """The search index, as the daemon's warm layer last reported it, and how far behind it is."""
     if not settings.warm.enabled:
         return {"enabled": False, "problem": None}
@@ -254,25 +382,19 @@ def _warm(settings: Settings, daemon_running: bool, behind: tuple[int, bool] | N
         "embedder": settings.warm.embedder,
         "collection": found.get("collection", settings.warm.collection),
         "model": found.get("model"),
-        # False once the daemon has let the idle model go (warm.unload_after); the next use loads it.
         "modelLoaded": found.get("modelLoaded"),
         "feedCursor": found.get("cursor"),
-        # Episodes in the backbone the index has not reached; None when the backbone did not answer.
         "behind": None if behind is None else behind[0],
         "behindExact": None if behind is None else behind[1],
         "embedded": totals.get("embedded"),
         "lastIndexedAt": _iso(found.get("lastPassAt")),
-        # After a forget: the index's files rebuilt without the forgotten episodes (owed, purging,
-        # purged, failed), and when.
         "purge": _purge(found.get("purge")),
-        # A shared Qdrant: the alias every site goes through, and what happened when another site's
-        # rebuild moved it (the collection this site used went away while it was offline, say).
         "alias": found.get("alias"),
         "notice": found.get("notice"),
     }
 
 
-def _purge(found: Any) -> dict[str, Any] | None:
+def _purge(found: Any) -> PurgeState | None:
     if not isinstance(found, dict):
         return None
     at = found.get("at")
@@ -283,102 +405,31 @@ def _purge(found: Any) -> dict[str, Any] | None:
     }
 
 
-def _behind_text(warm: dict[str, Any]) -> str:
-    count = warm.get("behind")
-    if count is None:
-        return "how far behind is unknown (backbone unreachable)"
-    if count == 0:
-        return "up to date"
-    return f"{'more than ' if not warm.get('behindExact') else ''}{counted(count, 'episode')} behind"
+def fleet(settings: Settings, now: float) -> dict[str, Any]:
+    """Every site and agent in the backbone, online or not, and the fleet judged by its worst
+    (``daemon.health.fleet.fleet_report``'s document: ``status --fleet --json`` prints it as is)."""
+    from daemon.health.fleet import fleet_report
 
-
-def _telegram_line(telegram: dict[str, Any]) -> str:
-    if not telegram["enabled"]:
-        return "off (alerts go to the log only)"
-    waiting = f"{counted(telegram['waiting'], 'message')} waiting" if telegram["waiting"] else "nothing waiting"
-    error = f" (last error: {telegram['lastError']})" if telegram["waiting"] and telegram["lastError"] else ""
-    last = f"; last sent {telegram['lastSentAt']}" if telegram["lastSentAt"] else ""
-    refused = f"; [red]{telegram['tokenRefused']}[/]" if telegram.get("tokenRefused") else ""
-    return f"chat {telegram['chat']}: {waiting}{error}{last}{refused}"
-
-
-def _agentdb_text(adb: dict[str, Any]) -> str:
-    if adb["waiting"]:
-        return f"waiting for the AgentDB file at {adb['path']} (not created yet)"
-    if adb["readable"]:
-        return f"{adb['path']}: {counted(adb['episodes'], 'episode')}, max id {adb['maxId']}"
-    return f"{adb['path']}: [red]{adb['error']}[/]"
-
-
-def print_stripped(table: Table, console: Console) -> None:
-    """The table without the spaces rich pads its last column with: a line that ends in spaces
-    breaks a diff, a grep for ``$`` and a terminal's copy."""
-    for line in console.render_lines(table, console.options, pad=False):
-        while line and not line[-1].control and not line[-1].text.strip():
-            line.pop()
-        if line and not line[-1].control:
-            last = line[-1]
-            line[-1] = Segment(last.text.rstrip(), last.style)
-        console.print(Segments([*line, Segment.line()]), soft_wrap=True, end="")
-
-
-_STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
-
-
-def render(report: dict[str, Any], console: Console) -> None:
-    level = Level(report["exitCode"])
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
-    table.add_row("site", report["site"])
-    table.add_row("health", f"[{_STYLE[level]}]{level.label}[/]")
-    daemon = report["daemon"]
-    table.add_row("daemon", f"running (pid {daemon['pid']})" if daemon["running"] else "[yellow]not running[/]")
-    bb = report["backbone"]
-    reach = "[green]reachable[/]" if bb["reachable"] else f"[red]unreachable[/]: {bb['error']}"
-    table.add_row("backbone", f"{bb['kind']} ({bb.get('description', '?')}): {reach}")
-    if bb.get("source"):
-        table.add_row("fed by", bb["source"])
-    table.add_row("agentdb", _agentdb_text(report["agentdb"]))
-    table.add_row("cursor", f"{report['cursor']} ({counted(report['synced'], 'episode')} synced)")
-    table.add_row("backlog", "?" if report["backlog"] is None else str(report["backlog"]))
-    table.add_row("last sync", report["lastSyncAt"] or "never")
-    table.add_row("lag", "?" if report["lagSeconds"] is None else f"{report['lagSeconds']:.1f}s")
-    table.add_row("quarantined", str(report["quarantined"]))
-    table.add_row("conflicts", f"{report['conflicts']} (reused ids; both episodes kept)")
-    table.add_row(
-        "redacted",
-        f"{counted(report['redacted'], 'episode')} had secrets replaced before they left"
-        if report["redaction"]
-        else "[yellow]off[/] (privacy.redact = false: secrets in episodes leave the site)",
-    )
-    archive = bb.get("archive")
-    if archive is not None:
-        run = archive["lastRun"]
-        last = "never run" if run is None else f"last run {run['at']}: {counted(run['archived'], 'episode')} archived"
-        table.add_row(
-            "archive",
-            f"{counted(archive['episodes'], 'episode')} in {counted(archive['files'], 'file')}, "
-            f"{archive['bytes']:,} bytes; {last}",
+    with opened_backbone(settings, create=False) as backbone:
+        report = fleet_report(
+            backbone.sites(),
+            backbone.agents(all_sites=True),
+            backbone.job_runs(None, 200),
+            len(backbone.approvals("pending")),
+            settings.sync.lag_warning,
+            int(now * 1000),
+            int(settings.jobs.stale_after * 1000),
         )
-    warm = report["warm"]
-    if not warm["enabled"]:
-        table.add_row("search index", "off (warm.enabled = false)")
-    else:
-        where = f"{warm['store']} {warm['collection']}, {warm['model'] or warm['embedder']}"
-        shown = warm["problem"] or f"{warm['state']}, {_behind_text(warm)}"
-        if warm["modelLoaded"] is False:
-            shown += " (model let go while idle)"
-        purge = warm.get("purge")
-        if purge is not None:
-            when = f" {purge['at']}" if purge["at"] else ""
-            shown += f"; forgotten episodes' purge: {purge['state']}{when}"
-        if warm.get("alias"):
-            where += f" (behind alias {warm['alias']})"
-        if warm.get("notice"):
-            shown += f"; {warm['notice']}"
-        table.add_row("search index", f"{where}: {shown}")
-    table.add_row("telegram", _telegram_line(report["telegram"]))
-    print_stripped(table, console)
-    for reason in report["reasons"]:
-        console.print(f"[{_STYLE[level]}]- {reason}[/]")
+    _local_index_state(settings, report["sites"])
+    return report
+
+
+def _local_index_state(settings: Settings, sites: list[dict[str, Any]]) -> None:
+    """This site's search index as its status file says now: the registry has it from the last
+    heartbeat (a minute old at best, and none from a `sync` without a daemon)."""
+    if not settings.warm.enabled:
+        return
+    state = (read_status(settings) or {}).get("state")
+    for site in sites:
+        if site["site"] == settings.site.name and isinstance(state, str):
+            site["index_state"] = state

@@ -1,0 +1,23 @@
+"""What memsync does for a person or an agent, as plain functions that the CLI (``daemon/cli``),
+the MCP server (``daemon/mcp``) and any other front end call alike. One module per use case:
+
+- ``status``: one site's health, gathered from its files, the backbone and the search index; and
+  the fleet's, as the backbone's registry holds it
+- ``forget``: find the episodes holding a text (the plan), and forget episodes everywhere they reach
+- ``export``: the backbone's episodes, hot and archived, oldest first
+- ``adopt``: take over (or give back) a Convex deployment the seed design filled
+- ``jobs``: the periodic jobs as they stand, running one now, the daily digest
+- ``approvals``: ask a person, wait for the decision, decide one
+- ``tasks``: one task with its approval; changing a task
+- ``context``: the memories for a task or a prompt, from the running daemon
+
+A use case takes the settings or the parts it works on (a backbone opened with
+``daemon.site.opened_backbone``, the server's duties), plain arguments and, where time matters,
+the clock; it returns a dataclass (or the backbone's own documents) and raises memsync's errors
+(``sync.errors``; ``ValueError`` for arguments that cannot be, ``LookupError`` for an id that
+names nothing). It never parses arguments, prints or exits: the front end does, and maps the
+errors to its own words and exit codes. Searching is the search index's own
+(``daemon.search_worker.recall``: through the daemon, or in this process).
+
+This ``__init__`` imports nothing: ``context`` is on the light path of an agent's hook.
+"""

@@ -1,0 +1,42 @@
+"""The backbone's episodes as they are held: oldest first, in the backbone's camelCase fields (the
+names ``search --json`` uses); with ``archived``, those the cleanup job moved to the cold archive
+after the hot ones. ``since_ms`` and ``limit`` cut it down (the hub applies ``since_ms`` in its
+query; the reading stops once ``limit`` episodes are out)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from itertools import chain, islice
+from typing import TYPE_CHECKING, Any
+
+from daemon.site import opened_backbone
+from sync.errors import BackboneNotFound
+
+if TYPE_CHECKING:
+    from daemon.config import Settings
+
+
+def export(
+    settings: Settings,
+    *,
+    site: str | None = None,
+    since_ms: int | None = None,
+    archived: bool = False,
+    limit: int | None = None,
+) -> Generator[dict[str, Any], None, None]:
+    """The episodes, one at a time, the backbone held open while they are read (close the iterator
+    to stop early). Raises ``NeverSynced`` when the embedded hub was never created, and
+    ``BackboneNotFound`` once the reading ends when ``site`` names a site with no episodes at all."""
+    with opened_backbone(settings, create=False, existing=True) as backbone:
+        episodes = backbone.episodes(site, since_ms)
+        if archived:
+            cold = backbone.archived_episodes(site)
+            if since_ms is not None:
+                cold = (e for e in cold if e.get("ts") is not None and int(e["ts"]) >= since_ms)
+            episodes = chain(episodes, cold)
+        given = 0
+        for episode in episodes if limit is None else islice(episodes, limit):
+            yield episode
+            given += 1
+        if given == 0 and site is not None and since_ms is None and limit != 0:
+            raise BackboneNotFound(f"no episodes from site {site!r} in {backbone.description}")
