@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -29,7 +29,7 @@ from typing import Any, Final
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, parse_or_none, say
 from daemon.context.compose import Block, compose
 from daemon.context.hook import TOOLS
-from sync.search.request import MAX_LIMIT, RecentRequest, SearchFilter, SearchRequest, SearchResult
+from sync.search.request import MAX_LIMIT, RecentRequest, SearchAnswer, SearchFilter, SearchRequest, SearchResult
 
 DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
 DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice
@@ -130,9 +130,10 @@ def _paths(config: Path | None) -> tuple[Path | None, Path]:
 
 
 def _results(reply: Any) -> list[SearchResult]:
-    if not isinstance(reply, list):
+    try:
+        return SearchAnswer.from_wire(reply).results
+    except ValueError:
         return []
-    return [SearchResult.from_wire(r) for r in reply if isinstance(r, Mapping)]
 
 
 def gather(

@@ -26,7 +26,7 @@ from daemon.site import never_synced, open_backbone
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
 from sync.search.indexing.lag import episodes_behind
-from sync.search.request import SearchRequest, SearchResult
+from sync.search.request import SearchAnswer, SearchRequest, SearchResult
 
 # Episodes a search with no daemon running indexes itself before answering: about a second of the
 # local model's time; beyond it the search answers at once and says what it cannot see.
@@ -35,9 +35,13 @@ CATCH_UP_LIMIT = 200
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    results: list[SearchResult]
+    answer: SearchAnswer
     via: str  # "daemon" or "this process"
     behind: str | None = None  # what the answer cannot see, in a sentence
+
+    @property
+    def results(self) -> list[SearchResult]:
+        return self.answer.results
 
 
 def _raise(exc: ControlError) -> None:
@@ -68,12 +72,12 @@ def run_search(settings: Settings, request: SearchRequest) -> Found:
     except ControlError as exc:
         _raise(exc)
     else:
-        return Found([SearchResult.from_wire(r) for r in reply], "daemon")
+        return Found(SearchAnswer.from_wire(reply), "daemon")
     backbone, problem = _backbone_for_catch_up(settings)
     try:
         with offline_layer(settings, backbone, leases=backbone) as layer:
             behind = problem if backbone is None else _catch_up_first(layer, backbone)
-            return Found(layer.search(request), "this process", behind)
+            return Found(layer.answer(request), "this process", behind)
     finally:
         if backbone is not None:
             backbone.close()
