@@ -197,7 +197,19 @@ def search(
     return answer(store, embedder, request, now_ms=now_ms, reranker=reranker, fusion=fusion, decay=decay).results
 
 
-def answer(
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What the ranking shows of a query, before any judgement: the first ``limit`` episodes in
+    order, the pool they came from, the ranker's own score for each, how many near-duplicates each
+    stands for."""
+
+    ranked: list[Ranked]
+    pool: Pool
+    ranking_score: Mapping[str, float]
+    duplicates: Mapping[str, int]
+
+
+def rank(
     store: VectorStore,
     embedder: Embedder,
     request: SearchRequest,
@@ -206,9 +218,8 @@ def answer(
     reranker: Reranker | None = None,
     fusion: Ranking = DEFAULT_RANKING,
     decay: bool = True,
-    calibration: Calibration | None = None,
-) -> SearchAnswer:
-    """The query's results, judged and cut at the floor, and the identifiers it names that no memory holds."""
+) -> Shown:
+    """The query's first ``limit`` episodes, ranked (the pipeline of the module's docstring)."""
     request.check()
     if request.rerank and reranker is None:
         raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
@@ -228,17 +239,52 @@ def answer(
         vectors = {p.id: p.dense for p in store.get([r.id for r in ranked], with_vectors=True)}
         ranked = mmr([replace(r, vector=vectors.get(r.id)) for r in ranked], request.limit, MMR_DIVERSITY)
     shown = ranked[: request.limit]
+    duplicates = {
+        r.id: members[str(r.payload.get(DUPLICATE_KEY) or r.id)] - 1 if request.collapse else 0 for r in shown
+    }
+    return Shown(shown, pool, ranking_score, duplicates)
+
+
+def answer(
+    store: VectorStore,
+    embedder: Embedder,
+    request: SearchRequest,
+    *,
+    now_ms: int,
+    reranker: Reranker | None = None,
+    fusion: Ranking = DEFAULT_RANKING,
+    decay: bool = True,
+    calibration: Calibration | None = None,
+) -> SearchAnswer:
+    """The query's results, judged and cut at the floor, and the identifiers it names that no memory holds."""
+    shown = rank(store, embedder, request, now_ms=now_ms, reranker=reranker, fusion=fusion, decay=decay)
+    return judge(store, embedder.name, request, shown, now_ms=now_ms, calibration=calibration)
+
+
+def judge(
+    store: VectorStore,
+    model: str,
+    request: SearchRequest,
+    shown: Shown,
+    *,
+    now_ms: int,
+    calibration: Calibration | None = None,
+) -> SearchAnswer:
+    """The ranking's results judged (``sync.search.query.judgement``: why each ranked, how relevant
+    it is), cut at the floor, and the query's identifiers no memory holds (``presence``); ``model``:
+    the embedder's name, whose cosine floor relevance reads."""
+    pool = shown.pool
     named = identifiers(request.query)[:NAMED_MAX]
     calibration = calibration or shipped_calibration()
-    whys = explain(store, request.query, shown, pool, ranking_score, named, windows(request.query, now_ms))
+    whys = explain(store, request.query, shown.ranked, pool, shown.ranking_score, named, windows(request.query, now_ms))
     median_cosine = pool_median([s.score for s in pool.dense])
     results = [
         replace(
-            _result(r, members[str(r.payload.get(DUPLICATE_KEY) or r.id)] - 1 if request.collapse else 0),
+            _result(r, shown.duplicates.get(r.id, 0)),
             why=why,
-            relevance=relevance(why, calibration, embedder.name, median_cosine),
+            relevance=relevance(why, calibration, model, median_cosine),
         )
-        for r, why in zip(shown, whys, strict=True)
+        for r, why in zip(shown.ranked, whys, strict=True)
     ]
     judged = pool.ranker in ("learned", "fusion")
     floor = (calibration.cutoff if request.floor is None else request.floor) if judged else None
