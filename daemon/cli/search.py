@@ -85,6 +85,13 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
         help="show everything found: near-duplicates (collapsed by default) and results under the relevance floor",
     )
     parser.add_argument(
+        "--floor",
+        type=float,
+        metavar="P",
+        help="the least relevance a result needs, 0-1 (default: the calibrated floor, which cuts what shares "
+        "nothing with the query; 0: none)",
+    )
+    parser.add_argument(
         "--mode", choices=("hybrid", "dense", "bm25"), default="hybrid", help="hybrid (default); the others compare"
     )
     add_json(parser)
@@ -106,7 +113,7 @@ def request_from(args: argparse.Namespace) -> SearchRequest:
         rerank=args.rerank,
         mmr=args.mmr,
         mode=args.mode,
-        floor=0.0 if args.all_duplicates else None,
+        floor=0.0 if args.all_duplicates else args.floor,
     )
     request.check()
     return request
