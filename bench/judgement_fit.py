@@ -25,6 +25,7 @@ to it; the figures at every floor are printed.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -256,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--locomo", type=Path, help="LoCoMo's development half, to measure the embedder's floor")
     parser.add_argument("--embedder-floor", type=float, help="MiniLM's floor, when measured already (skips --locomo)")
     parser.add_argument("--out", type=Path, help="write the calibration here (sync/search/query/relevance_model.json)")
+    parser.add_argument("--markdown", type=Path, help="write the figures here as markdown tables")
     args = parser.parse_args(argv)
     queries = load(args.capture)
     queries_by_index.update(enumerate(queries))
@@ -273,9 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     best_name, best_l2 = min(results, key=lambda k: (choice_loss(results[k]), -k[1]))
     folds = results[best_name, best_l2]
     print(f"\nchosen: {best_name}, l2 {best_l2}")
-    report(queries, folds)
     cutoff = choose_floor(queries, folds)
-    print(f"the search's floor: {cutoff:g}")
+    markdown = report(queries, folds, results, (best_name, best_l2))
+    markdown += f"\nThe search's floor, chosen as the module says: {cutoff:g}. MiniLM's cosine floor: {floor:.3f}.\n"
+    print(markdown)
+    if args.markdown is not None:
+        args.markdown.write_text(markdown, encoding="utf-8")
     if args.out is not None:
         trained = [q for q in queries if not (q.set == "context" and q.fold == "check")]
         cal = fit(trained, FEATURE_SETS[best_name], best_l2, floor, cutoff)
@@ -321,28 +326,78 @@ def choose_floor(queries: Sequence[Query], folds: Folds) -> float:
     return chosen
 
 
-def report(queries: Sequence[Query], folds: Folds) -> None:
-    locomo = [q for q in queries if q.set == "locomo"]
-    labelled = [q for q in queries if q.set != "locomo"]
-    context_check = [q for q in queries if q.set == "context" and q.fold == "check"]
-    print(
-        "floor | LoCoMo R@5/10/25/50 | relevant kept (top 10): LoCoMo / warm / context | nothing (context) | shown/10"
-    )
+SETS: Final = ("locomo", "warm", "context")
+BINS: Final = (0.0, 0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 1.0)
+
+
+def noise_cut(pred: Mapping[tuple[int, int], float], queries: Sequence[Query], floor: float, top: int = 10) -> float:
+    """The share of the results that are not relevant, among each query's first ``top``, that the floor cuts."""
+    values = [pred[h.query, h.rank] < floor for q in queries for h in q.hits[:top] if not h.relevant]
+    return sum(values) / len(values) if values else 0.0
+
+
+def report(
+    queries: Sequence[Query], folds: Folds, results: Mapping[tuple[str, float], Folds], chosen: tuple[str, float]
+) -> str:
+    """The figures, as markdown: every fold's held-out loss, the calibration's reliability, and
+    what each floor keeps and cuts."""
+    by_set = {s: [q for q in queries if q.set == s] for s in SETS}
+    locomo = by_set["locomo"]
+    context_check = [q for q in by_set["context"] if q.fold == "check"]
+    lines = ["### Held-out log loss per fold (lower is better; each query weighs the same)", ""]
+    folds_named = list(folds.loss)
+    lines.append("| features | l2 | " + " | ".join(folds_named) + " |")
+    lines.append("|---|---|" + "---|" * len(folds_named))
+    for (name, l2), measured in sorted(results.items(), key=lambda kv: choice_loss(kv[1])):
+        mark = " (chosen)" if (name, l2) == chosen else ""
+        losses = " | ".join(f"{measured.loss[k]:.4f}" for k in folds_named)
+        lines.append(f"| {name}{mark} | {l2:g} | {losses} |")
+    lines += ["", "### Reliability, held out: predicted against observed share relevant (first ten of each query)", ""]
+    lines.append("| relevance | " + " | ".join(f"{s}: hits, predicted, observed" for s in SETS) + " |")
+    lines.append("|---|" + "---|" * len(SETS))
+    for low, high in [(0.0, 0.0), *itertools.pairwise(BINS)]:
+        cells = []
+        for s in SETS:
+            hits = [
+                h
+                for q in by_set[s]
+                for h in q.hits[:10]
+                if (folds.pred[h.query, h.rank] == 0.0 if high == 0.0 else low < folds.pred[h.query, h.rank] <= high)
+            ]
+            if not hits:
+                cells.append("0")
+                continue
+            predicted = sum(folds.pred[h.query, h.rank] for h in hits) / len(hits)
+            observed = sum(h.relevant for h in hits) / len(hits)
+            cells.append(f"{len(hits)}, {predicted:.3f}, {observed:.3f}")
+        label = "0 (shares nothing)" if high == 0.0 else f"{low:g}-{min(high, 1.0):g}"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     base = [recall(locomo, lambda q: list(q.ids), k) for k in KS]
-    print("none  | " + "/".join(f"{v:.1f}" for v in base))
+    lines += ["", "### What each floor keeps and cuts, held out", ""]
+    lines.append(
+        "| floor | LoCoMo R@5 / 10 / 25 / 50 | relevant kept in the first 10: LoCoMo / search set / context set "
+        "| not relevant cut: LoCoMo / search set / context set | shown of 10: LoCoMo / labelled sets "
+        "| context check, should get nothing: all cut |"
+    )
+    lines.append("|---|---|---|---|---|---|")
+    labelled = by_set["warm"] + by_set["context"]
+    lines.append("| none | " + " / ".join(f"{v:.1f}" for v in base) + " | 100 / 100 / 100 | 0 / 0 / 0 | | |")
     for f in FLOORS:
         keep = kept_ids(folds.pred, f)
         rk = [recall(locomo, keep, k) for k in KS]
-        kept = [relevant_kept(folds.pred, [q for q in queries if q.set == s], f) for s in ("locomo", "warm", "context")]
-        print(
-            f"{f:6.4f} | "
-            + "/".join(f"{v:.1f}" for v in rk)
+        kept = [100 * relevant_kept(folds.pred, by_set[s], f) for s in SETS]
+        cut = [100 * noise_cut(folds.pred, by_set[s], f) for s in SETS]
+        shown = f"{shown_per_query(folds.pred, locomo, f, 10):.1f} / {shown_per_query(folds.pred, labelled, f, 10):.1f}"
+        lines.append(
+            f"| {f:g} | "
+            + " / ".join(f"{v:.1f}" for v in rk)
             + " | "
-            + " / ".join(f"{100 * v:.1f}%" for v in kept)
-            + f" | {100 * nothing_share(folds.pred, context_check, f):.0f}% check"
-            + f" | {shown_per_query(folds.pred, labelled, f, 10):.1f} labelled,"
-            + f" {shown_per_query(folds.pred, locomo, f, 10):.1f} locomo"
+            + " / ".join(f"{v:.1f}" for v in kept)
+            + " | "
+            + " / ".join(f"{v:.0f}" for v in cut)
+            + f" | {shown} | {100 * nothing_share(folds.pred, context_check, f):.0f}% |"
         )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
