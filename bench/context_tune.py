@@ -1,16 +1,18 @@
 """Choosing the context block's tuned values on half the context set, and checking them on the other.
 
 Replays what the daemon answered for each case of the context set (``python -m bench.context_set
---capture FILE``: the search's and the recent results, as ``memsync context`` asks for them)
+--capture FILE``: the search's and the recent results, as ``memsync context`` asks for them; or the
+same searched in process, ``python -m bench.judgement_lab --context FILE``)
 through the hook's own pure steps (``daemon.context.hook.plan``, ``compose``, ``fitted``) for
 every combination of values in the grids, and scores each block as bench/context_set.py does. Two
 stages: the floor's values (the entries' at the code's), then the entries' (how many, how long)
 with the floor chosen. Values are chosen on the cases of split ``tune`` only: the combination that
 meets the issue's targets there (fact whole >= 90%, unrelated entries <= 2 per block, nothing for
 >= 90% of the prompts that should get nothing) with the most margin, then fewer unrelated entries,
-then fewer characters; among those the tune half cannot tell apart, the one nearest the code's
-values. The choice is then scored on split ``check``, which played no part in it. No daemon and no
-model: minutes on a busy machine.
+then fewer characters; among the floors the tune half cannot tell apart, the strictest (the
+highest floor, then the narrowest margin, then the least weight on the project), among the
+entries', the one nearest the code's values. The choice is then scored on split ``check``, which
+played no part in it. No daemon and no model: minutes on a busy machine.
 
     python -m bench.context_tune CAPTURE [--top 10]
 """
@@ -33,11 +35,9 @@ from sync.search.request import SearchResult
 
 # Two stages: the floor's values with the entries' fixed, then the entries' with the floor chosen.
 FLOOR_GRID: dict[str, Sequence[float]] = {
-    "floor": (0.45, 0.50, 0.55, 0.60),
-    "lead": (0.0, 0.10, 0.15, 0.20),
-    "margin": (0.10, 0.15, 0.20),
-    "exact": (0.25, 0.35, 0.45),
-    "project": (0.0, 0.05, 0.10, 0.15),
+    "floor": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
+    "margin": (0.2, 0.3, 0.5, 1.0),
+    "project": (0.0, 0.5, 1.0, 1.5, 2.0),
 }
 ENTRY_GRID: dict[str, Sequence[int]] = {"max_entries": (2, 3, 4), "entry_chars": (1_000, 1_600, 2_400)}
 TOOL = "claude-code"  # the tools' blocks differ only in their envelope and cap (bench/context_set.py)
@@ -51,8 +51,7 @@ class Choice:
     def label(self) -> str:
         r = self.rules
         return (
-            f"floor {r.floor:.2f} lead {r.lead:.2f} margin {r.margin:.2f} exact {r.exact:.2f} "
-            f"project {r.project:.2f} max {r.max_entries} "
+            f"floor {r.floor:.2f} margin {r.margin:.2f} project {r.project:.2f} max {r.max_entries} "
             f"entry {self.entry_chars}"
         )
 
@@ -109,21 +108,19 @@ def rank_key(row: Mapping[str, Any]) -> tuple[float, ...]:
     )
 
 
-def distance(choice: Choice, reference: Choice) -> float:
-    """How far a choice is from the code's values, each value's step in its grid as one: among
-    choices the tune half cannot tell apart, the one that moves the code least."""
-    steps = 0.0
-    for name, grid in FLOOR_GRID.items():
-        step = min(b - a for a, b in itertools.pairwise(sorted(grid)))
-        steps += abs(getattr(choice.rules, name) - getattr(reference.rules, name)) / step
-    steps += abs(choice.rules.max_entries - reference.rules.max_entries)
-    return steps + abs(choice.entry_chars - reference.entry_chars) / 600
+def preference(choice: Choice, reference: Choice) -> tuple[float, ...]:
+    """Among choices the tune half cannot tell apart, the larger the better: the strictest floor
+    (highest, then narrowest margin, then least project weight), then the entries' values nearest
+    the code's."""
+    r = choice.rules
+    entries = abs(r.max_entries - reference.rules.max_entries) + abs(choice.entry_chars - reference.entry_chars) / 600
+    return (r.floor, -r.margin, -r.project, -entries)
 
 
 def floor_choices(entries: Choice) -> list[Choice]:
     out = []
-    for floor, lead, margin, exact, project in itertools.product(*FLOOR_GRID.values()):
-        rules = replace(entries.rules, floor=floor, lead=lead, margin=margin, exact=exact, project=project)
+    for floor, margin, project in itertools.product(*FLOOR_GRID.values()):
+        rules = replace(entries.rules, floor=floor, margin=margin, project=project)
         out.append(Choice(rules, entries.entry_chars))
     return out
 
@@ -138,7 +135,7 @@ def best_of(
     data: ContextSet, capture: Mapping[str, Any], tried: Sequence[Choice], top: int, reference: Choice
 ) -> Choice:
     rows = [(choice, summary_of(scored_all(data, capture, choice, "tune"))) for choice in tried]
-    rows.sort(key=lambda t: (rank_key(t[1]), -distance(t[0], reference)), reverse=True)
+    rows.sort(key=lambda t: (rank_key(t[1]), preference(t[0], reference)), reverse=True)
     print(f"{len(rows)} combinations on split tune; the best {top}:")
     for choice, row in rows[:top]:
         print(f"  {choice.label()}  ->  {line('tune', row)}")

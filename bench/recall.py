@@ -12,7 +12,7 @@ labelled set, through the search path an agent's hook takes.
   session's date shifted so that each conversation's newest session began an hour before now, 30 s
   between turns. ``memsync sync --wait --searchable`` syncs and indexes the file (site config in a
   temp dir, embedded hub, every setting at its default); a daemon (``memsync run``) then serves
-  ``memsync search QUESTION --json -n 50 --tag <conv> [--mode bm25|dense]`` for every question of
+  ``memsync search QUESTION --json -n 50 --tag <conv> [--floor 0 | --mode bm25|dense]`` for every question of
   categories 1-4 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop) that has evidence, one CLI
   process per search, its wall time measured.
   Recall@k (k = 5, 10, 25, 50): the share of a question's evidence turns in its first k results,
@@ -67,7 +67,10 @@ from bench.common import (
 KS: Final = (5, 10, 25, 50)
 DEPTH: Final = 50  # results asked for per LoCoMo question: the largest k
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-MODES: Final = ("default", "bm25", "dense")  # default: no --mode, hybrid, as a hook asks
+# default: no --mode, hybrid, as a hook asks; uncut: the same with no relevance floor (--floor 0),
+# what the ranking alone finds; bm25 and dense: one list alone.
+MODES: Final = ("default", "uncut", "bm25", "dense")
+MODE_ARGS: Final = {"default": [], "uncut": ["--floor", "0"], "bm25": ["--mode", "bm25"], "dense": ["--mode", "dense"]}
 PAPER_DRAGON: Final = {5: 58.8, 10: 67.5, 25: 79.9, 50: 84.8}  # the paper's Table 3, percent
 TARGET_CLI_P50_MS: Final = 130.0
 TURN_SPACING_S: Final = 30
@@ -345,7 +348,7 @@ def search(
     """``memsync search`` as a hook runs it: (sourceId, score) best first, and its wall time in ms."""
     argv = [str(MEMSYNC), "search", "--json", "-n", str(limit), "--config", str(site.config)]
     argv += ["--tag", tag] if tag else []
-    argv += [] if mode == "default" else ["--mode", mode]
+    argv += MODE_ARGS[mode]
     with stopwatch() as elapsed:
         done = subprocess.run([*argv, "--", query], capture_output=True, text=True, check=False)
         ms = elapsed() * 1000

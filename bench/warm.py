@@ -624,10 +624,12 @@ def measure_search(
     """``passes`` passes over the queries (each in its own shuffled order): each query through the
     whole search, then through the store's part alone (``sync.search.query.pipeline.hybrid``: prefetch,
     ranking, similarities) with the same parameters (and, inside it, the engine's calls, timed by
-    ``shard``); and the whole search again with the hand-weighted fusion (``relative``), the
-    default before the learned ranking, beside it in the same run."""
+    ``shard``); the whole search again with the hand-weighted fusion (``relative``), the
+    default before the learned ranking, beside it in the same run; and its ranking alone
+    (``sync.search.query.pipeline.rank``: the whole search but the judgement, what the whole
+    search was before it)."""
     from sync.search.embedders import bm25
-    from sync.search.query.pipeline import candidates_for, hybrid, search
+    from sync.search.query.pipeline import candidates_for, hybrid, rank, search
 
     embed_ms = []
     prepared = []
@@ -642,11 +644,14 @@ def measure_search(
     for p in range(1, passes + 1):
         order = list(prepared)
         random.Random(p).shuffle(order)
-        full_ms, store_ms, engine_ms, filtered_ms, relative_ms = [], [], [], [], []
+        full_ms, store_ms, engine_ms, filtered_ms, relative_ms, ranked_ms = [], [], [], [], [], []
         for request, dense, sparse in order:
             with stopwatch() as elapsed:
                 search(store, embedder, request, now_ms=NOW_MS)
                 full_ms.append(elapsed() * 1000)
+            with stopwatch() as elapsed:
+                rank(store, embedder, request, now_ms=NOW_MS)
+                ranked_ms.append(elapsed() * 1000)
             with stopwatch() as elapsed:
                 search(store, embedder, request, now_ms=NOW_MS, fusion="relative")
                 relative_ms.append(elapsed() * 1000)
@@ -666,6 +671,7 @@ def measure_search(
             "p99_ms": percentile(full_ms, 99),
             "filtered_p50_ms": percentile(filtered_ms, 50),
             "relative_p50_ms": percentile(relative_ms, 50),
+            "ranked_p50_ms": percentile(ranked_ms, 50),
             "hybrid_p50_ms": percentile(store_ms, 50),
             "hybrid_p99_ms": percentile(store_ms, 99),
             "engine_p50_ms": percentile(engine_ms, 50),
@@ -739,7 +745,8 @@ def _describe(r: dict[str, Any]) -> str:
     return (
         f"search {r['points']:,} pass {r['run']}: full p50 {r['p50_ms']:.1f} / p99 {r['p99_ms']:.1f} ms, "
         f"hybrid alone p50 {r['hybrid_p50_ms']:.1f} / p99 {r['hybrid_p99_ms']:.1f} ms "
-        f"(engine p50 {r['engine_p50_ms']:.1f} ms); relative fusion's full p50 {r.get('relative_p50_ms', 0.0):.1f} ms"
+        f"(engine p50 {r['engine_p50_ms']:.1f} ms); relative fusion's full p50 {r.get('relative_p50_ms', 0.0):.1f} ms; "
+        f"ranking without the judgement p50 {r.get('ranked_p50_ms', 0.0):.1f} ms"
     )
 
 

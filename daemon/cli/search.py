@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
-from sync.search.query.results_text import parse_since, render_results
-from sync.search.request import MAX_LIMIT, SearchFilter, SearchRequest, SearchResult
+from sync.search.query.results_text import parse_since, render_answer, render_results
+from sync.search.request import MAX_LIMIT, SearchAnswer, SearchFilter, SearchRequest
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -60,7 +60,12 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="what to look for: words, an error code, a function name")
     add_config(parser)
     parser.add_argument(
-        "-n", "--limit", type=int, default=10, metavar="N", help=f"results to show, 1-{MAX_LIMIT} (default: 10)"
+        "-n",
+        "--limit",
+        type=int,
+        default=10,
+        metavar="N",
+        help=f"results to show at most, 1-{MAX_LIMIT} (default: 10); those under the relevance floor are cut",
     )
     parser.add_argument(
         "--site", metavar="SITE", help="only episodes from this site (a name no site has: exit 2, naming the sites)"
@@ -74,7 +79,17 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rerank", action="store_true", help="rerank with Voyage rerank-2.5 (needs a Voyage key)")
     parser.add_argument("--mmr", action="store_true", help="diversify the results (maximal marginal relevance)")
     parser.add_argument(
-        "--all", dest="all_duplicates", action="store_true", help="show near-duplicates too (collapsed by default)"
+        "--all",
+        dest="all_duplicates",
+        action="store_true",
+        help="show everything found: near-duplicates (collapsed by default) and results under the relevance floor",
+    )
+    parser.add_argument(
+        "--floor",
+        type=float,
+        metavar="P",
+        help="the least relevance a result needs, 0-1 (default: the calibrated floor, which cuts what shares "
+        "nothing with the query; 0: none)",
     )
     parser.add_argument(
         "--mode", choices=("hybrid", "dense", "bm25"), default="hybrid", help="hybrid (default); the others compare"
@@ -98,6 +113,7 @@ def request_from(args: argparse.Namespace) -> SearchRequest:
         rerank=args.rerank,
         mmr=args.mmr,
         mode=args.mode,
+        floor=0.0 if args.all_duplicates else args.floor,
     )
     request.check()
     return request
@@ -117,12 +133,12 @@ def fast_search(argv: Sequence[str]) -> int | None:
     if paths is None or paths.socket is None:
         return None
     try:
-        results = ControlClient(paths.socket).search(request_from(args))
+        answer = ControlClient(paths.socket).answer(request_from(args))
     except (ValueError, MemsyncError, OSError):
         return None
-    if not results and args.site is not None:
+    if not answer.results and not answer.cut and args.site is not None:
         return None  # nothing from that site: the full path says whether there is such a site
-    show(results, args, sys.stdout, via="daemon")
+    show(answer, args, sys.stdout, via="daemon")
     return 0
 
 
@@ -135,11 +151,12 @@ def main(args: argparse.Namespace) -> int:
             found = run_search(settings, request_from(args))
         except ValueError as exc:  # the request's, or the daemon's verdict on it ("invalid")
             fail(f"search: {exc}", EX_USAGE)
-        if not found.results and args.site is not None and (unknown := _unknown_site(settings, args.site)):
+        nothing = not found.results and not found.answer.cut
+        if nothing and args.site is not None and (unknown := _unknown_site(settings, args.site)):
             fail(f"search: {unknown}", EX_USAGE)
         if found.behind:
             say(found.behind)
-    show(found.results, args, sys.stdout, via=found.via, behind=found.behind)
+    show(found.answer, args, sys.stdout, via=found.via, behind=found.behind)
     return 0
 
 
@@ -157,17 +174,15 @@ def _unknown_site(settings: Settings, site: str) -> str | None:
         return None
 
 
-def show(
-    results: list[SearchResult], args: argparse.Namespace, out: IO[str], *, via: str, behind: str | None = None
-) -> None:
+def show(answer: SearchAnswer, args: argparse.Namespace, out: IO[str], *, via: str, behind: str | None = None) -> None:
     """``via``: who searched, "daemon" or "this process" (``--json`` says it, for scripts and tests)."""
     if args.as_json:
-        payload: dict[str, object] = {"query": args.query, "via": via, "results": [r.to_wire() for r in results]}
+        payload: dict[str, object] = {"query": args.query, "via": via, **answer.to_wire()}
         if behind:
             payload["warning"] = behind
         out.write(json.dumps(payload, ensure_ascii=False) + "\n")
     else:
-        render_results(results, out, color=out.isatty())
+        render_answer(answer, out, color=out.isatty())
 
 
 def reindex_main(args: argparse.Namespace) -> int:

@@ -3,9 +3,9 @@
 Pure: search results in, text out. Two steps, each a function of its inputs:
 
 - **What goes in** (``select``): the search's results judged against a relevance floor
-  (``daemon.context.relevance``: exact identifiers, the cosine, its lead on the pool, its distance
-  from the best); the admitted ones (those holding an identifier the prompt names first, then in
-  the search's order), repeats and near-duplicates dropped, at most ``PER_SESSION`` from one
+  (``daemon.context.relevance``: the search's relevance, the agent's project, the distance from the
+  best, look-alikes of a named identifier out); the admitted ones, best first, repeats and
+  near-duplicates dropped, at most ``PER_SESSION`` from one
   session (the rest folded into its entry: ``+N more from this session``), at most
   ``Rules.max_entries``. At a session's start, the newest episode of each of the project's latest
   sessions too, newest first, whatever the floor: they are what a new session most likely

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from sync.search.query.results_text import outcome
 from sync.search.request import SearchResult
 
 _FENCE_LIKE = re.compile(r"<(?=\s*/?\s*memsync)", re.IGNORECASE)
@@ -60,17 +61,6 @@ def trimmed(text: str, limit: int) -> str:
     if space >= limit // 2:
         cut = cut[:space]
     return cut.rstrip() + "…"
-
-
-def outcome(result: SearchResult) -> str:
-    """How it went, in words: ``FAILED attempt · reward 0.40``, ``worked · reward 0.90``, or ""."""
-    reward = f"reward {result.reward:.2f}" if result.reward is not None else ""
-    if result.success is None:
-        return reward
-    if not result.success and result.reward == 0:
-        return "no outcome recorded"
-    said = "worked" if result.success else "FAILED attempt"
-    return f"{said} · {reward}" if reward else said
 
 
 def header(result: SearchResult, folded: int = 0) -> str:

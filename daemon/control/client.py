@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.errors import ControlError, DaemonNotListening, TransientError
-from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
+from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchAnswer, SearchRequest, SearchResult
 
 Progress = Callable[[Mapping[str, Any]], None]
 
@@ -61,11 +61,15 @@ class ControlClient:
     def __init__(self, socket: Path) -> None:
         self.socket = socket
 
+    def answer(self, request: SearchRequest, *, timeout: float = 60.0) -> SearchAnswer:
+        """The search's judged answer: its results, what the floor cut, the identifiers it named."""
+        try:
+            return SearchAnswer.from_wire(self._ask({"op": "search", "request": request.to_wire()}, timeout=timeout))
+        except ValueError:
+            return SearchAnswer([])
+
     def search(self, request: SearchRequest, *, timeout: float = 60.0) -> list[SearchResult]:
-        reply = self._ask({"op": "search", "request": request.to_wire()}, timeout=timeout)
-        if not isinstance(reply, list):
-            return []
-        return [SearchResult.from_wire(r) for r in reply if isinstance(r, Mapping)]
+        return self.answer(request, timeout=timeout).results
 
     def recent(self, request: RecentRequest, *, timeout: float = 10.0) -> list[SearchResult]:
         """The latest episodes under the request's filter, newest first."""

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from sync.search.request import EpisodeView, SearchResult
+from sync.search.request import EpisodeView, SearchAnswer, SearchResult
 
 
 class Passage(BaseModel):
@@ -21,6 +21,24 @@ class Passage(BaseModel):
     start: int
     end: int
     text: str
+
+
+class Why(BaseModel):
+    """Why a memory ranked: what it holds of the query (``sync.search.request.Why``)."""
+
+    ranker: str
+    score: float
+    exact: list[str]
+    lookalike: list[str]
+    terms: int
+    of: int
+    words: list[str]
+    meaning: float | None
+    lead: float | None
+    meaningRank: int | None  # noqa: N815
+    keywordRank: int | None  # noqa: N815
+    inWindow: bool  # noqa: N815
+    sessionOf: int | None  # noqa: N815
 
 
 class Memory(BaseModel):
@@ -46,6 +64,8 @@ class Memory(BaseModel):
     archived: bool
     approvalStatus: str | None  # noqa: N815
     passage: Passage | None
+    relevance: float | None = None  # the probability it is relevant (search only)
+    why: Why | None = None
 
     @classmethod
     def of(cls, result: SearchResult) -> Memory:
@@ -54,10 +74,22 @@ class Memory(BaseModel):
 
 class Memories(BaseModel):
     results: list[Memory]
+    cut: int = 0  # results under the relevance floor, not shown (``all`` shows them)
+    absent: list[str] = []  # identifiers the query names that no memory holds
+    lookalikes: list[str] = []  # identifiers held that look like an absent one
 
     @classmethod
     def of(cls, results: list[SearchResult]) -> Memories:
         return cls(results=[Memory.of(r) for r in results])
+
+    @classmethod
+    def answered(cls, answer: SearchAnswer) -> Memories:
+        return cls(
+            results=[Memory.of(r) for r in answer.results],
+            cut=answer.cut,
+            absent=list(answer.absent),
+            lookalikes=list(answer.lookalikes),
+        )
 
 
 class Episode(BaseModel):

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from daemon.config import Settings
 from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
-from sync.search.request import EpisodeRequest, RecentRequest, SearchFilter, SearchRequest
+from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
 
 if TYPE_CHECKING:
     from daemon.control.client import ControlClient
@@ -94,17 +95,28 @@ class Tools:
             raise ToolError(f"cannot reach the daemon's control socket: {exc.strerror or exc}") from None
 
     def search(
-        self, query: str, limit: int, site: str | None, agent: str | None, tags: list[str] | None, since: str | None
-    ) -> Memories:
+        self,
+        query: str,
+        limit: int,
+        site: str | None,
+        agent: str | None,
+        tags: list[str] | None,
+        since: str | None,
+        everything: bool = False,
+    ) -> CallToolResult:
+        """The memories (the schema's fields are the wire's), and as text what a person would read."""
         search_filter = SearchFilter(
             site=site, agent=agent, tags=tuple(tags or ()), since_ms=_since_ms(since, self.clock())
         )
-        request = SearchRequest(query=query, limit=limit, filter=search_filter)
+        request = SearchRequest(
+            query=query, limit=limit, filter=search_filter, collapse=not everything, floor=0.0 if everything else None
+        )
         try:
             request.check()
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        return Memories.of(self._ask(lambda daemon: daemon.search(request, timeout=SEARCH_TIMEOUT), older="to search"))
+        answer = self._ask(lambda daemon: daemon.answer(request, timeout=SEARCH_TIMEOUT), older="to search")
+        return search_result(answer, self.clock())
 
     def episode(self, id: str, neighbours: int) -> Episode:
         site, _, source = id.partition(":")
@@ -227,6 +239,19 @@ class Tools:
         return Decision(approvalId=approval_id, status=waited.status, resolvedBy=waited.resolved_by)
 
 
+def search_result(answer: SearchAnswer, now: float) -> CallToolResult:
+    """``search_memory``'s answer: the memories as data, and as compact text (how each went, how
+    relevant and why, its first lines; what was cut; what is absent) for the agent to read."""
+    import io
+
+    from sync.search.query.results_text import render_answer
+
+    text = io.StringIO()
+    render_answer(answer, text, now=now, see_all="all=true")
+    structured = Memories.answered(answer).model_dump(mode="json")
+    return CallToolResult(content=[TextContent(type="text", text=text.getvalue())], structured_content=structured)
+
+
 async def _off_loop(work: Callable[[], T]) -> T:
     """Blocking work (a socket, SQLite, a wait) in a worker thread: the server keeps answering."""
     try:
@@ -251,8 +276,9 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         agent: Annotated[str | None, Field(description="only this agent's episodes")] = None,
         tags: Annotated[list[str] | None, Field(description="only episodes with any of these tags")] = None,
         since: Since = None,
-    ) -> Memories:
-        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since))
+        all: Annotated[bool, Field(description="also the weak matches and near-duplicates")] = False,
+    ) -> Annotated[CallToolResult, Memories]:
+        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all))
 
     @server.tool(description=f"One episode by pointId (or site:sourceId), with its session's neighbours. {DATA_NOTE}")
     async def get_episode(

@@ -18,7 +18,7 @@ def warm_handlers(layer: IndexService) -> dict[str, Handler]:
     """What the control socket answers."""
 
     def do_search(request: Mapping[str, Any], _progress: Progress) -> Any:
-        return [r.to_wire() for r in layer.search(SearchRequest.from_wire(request.get("request") or {}))]
+        return layer.answer(SearchRequest.from_wire(request.get("request") or {})).to_wire()
 
     def do_recent(request: Mapping[str, Any], _progress: Progress) -> Any:
         return [r.to_wire() for r in layer.recent(RecentRequest.from_wire(request.get("request") or {}))]

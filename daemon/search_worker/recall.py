@@ -27,7 +27,7 @@ from daemon.site import NeverSynced, opened_backbone
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
 from sync.search.indexing.lag import episodes_behind
-from sync.search.request import SearchRequest, SearchResult
+from sync.search.request import SearchAnswer, SearchRequest, SearchResult
 
 # Episodes a search with no daemon running indexes itself before answering: about a second of the
 # local model's time; beyond it the search answers at once and says what it cannot see.
@@ -36,9 +36,13 @@ CATCH_UP_LIMIT = 200
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    results: list[SearchResult]
+    answer: SearchAnswer
     via: str  # "daemon" or "this process"
     behind: str | None = None  # what the answer cannot see, in a sentence
+
+    @property
+    def results(self) -> list[SearchResult]:
+        return self.answer.results
 
 
 def _raise(exc: ControlError) -> None:
@@ -63,18 +67,18 @@ def _daemon_without_warm(settings: Settings) -> None:
 def run_search(settings: Settings, request: SearchRequest) -> Found:
     request.check()
     try:
-        results = ControlClient(settings.socket_path).search(request)
+        answer = ControlClient(settings.socket_path).answer(request)
     except DaemonNotListening:
         _daemon_without_warm(settings)
     except ControlError as exc:
         _raise(exc)
     else:
-        return Found(results, "daemon")
+        return Found(answer, "daemon")
     with ExitStack() as stack:
         backbone, problem = _backbone_for_catch_up(settings, stack)
         with offline_layer(settings, backbone, leases=backbone) as layer:
             behind = problem if backbone is None else _catch_up_first(layer, backbone)
-            return Found(layer.search(request), "this process", behind)
+            return Found(layer.answer(request), "this process", behind)
 
 
 def _backbone_for_catch_up(settings: Settings, stack: ExitStack) -> tuple[Backbone | None, str | None]:

@@ -29,6 +29,7 @@ from sync.search.payload import (
 
 MAX_LIMIT: Final = 100
 Mode = Literal["hybrid", "dense", "bm25"]
+Ranker = Literal["learned", "fusion", "dense", "bm25"]
 # SearchResult's fields under the names the backbone's episodes use (``memsync export``).
 WIRE_NAMES: Final = {
     "id": "pointId",
@@ -80,6 +81,9 @@ class SearchRequest:
     rerank: bool = False
     mmr: bool = False
     mode: Mode = "hybrid"  # dense-only and BM25-only exist to measure what hybrid buys
+    # The least relevance a result needs to be shown (``sync.search.query.judgement``): None, the
+    # default floor; 0, every result up to ``limit`` (``--all``). ``limit`` is a maximum either way.
+    floor: float | None = None
 
     def to_wire(self) -> dict[str, Any]:
         wire = asdict(self)
@@ -106,6 +110,7 @@ class SearchRequest:
                 rerank=bool(data.get("rerank", False)),
                 mmr=bool(data.get("mmr", False)),
                 mode=data.get("mode", "hybrid"),
+                floor=None if data.get("floor") is None else float(data["floor"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed search request: {exc}") from None
@@ -119,6 +124,8 @@ class SearchRequest:
             raise ValueError(f"limit must be 1..{MAX_LIMIT}, got {self.limit}")
         if self.mode not in ("hybrid", "dense", "bm25"):
             raise ValueError(f"mode must be hybrid, dense or bm25, got {self.mode!r}")
+        if self.floor is not None and not 0.0 <= self.floor <= 1.0:
+            raise ValueError(f"the relevance floor must be within 0..1, got {self.floor:g}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +138,57 @@ class Passage:
     start: int
     end: int
     text: str
+
+
+# Why's fields under the wire's names (camel case, as the rest of a result's).
+_WHY_WIRE: Final = {
+    "meaning_rank": "meaningRank",
+    "keyword_rank": "keywordRank",
+    "in_window": "inWindow",
+    "session_of": "sessionOf",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Why:
+    """Why a result ranked where it did, and what its relevance was judged from
+    (``sync.search.query.judgement``): plain facts about the hit, shown in place of a raw score."""
+
+    ranker: Ranker  # what ordered the results: the learned model, the hand-weighted fusion, one list alone
+    score: float = 0.0  # the ranker's score (learned: its probability; fusion: relative, within the query)
+    exact: tuple[str, ...] = ()  # identifiers the query names that the memory holds verbatim
+    lookalike: tuple[str, ...] = ()  # identifiers it holds that look like a named one it does not hold
+    terms: int = 0  # the query's BM25 terms the matched passage holds ...
+    of: int = 0  # ... of the query's BM25 terms
+    words: tuple[str, ...] = ()  # those terms, as the query spells them
+    meaning: float | None = None  # cosine of the matched passage to the query (None: not compared)
+    lead: float | None = None  # that cosine minus the median cosine of the query's nearest memories
+    meaning_rank: int | None = None  # place among the query's nearest in meaning (1 = first; None: not there)
+    keyword_rank: int | None = None  # place in the BM25 list (1 = first; None: shares no term)
+    in_window: bool = False  # its time lies in a time the query names ("last week", "in June 2023")
+    session_of: int | None = None  # the number of an earlier result of the same session
+
+    def to_wire(self) -> dict[str, Any]:
+        return {_WHY_WIRE.get(name, name): value for name, value in asdict(self).items()}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> Why:
+        fields = {name: data.get(_WHY_WIRE.get(name, name)) for name in cls.__dataclass_fields__}
+        return cls(
+            ranker=fields["ranker"] or "fusion",
+            score=float(fields["score"] or 0.0),
+            exact=tuple(fields["exact"] or ()),
+            lookalike=tuple(fields["lookalike"] or ()),
+            terms=int(fields["terms"] or 0),
+            of=int(fields["of"] or 0),
+            words=tuple(fields["words"] or ()),
+            meaning=fields["meaning"],
+            lead=fields["lead"],
+            meaning_rank=fields["meaning_rank"],
+            keyword_rank=fields["keyword_rank"],
+            in_window=fields["in_window"] is True,
+            session_of=fields["session_of"],
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +211,17 @@ class SearchResult:
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
     when: str | None = None  # ``ts`` in words (``when_words``)
+    # The probability that it is relevant, comparable across queries (``sync.search.query.judgement``);
+    # None where it is not judged (``--mode dense|bm25``, an episode read without a query).
+    relevance: float | None = None
+    why: Why | None = None  # why it ranked (None: read without a query)
 
     def to_wire(self) -> dict[str, Any]:
         """The result in the backbone's field names (``export`` uses the same): the control
         socket's format and ``search --json``'s."""
-        return {WIRE_NAMES.get(name, name): value for name, value in asdict(self).items()}
+        wire = {WIRE_NAMES.get(name, name): value for name, value in asdict(self).items() if name != "why"}
+        wire["why"] = None if self.why is None else self.why.to_wire()
+        return wire
 
     @classmethod
     def from_payload(
@@ -204,7 +268,52 @@ class SearchResult:
         fields["duplicates"] = fields.get("duplicates") or 0
         passage = fields.get("passage")
         fields["passage"] = Passage(**passage) if isinstance(passage, Mapping) else None
+        why = fields.get("why")
+        fields["why"] = Why.from_wire(why) if isinstance(why, Mapping) else None
         return cls(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    """What a search answers: its results, best first, and what the judgement says beside them."""
+
+    results: list[SearchResult]
+    cut: int = 0  # results among the first ``limit`` under the floor, not shown
+    floor: float | None = None  # the relevance floor applied (None: none, the mode judges no relevance)
+    named: tuple[str, ...] = ()  # the identifiers the query names (``sync.search.query.identifiers``)
+    absent: tuple[str, ...] = ()  # those no memory searched holds (under the request's filter)
+    unchecked: tuple[str, ...] = ()  # those too common a word to check every memory for
+    lookalikes: tuple[str, ...] = ()  # identifiers results hold (shown or cut) that look like an absent one
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "results": [r.to_wire() for r in self.results],
+            "cut": self.cut,
+            "floor": self.floor,
+            "named": list(self.named),
+            "absent": list(self.absent),
+            "unchecked": list(self.unchecked),
+            "lookalikes": list(self.lookalikes),
+        }
+
+    @classmethod
+    def from_wire(cls, data: Any) -> SearchAnswer:
+        """An answer from the control socket; a list is a daemon older than the judgement's, whose
+        answer was its results."""
+        if isinstance(data, list):
+            return cls([SearchResult.from_wire(r) for r in data if isinstance(r, Mapping)])
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a search answer is an object, got {type(data).__name__}")  # noqa: TRY004 - what from_wire raises
+        floor = data.get("floor")
+        return cls(
+            results=[SearchResult.from_wire(r) for r in data.get("results") or () if isinstance(r, Mapping)],
+            cut=int(data.get("cut") or 0),
+            floor=None if floor is None else float(floor),
+            named=tuple(str(n) for n in data.get("named") or ()),
+            absent=tuple(str(n) for n in data.get("absent") or ()),
+            unchecked=tuple(str(n) for n in data.get("unchecked") or ()),
+            lookalikes=tuple(str(n) for n in data.get("lookalikes") or ()),
+        )
 
 
 # --- episodes read without a query (``sync.search.query.browse``): the ``recent`` and ``episode`` ops

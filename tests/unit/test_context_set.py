@@ -32,7 +32,7 @@ from bench.context_set import (
 from daemon.context.compose import compose
 from daemon.context.files import last_prompt
 from daemon.context.hook import read_input, render
-from sync.search.request import SearchResult
+from sync.search.request import SearchResult, Why
 
 DATA = load_set()
 RAW = json.loads(SET.read_text(encoding="utf-8"))
@@ -101,7 +101,8 @@ def test_the_episodes_are_planned_as_the_agentdb_package_stores_them() -> None:
     assert planned[0].episode["success"] is first["success"]
 
 
-def found(n: int, set_id: str, similarity: float) -> SearchResult:
+def found(n: int, set_id: str, relevance: float) -> SearchResult:
+    """The set's episode as a search result, judged ``relevance`` by the search."""
     e = DATA.episodes[set_id]
     fields = e.fields
     text = "\n".join(str(fields[k]) for k in ("task", "input", "output", "critique") if fields[k])
@@ -110,7 +111,7 @@ def found(n: int, set_id: str, similarity: float) -> SearchResult:
         site="bench",
         source_id=str(n),
         score=1.0,
-        similarity=similarity,
+        similarity=0.5,
         ts=None,
         agent=str(fields["agent"]),
         session=str(fields["session"]),
@@ -119,6 +120,8 @@ def found(n: int, set_id: str, similarity: float) -> SearchResult:
         reward=float(fields["reward"]),
         success=bool(fields["success"]),
         text=text,
+        relevance=relevance,
+        why=Why("learned"),
     )
 
 
@@ -130,14 +133,14 @@ CHATTY_CASE = next(c for c in DATA.cases if c.prompt == "ok go ahead and run the
 def block_with(*items: tuple[str, float]) -> tuple[str, dict[str, str]]:
     """The block compose gives for the OOM prompt from these memories (and a flat pool), and its
     site#sourceId -> set id keys."""
-    flat = [(f"infra-0{10 + i}", 0.2) for i in range(6)]
+    flat = [(f"infra-0{10 + i}", 0.02) for i in range(6)]
     results = [found(n, set_id, sim) for n, (set_id, sim) in enumerate([*items, *flat], start=1)]
     keys = {f"bench#{n}": set_id for n, (set_id, _) in enumerate([*items, *flat], start=1)}
     return compose(results, budget=3000, start=False, query=OOM_CASE.prompt or "").text, keys
 
 
 def test_a_block_with_the_answer_whole_and_a_failed_attempt_said_as_such() -> None:
-    block, keys = block_with(("web-001", 0.75), ("web-002", 0.70))
+    block, keys = block_with(("web-001", 0.95), ("web-002", 0.80))
     scored = score(OOM_CASE, "claude-code", block, keys, DATA.episodes)
     assert scored.fact_whole is True
     assert scored.shown == ("web-001", "web-002")
@@ -174,7 +177,7 @@ def test_silence_is_nothing_or_one_line(block: str, silent: bool) -> None:
 
 
 def test_the_summary_counts_each_kind_apart() -> None:
-    block, keys = block_with(("web-001", 0.75))
+    block, keys = block_with(("web-001", 0.95))
     answer = score(OOM_CASE, "codex", block, keys, DATA.episodes, ms=80)
     noise = score(CHATTY_CASE, "codex", "", KEYS, DATA.episodes, ms=60)
     row = summary_of([answer, noise])

@@ -120,3 +120,68 @@ def test_token_matches(header: bytes | None, ok: bool) -> None:
     import hashlib
 
     assert token_matches(header, hashlib.sha256(b"s3cret-token").digest()) is ok
+
+
+def test_search_memory_answers_the_memories_as_data_and_as_text_a_person_reads(site: SiteFiles) -> None:
+    """Over a control socket that answers one search (the transport, faked at its lowest seam): the
+    structured memories as `search --json` has them, the text compact, how it went and why it
+    ranked, what was cut and how to see it, the identifier no memory holds."""
+    import json
+    import socket
+    import threading
+
+    from sync.search.request import SearchAnswer, SearchResult, Why
+
+    found = SearchResult(
+        id="p1",
+        site="laptop",
+        source_id="7",
+        score=0.9,
+        similarity=0.6,
+        ts=None,
+        agent="codex",
+        session="s1",
+        task="Tried rebuilding the unique index to stop E11000",
+        tags=["mongodb"],
+        reward=0.4,
+        success=False,
+        text="Tried rebuilding the unique index to stop E11000\nE11000 came back",
+        relevance=0.93,
+        why=Why("learned", score=0.7, exact=("E11000",), terms=1, of=2, words=("E11000",), meaning=0.52),
+    )
+    answer = SearchAnswer([found], cut=4, floor=0.0002, named=("E11000", "ZQX_7781_A"), absent=("ZQX_7781_A",))
+    asked: list[dict[str, Any]] = []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(site.settings().socket_path))
+    server.listen(1)
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn, conn.makefile("rwb") as stream:
+            asked.append(json.loads(stream.readline()))
+            stream.write(json.dumps({"ok": True, "result": answer.to_wire()}).encode() + b"\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("search_memory", {"query": "E11000 ZQX_7781_A", "all": False})
+
+    try:
+        result = run(work, site)
+    finally:
+        thread.join(5)
+        server.close()
+    assert not result.is_error
+    assert asked[0]["request"]["floor"] is None  # the default floor; `all` would ask for 0
+    memories = result.structured_content
+    assert memories["cut"] == 4
+    assert memories["absent"] == ["ZQX_7781_A"]
+    assert memories["results"][0]["relevance"] == 0.93
+    assert memories["results"][0]["why"]["exact"] == ["E11000"]
+    text = result.content[0].text
+    assert text.startswith("1. laptop#7 · FAILED attempt · reward 0.40 · relevance 0.93\n")
+    assert "exact E11000 · 1/2 terms · meaning 0.52" in text
+    assert "4 more under the relevance floor: all=true shows them" in text
+    assert "absent: ZQX_7781_A (no memory searched holds it)" in text
+    assert "{" not in text  # text for a person, not the JSON again

@@ -482,7 +482,9 @@ def test_the_first_pass_over_an_adopted_collection_embeds_only_what_the_seed_lac
     assert store.get([point_id("laptop", "1"), point_id("laptop", "3")]) == []  # never a second point
 
     def found(query: str, flt: SearchFilter) -> list[str]:
-        hits = search(store, local, SearchRequest(query, limit=10, filter=flt), now_ms=1_790_400_000_000, decay=False)
+        # Every point under the filter (floor 0: what the filter selects, not what the floor keeps).
+        request = SearchRequest(query, limit=10, filter=flt, floor=0.0)
+        hits = search(store, local, request, now_ms=1_790_400_000_000, decay=False)
         return sorted(h.source_id for h in hits)
 
     assert found("certificate", SearchFilter(site="laptop")) == ["1", "2", "3", "4"]

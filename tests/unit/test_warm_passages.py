@@ -145,9 +145,9 @@ def test_a_fact_past_the_window_is_found_with_its_passage(rig: Rig, mode: Mode, 
     shown = io.StringIO()
     render_results(results[:1], shown, now=NOW_MS / 1000)
     lines = shown.getvalue().splitlines()
-    assert lines[1] == "   Refactor the dashboard layout."
-    assert lines[2].startswith(f"   [passage {found.passage.index + 1}/{found.passage.count}] ")
-    assert any("Hallstatt" in line for line in lines[2:])
+    assert lines[2] == "   Refactor the dashboard layout."  # after how it went, and why it ranked
+    assert lines[3].startswith(f"   [passage {found.passage.index + 1}/{found.passage.count}] ")
+    assert any("Hallstatt" in line for line in lines[3:])
 
 
 def test_a_long_episode_is_one_point_per_passage_and_short_ones_one_each(rig: Rig, local: LocalEmbedder) -> None:

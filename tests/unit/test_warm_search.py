@@ -82,8 +82,9 @@ def test_rerank_without_a_voyage_key_is_a_clear_error(store: EdgeStore, local: L
 def test_mmr_trades_a_twin_for_something_different(store: EdgeStore, local: LocalEmbedder) -> None:
     query = "rotate the TLS certificate on the proxy and restart the daemon"
     twins = {3, 4, 5}
-    plain = search(store, local, SearchRequest(query, limit=3, collapse=False), now_ms=NOW_MS)
-    diverse = search(store, local, SearchRequest(query, limit=3, collapse=False, mmr=True), now_ms=NOW_MS)
+    # Floor 0: three results whatever their relevance, so that MMR's choice among them shows.
+    plain = search(store, local, SearchRequest(query, limit=3, collapse=False, floor=0.0), now_ms=NOW_MS)
+    diverse = search(store, local, SearchRequest(query, limit=3, collapse=False, mmr=True, floor=0.0), now_ms=NOW_MS)
     assert len(diverse) == 3
     assert sum(int(r.source_id) in twins for r in diverse) < sum(int(r.source_id) in twins for r in plain)
 

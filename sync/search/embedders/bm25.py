@@ -137,6 +137,18 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def query_terms(text: str) -> list[tuple[str, int]]:
+    """The query's distinct BM25 terms as ``(word as the text spells it, token id)``, in the order
+    the text first names each: the ids ``embed_query`` gives, with a word a person can read."""
+    stem = _stemmer().stem_word
+    terms: dict[int, str] = {}
+    for raw in _TOKEN.findall(text):
+        token = raw.translate(LOWERCASE_OVERRIDES).lower()
+        if token not in ENGLISH_STOPWORDS:
+            terms.setdefault(token_id(stem(token)), raw)
+    return [(word, tid) for tid, word in terms.items()]
+
+
 def token_id(token: str) -> int:
     """Qdrant's sparse index for a token: |murmur3_32(utf-8, seed 0)| as a signed 32-bit integer."""
     return abs(mmh3.hash(token, 0, signed=True))

@@ -11,41 +11,74 @@ best passage ranking it and shown with it (``by_episode``);
 near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
 survivors and MMR trades a little relevance for diversity. More candidates than asked for are
 fetched, so that collapsing and MMR still leave ``limit`` results.
+
+``answer`` then judges the first ``limit`` (``sync.search.query.judgement``): why each ranked (the
+identifiers it holds verbatim, the query terms its passage holds, its cosine, its places in both
+lists), how relevant it is (a probability comparable across queries), and it cuts those under the
+floor; it says which identifiers the query names that no memory holds
+(``sync.search.query.presence``). ``search`` is ``answer``'s results.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import Final
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
 from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
 from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, TEXT_KEY, TS_KEY, passage_count
 from sync.search.query.fusion import Fusion, FusionSpec, fuse, lexical_coverage, spec_of
-from sync.search.query.learned import LEARNED, Learned, learned_hybrid
-from sync.search.query.query_time import windows
+from sync.search.query.identifiers import held, identifiers, lookalikes, siblings
+from sync.search.query.judgement import (
+    Calibration,
+    cutoff,
+    pool_median,
+    relevance,
+    shipped_calibration,
+    with_sessions,
+)
+from sync.search.query.learned import LEARNED, Learned, gather, learned_hybrid, ordered, shipped_model
+from sync.search.query.presence import presence
+from sync.search.query.query_time import Window, windows, within
 from sync.search.query.rank import Ranked, apply_decay, collapse_duplicates, mmr
 from sync.search.query.rerank import Reranker
-from sync.search.request import Passage, SearchFilter, SearchRequest, SearchResult
+from sync.search.query.rerank_model import LinearModel
+from sync.search.request import Passage, Ranker, SearchAnswer, SearchFilter, SearchRequest, SearchResult, Why
 from sync.search.stores import Hit, Scored, VectorStore
 
-# Where ``by_episode`` leaves which passage matched, in a result's payload (never stored).
+# Where ``by_episode`` leaves which passage matched, in a result's payload (never stored): its
+# index and span, and its point's id.
 MATCH_KEY: Final = "_match"
+MATCH_POINT_KEY: Final = "_point"
+NAMED_MAX: Final = 8  # identifiers of one query judged at most (a pasted log names dozens)
 
 # λ = 0.5, the even trade of Carbonell & Goldstein's MMR: whoever asks for --mmr wants variety, and
 # at 0.3 a near-twin with the same fused score still beats anything under 70% of the top score.
 MMR_DIVERSITY: Final = 0.5
 
-# How the dense and BM25 lists become one ranking: the learned model (the default), or a fusion.
-Ranking = Learned | Fusion | FusionSpec
+# How the dense and BM25 lists become one ranking: the learned model (the default, or one given:
+# a benchmark's model trained without the conversations it measures), or a fusion.
+Ranking = Learned | LinearModel | Fusion | FusionSpec
 DEFAULT_RANKING: Final[Ranking] = LEARNED
 
 
 def candidates_for(request: SearchRequest) -> int:
     """How many fused results to fetch: enough that collapsing and MMR still fill ``limit``."""
     return min(max(request.limit * 4, 40), 200)
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """What the ranking saw of a query: its ranked points, what ranked them, the two lists it drew
+    from (the dense list's scores are cosines) and every payload it read."""
+
+    hits: list[Hit]
+    ranker: Ranker
+    dense: list[Scored] = field(default_factory=list)
+    sparse: list[Scored] = field(default_factory=list)
+    payloads: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def hybrid(
@@ -58,9 +91,21 @@ def hybrid(
 ) -> list[Hit]:
     """The best ``limit`` of the dense and BM25 lists, ranked (learned) or fused, best first: each
     hit's score is its ranking score, its similarity its cosine to the query."""
+    if isinstance(fusion, LinearModel):
+        return learned_hybrid(store, dense_query, sparse_query, limit, filter, model=fusion)
     if fusion == LEARNED:
         return learned_hybrid(store, dense_query, sparse_query, limit, filter)
-    spec = spec_of(fusion)
+    return _fused(store, dense_query, sparse_query, limit, filter, spec_of(fusion)).hits
+
+
+def _fused(
+    store: VectorStore,
+    dense_query: Sequence[float],
+    sparse_query: bm25.SparseVector,
+    limit: int,
+    filter: SearchFilter | None,
+    spec: FusionSpec,
+) -> Pool:
     found = store.prefetch(dense_query, sparse_query, limit=max(spec.depth, limit), filter=filter)
     weight = spec.weight(best_lexical_coverage(store, sparse_query, found.sparse) if spec.adaptive else None)
     winners = fuse(found.dense, found.sparse, spec.method, alpha=weight, k=spec.k, rrf_weight=weight, head=spec.head)[
@@ -68,7 +113,25 @@ def hybrid(
     ]
     # A winner deleted since the prefetch is simply left out.
     points = {hit.id: hit for hit in store.score(dense_query, [w.id for w in winners])}
-    return [replace(points[w.id], score=w.score) for w in winners if w.id in points]
+    hits = [replace(points[w.id], score=w.score) for w in winners if w.id in points]
+    return Pool(hits, "fusion", found.dense, found.sparse, {h.id: h.payload for h in hits})
+
+
+def _learned(
+    store: VectorStore,
+    dense_query: Sequence[float],
+    sparse_query: bm25.SparseVector,
+    limit: int,
+    filter: SearchFilter | None,
+    found_windows: Sequence[Window],
+    model: LinearModel,
+) -> Pool:
+    """``learned_hybrid``, keeping what the judgement reads: the lists, the pool's payloads, and
+    whether the model ranked (or, for a query it does not cover, the fusion)."""
+    found = gather(store, dense_query, sparse_query, model.depth, filter, found_windows)
+    hits = [replace(found.points[i], score=score) for i, score in ordered(found, model)[:limit] if i in found.points]
+    ranker: Ranker = "learned" if model.covers(found.coverage) else "fusion"
+    return Pool(hits, ranker, found.dense, found.sparse, {i: h.payload for i, h in found.points.items()})
 
 
 def best_lexical_coverage(store: VectorStore, sparse_query: bm25.SparseVector, sparse: Sequence[Scored]) -> float:
@@ -95,23 +158,29 @@ def by_episode(store: VectorStore, hits: Sequence[Hit]) -> list[Hit]:
         payload = hit.payload if hit.id == episode else held.get(episode)
         if payload is None:
             continue
-        match = {MATCH_KEY: (int(hit.payload.get(PASSAGE_KEY) or 0), hit.payload.get(SPAN_KEY))}
+        match = {
+            MATCH_KEY: (int(hit.payload.get(PASSAGE_KEY) or 0), hit.payload.get(SPAN_KEY)),
+            MATCH_POINT_KEY: hit.id,
+        }
         out.append(replace(hit, id=episode, payload=payload | match))
     return out
 
 
-def _hits(
+def _pool(
     store: VectorStore, embedder: Embedder, request: SearchRequest, wanted: int, fusion: Ranking, now_ms: int
-) -> list[Hit]:
+) -> Pool:
     if request.mode == "bm25":
-        return store.sparse_search(bm25.embed_query(request.query), limit=wanted, filter=request.filter)
+        hits = store.sparse_search(bm25.embed_query(request.query), limit=wanted, filter=request.filter)
+        return Pool(hits, "bm25", [], [Scored(h.id, h.score) for h in hits], {h.id: h.payload for h in hits})
     dense = embedder.embed_query(request.query)
     if request.mode == "dense":
-        return store.dense_search(dense, limit=wanted, filter=request.filter)
+        hits = store.dense_search(dense, limit=wanted, filter=request.filter)
+        return Pool(hits, "dense", [Scored(h.id, h.score) for h in hits], [], {h.id: h.payload for h in hits})
     sparse = bm25.embed_query(request.query)
-    if fusion == LEARNED:
-        return learned_hybrid(store, dense, sparse, wanted, request.filter, windows=windows(request.query, now_ms))
-    return hybrid(store, dense, sparse, wanted, request.filter, fusion)
+    if isinstance(fusion, LinearModel) or fusion == LEARNED:
+        model = fusion if isinstance(fusion, LinearModel) else shipped_model()
+        return _learned(store, dense, sparse, wanted, request.filter, windows(request.query, now_ms), model)
+    return _fused(store, dense, sparse, wanted, request.filter, spec_of(fusion))
 
 
 def search(
@@ -124,11 +193,40 @@ def search(
     fusion: Ranking = DEFAULT_RANKING,
     decay: bool = True,
 ) -> list[SearchResult]:
+    """``answer``'s results."""
+    return answer(store, embedder, request, now_ms=now_ms, reranker=reranker, fusion=fusion, decay=decay).results
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What the ranking shows of a query, before any judgement: the first ``limit`` episodes in
+    order, the pool they came from, the ranker's own score for each, how many near-duplicates each
+    stands for."""
+
+    ranked: list[Ranked]
+    pool: Pool
+    ranking_score: Mapping[str, float]
+    duplicates: Mapping[str, int]
+
+
+def rank(
+    store: VectorStore,
+    embedder: Embedder,
+    request: SearchRequest,
+    *,
+    now_ms: int,
+    reranker: Reranker | None = None,
+    fusion: Ranking = DEFAULT_RANKING,
+    decay: bool = True,
+) -> Shown:
+    """The query's first ``limit`` episodes, ranked (the pipeline of the module's docstring)."""
     request.check()
     if request.rerank and reranker is None:
         raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
-    hits = by_episode(store, _hits(store, embedder, request, candidates_for(request), fusion, now_ms))
+    pool = _pool(store, embedder, request, candidates_for(request), fusion, now_ms)
+    hits = by_episode(store, pool.hits)
     ranked = [Ranked(h.id, h.score, h.similarity, _int(h.payload.get(TS_KEY)), h.payload) for h in hits]
+    ranking_score = {r.id: r.score for r in ranked}  # before the decay: what the ranker said
     if decay:
         ranked = apply_decay(ranked, now_ms)
     members = Counter(str(r.payload.get(DUPLICATE_KEY) or r.id) for r in ranked)
@@ -140,10 +238,112 @@ def search(
     if request.mmr and ranked:
         vectors = {p.id: p.dense for p in store.get([r.id for r in ranked], with_vectors=True)}
         ranked = mmr([replace(r, vector=vectors.get(r.id)) for r in ranked], request.limit, MMR_DIVERSITY)
-    return [
-        _result(r, members[str(r.payload.get(DUPLICATE_KEY) or r.id)] - 1 if request.collapse else 0)
-        for r in ranked[: request.limit]
+    shown = ranked[: request.limit]
+    duplicates = {
+        r.id: members[str(r.payload.get(DUPLICATE_KEY) or r.id)] - 1 if request.collapse else 0 for r in shown
+    }
+    return Shown(shown, pool, ranking_score, duplicates)
+
+
+def answer(
+    store: VectorStore,
+    embedder: Embedder,
+    request: SearchRequest,
+    *,
+    now_ms: int,
+    reranker: Reranker | None = None,
+    fusion: Ranking = DEFAULT_RANKING,
+    decay: bool = True,
+    calibration: Calibration | None = None,
+) -> SearchAnswer:
+    """The query's results, judged and cut at the floor, and the identifiers it names that no memory holds."""
+    shown = rank(store, embedder, request, now_ms=now_ms, reranker=reranker, fusion=fusion, decay=decay)
+    return judge(store, embedder.name, request, shown, now_ms=now_ms, calibration=calibration)
+
+
+def judge(
+    store: VectorStore,
+    model: str,
+    request: SearchRequest,
+    shown: Shown,
+    *,
+    now_ms: int,
+    calibration: Calibration | None = None,
+) -> SearchAnswer:
+    """The ranking's results judged (``sync.search.query.judgement``: why each ranked, how relevant
+    it is), cut at the floor, and the query's identifiers no memory holds (``presence``); ``model``:
+    the embedder's name, whose cosine floor relevance reads."""
+    pool = shown.pool
+    named = identifiers(request.query)[:NAMED_MAX]
+    calibration = calibration or shipped_calibration()
+    whys = explain(store, request.query, shown.ranked, pool, shown.ranking_score, named, windows(request.query, now_ms))
+    median_cosine = pool_median([s.score for s in pool.dense])
+    results = [
+        replace(
+            _result(r, shown.duplicates.get(r.id, 0)),
+            why=why,
+            relevance=relevance(why, calibration, model, median_cosine),
+        )
+        for r, why in zip(shown.ranked, whys, strict=True)
     ]
+    judged = pool.ranker in ("learned", "fusion")
+    floor = (calibration.cutoff if request.floor is None else request.floor) if judged else None
+    kept = cutoff(results, floor) if floor is not None else None
+    seen = [str(p.get(TEXT_KEY)) for p in pool.payloads.values() if isinstance(p.get(TEXT_KEY), str)]
+    found = presence(store, named, [r.text for r in results] + seen, request.filter)
+    alike = [a for r in results if r.why for a in r.why.lookalike if any(siblings(n, a) for n in found.absent)]
+    return SearchAnswer(
+        results=with_sessions(kept.kept if kept is not None else results),
+        cut=kept.cut if kept is not None else 0,
+        floor=floor,
+        named=named,
+        absent=found.absent,
+        unchecked=found.unchecked,
+        lookalikes=tuple(dict.fromkeys(alike)),
+    )
+
+
+def explain(
+    store: VectorStore,
+    query: str,
+    shown: Sequence[Ranked],
+    pool: Pool,
+    ranking_score: Mapping[str, float],
+    named: Sequence[str],
+    found_windows: Sequence[Window],
+) -> list[Why]:
+    """Why each shown result ranked: what it holds of the query (its identifiers verbatim, the
+    query's BM25 terms in its matched passage), its cosine and its lead on the query's nearest,
+    its places in both lists, whether its time lies in the time the query names."""
+    terms = bm25.query_terms(query)
+    points = [str(r.payload.get(MATCH_POINT_KEY) or r.id) for r in shown]
+    vectors = {p.id: p.sparse for p in store.get(points, with_vectors=True)} if points and terms else {}
+    dense_rank = {s.id: n for n, s in enumerate(pool.dense, 1)}
+    keyword_rank = {s.id: n for n, s in enumerate(pool.sparse, 1)}
+    median_cosine = pool_median([s.score for s in pool.dense])
+    out = []
+    for r, point in zip(shown, points, strict=True):
+        text = str(r.payload.get(TEXT_KEY, ""))
+        sparse = vectors.get(point)
+        holds = set(sparse.indices) if sparse is not None else set()
+        words = tuple(word for word, tid in terms if tid in holds)
+        out.append(
+            Why(
+                ranker=pool.ranker,
+                score=ranking_score.get(r.id, r.score),
+                exact=held(text, named),
+                lookalike=lookalikes(text, named),
+                terms=len(words),
+                of=len(terms),
+                words=words,
+                meaning=r.similarity,
+                lead=None if r.similarity is None or median_cosine is None else r.similarity - median_cosine,
+                meaning_rank=dense_rank.get(point),
+                keyword_rank=keyword_rank.get(point),
+                in_window=within(r.ts, list(found_windows)),
+            )
+        )
+    return out
 
 
 def _int(value: object) -> int | None:

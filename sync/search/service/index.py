@@ -53,9 +53,9 @@ from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.indexing.indexer import PassReport
 from sync.search.indexing.rebuilder import Pointer, Rebuilder
 from sync.search.query import browse
-from sync.search.query.pipeline import search
+from sync.search.query.pipeline import answer
 from sync.search.query.rerank import Reranker
-from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchRequest, SearchResult
+from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchAnswer, SearchRequest, SearchResult
 from sync.search.service.gap import GAP_WAIT, AliasGap
 from sync.search.service.options import IndexOptions
 from sync.search.service.rebuilds import Rebuilds
@@ -342,11 +342,16 @@ class IndexService:
 
     # -- what the control socket serves -------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[SearchResult]:
+        """``answer``'s results."""
+        return self.answer(request).results
+
+    def answer(self, request: SearchRequest) -> SearchAnswer:
+        """The search's results, judged and cut at the floor (``sync.search.query.pipeline.answer``)."""
         store = self.serving.open()
         was_loaded = self.model_loaded
         try:
             return self.gap.through(
-                lambda: search(
+                lambda: answer(
                     store,
                     self.embedder,
                     request,
