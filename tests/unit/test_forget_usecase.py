@@ -39,11 +39,11 @@ def push(hub: HubBackbone, source_id: str, task: str, output: str, ts: int = REC
 
 def all_bytes(paths: list[Path]) -> bytes:
     """The files' bytes, read around memsync; a gzip file's (an archive week) decompressed too."""
-    found = b""
+    found: list[bytes] = []
     for path in paths:
         data = path.read_bytes()
-        found += data + (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else b"")
-    return found
+        found += [data, gzip.decompress(data) if data[:2] == b"\x1f\x8b" else b""]
+    return b"".join(found)  # joined once: adding to one bytes object copies it every time
 
 
 def files_under(folder: Path) -> list[Path]:
