@@ -118,7 +118,8 @@ def test_whatever_goes_wrong_the_hook_exits_0_and_says_why_in_one_sentence(
     site = site_files("laptop", warm=None if case == "index off" else warm(tmp_path, short_dir))
     config: Path | None = site.config
     stdin = stdin_for(tool, PROMPT_EVENT[tool], tmp_path)
-    extra: list[str] = []
+    # Time enough for the problem itself to be met on a loaded machine, not the hook's own deadline.
+    extra: list[str] = ["--timeout", "30"]
     if case == "bad config":
         site.config.write_text(site.config.read_text(encoding="utf-8") + "[sink]\nx = 1\n", encoding="utf-8")
     elif case == "missing config":
@@ -126,9 +127,9 @@ def test_whatever_goes_wrong_the_hook_exits_0_and_says_why_in_one_sentence(
     elif case == "not json":
         stdin = "this is not what any tool sends"
     elif case == "bad budget":
-        extra = ["--budget-chars", "0"]
+        extra += ["--budget-chars", "0"]
     elif case == "unknown flag":
-        extra = ["--no-such-flag"]
+        extra += ["--no-such-flag"]
     done = hook(tool, config, stdin, *extra)
     assert done.returncode == 0
     assert done.stdout == ("{}\n" if tool == "gemini" else "")
