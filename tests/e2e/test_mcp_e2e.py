@@ -82,6 +82,7 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
         "search_memory",
         "get_episode",
         "recent_activity",
+        "save_memory",
         "memory_health",
         "request_approval",
         "wait_for_approval",
