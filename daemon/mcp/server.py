@@ -1,12 +1,15 @@
-"""The MCP server: six tools over memsync's memory, answered through the daemon's control socket.
+"""The MCP server: seven tools over memsync's memory, answered through the daemon's control socket.
 
 Few tools with tight schemas, because every tool's definition sits in the agent's context: search,
-one episode with its session's neighbours, recent activity, health, and the approval pair agents
-already use from the CLI. Searches and episode reads go to the running daemon (``sync.search.query.browse``
-for the ops), which holds the index and the embedding model: this process never loads a model, so
-it is ready as soon as the SDK is imported. With no daemon a tool answers an error result saying
-so, and the server keeps serving. Health and approvals read the backbone and the site's files, as
-``memsync status`` and ``memsync approval`` do.
+one episode with its session's neighbours, recent activity, saving a memory, health, and the
+approval pair agents already use from the CLI. Searches and episode reads go to the running daemon
+(``sync.search.query.browse`` for the ops), which holds the index and the embedding model: this
+process loads no model while a daemon runs, so it is ready as soon as the SDK is imported. With no
+daemon the memory tools answer as ``memsync search`` does, from the index opened in this process
+(``daemon.search_worker.recall``). Saving goes through ``daemon.usecases.remember``, attributed to
+the client's name. Health and approvals read the backbone and the site's files, as ``memsync
+status`` and ``memsync approval`` do. Every tool says whether it only reads (MCP annotations), and
+answers compact text beside its structured content.
 
 Memory text is what earlier sessions wrote: the tools' descriptions tell the agent it is reference
 data, not instructions (a prompt-injection boundary).

@@ -78,7 +78,7 @@ def test_a_memory_saved_on_one_site_is_found_on_the_other(
         ("Grafana's disk alert fires at 85%; the runbook is in ops/runbooks/disk_full.md.", "disk_full.md"),
     ]
     timed = [{"content": text, "memory_type": "learning", "tags": ["e2e"], "find": word} for text, word in facts]
-    saves = [
+    saves: list[dict[str, Any]] = [
         *timed,
         {
             "content": f"The staging deploy token is {SECRET}; rotate it monthly (SECRETCASE_41).",
@@ -164,7 +164,7 @@ def test_saves_under_kill_9_arrive_exactly_once(
     site = site_files("crashy", tmp_path / "agentdb.db")
     log = tmp_path / "daemon.log"
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(site.config), str(saves), "0.05"],
+        [sys.executable, "-c", WRITER, str(site.config), str(saves), "0.12"],
         stderr=subprocess.PIPE,
         cwd=Path(__file__).parents[2],
     )
@@ -184,7 +184,7 @@ def test_saves_under_kill_9_arrive_exactly_once(
         _, err = writer.communicate(timeout=30)
     assert writer.returncode == 0, err.decode()[-3000:]
     print(f"{saves} saves, {kills} kills")
-    assert kills >= 3, "the kills must land while the saves go on"
+    assert kills >= 5, "the kills must land while the saves go on"
 
     proc = daemons(site.config, log)
 
