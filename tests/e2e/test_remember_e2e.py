@@ -15,12 +15,21 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SiteFiles, hub_episodes, memsync, require_node_modules, stop_daemon, wait_for, wait_started
+from conftest import (
+    SiteFiles,
+    hub_episodes,
+    memsync,
+    require_node_modules,
+    stop_daemon,
+    wait_for,
+    wait_started,
+    write_config,
+)
 
 CLIENT = Path(__file__).parents[1] / "mcp_client"
 SECRET = "ghp_" + "Q7x9" * 9  # a GitHub token's shape
@@ -53,15 +62,52 @@ def searched(site: SiteFiles, query: str) -> list[dict[str, Any]]:
     return results
 
 
+def exported(site: SiteFiles) -> dict[str, dict[str, Any]]:
+    """The site's episodes on its backbone, by sourceId (``memsync export``: either backbone)."""
+    done = memsync("export", "--site", site.name, "-c", str(site.config))
+    assert done.returncode == 0, done.stderr
+    return {e["sourceId"]: e for e in map(json.loads, done.stdout.splitlines())}
+
+
+@pytest.fixture(params=["hub", "convex"])
+def two_sites(
+    request: pytest.FixtureRequest, site_files: Callable[..., SiteFiles], short_dir: Path, tmp_path: Path
+) -> Iterator[tuple[SiteFiles, SiteFiles, Callable[[], bytes]]]:
+    """laptop and vm on one backbone, and what that backbone stores, read around it."""
+    if request.param == "hub":
+        a = site_files("laptop", tmp_path / "laptop-agent.db", warm=warm(tmp_path, short_dir, "laptop"))
+        b = site_files("vm", tmp_path / "vm-agent.db", warm=warm(tmp_path, short_dir, "vm"))
+        yield a, b, a.hub.read_bytes
+        return
+    require_node_modules(Path(__file__).parents[2])
+    from convex_fixtures import running_local_convex
+
+    with running_local_convex() as convex:
+        sites = []
+        for name in ("laptop", "vm"):
+            root = tmp_path / name
+            site = write_config(
+                root,
+                name,
+                tmp_path / f"{name}-agent.db",
+                root / "unused-hub.db",
+                kind="convex",
+                backbone=f'url = "{convex.url}"\n',
+                warm=warm(tmp_path, short_dir, name),
+            )
+            # Beside the config: the daemon, the CLI and the MCP server the client spawns read it.
+            (root / ".env").write_text(f"MEMSYNC_BACKBONE__SITE_SECRET={convex.register_site(name)}\n")
+            sites.append(site)
+        yield sites[0], sites[1], convex.dump
+
+
 def test_a_memory_saved_on_one_site_is_found_on_the_other(
-    site_files: Callable[..., SiteFiles],
-    short_dir: Path,
+    two_sites: tuple[SiteFiles, SiteFiles, Callable[[], bytes]],
     tmp_path: Path,
     daemons: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
     require_node_modules(CLIENT)
-    a = site_files("laptop", tmp_path / "laptop-agent.db", warm=warm(tmp_path, short_dir, "laptop"))
-    b = site_files("vm", tmp_path / "vm-agent.db", warm=warm(tmp_path, short_dir, "vm"))
+    a, b, stored = two_sites
     for site in (a, b):
         log = tmp_path / f"{site.name}.daemon.log"
         wait_started(site, daemons(site.config, log), log)
@@ -100,10 +146,13 @@ def test_a_memory_saved_on_one_site_is_found_on_the_other(
         assert answer["saved"]["status"] == "saved", answer
         assert answer["found"] is not None, f"{save['find']} was not found on vm"
     ms = [d["ms"] for d in done[:8]]
-    print(f"save on laptop -> found on vm: p50 {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms (n={len(ms)})")
+    kind = "convex" if a.hub.name == "unused-hub.db" else "hub"
+    print(
+        f"{kind}: save on laptop -> found on vm: p50 {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms (n={len(ms)})"
+    )
 
     # Attributed to the MCP client, with the type and tags the save gave.
-    episodes = {e["sourceId"]: e for e in hub_episodes(a.hub, "laptop")}
+    episodes = exported(a)
     first = episodes["m1"]
     assert first["agentName"] == out["client"]
     assert first["metadata"]["memory_type"] == "learning"
@@ -113,7 +162,7 @@ def test_a_memory_saved_on_one_site_is_found_on_the_other(
     secret_key = done[8]["saved"]["id"]
     assert SECRET not in json.dumps(list(episodes.values()))
     assert "[redacted:" in done[8]["found"]["text"]
-    assert SECRET.encode() not in a.hub.read_bytes()
+    assert SECRET.encode() not in stored()
 
     # A repeat returns the first memory; a changed value is an update of the older one.
     assert done[9]["saved"]["status"] == "duplicate"
@@ -121,14 +170,15 @@ def test_a_memory_saved_on_one_site_is_found_on_the_other(
     older, newer = done[10]["saved"], done[11]["saved"]
     assert newer["status"] == "updated", newer
     assert newer["existing"] == older["id"]
-    wait_for(lambda: newer["id"].split(":")[1] in {e["sourceId"] for e in hub_episodes(a.hub, "laptop")}, 30)
-    update = next(e for e in hub_episodes(a.hub, "laptop") if e["sourceId"] == newer["id"].split(":")[1])
+    wait_for(lambda: newer["id"].split(":")[1] in exported(a), 30)
+    update = exported(a)[newer["id"].split(":")[1]]
     assert update["metadata"]["updates"] == older["id"]
 
     # Forget the secret's memory from laptop: gone from the hub, laptop's journal and vm's index.
     forgot = memsync("forget", secret_key, "-c", str(a.config))
     assert forgot.returncode == 0, forgot.stderr
-    assert secret_key.split(":")[1] not in {e["sourceId"] for e in hub_episodes(a.hub, "laptop")}
+    assert secret_key.split(":")[1] not in exported(a)
+    assert b"SECRETCASE_41" not in stored()
     journal = a.root / "data" / "laptop.journal.db"
     assert b"SECRETCASE_41" not in journal.read_bytes()
     wait_for(
