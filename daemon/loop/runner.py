@@ -62,6 +62,7 @@ class _LoopState:
     checked: float  # when the site's source was last checked
     pending: bool = True  # always one pass at start: catch up on whatever arrived while we were down
     journal_pending: bool = True  # the same for the journal of saved memories
+    journal_missing: bool = False  # none saved yet: its creation (a change) wakes it, not re-checks
     released: bool = False  # the snapshots' buffers were handed back since the last pass
 
 
@@ -290,8 +291,14 @@ class Daemon:
                 state.last_pass, state.released = time.monotonic(), False
                 if not ok:
                     raise PassFailed  # reported by _pass; the loop backs off
-            if asked or state.journal_pending or site.journal.reader.has_changed() or site.journal.recheck_due():
-                state.journal_pending = self._journal_pass(site)
+            journal = site.journal
+            if (
+                asked
+                or state.journal_pending
+                or journal.reader.has_changed()
+                or (not state.journal_missing and journal.recheck_due())
+            ):
+                state.journal_pending, state.journal_missing = self._journal_pass(site)
                 state.last_pass, state.released = time.monotonic(), False
             elif not state.released and time.monotonic() - state.last_pass >= RELEASE_MEMORY_AFTER:
                 release_free_memory()
@@ -375,17 +382,19 @@ class Daemon:
             self.on_pass(report)
         return report.interrupted and not self.stop.is_set(), True
 
-    def _journal_pass(self, site: Site) -> bool:
-        """A pass over the journal of saved memories (``sync.source.journal``); returns whether
-        another is needed at once. No journal yet is nothing to do; a failure is reported as the
-        journal's problem (on the journal's sidecar and in the log, once) and retried on the next
-        poll: the AgentDB file's passes go on meanwhile."""
+    def _journal_pass(self, site: Site) -> tuple[bool, bool]:
+        """A pass over the journal of saved memories (``sync.source.journal``); returns (another
+        is needed at once, there is no journal yet). A failure is reported as the journal's
+        problem (on the journal's sidecar and in the log, once) and retried on the next poll: the
+        AgentDB file's passes go on meanwhile."""
         try:
             report = site.journal.run_pass(self.stop)
-        except (Interrupted, SourceMissing):
-            return False
+        except SourceMissing:
+            return False, True
+        except Interrupted:
+            return False, False
         except SnapshotNotReady:
-            return True
+            return True, False
         except ConfigError:
             raise
         except Exception as exc:  # noqa: BLE001 - said once, retried on the next poll
@@ -393,11 +402,11 @@ class Daemon:
             with contextlib.suppress(Exception):
                 site.journal_sidecar.set_many({"last_error": message, "last_error_at": time.time()})
             self.journal_problems.problem("journal", message)
-            return False
+            return False, False
         self.journal_problems.recovered("journal")
         if self._warm is not None and (report.inserted or report.updated):
             self._warm.poke()
-        return report.interrupted and not self.stop.is_set()
+        return report.interrupted and not self.stop.is_set(), False
 
     def _report(self, site: Site, key: str, message: str, *, quiet: bool = False) -> bool:
         """Record a problem for status always; log it once when it appears (``ProblemLog``)."""
