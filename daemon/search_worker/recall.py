@@ -16,18 +16,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from daemon.config import Settings
 from daemon.control.client import ControlClient
 from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
-from daemon.search_worker.wiring import WarmLayer, offline_layer
 from daemon.site import NeverSynced, opened_backbone
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
 from sync.search.indexing.lag import episodes_behind
 from sync.search.request import SearchAnswer, SearchRequest, SearchResult
+
+if TYPE_CHECKING:  # the index's stack loads only when this process opens it (the MCP server asks the daemon)
+    from daemon.search_worker.wiring import WarmLayer
 
 # Episodes a search with no daemon running indexes itself before answering: about a second of the
 # local model's time; beyond it the search answers at once and says what it cannot see.
@@ -83,6 +85,8 @@ def run_read(
         _daemon_without_warm(settings)
     except ControlError as exc:
         _raise(exc)
+    from daemon.search_worker.wiring import offline_layer
+
     with ExitStack() as stack:
         backbone, problem = _backbone_for_catch_up(settings, stack)
         with offline_layer(settings, backbone, leases=backbone) as layer:
@@ -129,6 +133,8 @@ def run_reindex(settings: Settings, on_progress: Callable[[Mapping[str, Any]], N
         _raise(exc)
     else:
         return answered, "daemon"
+    from daemon.search_worker.wiring import offline_layer
+
     with (
         opened_backbone(settings, create=False) as backbone,
         offline_layer(settings, backbone, leases=backbone) as layer,

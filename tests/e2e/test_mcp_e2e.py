@@ -44,11 +44,12 @@ from daemon.mcp.server import build_server
 
 async def main():
     async with Client(build_server(load_settings(Path(sys.argv[1])))) as client:
-        found = await client.call_tool("search_memory", {"query": "anything", "limit": 2})
+        found = await client.call_tool("search_memory", {"query": "anything", "limit": 2, "all": True})
         recent = await client.call_tool("recent_activity", {"limit": 2})
         pid = found.structured_content["results"][0]["pointId"]
         episode = await client.call_tool("get_episode", {"id": pid})
-        return [r.is_error for r in (found, recent, episode)]
+        saved = await client.call_tool("save_memory", {"content": "The in-process check saves without a model."})
+        return [r.is_error for r in (found, recent, episode, saved)]
 
 errors = anyio.run(main)
 print(json.dumps({"errors": errors, "modules": sorted(sys.modules)}))
@@ -70,11 +71,12 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     wait_started(site, proc, log)
 
     def indexed() -> bool:
-        done = memsync("search", "anything", "--json", "-n", "20", "-c", str(site.config))
+        # --all: "anything" is a weak match for every episode, which the relevance floor would cut.
+        done = memsync("search", "anything", "--json", "--all", "-n", "20", "-c", str(site.config))
         return done.returncode == 0 and len(json.loads(done.stdout)["results"]) >= 20
 
     wait_for(indexed, timeout=120, what="the daemon to index the episodes")
-    cli = json.loads(memsync("search", "anything", "--json", "-n", "3", "-c", str(site.config)).stdout)
+    cli = json.loads(memsync("search", "anything", "--json", "--all", "-n", "3", "-c", str(site.config)).stdout)
 
     out = drive(site, "anything")
     assert out["server"]["name"] == "memsync"
@@ -125,12 +127,12 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     decided = drive(site, "--wait", asked["approvalId"], "5")["wait_for_approval"]
     assert decided == {"approvalId": asked["approvalId"], "status": "approved", "resolvedBy": "alice"}
 
-    # The server's process never loads a model: the daemon searched.
+    # The server's process never loads a model: the daemon searched, and judged the save's gate.
     done = subprocess.run(
         [sys.executable, "-c", IN_PROCESS, str(site.config)], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
-    assert report["errors"] == [False, False, False]
+    assert report["errors"] == [False, False, False, False]
     heavy = {m for m in report["modules"] if m.split(".")[0] in HEAVY or m in HEAVY}
     assert not heavy, f"the MCP process imported {sorted(heavy)}"
