@@ -99,3 +99,25 @@ def test_bad_arguments_are_one_sentence(site: SiteFiles, memory: Memory, says: s
     with pytest.raises(ValueError, match=says):
         remember(site.settings(), memory, now=NOW, nearest=lambda text: [])
     assert not site.settings().journal_path.exists(), "nothing written"
+
+
+def test_an_agent_that_only_saves_memories_is_in_the_sites_beat(site: SiteFiles) -> None:
+    from daemon.schedule.beats import site_beat
+    from sync.backbone.hub import HubBackbone
+    from sync.push.engine import SyncEngine
+    from sync.push.sidecar import Sidecar
+    from sync.source.journal.source import journal_source
+
+    settings = site.settings()
+    remember(settings, Memory("a fact worth keeping", agent="saver"), now=NOW, nearest=lambda text: [])
+    hub = HubBackbone(settings.hub_path, "laptop")
+    Sidecar(settings.state_path).close()  # the AgentDB file's, which names no agent
+    journal_sidecar = Sidecar(settings.journal_state_path)
+    journal_sidecar.bind("laptop", hub.description)
+    try:
+        SyncEngine(source=journal_source(settings.journal_path), sidecar=journal_sidecar, backbone=hub).run_pass()
+    finally:
+        journal_sidecar.close()
+        hub.close()
+    _, agents = site_beat(settings, NOW)
+    assert agents["saver"]["lastEpisodeAt"] == int(NOW * 1000)
