@@ -151,6 +151,11 @@ def test_a_memory_saved_on_one_site_is_found_on_the_other(
         f"{kind}: save on laptop -> found on vm: p50 {statistics.median(ms):.0f} ms, max {max(ms):.0f} ms (n={len(ms)})"
     )
 
+    # The context hook on vm gives it to vm's agent, fenced, with laptop's key.
+    context = memsync("context", "why does the nightly export job stall?", "-c", str(b.config))
+    assert context.returncode == 0, context.stderr
+    assert "EXPORT_SHARD_07" in context.stdout, context.stdout + context.stderr
+
     # Attributed to the MCP client, with the type and tags the save gave.
     episodes = exported(a)
     first = episodes["m1"]
