@@ -253,3 +253,12 @@ def test_save_memory_saves_into_the_journal_attributed_to_the_client(
     assert row["agent_name"] == "mcp"  # the SDK's in-memory client's name
     assert json.loads(row["tags"]) == ["db", "project:shop"]
     assert json.loads(row["metadata"])["memory_type"] == "decision"
+
+
+def test_save_memorys_types_are_the_taxonomys() -> None:
+    from typing import get_args
+
+    from daemon.mcp.server import MemoryType
+    from sync.source.types import MEMORY_TYPES
+
+    assert get_args(MemoryType) == MEMORY_TYPES, "the tool's schema lists sync.source.types' names, in order"
