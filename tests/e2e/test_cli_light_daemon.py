@@ -40,7 +40,8 @@ def test_search_and_sync_through_a_daemon_import_nothing_heavy(
 
     def searchable() -> bool:
         done = subprocess.run(
-            [sys.executable, "-m", "daemon", "search", "anything", "--json", "-c", str(site.config)],
+            # --all: "anything" is a weak match for every episode, which the relevance floor cuts.
+            [sys.executable, "-m", "daemon", "search", "anything", "--json", "--all", "-c", str(site.config)],
             capture_output=True,
             text=True,
             check=False,
@@ -48,7 +49,7 @@ def test_search_and_sync_through_a_daemon_import_nothing_heavy(
         return done.returncode == 0 and len(json.loads(done.stdout)["results"]) > 0
 
     wait_for(searchable, timeout=60, what="the index")
-    done, modules = imported("search", "anything", "--json", "-c", str(site.config))
+    done, modules = imported("search", "anything", "--json", "--all", "-c", str(site.config))
     assert done.returncode == 0
     assert json.loads(done.stdout.splitlines()[-1])["via"] == "daemon"
     assert not {m for m in modules if m.split(".")[0] in HEAVY}, "the light search path imported heavy modules"
@@ -95,6 +96,6 @@ def test_search_and_sync_through_a_daemon_import_nothing_heavy(
     # Without a daemon answering, the same command still works, through the full path.
     proc.terminate()
     proc.wait(30)
-    done, modules = imported("search", "anything", "--json", "-c", str(site.config))
+    done, modules = imported("search", "anything", "--json", "--all", "-c", str(site.config))
     assert done.returncode == 0
     assert "daemon.cli.app" in modules
