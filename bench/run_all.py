@@ -7,7 +7,7 @@ entry for them, then rewrites the doc. Each entry keeps its own command, date, c
 so the others' last figures stay as they were measured.
 
     python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks context_set mcp
-                             archive recall]
+                             remember archive recall]
                             [--render-only]
 """
 
@@ -34,6 +34,7 @@ from bench import (
     latency,
     mcp,
     recall,
+    remember,
     warm,
     writing,
 )
@@ -51,6 +52,7 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "hooks": (hooks.run, hooks.describe_run),
     "context_set": (context_set.run, context_set.describe_run),
     "mcp": (mcp.run, mcp.describe_run),
+    "remember": (remember.run, remember.describe_run),
     "archive": (archive.run, archive.describe_run),
     # Without LoCoMo's data (an argument, never downloaded) only the labelled set: run
     # `python -m bench.recall LOCOMO_DEV` for the rest, then `--render-only`.

@@ -20,7 +20,15 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from daemon.alerts.policy.quiet_hours import parse_quiet_hours, zone
 from daemon.alerts.policy.signal_names import SIGNAL_NAMES
-from daemon.config_paths import default_data_dir, env_file_for, lock_path_for, socket_path_for, state_path_for
+from daemon.config_paths import (
+    default_data_dir,
+    env_file_for,
+    journal_path_for,
+    journal_state_path_for,
+    lock_path_for,
+    socket_path_for,
+    state_path_for,
+)
 from daemon.schedule.policy.job_table import DEFAULT_JOBS, JOB_NAMES, JobSpec, Where, where, with_overrides
 from daemon.telegram.policy.routing import notify_refusal, permission_refusal, presser_id
 from sync.episode import Attribution
@@ -650,6 +658,15 @@ class Settings(BaseSettings):
     @property
     def state_path(self) -> Path:
         return state_path_for(self.state.path, self.resolved_data_dir, self.site.name)
+
+    @property
+    def journal_path(self) -> Path:
+        """The journal of saved memories: ``<data_dir>/<site>.journal.db``."""
+        return journal_path_for(self.resolved_data_dir, self.site.name)
+
+    @property
+    def journal_state_path(self) -> Path:
+        return journal_state_path_for(self.state_path)
 
     @property
     def catch_up_interval(self) -> float:

@@ -22,6 +22,16 @@ def state_path_for(state: Path | None, data_dir: Path, site: str) -> Path:
     return state or data_dir / f"{site}.state.db"
 
 
+def journal_path_for(data_dir: Path, site: str) -> Path:
+    """The journal of memories agents save (``sync.source.journal``), a SQLite file memsync owns."""
+    return data_dir / f"{site}.journal.db"
+
+
+def journal_state_path_for(state_path: Path) -> Path:
+    """The journal's own sidecar (cursor, hashes, quarantine), beside the site's."""
+    return state_path.with_name(state_path.name + ".journal")
+
+
 def lock_path_for(state_path: Path) -> Path:
     return state_path.with_name(state_path.name + ".lock")
 

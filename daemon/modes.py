@@ -72,6 +72,8 @@ def owned(settings: Settings) -> tuple[list[Path], list[Path]]:
     private = [
         *_tree(settings.resolved_data_dir),
         *_with_journals(settings.state_path),
+        *_with_journals(settings.journal_state_path),
+        *_with_journals(settings.journal_path),
         settings.lock_path,
         *_tree(settings.warm_dir),
     ]

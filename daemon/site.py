@@ -29,7 +29,9 @@ from sync.push.claim import SourceIdentity, claim, instance_for
 from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar
 from sync.resilience.retry import RetryPolicy
-from sync.source.agentdb.reader import AgentDBReader
+from sync.source.agentdb.source import agentdb_source
+from sync.source.base import Source
+from sync.source.journal.source import journal_source
 
 if TYPE_CHECKING:
     from daemon.duties import ServerDuties
@@ -117,11 +119,13 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     return RetryPolicy(maximum=settings.sync.retry_max_wait)
 
 
-def open_sidecar(settings: Settings) -> Sidecar:
+def open_sidecar(settings: Settings, path: Path | None = None) -> Sidecar:
+    """The site's sidecar (``path``: another source's, e.g. ``settings.journal_state_path``)."""
+    where = path or settings.state_path
     try:
-        return Sidecar(settings.state_path)
+        return Sidecar(where)
     except sqlite3.Error as exc:
-        raise PathProblem(f"cannot open the state file {settings.state_path} as user {user()}: {exc}") from None
+        raise PathProblem(f"cannot open the state file {where} as user {user()}: {exc}") from None
 
 
 def open_sidecar_readonly(settings: Settings) -> Sidecar | None:
@@ -168,13 +172,24 @@ class Site:
             here = SourceIdentity.here("", settings.agentdb.path)
             self.source = replace(here, instance=instance_for(self.sidecar, here.machine))
             self.claimed = retry.call(lambda: claim(self.backbone, self.source, take_over=take_over))
+            # The journal of saved memories: a source of its own, with its own sidecar (its cursor
+            # and hashes), pushed under keys m<n>. The claim above stays the AgentDB file's.
+            self.journal_sidecar = open_sidecar(settings, settings.journal_state_path)
+            self._stack.callback(self.journal_sidecar.close)
+            self.journal_sidecar.bind(settings.site.name, self.backbone.description)
         except BaseException:
             self._stack.close()
             raise
-        self.reader = AgentDBReader(settings.agentdb.path)
-        self.engine = SyncEngine(
-            reader=self.reader,
-            sidecar=self.sidecar,
+        self.engine = self._engine(agentdb_source(settings.agentdb.path), self.sidecar, retry, clock)
+        self.reader = self.engine.reader
+        self.journal = self._engine(journal_source(settings.journal_path), self.journal_sidecar, retry, clock)
+        self.engines = (self.engine, self.journal)
+
+    def _engine(self, source: Source, sidecar: Sidecar, retry: RetryPolicy, clock: Callable[[], float]) -> SyncEngine:
+        settings = self.settings
+        return SyncEngine(
+            source=source,
+            sidecar=sidecar,
             backbone=self.backbone,
             defaults=settings.site.defaults.attribution(),
             batch_rows=settings.sync.batch_size,

@@ -171,6 +171,14 @@ def _sync_here(settings: Settings, args: argparse.Namespace) -> int:
             disable=not err.is_terminal,
         ) as bar,
     ):
+        if settings.journal_path.exists():  # the memories agents saved (memsync remember), first: few and quick
+            try:
+                saved = site.journal.run_pass(stop)
+            except Interrupted:
+                say("interrupted; the next pass resumes from the cursor")
+                raise Exit(130) from None
+            if saved.changed_anything():
+                say(f"saved memories: {saved.inserted} new, {saved.updated} updated, {saved.quarantined} quarantined")
         if not settings.agentdb.path.exists():
             # What docs/guides/run.md promises: a missing file is an agent that has not written yet, not an error.
             say(

@@ -1,10 +1,13 @@
 """What ``memsync capture`` stores for a finished session: pure functions from the stop hook's JSON
-and the session's transcript to one AgentDB episode, and to the ``agentdb reflexion store`` call
-that stores it (AgentDB's own CLI writes the file: memsync never does).
+and the session's transcript to one episode, and to where it goes: the site's journal
+(``journal_entry``: memsync's own file, ``sync.source.journal``), attributed to the tool (its
+``agentName``) and tagged with the project (``project:<name>``, as the context hook's "latest
+sessions of this project" looks for it); or, with ``--agentdb``, the ``agentdb reflexion store``
+call (AgentDB's own CLI writes the AgentDB file, memsync never does; that CLI takes no tags).
 
 The episode: ``session_id`` the tool's session id; ``task`` the first prompt the user typed;
 ``input`` the user's prompts in order; ``output`` the last assistant message; ``critique`` a line
-naming the tool and the project (``project:<name>``); reward 0 and success false, because nobody
+naming the tool and the project (``project:<name>``); no reward and success false, because nobody
 judged the session. Each text is redacted (the site's ``[privacy]`` rules) and bounded.
 """
 
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sync.source.journal.store import Entry
 from sync.source.redaction import Redactor, redact_fields
 
 TASK_CHARS: Final = 2_000
@@ -127,6 +131,23 @@ def store_arguments(episode: Captured) -> list[str]:
     """``agentdb``'s arguments: reflexion store <session> <task> <reward> <success> [critique] [input] [output]."""
     episode_text = [episode.critique, episode.input, episode.output]
     return ["reflexion", "store", episode.session, episode.task, "0", "false", *episode_text]
+
+
+def journal_entry(episode: Captured, tool: str, project: str, now_ms: int) -> Entry:
+    """The session as the journal stores it: attributed to ``tool``, tagged with the project."""
+    return Entry(
+        session_id=episode.session,
+        task=episode.task,
+        created_ms=now_ms,
+        tags=(f"project:{project}", "captured"),
+        metadata={"agentName": tool, "platform": tool, "project": project},
+        agent_name=tool,
+        agent_platform=tool,
+        input=episode.input,
+        output=episode.output,
+        critique=episode.critique,
+        success=False,
+    )
 
 
 def _bounded(text: str, limit: int) -> str:

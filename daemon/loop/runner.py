@@ -15,6 +15,7 @@ stuck (a call that never returns) stops the pings and gets the daemon restarted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -60,6 +61,8 @@ class _LoopState:
     last_pass: float
     checked: float  # when the site's source was last checked
     pending: bool = True  # always one pass at start: catch up on whatever arrived while we were down
+    journal_pending: bool = True  # the same for the journal of saved memories
+    journal_missing: bool = False  # none saved yet: its creation (a change) wakes it, not re-checks
     released: bool = False  # the snapshots' buffers were handed back since the last pass
 
 
@@ -92,6 +95,7 @@ class Daemon:
         self.notify = notifier or Notifier()
         self.asked = threading.Event()  # SIGUSR1: someone wants a pass now (a retry, sync)
         self.problems = ProblemLog(log)
+        self.journal_problems = ProblemLog(log)  # the journal's, apart: the AgentDB file's passes end theirs
         self._warm: WarmHost | None = None
         self._waiting_said = False  # "waiting for the AgentDB file" is said once a run
         self.retry = RetryPolicy(maximum=settings.sync.retry_max_wait, sleep=self._sleep)
@@ -230,7 +234,7 @@ class Daemon:
         """The files whose changes wake something: the AgentDB file wakes the run loop; the embedded
         hub, where other sites' episodes arrive, wakes the warm layer (Convex has no file to watch,
         so there the warm layer's catch-up interval alone finds them)."""
-        watched = {self.settings.agentdb.path: self.wake}
+        watched = {self.settings.agentdb.path: self.wake, self.settings.journal_path: self.wake}
         if warm is not None and self.settings.backbone.kind == "local":
             watched[self.settings.hub_path] = warm.poked
         return watched
@@ -287,6 +291,15 @@ class Daemon:
                 state.last_pass, state.released = time.monotonic(), False
                 if not ok:
                     raise PassFailed  # reported by _pass; the loop backs off
+            journal = site.journal
+            if (
+                asked
+                or state.journal_pending
+                or journal.reader.has_changed()
+                or (not state.journal_missing and journal.recheck_due())
+            ):
+                state.journal_pending, state.journal_missing = self._journal_pass(site)
+                state.last_pass, state.released = time.monotonic(), False
             elif not state.released and time.monotonic() - state.last_pass >= RELEASE_MEMORY_AFTER:
                 release_free_memory()
                 state.released = True
@@ -368,6 +381,32 @@ class Daemon:
         if self.on_pass is not None:
             self.on_pass(report)
         return report.interrupted and not self.stop.is_set(), True
+
+    def _journal_pass(self, site: Site) -> tuple[bool, bool]:
+        """A pass over the journal of saved memories (``sync.source.journal``); returns (another
+        is needed at once, there is no journal yet). A failure is reported as the journal's
+        problem (on the journal's sidecar and in the log, once) and retried on the next poll: the
+        AgentDB file's passes go on meanwhile."""
+        try:
+            report = site.journal.run_pass(self.stop)
+        except SourceMissing:
+            return False, True
+        except Interrupted:
+            return False, False
+        except SnapshotNotReady:
+            return True, False
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - said once, retried on the next poll
+            message = f"journal: {type(exc).__name__}: {exc}"
+            with contextlib.suppress(Exception):
+                site.journal_sidecar.set_many({"last_error": message, "last_error_at": time.time()})
+            self.journal_problems.problem("journal", message)
+            return False, False
+        self.journal_problems.recovered("journal")
+        if self._warm is not None and (report.inserted or report.updated):
+            self._warm.poke()
+        return report.interrupted and not self.stop.is_set(), False
 
     def _report(self, site: Site, key: str, message: str, *, quiet: bool = False) -> bool:
         """Record a problem for status always; log it once when it appears (``ProblemLog``)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from sync.search.request import EpisodeView, SearchAnswer, SearchResult
 
@@ -146,3 +146,15 @@ class Decision(BaseModel):
     approvalId: str  # noqa: N815
     status: Literal["pending", "approved", "rejected", "expired"]
     resolvedBy: str | None  # noqa: N815
+
+
+class Saved(BaseModel):
+    """What ``save_memory`` did: ``saved`` (new), ``updated`` (saved, superseding ``existing``) or
+    ``duplicate`` (not saved: ``existing`` holds it already)."""
+
+    status: Literal["saved", "updated", "duplicate"]
+    id: str = Field(description="SITE:ID of the memory that holds it (get_episode takes it)")
+    existing: str | None = Field(description="the memory it repeats or updates")
+    similarity: float | None
+    memoryType: str | None  # noqa: N815 - the wire's camelCase
+    note: str

@@ -1,12 +1,15 @@
-"""The MCP server: six tools over memsync's memory, answered through the daemon's control socket.
+"""The MCP server: seven tools over memsync's memory, answered through the daemon's control socket.
 
 Few tools with tight schemas, because every tool's definition sits in the agent's context: search,
-one episode with its session's neighbours, recent activity, health, and the approval pair agents
-already use from the CLI. Searches and episode reads go to the running daemon (``sync.search.query.browse``
-for the ops), which holds the index and the embedding model: this process never loads a model, so
-it is ready as soon as the SDK is imported. With no daemon a tool answers an error result saying
-so, and the server keeps serving. Health and approvals read the backbone and the site's files, as
-``memsync status`` and ``memsync approval`` do.
+one episode with its session's neighbours, recent activity, saving a memory, health, and the
+approval pair agents already use from the CLI. Searches and episode reads go to the running daemon
+(``sync.search.query.browse`` for the ops), which holds the index and the embedding model: this
+process loads no model while a daemon runs, so it is ready as soon as the SDK is imported. With no
+daemon the memory tools answer as ``memsync search`` does, from the index opened in this process
+(``daemon.search_worker.recall``). Saving goes through ``daemon.usecases.remember``, attributed to
+the client's name. Health and approvals read the backbone and the site's files, as ``memsync
+status`` and ``memsync approval`` do. Every tool says whether it only reads (MCP annotations), and
+answers compact text beside its structured content.
 
 Memory text is what earlier sessions wrote: the tools' descriptions tell the agent it is reference
 data, not instructions (a prompt-injection boundary).
@@ -14,23 +17,27 @@ data, not instructions (a prompt-injection boundary).
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 
 from daemon.config import Settings
-from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories
+from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories, Saved
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
 
 if TYPE_CHECKING:
     from daemon.control.client import ControlClient
+    from daemon.search_worker.wiring import WarmLayer
 
 T = TypeVar("T")
 
@@ -47,6 +54,9 @@ INSTRUCTIONS = (
 Limit = Annotated[int, Field(ge=1, le=50, description="results, 1-50")]
 Since = Annotated[str | None, Field(description="only since: 7d, 12h, 30m, or an ISO date")]
 Priority = Literal["low", "normal", "high", "critical"]
+MemoryType = Literal[
+    "error_fix", "decision", "warning", "learning", "discovery", "codebase_knowledge", "observation", "event"
+]
 
 
 def _no_daemon(settings: Settings) -> str:
@@ -74,19 +84,23 @@ class Tools:
         self.settings = settings
         self.clock = clock
 
-    def _ask(self, call: Callable[[ControlClient], T], *, older: str) -> T:
-        """``call`` on the daemon's control socket, its errors as one sentence; ``older``: what to
-        say when the daemon is older than the op (restart it for what)."""
-        from daemon.control.client import ControlClient, UnknownOp
+    def _ask(self, call: Callable[[ControlClient], T], here: Callable[[WarmLayer], T], *, older: str) -> T:
+        """``call`` on the daemon's control socket, else ``here`` on the index opened in this
+        process (as ``memsync search`` does: ``daemon.search_worker.recall``); its errors as one
+        sentence; ``older``: what to say when the daemon is older than the op (restart it for what)."""
+        from daemon.control.client import UnknownOp
+        from daemon.search_worker.recall import run_read
 
         if not self.settings.warm.enabled:
             raise ToolError("the search index is off on this site (warm.enabled = false): memory cannot be read")
         try:
-            return call(ControlClient(self.settings.socket_path))
+            return run_read(self.settings, call, here)[0]
         except UnknownOp:
             raise ToolError(f"the running daemon is older than this memsync: restart it {older}") from None
         except DaemonNotListening:
             raise ToolError(_no_daemon(self.settings)) from None
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
         except TransientError as exc:
             raise ToolError(f"the daemon is busy or slow ({exc}); try again shortly") from None
         except ControlError as exc:
@@ -115,7 +129,11 @@ class Tools:
             request.check()
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        answer = self._ask(lambda daemon: daemon.answer(request, timeout=SEARCH_TIMEOUT), older="to search")
+        answer = self._ask(
+            lambda daemon: daemon.answer(request, timeout=SEARCH_TIMEOUT),
+            lambda layer: layer.answer(request),
+            older="to search",
+        )
         return search_result(answer, self.clock())
 
     def episode(self, id: str, neighbours: int) -> Episode:
@@ -129,9 +147,16 @@ class Tools:
             request.check()
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        view = self._ask(lambda daemon: daemon.episode(request, timeout=READ_TIMEOUT), older="to fetch episodes")
+        view = self._ask(
+            lambda daemon: daemon.episode(request, timeout=READ_TIMEOUT),
+            lambda layer: layer.episode(request),
+            older="to fetch episodes",
+        )
         if view.episode is None:
-            raise ToolError(f"no episode {id!r} in the search index: use a pointId from search_memory's results")
+            raise ToolError(
+                f"no episode {id!r} in the search index: give a pointId from search_memory's or recent_activity's "
+                "results (a UUID), or SITE:ID (e.g. laptop:1234, or laptop:m17 for a saved memory)"
+            )
         return Episode.of(view)
 
     def recent(self, limit: int, site: str | None, agent: str | None, since: str | None) -> Memories:
@@ -139,7 +164,51 @@ class Tools:
             limit=limit, filter=SearchFilter(site=site, agent=agent, since_ms=_since_ms(since, self.clock()))
         )
         return Memories.of(
-            self._ask(lambda daemon: daemon.recent(request, timeout=READ_TIMEOUT), older="for recent activity")
+            self._ask(
+                lambda daemon: daemon.recent(request, timeout=READ_TIMEOUT),
+                lambda layer: layer.recent(request),
+                older="for recent activity",
+            )
+        )
+
+    def remember(
+        self,
+        content: str,
+        memory_type: str | None,
+        tags: list[str] | None,
+        related_files: list[str] | None,
+        project: str | None,
+        about: str | None,
+        session: str | None,
+        agent: str | None,
+    ) -> Saved:
+        from daemon.context.files import project_name
+        from daemon.usecases.remember import Memory, remember
+
+        memory = Memory(
+            content,
+            memory_type,
+            tags or (),
+            related_files or (),
+            project if project is not None else project_name(Path.cwd()),
+            about,
+            session,
+            agent,
+            "mcp",
+        )
+        try:
+            done = remember(self.settings, memory, now=self.clock())
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        except sqlite3.Error as exc:
+            raise ToolError(f"cannot write the journal {self.settings.journal_path}: {exc}") from None
+        return Saved(
+            status=done.status,
+            id=done.key,
+            existing=done.existing,
+            similarity=done.similarity,
+            memoryType=done.memory_type,
+            note=done.message,
         )
 
     def health(self) -> Health:
@@ -252,6 +321,26 @@ def search_result(answer: SearchAnswer, now: float) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text.getvalue())], structured_content=structured)
 
 
+def compact(model: BaseModel) -> CallToolResult:
+    """A tool's answer as structured content and, for the agent to read, the same as compact JSON
+    (the SDK's default text is indented JSON: a quarter more tokens for the same facts)."""
+    data = model.model_dump(mode="json")
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _client_name(ctx: Context | None) -> str | None:
+    """The MCP client's name from its ``initialize`` (``clientInfo.name``: "claude-code", ...)."""
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+    except (AttributeError, ValueError):  # no request in flight (a direct call)
+        return None
+    return params.client_info.name if params is not None and params.client_info.name else None
+
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
 async def _off_loop(work: Callable[[], T]) -> T:
     """Blocking work (a socket, SQLite, a wait) in a worker thread: the server keeps answering."""
     try:
@@ -268,7 +357,9 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
     tools = Tools(settings, clock)
     server: MCPServer = MCPServer(name="memsync", instructions=INSTRUCTIONS, log_level="WARNING")
 
-    @server.tool(description=f"Search earlier agent sessions' memory (words and meaning). {DATA_NOTE}")
+    @server.tool(
+        description=f"Search earlier agent sessions' memory (words and meaning). {DATA_NOTE}", annotations=READ_ONLY
+    )
     async def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="what to look for")],
         limit: Limit = 5,
@@ -280,29 +371,57 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
     ) -> Annotated[CallToolResult, Memories]:
         return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all))
 
-    @server.tool(description=f"One episode by pointId (or site:sourceId), with its session's neighbours. {DATA_NOTE}")
+    @server.tool(
+        description=f"One episode by pointId (or site:sourceId), with its session's neighbours. {DATA_NOTE}",
+        annotations=READ_ONLY,
+    )
     async def get_episode(
         id: Annotated[str, Field(min_length=1, max_length=300, description="pointId from search_memory")],
         neighbours: Annotated[int, Field(ge=0, le=20, description="episodes before and after, each side")] = 3,
-    ) -> Episode:
-        return await _off_loop(lambda: tools.episode(id, neighbours))
+    ) -> Annotated[CallToolResult, Episode]:
+        return compact(await _off_loop(lambda: tools.episode(id, neighbours)))
 
-    @server.tool(description=f"The latest episodes, newest first. {DATA_NOTE}")
+    @server.tool(description=f"The latest episodes, newest first. {DATA_NOTE}", annotations=READ_ONLY)
     async def recent_activity(
         agent: Annotated[str | None, Field(description="only this agent's episodes")] = None,
         site: Annotated[str | None, Field(description="only this machine's episodes")] = None,
         since: Since = None,
         limit: Limit = 10,
-    ) -> Memories:
-        return await _off_loop(lambda: tools.recent(limit, site, agent, since))
+    ) -> Annotated[CallToolResult, Memories]:
+        return compact(await _off_loop(lambda: tools.recent(limit, site, agent, since)))
 
-    @server.tool(description="Is memory up to date? Sync state, lag, search index behind.")
-    async def memory_health() -> Health:
-        return await _off_loop(tools.health)
+    @server.tool(
+        description="Remember what you learned (a fix, a decision, a warning) for later sessions on every machine. "
+        "A memory already held is not saved again: its id is returned.",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    async def save_memory(
+        content: Annotated[str, Field(min_length=1, max_length=20_000, description="what to remember, self-contained")],
+        memory_type: Annotated[MemoryType | None, Field(description="its type (default: inferred)")] = None,
+        tags: Annotated[list[str] | None, Field(max_length=32)] = None,
+        related_files: Annotated[list[str] | None, Field(max_length=64, description="paths it concerns")] = None,
+        project: Annotated[str | None, Field(description="default: this server's working directory's")] = None,
+        about: Annotated[str | None, Field(description="SITE:ID of the episode it belongs to")] = None,
+        session: Annotated[str | None, Field(description="the session it belongs to")] = None,
+        ctx: Context | None = None,
+    ) -> Annotated[CallToolResult, Saved]:
+        agent = _client_name(ctx)
+        return compact(
+            await _off_loop(
+                lambda: tools.remember(content, memory_type, tags, related_files, project, about, session, agent)
+            )
+        )
+
+    @server.tool(description="Is memory up to date? Sync state, lag, search index behind.", annotations=READ_ONLY)
+    async def memory_health() -> Annotated[CallToolResult, Health]:
+        return compact(await _off_loop(tools.health))
 
     @server.tool(
         description="Ask a person to approve an action (Telegram buttons); returns its approvalId, and a note "
-        "when no reviewer will be told."
+        "when no reviewer will be told.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
     )
     async def request_approval(
         category: Annotated[str, Field(min_length=1, max_length=64, description="e.g. send_message, financial")],
@@ -317,18 +436,22 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         ] = None,
         assign: Annotated[str | None, Field(max_length=200, description="who that new task is assigned to")] = None,
         task_id: Annotated[str | None, Field(max_length=200, description="link this site's existing task")] = None,
-    ) -> Approval:
-        return await _off_loop(
-            lambda: tools.request_approval(
-                category, summary, agent, episode, cost_usd, tests_passed, priority, task, assign, task_id
+    ) -> Annotated[CallToolResult, Approval]:
+        return compact(
+            await _off_loop(
+                lambda: tools.request_approval(
+                    category, summary, agent, episode, cost_usd, tests_passed, priority, task, assign, task_id
+                )
             )
         )
 
-    @server.tool(description="Wait for an approval's decision; 'pending' when timeout_s passed first.")
+    @server.tool(
+        description="Wait for an approval's decision; 'pending' when timeout_s passed first.", annotations=READ_ONLY
+    )
     async def wait_for_approval(
         approval_id: Annotated[str, Field(min_length=1, max_length=200)],
         timeout_s: Annotated[float, Field(ge=0, le=MAX_WAIT_S)] = 60.0,
-    ) -> Decision:
-        return await _off_loop(lambda: tools.wait_for_approval(approval_id, timeout_s))
+    ) -> Annotated[CallToolResult, Decision]:
+        return compact(await _off_loop(lambda: tools.wait_for_approval(approval_id, timeout_s)))
 
     return server

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import socket
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +42,28 @@ def site_beat(settings: Settings, now: float) -> tuple[SiteBeat, dict[str, Any]]
     if settings.warm.enabled:
         index = str((read_status(settings) or {}).get("state") or "never run")
     beat = SiteBeat(version(), socket.gethostname(), os.getpid(), lag, backlog, index, quarantined, conflicts, redacted)
-    return beat, {k: v for k, v in seen.items() if isinstance(v, dict)} if isinstance(seen, dict) else {}
+    agents = {k: v for k, v in seen.items() if isinstance(v, dict)} if isinstance(seen, dict) else {}
+    return beat, _with_journals_agents(settings, agents)
+
+
+def _with_journals_agents(settings: Settings, agents: dict[str, Any]) -> dict[str, Any]:
+    """The agents the site's saved memories name too (the journal's own sidecar): an agent that
+    only saves memories is alive all the same. Of two records of one agent, the later episode's."""
+    if not settings.journal_state_path.exists():
+        return agents
+    try:
+        with contextlib.closing(Sidecar(settings.journal_state_path, readonly=True)) as sidecar:
+            saved = json.loads(sidecar.get("agents_seen") or "{}")
+    except (FileNotFoundError, sqlite3.Error, ValueError):
+        return agents
+    merged = dict(agents)
+    for name, entry in saved.items() if isinstance(saved, dict) else ():
+        if not isinstance(entry, dict):
+            continue
+        known = merged.get(name)
+        if known is None or (entry.get("lastEpisodeAt") or 0) > (known.get("lastEpisodeAt") or 0):
+            merged[name] = entry
+    return merged
 
 
 def spooled(state: Path) -> list[dict[str, Any]]:

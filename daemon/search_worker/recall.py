@@ -1,4 +1,4 @@
-"""``memsync search`` and ``memsync reindex`` when the light path could not answer: through the
+"""``memsync search``, ``memsync reindex`` and the MCP server's reads when the light path could not answer: through the
 running daemon when there is one (it owns the embedded store), in this process when there is not.
 
 Which way: if the control socket answers, the daemon does the work; if no daemon holds the site,
@@ -16,22 +16,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from daemon.config import Settings
 from daemon.control.client import ControlClient
 from daemon.control.lock import DAEMON, lock_holder
 from daemon.counts import counted
-from daemon.search_worker.wiring import WarmLayer, offline_layer
 from daemon.site import NeverSynced, opened_backbone
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
 from sync.search.indexing.lag import episodes_behind
 from sync.search.request import SearchAnswer, SearchRequest, SearchResult
 
+if TYPE_CHECKING:  # the index's stack loads only when this process opens it (the MCP server asks the daemon)
+    from daemon.search_worker.wiring import WarmLayer
+
 # Episodes a search with no daemon running indexes itself before answering: about a second of the
 # local model's time; beyond it the search answers at once and says what it cannot see.
 CATCH_UP_LIMIT = 200
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,19 +69,29 @@ def _daemon_without_warm(settings: Settings) -> None:
 
 def run_search(settings: Settings, request: SearchRequest) -> Found:
     request.check()
+    answer, via, behind = run_read(settings, lambda daemon: daemon.answer(request), lambda layer: layer.answer(request))
+    return Found(answer, via, behind)
+
+
+def run_read(
+    settings: Settings, ask: Callable[[ControlClient], T], here: Callable[[WarmLayer], T]
+) -> tuple[T, str, str | None]:
+    """A read of the search index (a search, recent episodes, one episode): ``ask``ed of the
+    running daemon, else done ``here`` on the store opened in this process after a small catch-up;
+    (the answer, "daemon" or "this process", what it cannot see)."""
     try:
-        answer = ControlClient(settings.socket_path).answer(request)
+        return ask(ControlClient(settings.socket_path)), "daemon", None
     except DaemonNotListening:
         _daemon_without_warm(settings)
     except ControlError as exc:
         _raise(exc)
-    else:
-        return Found(answer, "daemon")
+    from daemon.search_worker.wiring import offline_layer
+
     with ExitStack() as stack:
         backbone, problem = _backbone_for_catch_up(settings, stack)
         with offline_layer(settings, backbone, leases=backbone) as layer:
             behind = problem if backbone is None else _catch_up_first(layer, backbone)
-            return Found(layer.answer(request), "this process", behind)
+            return here(layer), "this process", behind
 
 
 def _backbone_for_catch_up(settings: Settings, stack: ExitStack) -> tuple[Backbone | None, str | None]:
@@ -120,6 +133,8 @@ def run_reindex(settings: Settings, on_progress: Callable[[Mapping[str, Any]], N
         _raise(exc)
     else:
         return answered, "daemon"
+    from daemon.search_worker.wiring import offline_layer
+
     with (
         opened_backbone(settings, create=False) as backbone,
         offline_layer(settings, backbone, leases=backbone) as layer,

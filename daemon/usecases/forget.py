@@ -153,6 +153,7 @@ def forget(
     hub to the current schema). Raises ``OperatorRefused`` when the server refuses the operator's
     credential."""
     forgotten, unknown, refused = _forget_keys(settings, backbone, duties, keys)
+    _forget_saved(settings, keys)
     wal_left = duties.empty_forgotten()  # also when nothing new was found: a retry empties it
     elsewhere = [] if text is None else _forget_text_here(settings, text)
     indexes = _indexes(settings, backbone, now) if forgotten else []
@@ -181,18 +182,34 @@ def _forget_keys(
     return forgotten, unknown, refused
 
 
+def _forget_saved(settings: Settings, keys: Sequence[tuple[str, str]]) -> None:
+    """This site's saved memories (keys ``m<n>``) out of its journal too, so that the text leaves
+    the site's disk as well as the backbone (the tombstone alone keeps a key from coming back)."""
+    from daemon.paths import exists
+    from sync.source.journal.source import local_id_of
+    from sync.source.journal.store import Journal
+
+    ids = [n for site, key in keys if site == settings.site.name and (n := local_id_of(key)) is not None]
+    if ids and exists(settings.journal_path, "the journal"):
+        with Journal(settings.journal_path) as journal:
+            journal.delete(ids)
+
+
 def _forget_text_here(settings: Settings, text: str) -> list[TextTakenOut]:
-    """The text out of this site's files that keep text outside the backbone: the sidecar's
-    quarantine previews (rows that never became episodes) and the alerts file's kept messages (a
-    digest quotes top tasks)."""
+    """The text out of this site's files that keep text outside the backbone: the sidecars'
+    quarantine previews (rows that never became episodes), the journal's saved memories and the
+    alerts file's kept messages (a digest quotes top tasks)."""
     from daemon.alerts.store import AlertStore
     from daemon.paths import exists
     from sync.push.sidecar import Sidecar
+    from sync.source.journal.store import Journal
 
     found: list[TextTakenOut] = []
-    opener: type[Sidecar] | type[AlertStore]
+    opener: type[Sidecar] | type[AlertStore] | type[Journal]
     for path, key, opener in (
         (settings.state_path, "state.path", Sidecar),
+        (settings.journal_state_path, "state.path", Sidecar),
+        (settings.journal_path, "the journal", Journal),
         (settings.alerts_path, "alerts", AlertStore),
     ):
         if not exists(path, key):

@@ -9,6 +9,7 @@ prints it as is), typed key by key below.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from daemon.site import open_sidecar_readonly, opened_backbone
 from sync.backbone.base import ChangeFeed, ColdArchive, SourceRecord
 from sync.errors import MemsyncError, PathProblem
 from sync.push.claim import SourceIdentity, describe, refusal
+from sync.push.sidecar import Sidecar
 from sync.search.collection.cursor import CursorFile
 from sync.search.indexing.lag import episodes_behind
 from sync.source.agentdb.reader import AgentDBReader, clock_ahead_message
@@ -124,6 +126,15 @@ class TelegramState(TypedDict):
     tokenRefused: str | None
 
 
+class JournalState(TypedDict):
+    """The journal of saved memories (``memsync remember``): how many it holds, how many wait."""
+
+    path: str
+    saved: int  # memories in the journal (0: none saved yet)
+    backlog: int | None  # saved but not yet pushed (None: unknown)
+    lastError: str | None  # the journal's pass's last problem
+
+
 class StatusReport(TypedDict):
     """The report, under its JSON's names (``status --json``)."""
 
@@ -144,6 +155,7 @@ class StatusReport(TypedDict):
     redaction: bool
     lastError: str | None
     agentdb: AgentDBState
+    journal: JournalState
     backbone: BackboneState
     warm: WarmState
     telegram: TelegramState
@@ -268,6 +280,7 @@ def gather(settings: Settings, now: float | None = None) -> StatusReport:
         "redaction": settings.privacy.redact,
         "lastError": meta.get("last_error"),
         "agentdb": agentdb,
+        "journal": _journal(settings),
         "backbone": backbone,
         "warm": warm,
         "telegram": _telegram(settings),
@@ -275,6 +288,30 @@ def gather(settings: Settings, now: float | None = None) -> StatusReport:
         "pathProblem": path_problem,
         "sourceRefused": refused,
     }
+
+
+def _journal(settings: Settings) -> JournalState:
+    """The journal as its reader and its own sidecar see it; never created here."""
+    state: JournalState = {"path": str(settings.journal_path), "saved": 0, "backlog": 0, "lastError": None}
+    if not settings.journal_path.exists():
+        return state
+    cursor = 0
+    if settings.journal_state_path.exists():
+        try:
+            sidecar = Sidecar(settings.journal_state_path, readonly=True)
+        except (FileNotFoundError, sqlite3.Error):
+            sidecar = None
+        if sidecar is not None:
+            try:
+                cursor, state["lastError"] = sidecar.cursor(), sidecar.get("last_error")
+            finally:
+                sidecar.close()
+    try:
+        with AgentDBReader(settings.journal_path).snapshot() as snap:
+            state["saved"], state["backlog"] = snap.count(), snap.count_after(cursor)
+    except MemsyncError as exc:
+        state["backlog"], state["lastError"] = None, str(exc)
+    return state
 
 
 def _refused(settings: Settings, meta: dict[str, str | None], recorded: SourceRecord | None) -> str | None:

@@ -1,4 +1,8 @@
-"""One sync pass: snapshot the AgentDB file, decide what each row needs, deliver it, record it.
+"""One sync pass: snapshot a source, decide what each row needs, deliver it, record it.
+
+The engine takes a source's description (``sync.source.base.Source``: its reader, its rows'
+conversion, its id mapping), never a file: the AgentDB file is one source, the journal of saved
+memories another, each with its own sidecar.
 
 Order of work in a pass:
 1. read new rows after the cursor in id order, a batch at a time, and advance the cursor after each
@@ -34,8 +38,9 @@ from sync.push.sidecar import Conflict, Quarantined, QuarantineEntry, Sidecar, S
 from sync.resilience.problems import ProblemLog
 from sync.resilience.retry import RetryPolicy
 from sync.source.agentdb.digests import RowDigests
-from sync.source.agentdb.reader import AgentDBReader, FileStamp, Snapshot, clock_ahead_message
-from sync.source.agentdb.rows import convert
+from sync.source.agentdb.reader import clock_ahead_message
+from sync.source.base import RowSnapshot as Snapshot
+from sync.source.base import Source
 from sync.source.redaction import Redactor
 
 log = structlog.get_logger("memsync.engine")
@@ -94,7 +99,7 @@ class SyncEngine:
     def __init__(
         self,
         *,
-        reader: AgentDBReader,
+        source: Source,
         sidecar: Sidecar,
         backbone: EpisodeSink,
         defaults: Attribution | None = None,
@@ -107,7 +112,8 @@ class SyncEngine:
         clock: Callable[[], float] = time.time,
         redactor: Redactor | None = None,
     ) -> None:
-        self.reader = reader
+        self.source = source
+        self.reader = source.reader
         self.sidecar = sidecar
         self.backbone = backbone
         self.defaults = defaults or Attribution()
@@ -125,7 +131,7 @@ class SyncEngine:
         # The full re-check in slices: where the one in progress has reached (None: none running),
         # the file's stamp when it began, and whether the file changed since the last one began.
         self._full_position: int | None = None
-        self._full_started: FileStamp | None = None
+        self._full_started: object | None = None
         self._changed_since_full = True  # unknown at start: edits may have happened while we were down
         self.passes = 0  # passes run by this engine (status and the benchmarks read it)
         # The agents this site's episodes name, for the registry's heartbeats (daemon/schedule/beats).
@@ -376,7 +382,7 @@ class SyncEngine:
             local_id: int = row["id"]
             entry = quarantined.get(local_id)
             retry = local_id in forced
-            episode = convert(row, self.defaults, self.redactor)
+            episode = self.source.convert(row, self.defaults, self.redactor)
             if isinstance(episode, Rejected):
                 if entry is None or entry.content_hash != episode.content_hash or retry:
                     delivery.quarantined.append(
@@ -396,7 +402,13 @@ class SyncEngine:
                     )
                 )
                 continue
-            decision = decide(local_id, episode.identity_hash, episode.content_hash, occupants.get(local_id, []))
+            decision = decide(
+                local_id,
+                episode.identity_hash,
+                episode.content_hash,
+                occupants.get(local_id, []),
+                self.source.source_id_for,
+            )
             if decision.verdict is Verdict.UNCHANGED:
                 if entry is not None:
                     delivery.released.append(local_id)
@@ -425,7 +437,7 @@ class SyncEngine:
     def _settle(self, item: _Work, result: PushResult, delivery: _Delivery, report: PassReport) -> _Work | None:
         episode, decision = item.episode, item.decision
         if result.outcome is Outcome.CONFLICT:
-            following = after_conflict(episode.local_id, decision)
+            following = after_conflict(episode.local_id, decision, self.source.source_id_for)
             if following.generation > MAX_GENERATIONS:
                 delivery.quarantined.append(
                     Quarantined(
@@ -488,7 +500,8 @@ class SyncEngine:
             for w in batch
         ]
         try:
-            results = self.retry.call(lambda: self.backbone.push(items, cursor), stop=stop, on_retry=self._note_retry)
+            at = self.source.backbone_cursor(cursor)
+            results = self.retry.call(lambda: self.backbone.push(items, at), stop=stop, on_retry=self._note_retry)
         except BackboneRejected as exc:
             if len(batch) == 1:
                 return [PushResult(items[0].source_id, Outcome.REJECTED, reason=str(exc))]

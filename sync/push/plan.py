@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
+from sync.source.base import source_id_for  # the AgentDB file's keys, the default mapping
+
 T = TypeVar("T")
 
 
@@ -44,31 +46,33 @@ class Decision:
     displaced: Occupant | None = None
 
 
-def source_id_for(local_id: int, generation: int) -> str:
-    """The backbone key for an id's n-th distinct episode: "42", then "42~1", "42~2"..."""
-    return str(local_id) if generation == 0 else f"{local_id}~{generation}"
-
-
-def decide(local_id: int, identity_hash: str, content_hash: str, occupants: Sequence[Occupant]) -> Decision:
+def decide(
+    local_id: int,
+    identity_hash: str,
+    content_hash: str,
+    occupants: Sequence[Occupant],
+    ids: Callable[[int, int], str] = source_id_for,
+) -> Decision:
+    """What a row needs; ``ids`` is its source's id mapping (``sync.push.source.Source``)."""
     if not occupants:
-        return Decision(Verdict.NEW, source_id_for(local_id, 0), 0)
+        return Decision(Verdict.NEW, ids(local_id, 0), 0)
     for occupant in occupants:
         if occupant.identity_hash == identity_hash:
             verdict = Verdict.UNCHANGED if occupant.content_hash == content_hash else Verdict.EDIT
             return Decision(verdict, occupant.source_id, occupant.generation)
     latest = max(occupants, key=lambda o: o.generation)
     generation = latest.generation + 1
-    return Decision(Verdict.REUSED, source_id_for(local_id, generation), generation, displaced=latest)
+    return Decision(Verdict.REUSED, ids(local_id, generation), generation, displaced=latest)
 
 
-def after_conflict(local_id: int, decision: Decision) -> Decision:
+def after_conflict(local_id: int, decision: Decision, ids: Callable[[int, int], str] = source_id_for) -> Decision:
     """The backbone already holds a different episode under this key: try the next generation.
 
     This happens when the sidecar lost track (a crash between the backbone's commit and ours, or a
     fresh sidecar): the backbone, not the sidecar, is the judge of what a key holds.
     """
     generation = decision.generation + 1
-    return Decision(Verdict.REUSED, source_id_for(local_id, generation), generation, decision.displaced)
+    return Decision(Verdict.REUSED, ids(local_id, generation), generation, decision.displaced)
 
 
 @dataclass(frozen=True, slots=True)

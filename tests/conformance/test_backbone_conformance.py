@@ -44,8 +44,8 @@ from sync.policy.leases import Claim
 from sync.push.agents import liveness
 from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar
-from sync.source.agentdb.reader import AgentDBReader
 from sync.source.agentdb.rows import convert
+from sync.source.agentdb.source import agentdb_source
 
 STALE_AFTER_MS = 3 * 60_000
 
@@ -253,7 +253,7 @@ def test_export_has_the_documented_fields_in_order_and_metadata_as_an_object(ope
 def _sync(agentdb: Path, tmp_path: Path, s: Opened, name: str) -> SyncEngine:
     sidecar = Sidecar(tmp_path / f"{name}.state.db")
     sidecar.bind(s.site, s.backbone.description)
-    return SyncEngine(reader=AgentDBReader(agentdb), sidecar=sidecar, backbone=s.backbone)
+    return SyncEngine(source=agentdb_source(agentdb), sidecar=sidecar, backbone=s.backbone)
 
 
 def _assert_delivered(s: Opened, agentdb: Path) -> list[dict[str, Any]]:

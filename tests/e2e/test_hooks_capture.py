@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import GEN, read_agentdb_rows, require_node_modules, write_config
+from conftest import GEN, hub_episodes, read_agentdb_rows, require_node_modules, write_config
 
 from daemon.hooks.capture import capture, project_name, store_arguments, turns
 from sync.source.redaction import Redactor
@@ -128,6 +128,33 @@ def test_capture_stores_through_agentdbs_own_cli(tmp_path: Path) -> None:
     )
     assert missing.returncode == 78
     assert "no-such-agentdb not found" in missing.stderr
+
+
+def test_capture_stores_into_the_journal_attributed_and_tagged(tmp_path: Path) -> None:
+    """Without --agentdb: the site's journal, which can carry the tool's name and the project's tag
+    (AgentDB's CLI takes neither); a daemon pushes it like the AgentDB file."""
+    site = write_config(tmp_path / "site", "cap", tmp_path / "agentdb.db", tmp_path / "hub.db")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(CLAUDE_TRANSCRIPT, encoding="utf-8")
+    (tmp_path / "myproj/.git").mkdir(parents=True)
+    event = {"session_id": "sess-9", "transcript_path": str(transcript), "cwd": str(tmp_path / "myproj")}
+    done = memsync_stdin(json.dumps(event), "capture", "--for", "codex", "-c", str(site.config))
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "agentdb.db").exists(), "the AgentDB file is never written by memsync"
+    synced = subprocess.run(
+        [sys.executable, "-m", "daemon", "sync", "--once", "-c", str(site.config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert synced.returncode == 0, synced.stderr
+    [episode] = hub_episodes(tmp_path / "hub.db", "cap")
+    assert episode["sourceId"] == "m1"
+    assert episode["agentName"] == "codex"
+    assert episode["tags"] == ["project:myproj", "captured"]
+    assert episode["task"] == "Fix the login bug; token [redacted:github-token]"
+    assert episode["sessionId"] == "sess-9"
 
 
 def memsync_stdin(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:

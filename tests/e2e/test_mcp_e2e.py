@@ -48,7 +48,8 @@ async def main():
         recent = await client.call_tool("recent_activity", {"limit": 2})
         pid = found.structured_content["results"][0]["pointId"]
         episode = await client.call_tool("get_episode", {"id": pid})
-        return [r.is_error for r in (found, recent, episode)]
+        saved = await client.call_tool("save_memory", {"content": "The in-process check saves without a model."})
+        return [r.is_error for r in (found, recent, episode, saved)]
 
 errors = anyio.run(main)
 print(json.dumps({"errors": errors, "modules": sorted(sys.modules)}))
@@ -89,6 +90,7 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
         "search_memory",
         "get_episode",
         "recent_activity",
+        "save_memory",
         "memory_health",
         "request_approval",
         "wait_for_approval",
@@ -131,7 +133,7 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     decided = drive(site, "--wait", asked["approvalId"], "5")["wait_for_approval"]
     assert decided == {"approvalId": asked["approvalId"], "status": "approved", "resolvedBy": "alice"}
 
-    # The server's process never loads a model: the daemon searched.
+    # The server's process never loads a model: the daemon searched, and judged the save's gate.
     done = subprocess.run(
         [sys.executable, "-c", IN_PROCESS, str(site.config), query],
         capture_output=True,
@@ -141,6 +143,6 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
-    assert report["errors"] == [False, False, False]
+    assert report["errors"] == [False, False, False, False]
     heavy = {m for m in report["modules"] if m.split(".")[0] in HEAVY or m in HEAVY}
     assert not heavy, f"the MCP process imported {sorted(heavy)}"

@@ -27,7 +27,7 @@ if (rest[0] === "--wait") {
 } else {
   const listed = await client.listTools();
   out.tools = listed.tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema, outputSchema: t.outputSchema }));
-  out.search_memory = await call("search_memory", { query: rest[0], limit: 3 });
+  out.search_memory = await call("search_memory", { query: rest[0], limit: 3, all: true });
   const first = out.search_memory.results?.[0];
   out.get_episode = first ? await call("get_episode", { id: first.pointId, neighbours: 2 }) : null;
   out.recent_activity = await call("recent_activity", { limit: 4 });

@@ -5,6 +5,7 @@ test_mcp_e2e.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,9 +17,19 @@ from mcp.client.client import Client
 
 from daemon.mcp.http import token_matches
 from daemon.mcp.server import build_server
+from sync.source.journal.store import Journal
 
 T = TypeVar("T")
-TOOLS = {"search_memory", "get_episode", "recent_activity", "memory_health", "request_approval", "wait_for_approval"}
+TOOLS = {
+    "search_memory",
+    "get_episode",
+    "recent_activity",
+    "save_memory",
+    "memory_health",
+    "request_approval",
+    "wait_for_approval",
+}
+READ_ONLY = {"search_memory", "get_episode", "recent_activity", "memory_health", "wait_for_approval"}
 
 
 def run(work: Callable[[Client], Awaitable[T]], site: SiteFiles) -> T:
@@ -55,22 +66,34 @@ def test_few_tools_with_tight_schemas_and_the_data_warning(site: SiteFiles) -> N
     assert set(tools["wait_for_approval"].input_schema["required"]) == {"approval_id"}
 
 
-def test_without_a_daemon_a_tool_says_so_and_the_server_keeps_serving(site: SiteFiles) -> None:
+def test_annotations_say_which_tools_only_read(site: SiteFiles) -> None:
+    async def work(client: Client) -> Any:
+        return (await client.list_tools()).tools
+
+    for tool in run(work, site):
+        assert tool.annotations is not None, f"{tool.name} has no annotations"
+        assert tool.annotations.read_only_hint is (tool.name in READ_ONLY), tool.name
+
+
+def test_without_a_daemon_the_memory_tools_answer_from_this_process(site: SiteFiles) -> None:
+    """As ``memsync search`` does (daemon.search_worker.recall): the index opened here."""
+
     async def work(client: Client) -> list[Any]:
         return [
-            await client.call_tool("search_memory", {"query": "deploy"}),
             await client.call_tool("recent_activity", {}),
             await client.call_tool("get_episode", {"id": "laptop:1"}),
             await client.call_tool("memory_health", {}),
         ]
 
-    searched, recent, fetched, health = run(work, site)
-    for result in (searched, recent, fetched):
-        assert result.is_error
-        text = result.content[0].text
-        assert "daemon is not running for site laptop" in text
-        assert "memsync run" in text
-        assert "Traceback" not in text
+    recent, fetched, health = run(work, site)
+    assert not recent.is_error, recent.content[0].text
+    assert recent.structured_content["results"] == []
+    assert fetched.is_error
+    text = fetched.content[0].text
+    assert "no episode 'laptop:1'" in text
+    assert "SITE:ID" in text, "the hint names the id forms get_episode takes"
+    assert "laptop:m17" in text
+    assert "Traceback" not in text
     assert not health.is_error, "health answers from the site's files, daemon or not"
     assert health.structured_content["daemonRunning"] is False
     assert health.structured_content["health"] == "down"
@@ -185,3 +208,57 @@ def test_search_memory_answers_the_memories_as_data_and_as_text_a_person_reads(s
     assert "4 more under the relevance floor: all=true shows them" in text
     assert "absent: ZQX_7781_A (no memory searched holds it)" in text
     assert "{" not in text  # text for a person, not the JSON again
+
+
+def test_answers_are_compact_text_beside_the_structured_content(site: SiteFiles) -> None:
+    async def work(client: Client) -> Any:
+        return await client.call_tool("memory_health", {})
+
+    health = run(work, site)
+    text = health.content[0].text
+    assert "\n" not in text, "no indented JSON: the same facts in fewer tokens"
+    assert json.loads(text) == health.structured_content
+
+
+def test_save_memory_saves_into_the_journal_attributed_to_the_client(
+    site_files: Callable[..., SiteFiles], tmp_path: Path
+) -> None:
+    site = site_files("laptop", warm="enabled = false\n")
+
+    async def work(client: Client) -> list[Any]:
+        return [
+            await client.call_tool(
+                "save_memory",
+                {"content": "pool_size is 20 on prod", "memory_type": "decision", "project": "shop", "tags": ["db"]},
+            ),
+            await client.call_tool("save_memory", {"content": "Pool_size is 20  on prod"}),
+            await client.call_tool("save_memory", {"content": "x", "memory_type": "gossip"}),
+            await client.call_tool("save_memory", {"content": "y", "about": "no-colon"}),
+        ]
+
+    saved, again, bad_type, bad_about = run(work, site)
+    assert not saved.is_error, saved.content[0].text
+    assert saved.structured_content["status"] == "saved"
+    assert saved.structured_content["id"] == "laptop:m1"
+    assert again.structured_content["status"] == "duplicate"
+    assert again.structured_content["existing"] == "laptop:m1"
+    assert bad_type.is_error
+    assert "memory_type" in bad_type.content[0].text
+    assert bad_about.is_error
+    assert "SITE:ID" in bad_about.content[0].text
+    with Journal(site.settings().journal_path) as journal:
+        row = journal.get(1)
+        assert journal.count() == 1
+    assert row is not None
+    assert row["agent_name"] == "mcp"  # the SDK's in-memory client's name
+    assert json.loads(row["tags"]) == ["db", "project:shop"]
+    assert json.loads(row["metadata"])["memory_type"] == "decision"
+
+
+def test_save_memorys_types_are_the_taxonomys() -> None:
+    from typing import get_args
+
+    from daemon.mcp.server import MemoryType
+    from sync.source.types import MEMORY_TYPES
+
+    assert get_args(MemoryType) == MEMORY_TYPES, "the tool's schema lists sync.source.types' names, in order"

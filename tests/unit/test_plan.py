@@ -14,10 +14,10 @@ from sync.push.plan import (
     batches,
     decide,
     plan_scan,
-    source_id_for,
     window_due,
 )
 from sync.resilience.retry import RetryPolicy
+from sync.source.base import source_id_for
 
 A = Occupant(42, 0, "42", "identity-a", "content-a1")
 B = Occupant(42, 1, "42~1", "identity-b", "content-b1")

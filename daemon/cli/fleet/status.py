@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from daemon.usecases.status import AgentDBState, StatusReport, TelegramState, WarmState
+    from daemon.usecases.status import AgentDBState, JournalState, StatusReport, TelegramState, WarmState
 
 
 def register(commands: Commands) -> None:
@@ -94,6 +94,15 @@ def print_stripped(table: Table, console: Console) -> None:
 _STYLE = {Level.OK: "green", Level.DEGRADED: "yellow", Level.DOWN: "red"}
 
 
+def _journal_text(journal: JournalState) -> str | None:
+    """The saved memories' line (``memsync remember``); None while none was ever saved."""
+    if not journal["saved"] and not journal["lastError"]:
+        return None
+    waiting = "?" if journal["backlog"] is None else str(journal["backlog"])
+    problem = f"; [red]{journal['lastError']}[/]" if journal["lastError"] else ""
+    return f"{counted(journal['saved'], 'memory', 'memories')} (memsync remember), {waiting} to push{problem}"
+
+
 def render(report: StatusReport, console: Console) -> None:
     from rich.table import Table
 
@@ -111,6 +120,8 @@ def render(report: StatusReport, console: Console) -> None:
     if bb.get("source"):
         table.add_row("fed by", bb["source"])
     table.add_row("agentdb", _agentdb_text(report["agentdb"]))
+    if (saved := _journal_text(report["journal"])) is not None:
+        table.add_row("saved", saved)
     table.add_row("cursor", f"{report['cursor']} ({counted(report['synced'], 'episode')} synced)")
     table.add_row("backlog", "?" if report["backlog"] is None else str(report["backlog"]))
     table.add_row("last sync", report["lastSyncAt"] or "never")

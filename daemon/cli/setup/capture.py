@@ -1,7 +1,9 @@
-"""``memsync capture --for TOOL``: a stop hook that stores the finished session as an AgentDB
-episode through AgentDB's own CLI (``agentdb reflexion store``), for agents with no AgentDB writer
-of their own. What it records is in ``daemon.hooks.capture``; redaction happens before anything
-leaves this process."""
+"""``memsync capture --for TOOL``: a stop hook that stores the finished session as one episode, for
+agents with no AgentDB writer of their own: into the site's journal (memsync's own file, which the
+daemon pushes like the AgentDB file), attributed to the tool and tagged with the project; or, with
+``--agentdb CMD``, into the AgentDB file through AgentDB's own CLI (``agentdb reflexion store``,
+which takes no tags). What it records is in ``daemon.hooks.capture``; redaction happens before
+anything leaves this process."""
 
 from __future__ import annotations
 
@@ -24,16 +26,18 @@ AGENTDB_TIMEOUT_S: Final = 60.0
 def register(commands: Commands) -> None:
     parser = commands.add_parser(
         "capture",
-        help="(a stop hook) store the agent's session as an AgentDB episode, through AgentDB's own CLI",
+        help="(a stop hook) store the agent's session as one episode of the site",
         description="Read a stop hook's JSON on stdin (session_id, transcript_path, cwd) and store the session as "
-        "one episode with `agentdb reflexion store`: task = the first prompt, output = the last answer, redacted.",
+        "one episode: task = the first prompt, output = the last answer, redacted, attributed to the tool and tagged "
+        "project:<name>; into the site's journal, or with --agentdb through `agentdb reflexion store`.",
     )
     parser.add_argument("--for", dest="tool", choices=TOOLS, required=True, help="the tool running the hook")
     parser.add_argument(
         "--agentdb",
-        default=os.environ.get("MEMSYNC_AGENTDB_CLI") or "agentdb",
+        default=os.environ.get("MEMSYNC_AGENTDB_CLI") or None,
         metavar="CMD",
-        help="how to run AgentDB's CLI (default: $MEMSYNC_AGENTDB_CLI, else agentdb on PATH)",
+        help="store into the AgentDB file through AgentDB's CLI, run as CMD (default: $MEMSYNC_AGENTDB_CLI; "
+        "unset: into the site's journal)",
     )
     add_config(parser)
     parser.set_defaults(run=main)
@@ -70,6 +74,19 @@ def main(args: argparse.Namespace) -> int:
     )
     if episode is None:
         say("capture: the session holds no prompt yet; nothing stored")
+        return 0
+    if args.agentdb is None:
+        import sqlite3
+        import time
+
+        from daemon.hooks.capture import journal_entry
+        from sync.source.journal.store import Journal
+
+        try:
+            with Journal(settings.journal_path) as journal:
+                journal.append(journal_entry(episode, args.tool, project_name(cwd), int(time.time() * 1000)))
+        except sqlite3.Error as exc:
+            fail(f"capture: cannot write the journal {settings.journal_path} ({exc}); the session was not stored", 1)
         return 0
     command = [*shlex.split(args.agentdb), *store_arguments(episode)]
     env = {**os.environ, "AGENTDB_PATH": str(settings.agentdb.path)}
