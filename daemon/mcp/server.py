@@ -28,6 +28,7 @@ from daemon.config import Settings
 from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
+from sync.source.types import MEMORY_TYPES, check_type
 
 if TYPE_CHECKING:
     from daemon.control.client import ControlClient
@@ -47,6 +48,7 @@ INSTRUCTIONS = (
 Limit = Annotated[int, Field(ge=1, le=50, description="results, 1-50")]
 Since = Annotated[str | None, Field(description="only since: 7d, 12h, 30m, or an ISO date")]
 Priority = Literal["low", "normal", "high", "critical"]
+MemoryTypeName = Annotated[str | None, Field(description=f"only memories of this type: {', '.join(MEMORY_TYPES)}")]
 
 
 def _no_daemon(settings: Settings) -> str:
@@ -54,6 +56,14 @@ def _no_daemon(settings: Settings) -> str:
         f"memsync's daemon is not running for site {settings.site.name}, so memory cannot be read now: "
         "start it with `memsync run` (or `memsync service install`)"
     )
+
+
+def _types(memory_type: str | None) -> tuple[str, ...]:
+    """The type filter; a name outside the taxonomy is the agent's error, said as such."""
+    try:
+        return () if memory_type is None else (check_type(memory_type),)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _since_ms(since: str | None, now: float) -> int | None:
@@ -103,10 +113,15 @@ class Tools:
         tags: list[str] | None,
         since: str | None,
         everything: bool = False,
+        memory_type: str | None = None,
     ) -> CallToolResult:
         """The memories (the schema's fields are the wire's), and as text what a person would read."""
         search_filter = SearchFilter(
-            site=site, agent=agent, tags=tuple(tags or ()), since_ms=_since_ms(since, self.clock())
+            site=site,
+            agent=agent,
+            tags=tuple(tags or ()),
+            since_ms=_since_ms(since, self.clock()),
+            types=_types(memory_type),
         )
         request = SearchRequest(
             query=query, limit=limit, filter=search_filter, collapse=not everything, floor=0.0 if everything else None
@@ -134,9 +149,12 @@ class Tools:
             raise ToolError(f"no episode {id!r} in the search index: use a pointId from search_memory's results")
         return Episode.of(view)
 
-    def recent(self, limit: int, site: str | None, agent: str | None, since: str | None) -> Memories:
+    def recent(
+        self, limit: int, site: str | None, agent: str | None, since: str | None, memory_type: str | None = None
+    ) -> Memories:
+        since_ms = _since_ms(since, self.clock())
         request = RecentRequest(
-            limit=limit, filter=SearchFilter(site=site, agent=agent, since_ms=_since_ms(since, self.clock()))
+            limit=limit, filter=SearchFilter(site=site, agent=agent, since_ms=since_ms, types=_types(memory_type))
         )
         return Memories.of(
             self._ask(lambda daemon: daemon.recent(request, timeout=READ_TIMEOUT), older="for recent activity")
@@ -277,8 +295,9 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         tags: Annotated[list[str] | None, Field(description="only episodes with any of these tags")] = None,
         since: Since = None,
         all: Annotated[bool, Field(description="also the weak matches and near-duplicates")] = False,
+        type: MemoryTypeName = None,
     ) -> Annotated[CallToolResult, Memories]:
-        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all))
+        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all, type))
 
     @server.tool(description=f"One episode by pointId (or site:sourceId), with its session's neighbours. {DATA_NOTE}")
     async def get_episode(
@@ -293,8 +312,9 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         site: Annotated[str | None, Field(description="only this machine's episodes")] = None,
         since: Since = None,
         limit: Limit = 10,
+        type: MemoryTypeName = None,
     ) -> Memories:
-        return await _off_loop(lambda: tools.recent(limit, site, agent, since))
+        return await _off_loop(lambda: tools.recent(limit, site, agent, since, type))
 
     @server.tool(description="Is memory up to date? Sync state, lag, search index behind.")
     async def memory_health() -> Health:

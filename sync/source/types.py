@@ -4,8 +4,9 @@ One taxonomy, the seeds' union (Hephaestus's error_fix, discovery, decision, lea
 codebase_knowledge; HADES's observation, decision, learning, event). A memory has exactly one type:
 
 - **given**: a save's ``--type`` (the journal writes it into the metadata), an episode's
-  ``metadata.memory_type``, or a ``type:<name>`` tag, in that order; a name outside the taxonomy is
-  not a type (the rules decide instead, so a typo never hides a memory from a filter);
+  ``metadata.memory_type``, a ``type:<name>`` tag, or a plain tag that is a type's name or one of
+  ``TAG_ALIASES`` (``lesson``, ``incident``...), in that order; a name outside the taxonomy is not a
+  type (the rules decide instead, so a typo never hides a memory from a filter);
 - **inferred** otherwise, by ``RULES``: the first rule whose words the memory holds wins, and
   ``observation`` is what a memory none of them describe is. The rules read the task, the input, the
   output, the critique, and whether it succeeded; they are measured on tests/data/memory_types.json
@@ -35,6 +36,16 @@ MEMORY_TYPES: Final = (
 DEFAULT_TYPE: Final = "observation"
 TYPE_TAG: Final = "type:"
 METADATA_KEY: Final = "memory_type"
+# Plain tags that have said a memory's kind (memsync's search showed them before types): a tag that
+# is a type's own name, or one of these, gives the type too, after a ``type:`` tag.
+TAG_ALIASES: Final = {
+    "fix": "error_fix",
+    "bugfix": "error_fix",
+    "lesson": "learning",
+    "incident": "event",
+    "convention": "codebase_knowledge",
+    "note": "observation",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,11 +275,13 @@ def given_type(metadata: Any, tags: Iterable[Any] | None) -> str | None:
         named = metadata.get(METADATA_KEY)
         if isinstance(named, str) and named.strip().lower() in MEMORY_TYPES:
             return named.strip().lower()
-    for tag in tags or ():
-        if isinstance(tag, str) and tag.lower().startswith(TYPE_TAG):
-            named = tag[len(TYPE_TAG) :].strip().lower()
-            if named in MEMORY_TYPES:
-                return named
+    words = [t.strip().lower() for t in tags or () if isinstance(t, str)]
+    for tag in words:
+        if tag.startswith(TYPE_TAG) and tag[len(TYPE_TAG) :].strip() in MEMORY_TYPES:
+            return tag[len(TYPE_TAG) :].strip()
+    for tag in words:
+        if tag in MEMORY_TYPES or tag in TAG_ALIASES:
+            return TAG_ALIASES.get(tag, tag)
     return None
 
 
