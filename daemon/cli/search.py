@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
 from sync.search.query.results_text import parse_since, render_answer, render_results
 from sync.search.request import MAX_LIMIT, SearchAnswer, SearchFilter, SearchRequest
+from sync.source.types import check_type
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -76,6 +77,14 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "--tag", action="append", metavar="TAG", help="only episodes with this tag (repeat: any of them)"
     )
     parser.add_argument("--since", metavar="WHEN", help="only episodes since: 7d, 12h, 30m, or an ISO date")
+    parser.add_argument(
+        "--type",
+        dest="types",
+        action="append",
+        metavar="TYPE",
+        help="only memories of this type (repeat: any of them): error_fix, decision, warning, learning, discovery, "
+        "codebase_knowledge, observation, event",
+    )
     parser.add_argument("--rerank", action="store_true", help="rerank with Voyage rerank-2.5 (needs a Voyage key)")
     parser.add_argument("--mmr", action="store_true", help="diversify the results (maximal marginal relevance)")
     parser.add_argument(
@@ -108,6 +117,7 @@ def request_from(args: argparse.Namespace) -> SearchRequest:
             session=args.session,
             tags=tuple(args.tag or ()),
             since_ms=None if args.since is None else parse_since(args.since, time.time()),
+            types=tuple(check_type(t) for t in args.types or ()),
         ),
         collapse=not args.all_duplicates,
         rerank=args.rerank,

@@ -68,6 +68,7 @@ def header(result: SearchResult, folded: int = 0) -> str:
         part
         for part in (
             f"{result.site}#{result.source_id}",
+            (result.memory_type or "").replace("_", " "),
             result.agent or "unknown agent",
             result.when or "date unknown",
         )

@@ -63,6 +63,7 @@ class Memory(BaseModel):
     duplicates: int
     archived: bool
     approvalStatus: str | None  # noqa: N815
+    memoryType: str | None = None  # noqa: N815 - error_fix, decision, warning, learning, discovery, ...
     passage: Passage | None
     relevance: float | None = None  # the probability it is relevant (search only)
     why: Why | None = None

@@ -34,6 +34,7 @@ from daemon.config import Settings
 from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories, Saved
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
+from sync.source.types import MEMORY_TYPES, check_type
 
 if TYPE_CHECKING:
     from daemon.control.client import ControlClient
@@ -57,6 +58,7 @@ Priority = Literal["low", "normal", "high", "critical"]
 MemoryType = Literal[
     "error_fix", "decision", "warning", "learning", "discovery", "codebase_knowledge", "observation", "event"
 ]
+MemoryTypeName = Annotated[str | None, Field(description=f"only memories of this type: {', '.join(MEMORY_TYPES)}")]
 
 
 def _no_daemon(settings: Settings) -> str:
@@ -64,6 +66,14 @@ def _no_daemon(settings: Settings) -> str:
         f"memsync's daemon is not running for site {settings.site.name}, so memory cannot be read now: "
         "start it with `memsync run` (or `memsync service install`)"
     )
+
+
+def _types(memory_type: str | None) -> tuple[str, ...]:
+    """The type filter; a name outside the taxonomy is the agent's error, said as such."""
+    try:
+        return () if memory_type is None else (check_type(memory_type),)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _since_ms(since: str | None, now: float) -> int | None:
@@ -117,10 +127,15 @@ class Tools:
         tags: list[str] | None,
         since: str | None,
         everything: bool = False,
+        memory_type: str | None = None,
     ) -> CallToolResult:
         """The memories (the schema's fields are the wire's), and as text what a person would read."""
         search_filter = SearchFilter(
-            site=site, agent=agent, tags=tuple(tags or ()), since_ms=_since_ms(since, self.clock())
+            site=site,
+            agent=agent,
+            tags=tuple(tags or ()),
+            since_ms=_since_ms(since, self.clock()),
+            types=_types(memory_type),
         )
         request = SearchRequest(
             query=query, limit=limit, filter=search_filter, collapse=not everything, floor=0.0 if everything else None
@@ -159,9 +174,12 @@ class Tools:
             )
         return Episode.of(view)
 
-    def recent(self, limit: int, site: str | None, agent: str | None, since: str | None) -> Memories:
+    def recent(
+        self, limit: int, site: str | None, agent: str | None, since: str | None, memory_type: str | None = None
+    ) -> Memories:
+        since_ms = _since_ms(since, self.clock())
         request = RecentRequest(
-            limit=limit, filter=SearchFilter(site=site, agent=agent, since_ms=_since_ms(since, self.clock()))
+            limit=limit, filter=SearchFilter(site=site, agent=agent, since_ms=since_ms, types=_types(memory_type))
         )
         return Memories.of(
             self._ask(
@@ -368,8 +386,9 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         tags: Annotated[list[str] | None, Field(description="only episodes with any of these tags")] = None,
         since: Since = None,
         all: Annotated[bool, Field(description="also the weak matches and near-duplicates")] = False,
+        type: MemoryTypeName = None,
     ) -> Annotated[CallToolResult, Memories]:
-        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all))
+        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all, type))
 
     @server.tool(
         description=f"One episode by pointId (or site:sourceId), with its session's neighbours. {DATA_NOTE}",
@@ -387,8 +406,9 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         site: Annotated[str | None, Field(description="only this machine's episodes")] = None,
         since: Since = None,
         limit: Limit = 10,
+        type: MemoryTypeName = None,
     ) -> Annotated[CallToolResult, Memories]:
-        return compact(await _off_loop(lambda: tools.recent(limit, site, agent, since)))
+        return compact(await _off_loop(lambda: tools.recent(limit, site, agent, since, type)))
 
     @server.tool(
         description="Remember what you learned (a fix, a decision, a warning) for later sessions on every machine. "

@@ -5,12 +5,13 @@ query; the reading stops once ``limit`` episodes are out)."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 from daemon.site import opened_backbone
 from sync.errors import BackboneNotFound
+from sync.source.types import memory_type
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -23,10 +24,13 @@ def export(
     since_ms: int | None = None,
     archived: bool = False,
     limit: int | None = None,
+    types: Sequence[str] = (),
 ) -> Generator[dict[str, Any], None, None]:
     """The episodes, one at a time, the backbone held open while they are read (close the iterator
     to stop early). Raises ``NeverSynced`` when the embedded hub was never created, and
-    ``BackboneNotFound`` once the reading ends when ``site`` names a site with no episodes at all."""
+    ``BackboneNotFound`` once the reading ends when ``site`` names a site with no episodes at all.
+    Each episode ends with its ``memoryType`` and whether it was given (``typeGiven``); ``types``
+    keeps only those of these types."""
     with opened_backbone(settings, create=False, existing=True) as backbone:
         episodes = backbone.episodes(site, since_ms)
         if archived:
@@ -35,8 +39,16 @@ def export(
                 cold = (e for e in cold if e.get("ts") is not None and int(e["ts"]) >= since_ms)
             episodes = chain(episodes, cold)
         given = 0
-        for episode in episodes if limit is None else islice(episodes, limit):
+        typed = (_typed(e) for e in episodes)
+        if types:
+            typed = (e for e in typed if e["memoryType"] in types)
+        for episode in typed if limit is None else islice(typed, limit):
             yield episode
             given += 1
-        if given == 0 and site is not None and since_ms is None and limit != 0:
+        if given == 0 and site is not None and since_ms is None and limit != 0 and not types:
             raise BackboneNotFound(f"no episodes from site {site!r} in {backbone.description}")
+
+
+def _typed(episode: dict[str, Any]) -> dict[str, Any]:
+    kind = memory_type(episode)
+    return episode | {"memoryType": kind.name, "typeGiven": kind.given}

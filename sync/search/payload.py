@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from sync.source.types import MEMORY_TYPES, memory_type
+
 # The episode's fields: what a filter selects and a result shows.
 SITE_KEY: Final = "site"
 SOURCE_ID_KEY: Final = "sourceId"
@@ -24,6 +26,7 @@ REWARD_KEY: Final = "reward"
 SUCCESS_KEY: Final = "success"
 TAGS_KEY: Final = "tags"
 CONTENT_HASH_KEY: Final = "contentHash"  # the backbone's hash of the episode's content
+MEMORY_TYPE_KEY: Final = "memoryType"  # sync.source.types: given or read by the rules when indexed
 APPROVAL_STATUS_KEY: Final = "approvalStatus"  # only where an approval about the episode was asked
 TEXT_KEY: Final = "text"  # what was embedded (``sync.search.indexing.text.episode_text``)
 TEXT_HASH_KEY: Final = "textHash"  # its hash; a point without it was not written by memsync (a seed's)
@@ -58,3 +61,19 @@ def passage_count(payload: Mapping[str, Any]) -> int:
     """How many points an episode has, from its first point's payload."""
     count = payload.get(PASSAGES_KEY)
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else 1
+
+
+def memory_type_of(payload: Mapping[str, Any]) -> str:
+    """A point's memory type: the one written when it was indexed, else (a point indexed before
+    types, or a seed's) read by the rules from what the payload holds (its tags, task, text, outcome)."""
+    written = payload.get(MEMORY_TYPE_KEY)
+    if isinstance(written, str) and written in MEMORY_TYPES:
+        return written
+    tags = payload.get(TAGS_KEY)
+    fields = {
+        "task": payload.get(TASK_KEY),
+        "output": payload.get(TEXT_KEY),
+        "success": payload.get(SUCCESS_KEY),
+        "tags": list(tags) if isinstance(tags, list | tuple) else [],
+    }
+    return memory_type(fields).name

@@ -25,7 +25,9 @@ from sync.search.payload import (
     TASK_KEY,
     TEXT_KEY,
     TS_KEY,
+    memory_type_of,
 )
+from sync.source.types import check_type
 
 MAX_LIMIT: Final = 100
 Mode = Literal["hybrid", "dense", "bm25"]
@@ -38,6 +40,7 @@ WIRE_NAMES: Final = {
     "agent": "agentName",
     "session": "sessionId",
     "approval_status": "approvalStatus",
+    "memory_type": "memoryType",
 }
 
 
@@ -67,6 +70,9 @@ class SearchFilter:
     # One episode's points (its first and its passages) by its key: an adopted episode lives under
     # its seed's point id, not the one memsync derives from the key (``sync.search.query.browse``).
     source_id: str | None = None
+    # Memory types (``sync.source.types``), any of them: read from each point after the store's
+    # filter, so that points indexed before types existed are typed by the same rules.
+    types: tuple[str, ...] = field(default=())
 
     def is_empty(self) -> bool:
         return self == SearchFilter()
@@ -87,25 +93,17 @@ class SearchRequest:
 
     def to_wire(self) -> dict[str, Any]:
         wire = asdict(self)
-        wire["filter"] = {**asdict(self.filter), "tags": list(self.filter.tags)}
+        wire["filter"] = _filter_wire(self.filter)
         return wire
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> SearchRequest:
         """A request from the control socket; ValueError names what is wrong with it."""
         try:
-            flt = dict(data.get("filter") or {})
             request = cls(
                 query=str(data["query"]),
                 limit=int(data.get("limit", 10)),
-                filter=SearchFilter(
-                    site=flt.get("site"),
-                    agent=flt.get("agent"),
-                    session=flt.get("session"),
-                    tags=tuple(str(t) for t in flt.get("tags") or ()),
-                    since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
-                    source_id=None if flt.get("source_id") is None else str(flt["source_id"]),
-                ),
+                filter=_filter_from_wire(data),
                 collapse=bool(data.get("collapse", True)),
                 rerank=bool(data.get("rerank", False)),
                 mmr=bool(data.get("mmr", False)),
@@ -209,6 +207,7 @@ class SearchResult:
     duplicates: int = 0  # near-duplicates collapsed into this result
     archived: bool = False  # its body is in the cold archive (``memsync archive restore`` brings it back)
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
+    memory_type: str | None = None  # sync.source.types: given by its writer or read by the rules
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
     when: str | None = None  # ``ts`` in words (``when_words``)
     # The probability that it is relevant, comparable across queries (``sync.search.query.judgement``);
@@ -257,6 +256,7 @@ class SearchResult:
             duplicates=max(0, duplicates),
             archived=payload.get(ARCHIVED_KEY) is True,
             approval_status=str(approval) if approval else None,
+            memory_type=memory_type_of(payload),
             passage=passage,
             when=when_words(ts),
         )
@@ -330,7 +330,12 @@ def _filter_from_wire(data: Mapping[str, Any]) -> SearchFilter:
         tags=tuple(str(t) for t in flt.get("tags") or ()),
         since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
         source_id=None if flt.get("source_id") is None else str(flt["source_id"]),
+        types=tuple(check_type(str(t)) for t in flt.get("types") or ()),
     )
+
+
+def _filter_wire(flt: SearchFilter) -> dict[str, Any]:
+    return {**asdict(flt), "tags": list(flt.tags), "types": list(flt.types)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +346,7 @@ class RecentRequest:
     filter: SearchFilter = field(default_factory=SearchFilter)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"limit": self.limit, "filter": {**asdict(self.filter), "tags": list(self.filter.tags)}}
+        return {"limit": self.limit, "filter": _filter_wire(self.filter)}
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> RecentRequest:

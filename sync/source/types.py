@@ -1,12 +1,27 @@
-"""The memory types: one taxonomy, the seeds' union. Every memory has exactly one.
+"""A memory's type: given by whoever wrote it, or read from its words by a small rule table. Pure.
 
-A stub of the room issue 30's types work fills in (the rule table that infers a type, the fields
-it adds): today it holds the names, so that a save can be checked against them.
-"""
+One taxonomy, the seeds' union (Hephaestus's error_fix, discovery, decision, learning, warning,
+codebase_knowledge; HADES's observation, decision, learning, event). A memory has exactly one type:
+
+- **given**: a save's ``--type`` (the journal writes it into the metadata), an episode's
+  ``metadata.memory_type``, a ``type:<name>`` tag, or a plain tag that is a type's name or one of
+  ``TAG_ALIASES`` (``lesson``, ``incident``...), in that order; a name outside the taxonomy is not a
+  type (the rules decide instead, so a typo never hides a memory from a filter);
+- **inferred** otherwise, by ``RULES``: the first rule whose words the memory holds wins, and
+  ``observation`` is what a memory none of them describe is. The rules read the task, the input, the
+  output, the critique, and whether it succeeded; they are measured on tests/data/memory_types.json
+  (``python -m bench.memory_types``), precision per type stated with the set's size.
+
+The type is a function of the stored fields, not a stored field: every memory already synced has
+one, on both backbones, with no migration and no content hash changed (a changed hash would send
+every episode again as an edit)."""
 
 from __future__ import annotations
 
-from typing import Final
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
 
 MEMORY_TYPES: Final = (
     "error_fix",
@@ -18,10 +33,303 @@ MEMORY_TYPES: Final = (
     "observation",
     "event",
 )
+DEFAULT_TYPE: Final = "observation"
+TYPE_TAG: Final = "type:"
+METADATA_KEY: Final = "memory_type"
+# Plain tags that have said a memory's kind (memsync's search showed them before types): a tag that
+# is a type's own name, or one of these, gives the type too, after a ``type:`` tag.
+TAG_ALIASES: Final = {
+    "fix": "error_fix",
+    "bugfix": "error_fix",
+    "lesson": "learning",
+    "incident": "event",
+    "convention": "codebase_knowledge",
+    "note": "observation",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryType:
+    """A memory's type, whether it was given, and which rule read it (``"given"`` when given)."""
+
+    name: str
+    given: bool
+    rule: str
+
+
+def _words(*patterns: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])(?:" + "|".join(patterns) + r")(?![\w-])", re.IGNORECASE)
+
+
+# Each rule: its name, the type, the words its memory holds, and where it looks ("all": task, input,
+# output, critique; "lead": the task and the critique, where a memory says what it is about).
+_ERROR: Final = _words(
+    r"errors?",
+    r"exceptions?",
+    r"traceback",
+    r"crash(?:es|ed|ing)?",
+    r"hangs?",
+    r"hanging",
+    r"leaks?",
+    r"fail(?:s|ed|ing|ures?)?",
+    r"broken",
+    r"exit (?:code|status) \d+",
+    r"exit \d+",
+    r"oom(?:killed)?",
+    r"out of memory",
+    r"timeouts?",
+    r"timed out",
+    r"panic",
+    r"segfault",
+    r"(?-i:E[A-Z0-9]{3,})",
+    r"(?-i:\w+Error)",
+    r"(?-i:\w+Exception)",
+    r"HTTP [45]\d\d",
+    r"deadlock",
+    r"bug",
+    r"regression",
+    r"flaky",
+    r"refused",
+    r"denied",
+    r"not found",
+    r"undefined",
+    r"times out",
+    r"expired",
+    r"null",
+)
+_FIXED: Final = _words(
+    r"fix(?:es|ed)?",
+    r"resolved?",
+    r"solved?",
+    r"workaround",
+    r"patched?",
+    r"the cure",
+    r"went away",
+    r"now passes",
+    r"works now",
+    r"now works",
+    r"root cause",
+    r"was caused by",
+    r"because",
+    r"raised",
+    r"bumped",
+    r"pinned",
+    r"downgraded",
+    r"upgraded",
+    r"set",
+    r"updated",
+    r"rotated",
+    r"defaulted",
+    r"sorted",
+    r"changed",
+    r"added",
+    r"wrapped",
+    r"switched",
+    r"restarted",
+    r"replaced",
+    r"increased",
+    r"removed",
+    r"moved",
+    r"re-?added",
+)
+_WARNING: Final = _words(
+    r"never",
+    r"don'?t",
+    r"do not",
+    r"must not",
+    r"avoid",
+    r"beware",
+    r"careful",
+    r"caution",
+    r"warning",
+    r"dangerous",
+    r"destructive",
+    r"wipes?",
+    r"deletes? everything",
+    r"irreversible",
+    r"gotcha",
+    r"watch out",
+    r"footgun",
+    r"trap",
+)
+_DECISION: Final = _words(
+    r"decided?",
+    r"decisions?",
+    r"chose",
+    r"chosen",
+    r"choose",
+    r"going with",
+    r"we(?:'ll| will) use",
+    r"settled on",
+    r"opted",
+    r"picked",
+    r"adopt(?:ed)?",
+    r"standardi[sz]e(?:d)? on",
+    r"instead of",
+    r"rather than",
+    r"trade-?offs?",
+    r"ADR",
+    r"agreed",
+)
+_LEARNING: Final = _words(
+    r"learn(?:ed|t)",
+    r"lessons?",
+    r"turns out",
+    r"til",
+    r"next time",
+    r"realis(?:ed|e)",
+    r"realiz(?:ed|e)",
+    r"in hindsight",
+    r"takeaway",
+    r"should have",
+    r"the trick is",
+    r"rule of thumb",
+)
+_DISCOVERY: Final = _words(
+    r"found(?: out)? that",
+    r"discovered",
+    r"noticed",
+    r"it seems",
+    r"apparently",
+    r"surprisingly",
+    r"undocumented",
+    r"hidden",
+    r"it appears",
+    r"spotted",
+    r"stumbled",
+)
+_CODEBASE: Final = _words(
+    r"lives? (?:in|under)",
+    r"is defined in",
+    r"defined in",
+    r"located (?:in|at)",
+    r"entry ?point",
+    r"is wired",
+    r"calls into",
+    r"architecture",
+    r"codebase",
+    r"is implemented",
+    r"is responsible for",
+    r"config(?:uration)? (?:is|lives)",
+    r"conventions?",
+)
+_EVENT: Final = _words(
+    r"deployed",
+    r"released",
+    r"shipped",
+    r"rolled out",
+    r"rolled back",
+    r"went live",
+    r"launched",
+    r"meeting",
+    r"standup",
+    r"retro",
+    r"incident",
+    r"outage",
+    r"on-?call",
+    r"migrated on",
+    r"cut over",
+    r"v\d+(?:\.\d+)+ (?:is )?out",
+    r"merged",
+    r"tagged",
+)
+
+# Where code is: a path or a file name, said to be somewhere or to be something.
+_PLACED: Final = re.compile(
+    r"(?:[\w.-]+/[\w./-]+|\b\w+\.(?:py|ts|tsx|js|go|rs|rb|java|toml|ya?ml|json|sql|sh)\b)"
+    r"[^.;\n]{0,60}?\b(?:is|are)\b|\b(?:is|are)\b[^.;\n]{0,30}?\b(?:in|under|at) [\w.-]*[/.]\w",
+    re.IGNORECASE,
+)
+
+Rule = tuple[str, str, re.Pattern[str], str]
+RULES: Final[tuple[Rule, ...]] = (
+    ("a discovery said first", "discovery", _DISCOVERY, "start"),
+    ("an event said first", "event", _EVENT, "start"),
+    ("a warning", "warning", _WARNING, "lead"),
+    ("a decision", "decision", _DECISION, "lead"),
+    ("an error and its fix", "error_fix", _ERROR, "fix"),
+    ("a lesson", "learning", _LEARNING, "all"),
+    ("an error the task names, solved", "error_fix", _ERROR, "solved"),
+    ("an event", "event", _EVENT, "lead"),
+    ("a discovery", "discovery", _DISCOVERY, "all"),
+    ("where code lives", "codebase_knowledge", _CODEBASE, "all"),
+    ("a path and what it is", "codebase_knowledge", _PLACED, "all"),
+    ("a failed attempt", "learning", _ERROR, "failed"),
+    ("a failed attempt and its critique", "learning", re.compile(r"\w"), "criticised"),
+)
+
+
+def _text(fields: Mapping[str, Any], *names: str) -> str:
+    return "\n".join(str(fields[n]) for n in names if isinstance(fields.get(n), str))
+
+
+def _opening(text: str) -> str:
+    """The first clause of a text: up to its first full stop, semicolon or colon, 120 characters at most."""
+    cut = re.search(r"[.;:](?:\s|$)", text)
+    return text[: min(cut.start() if cut else len(text), 120)]
+
+
+def given_type(metadata: Any, tags: Iterable[Any] | None) -> str | None:
+    """The type whoever wrote the memory gave it: ``metadata.memory_type``, else a ``type:`` tag."""
+    if isinstance(metadata, Mapping):
+        named = metadata.get(METADATA_KEY)
+        if isinstance(named, str) and named.strip().lower() in MEMORY_TYPES:
+            return named.strip().lower()
+    words = [t.strip().lower() for t in tags or () if isinstance(t, str)]
+    for tag in words:
+        if tag.startswith(TYPE_TAG) and tag[len(TYPE_TAG) :].strip() in MEMORY_TYPES:
+            return tag[len(TYPE_TAG) :].strip()
+    for tag in words:
+        if tag in MEMORY_TYPES or tag in TAG_ALIASES:
+            return TAG_ALIASES.get(tag, tag)
+    return None
+
+
+def _where(where: str, fields: Mapping[str, Any]) -> str | None:
+    """The text a rule looks in (None: the rule does not apply to this memory's outcome)."""
+    succeeded, failed = fields.get("success") is True, fields.get("success") is False
+    texts: dict[str, Callable[[], str | None]] = {
+        "start": lambda: " ".join(_text(fields, "output").split()[:4]),  # how the output opens
+        # Where a memory says what it is: its task, its critique, its output's first clause.
+        "lead": lambda: _text(fields, "task", "critique") + "\n" + _opening(_text(fields, "output")),
+        "solved": lambda: _text(fields, "task") if succeeded else None,
+        "criticised": lambda: _text(fields, "critique") if failed else None,
+        "failed": lambda: _text(fields, "task", "input", "output", "critique") if failed else None,
+        "fix": lambda: None if failed else _text(fields, "task", "input", "output", "critique"),
+    }
+    return texts.get(where, lambda: _text(fields, "task", "input", "output", "critique"))()
+
+
+def _holds(where: str, words: re.Pattern[str], fields: Mapping[str, Any]) -> bool:
+    """Whether a memory holds a rule's words where the rule looks (a fix: with a fix's words too)."""
+    text = _where(where, fields)
+    if text is None or not words.search(text):
+        return False
+    return where != "fix" or bool(_FIXED.search(text))
+
+
+def infer_type(fields: Mapping[str, Any]) -> tuple[str, str]:
+    """The type the rules read in a memory's fields, and the rule's name."""
+    for name, kind, words, where in RULES:
+        if _holds(where, words, fields):
+            return kind, name
+    return DEFAULT_TYPE, "none of the rules"
+
+
+def memory_type(fields: Mapping[str, Any]) -> MemoryType:
+    """A memory's type from its camelCase fields (``task``, ``input``, ``output``, ``critique``,
+    ``success``, ``tags``, ``metadata`` as a mapping or its JSON text already parsed)."""
+    tags = fields.get("tags")
+    given = given_type(fields.get("metadata"), tags if isinstance(tags, list | tuple) else None)
+    if given is not None:
+        return MemoryType(given, True, "given")
+    name, rule = infer_type(fields)
+    return MemoryType(name, False, rule)
 
 
 def check_type(name: str) -> str:
-    """``name`` if it is one of ``MEMORY_TYPES``; ValueError naming the accepted ones otherwise."""
-    if name not in MEMORY_TYPES:
-        raise ValueError(f"{name!r} is not a memory type: use one of {', '.join(MEMORY_TYPES)}")
-    return name
+    """A type name as given by a person or an agent; ValueError naming the taxonomy otherwise."""
+    cleaned = name.strip().lower().replace("-", "_")
+    if cleaned not in MEMORY_TYPES:
+        raise ValueError(f"unknown memory type {name!r}: use one of {', '.join(MEMORY_TYPES)}")
+    return cleaned

@@ -90,7 +90,7 @@ def test_without_a_search_index_the_journal_check_still_runs_and_says_so(site: S
     [
         (Memory("   "), "content is empty"),
         (Memory("x" * 20_001), "at most 20000"),
-        (Memory("x", "gossip"), "'gossip' is not a memory type"),
+        (Memory("x", "gossip"), "unknown memory type 'gossip'"),
         (Memory("x", about="laptop"), "is not SITE:ID"),
         (Memory("x", tags=[f"t{i}" for i in range(40)]), "at most 32 tags"),
     ],

@@ -11,6 +11,7 @@ import time
 from contextlib import closing
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, fail, handled, load
+from sync.source.types import MEMORY_TYPES, check_type
 
 
 def register(commands: Commands) -> None:
@@ -31,7 +32,22 @@ def register(commands: Commands) -> None:
         "--since", metavar="WHEN", help="only episodes since (by their ts): 7d, 12h, 30m, or an ISO date/time"
     )
     parser.add_argument("--limit", metavar="N", type=_count, help="at most N episodes (the first N, oldest first)")
+    parser.add_argument(
+        "--type",
+        dest="types",
+        action="append",
+        type=_memory_type,
+        metavar="TYPE",
+        help=f"only memories of this type (repeat: any of them): {', '.join(MEMORY_TYPES)}",
+    )
     parser.set_defaults(run=main)
+
+
+def _memory_type(value: str) -> str:
+    try:
+        return check_type(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _count(value: str) -> int:
@@ -55,7 +71,14 @@ def main(args: argparse.Namespace) -> int:
             since_ms = None if args.since is None else parse_since(args.since, time.time())
         except ValueError as exc:
             fail(str(exc), EX_USAGE)
-        episodes = export(settings, site=args.site, since_ms=since_ms, archived=args.archived, limit=args.limit)
+        episodes = export(
+            settings,
+            site=args.site,
+            since_ms=since_ms,
+            archived=args.archived,
+            limit=args.limit,
+            types=args.types or (),
+        )
         try:
             with closing(episodes):
                 write = sys.stdout.write

@@ -25,6 +25,7 @@ from sync.search.payload import (
     AGENT_KEY,
     APPROVAL_STATUS_KEY,
     CONTENT_HASH_KEY,
+    MEMORY_TYPE_KEY,
     PARENT_KEY,
     PASSAGE_FIELDS,
     PASSAGE_KEY,
@@ -42,6 +43,7 @@ from sync.search.payload import (
     TS_KEY,
 )
 from sync.search.stores import passage_id, point_id
+from sync.source.types import memory_type
 
 Split = Callable[[str], Sequence[Span]]
 
@@ -68,6 +70,7 @@ def payload_for(change: Change) -> dict[str, Any]:
         REWARD_KEY: episode.get("reward"),
         SUCCESS_KEY: episode.get("success"),
         TAGS_KEY: list(episode.get("tags") or []),
+        MEMORY_TYPE_KEY: memory_type(episode).name,
         CONTENT_HASH_KEY: episode.get("contentHash"),
         TEXT_HASH_KEY: text_hash(text),
         TEXT_KEY: text,

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, SESSION_KEY, SITE_KEY
+from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, SESSION_KEY, SITE_KEY, memory_type_of
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchFilter, SearchResult
 from sync.search.stores import StoredPoint, VectorStore, point_id
 
@@ -45,11 +45,13 @@ def episodes_only(points: Sequence[StoredPoint]) -> list[StoredPoint]:
     return [p for p in points if PARENT_KEY not in p.payload]
 
 
-def pick_recent(points: Sequence[StoredPoint], limit: int) -> list[SearchResult]:
-    """Pure. Points newest first -> up to ``limit`` episodes, each exact repeat (``duplicateOf``)
-    folded into the newest of its group and counted in ``duplicates``."""
+def pick_recent(points: Sequence[StoredPoint], limit: int, types: Sequence[str] = ()) -> list[SearchResult]:
+    """Pure. Points newest first -> up to ``limit`` episodes (of ``types``, when given), each exact
+    repeat (``duplicateOf``) folded into the newest of its group and counted in ``duplicates``."""
     groups: dict[str, list[StoredPoint]] = {}
     for p in episodes_only(points):
+        if types and memory_type_of(p.payload) not in types:
+            continue
         groups.setdefault(str(p.payload.get(DUPLICATE_KEY) or p.id), []).append(p)
     shown = list(groups.values())[:limit]  # dicts keep the order of first sight: newest first
     return [SearchResult.from_payload(g[0].id, g[0].payload, duplicates=len(g) - 1) for g in shown]
@@ -72,7 +74,7 @@ def recent(store: VectorStore, request: RecentRequest) -> list[SearchResult]:
     scan = min(request.limit * 4, MAX_RECENT_SCAN)
     while True:
         points = store.in_time_order(request.filter, limit=scan)
-        found = pick_recent(points, request.limit)
+        found = pick_recent(points, request.limit, request.filter.types)
         if len(found) >= request.limit or len(points) < scan or scan >= MAX_RECENT_SCAN:
             return found
         scan = min(scan * 4, MAX_RECENT_SCAN)

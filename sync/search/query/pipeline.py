@@ -28,7 +28,16 @@ from typing import Any, Final
 
 from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
-from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, TEXT_KEY, TS_KEY, passage_count
+from sync.search.payload import (
+    DUPLICATE_KEY,
+    PARENT_KEY,
+    PASSAGE_KEY,
+    SPAN_KEY,
+    TEXT_KEY,
+    TS_KEY,
+    memory_type_of,
+    passage_count,
+)
 from sync.search.query.fusion import Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.search.query.identifiers import held, identifiers, lookalikes, siblings
 from sync.search.query.judgement import (
@@ -65,8 +74,10 @@ DEFAULT_RANKING: Final[Ranking] = LEARNED
 
 
 def candidates_for(request: SearchRequest) -> int:
-    """How many fused results to fetch: enough that collapsing and MMR still fill ``limit``."""
-    return min(max(request.limit * 4, 40), 200)
+    """How many fused results to fetch: enough that collapsing and MMR still fill ``limit``, and
+    (the types are read after the store's filter) that a type filter still finds some."""
+    wide = 4 if request.filter.types else 1
+    return min(max(request.limit * 4, 40) * wide, 200)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +236,8 @@ def rank(
         raise ValueError("--rerank needs a Voyage API key (warm.rerank_api_key or MEMSYNC_WARM__RERANK_API_KEY)")
     pool = _pool(store, embedder, request, candidates_for(request), fusion, now_ms)
     hits = by_episode(store, pool.hits)
+    if request.filter.types:
+        hits = [h for h in hits if memory_type_of(h.payload) in request.filter.types]
     ranked = [Ranked(h.id, h.score, h.similarity, _int(h.payload.get(TS_KEY)), h.payload) for h in hits]
     ranking_score = {r.id: r.score for r in ranked}  # before the decay: what the ranker said
     if decay:

@@ -25,9 +25,6 @@ from sync.search.query.identifiers import siblings
 from sync.search.query.judgement import why_words
 from sync.search.request import SearchAnswer, SearchResult
 
-# Tags that say what kind of memory an episode is: the first one it carries is its type.
-KINDS = ("decision", "warning", "convention", "lesson", "incident", "bug", "fix", "review", "wip", "todo", "note")
-
 _SINCE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -71,11 +68,6 @@ def outcome(result: SearchResult) -> str:
     return f"{said} · {reward}" if reward else said
 
 
-def kind(result: SearchResult) -> str | None:
-    """The memory's type: the first of its tags that names one (``KINDS``)."""
-    return next((t for t in result.tags if t.lower() in KINDS), None)
-
-
 def relevance_words(relevance: float) -> str:
     return f"relevance {relevance:.2f}" if relevance >= 0.01 or relevance == 0 else "relevance <0.01"
 
@@ -95,7 +87,7 @@ def render_results(results: list[SearchResult], out: IO[str], *, color: bool = F
         head = [
             f"{r.site}#{r.source_id}",
             how,
-            kind(r) or "",
+            r.memory_type or "",
             relevance_words(r.relevance) if r.relevance is not None else "",
         ]
         extras = [why_words(r.why) if r.why is not None else ""]
