@@ -167,7 +167,7 @@ def _supersedes(
     threshold: float,
     apart: frozenset[frozenset[Key]],
 ) -> list[Supersede]:
-    subjects: dict[tuple[frozenset[str], frozenset[str]], list[int]] = {}
+    subjects: dict[tuple[frozenset[str], frozenset[str], frozenset[str]], list[int]] = {}
     for i in stands:
         subject = sigs[memories[i].key].subject()
         if subject is not None:

@@ -6,6 +6,11 @@ dense model thinks of their wording. Two memories are about the same subject, on
 other's value, when they name the same identifiers and the same keys with a changed value
 ("pool_size 20", later "raised pool_size from 20 to 30").
 
+The rest of an update's words must agree too: "pool_size 20 for the api" and "pool_size 30 for the
+worker" are two services' settings, not one changed; "set pool_size to 20 for the api" and "raised
+pool_size from 20 to 30 for the api" differ only in the words that say a value changed
+(``CHANGE_WORDS``).
+
 A number's key is the word or identifier before it, skipping the words that join a key to its
 value ("pool_size = 20", "timeout of 30s", "set workers to 8"); the last value a text gives a key is
 the key's value ("from 20 to 30" is 30).
@@ -36,6 +41,65 @@ CODE_WORDS: Final = frozenset(
 )
 
 
+# Words that say a value changed, not what it is about; with a few words that say nothing.
+CHANGE_WORDS: Final = frozenset(
+    [
+        "set",
+        "sets",
+        "raised",
+        "raise",
+        "lowered",
+        "lower",
+        "changed",
+        "change",
+        "increased",
+        "increase",
+        "decreased",
+        "decrease",
+        "bumped",
+        "bump",
+        "moved",
+        "move",
+        "now",
+        "from",
+        "to",
+        "updated",
+        "update",
+        "uses",
+        "use",
+        "using",
+        "is",
+        "was",
+        "are",
+        "were",
+        "became",
+        "become",
+        "new",
+        "old",
+        "instead",
+        "the",
+        "a",
+        "an",
+        "for",
+        "of",
+        "on",
+        "in",
+        "at",
+        "with",
+        "by",
+        "and",
+        "or",
+        "it",
+        "its",
+        "this",
+        "that",
+        "our",
+        "we",
+    ]
+)
+_WORD: Final = re.compile(r"[a-z][a-z0-9_]*")
+
+
 @dataclass(frozen=True, slots=True)
 class Signature:
     """What one memory names: its identifiers and numbers (case folded), and each key's value."""
@@ -43,6 +107,7 @@ class Signature:
     ids: frozenset[str]
     numbers: frozenset[str]
     values: Mapping[str, str] = field(default_factory=dict)
+    words: frozenset[str] = frozenset()  # the other words, but those that say a value changed
 
     @property
     def empty(self) -> bool:
@@ -53,12 +118,12 @@ class Signature:
         """The same identifiers and the same numbers: a duplicate if the wording agrees too."""
         return self.ids == other.ids and self.numbers == other.numbers
 
-    def subject(self) -> tuple[frozenset[str], frozenset[str]] | None:
-        """The subject a value update is about (its identifiers and its keys), or None for a memory
-        that gives no key a value."""
+    def subject(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
+        """The subject a value update is about (its identifiers, its keys and its other words), or
+        None for a memory that gives no key a value."""
         if not self.values:
             return None
-        return self.ids, frozenset(self.values)
+        return self.ids, frozenset(self.values), self.words
 
     def changed(self, older: Signature) -> tuple[tuple[str, str, str], ...]:
         """The keys whose value differs from ``older``'s, with the old and new values, by key."""
@@ -73,7 +138,12 @@ def signature(text: str) -> Signature:
     """The identifiers, numbers and keyed values ``text`` names."""
     numbers = frozenset(m.group().casefold() for m in _NUMBER.finditer(text))
     ids = frozenset(i.casefold() for i in identifiers(text) if not _VALUE_LIKE.fullmatch(i.casefold()))
-    return Signature(ids=ids, numbers=numbers, values=keyed_values(text))
+    values = keyed_values(text)
+    named = ids | frozenset(values)
+    words = frozenset(
+        w for w in _WORD.findall(text.casefold()) if w not in CHANGE_WORDS and w not in named and w not in CODE_WORDS
+    )
+    return Signature(ids=ids, numbers=numbers, values=values, words=words)
 
 
 def keyed_values(text: str) -> dict[str, str]:

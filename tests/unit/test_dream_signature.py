@@ -52,3 +52,16 @@ def test_subject_and_change() -> None:
     assert older.subject() == newer.subject()
     assert newer.changed(older) == (("pool_size", "20", "30"),)
     assert signature("nothing keyed").subject() is None
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "same"),
+    [
+        ("set pool_size to 20 for the api service", "raised pool_size from 20 to 30 for the api service", True),
+        ("set pool_size to 20 for the api service", "set pool_size to 30 for the api service", True),
+        ("set pool_size to 20 for the api service", "set pool_size to 30 for the worker service", False),
+        ("pool_size 20 on api", "max_workers 20 on api", False),
+    ],
+)
+def test_one_subject_across_an_update(older: str, newer: str, same: bool) -> None:
+    assert (signature(older).subject() == signature(newer).subject()) is same

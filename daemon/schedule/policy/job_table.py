@@ -23,6 +23,9 @@ class Scope(StrEnum):
     GLOBAL = "global"  # once across sites per slot
     SITE = "site"  # on every site
     INDEX = "index"  # per site with an embedded store; global with a shared Qdrant
+    # Once across sites under the backbone's lease on both backbones: a daemon's work even on Convex
+    # (the dream needs the site's embedder, which Convex's deployment does not have).
+    FLEET = "fleet"
 
 
 class Where(StrEnum):
@@ -66,6 +69,9 @@ DEFAULT_JOBS: Final = (
     JobSpec("cleanup-old-episodes", Scope.GLOBAL, cron="0 3 * * sun", grace_s=3 * 86400, lease_s=30 * MINUTE),
     # The fleet's alerts (daemon/alerts): every minute, so that a site gone silent is said within one.
     JobSpec("alerts", Scope.GLOBAL, every_s=MINUTE, grace_s=MINUTE, lease_s=MINUTE),
+    # The dream cycle (daemon/usecases/dream.py): nightly, before the digest that reports it; a
+    # laptop asleep at 02:00 runs it when it wakes, up to 18 hours late.
+    JobSpec("dream", Scope.FLEET, cron="0 2 * * *", grace_s=18 * 3600, lease_s=30 * MINUTE),
 )
 JOB_NAMES: Final = tuple(job.name for job in DEFAULT_JOBS)
 
@@ -86,6 +92,8 @@ def where(spec: JobSpec, *, backbone: str, store: str) -> Where:
     ("edge" | "qdrant")."""
     if spec.scope is Scope.SITE:
         return Where.HERE
+    if spec.scope is Scope.FLEET:
+        return Where.ONE_SITE
     if spec.scope is Scope.INDEX:
         if store != "qdrant":
             return Where.HERE

@@ -1,0 +1,122 @@
+"""The dream cycle as people and the scheduler run it: read every memory, embed it, plan
+(``sync.dream.plan``, pure), record the steps (``sync.backbone.dreams.Dreams``), say what the night
+did; and undo a step (``memsync unmerge``). Nothing here deletes a memory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sync.backbone.dreams import Dreams, DreamStep, Key
+from sync.dream.plan import DreamPlan, Memory, Thresholds, plan
+from sync.dream.steps import standing, steps_of
+from sync.search.indexing.text import episode_text
+
+if TYPE_CHECKING:
+    from daemon.config import Settings
+    from sync.backbone.base import EpisodeSink
+    from sync.search.embedders.base import Embedder
+
+EMBED_BATCH = 64
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+class DreamBackbone(Dreams, Protocol):
+    def episodes(self, site: str | None = None, since_ms: int | None = None) -> Iterable[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DreamRun:
+    plan: DreamPlan
+    recorded: tuple[DreamStep, ...]  # empty for a dry run
+    dry_run: bool
+    memories: int  # every memory read
+    seconds: Mapping[str, float]  # read, embed, plan, record
+
+    @property
+    def summary(self) -> str:
+        """One line for the job's run record and the digest."""
+        folds = [s for s in self.recorded if s.kind == "consolidates"] if not self.dry_run else list(self.plan.folds)
+        folded = sum(len(s.members) for s in folds)
+        superseded = (
+            len([s for s in self.recorded if s.kind == "supersedes"]) if not self.dry_run else len(self.plan.supersedes)
+        )
+        verb = "would fold" if self.dry_run else "folded"
+        return (
+            f"{verb} {folded} of {self.memories} memories into {len(folds)} canonical ones; "
+            f"{'would supersede' if self.dry_run else 'superseded'} {superseded}"
+        )
+
+
+def memories_of(episodes: Iterable[Mapping[str, Any]]) -> list[Memory]:
+    """The memories the dream considers: every hot episode with text."""
+    out: list[Memory] = []
+    for e in episodes:
+        try:
+            text = episode_text(e)
+        except TypeError:
+            continue  # a field that is not text: never folded rather than guessed at
+        if not text.strip():
+            continue
+        ts = e.get("ts") if isinstance(e.get("ts"), int) else e.get("createdAt")
+        reward = e.get("reward")
+        out.append(
+            Memory(
+                (str(e["sourceSite"]), str(e["sourceId"])),
+                text,
+                int(ts) if isinstance(ts, (int, float)) else 0,
+                e.get("success") if isinstance(e.get("success"), bool) else None,
+                float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None,
+            )
+        )
+    return out
+
+
+def dream(
+    backbone: DreamBackbone,
+    embedder: Embedder,
+    *,
+    now_ms: int,
+    run: str,
+    dry_run: bool = False,
+    salience: Mapping[Key, float] | None = None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> DreamRun:
+    """One night: ``run`` names it in every step recorded (``<job>@<slot> on <site>``)."""
+    started = clock()
+    memories = memories_of(backbone.episodes())
+    earlier = standing(backbone.dream_steps())
+    candidates = [m for m in memories if m.key not in earlier.hidden]
+    read = clock()
+    vectors: list[list[float]] = []
+    texts = [m.text for m in candidates]
+    for start in range(0, len(texts), EMBED_BATCH):
+        vectors += embedder.embed_documents(texts[start : start + EMBED_BATCH])
+    embedded = clock()
+    planned = plan(candidates, vectors, now_ms=now_ms, standing=earlier, salience=salience, thresholds=thresholds)
+    decided = clock()
+    recorded = () if dry_run else tuple(backbone.record_dream(steps_of(planned), run))
+    done = clock()
+    seconds = {"read": read - started, "embed": embedded - read, "plan": decided - embedded, "record": done - decided}
+    return DreamRun(planned, recorded, dry_run, len(memories), seconds)
+
+
+def unmerge(backbone: Dreams, step_id: str, by: str) -> DreamStep:
+    """Undo one step exactly (``Dreams.undo_dream_step``)."""
+    return backbone.undo_dream_step(step_id, by)
+
+
+def dream_job(settings: Settings, backbone: EpisodeSink, now_ms: int, run: str, dry_run: bool = False) -> DreamRun:
+    """The scheduled job's and ``memsync dream``'s run: the configured embedder, opened for the run
+    and let go after it."""
+    from daemon.search_worker.wiring import open_embedder
+
+    embedder = open_embedder(settings)
+    try:
+        return dream(backbone, embedder, now_ms=now_ms, run=run, dry_run=dry_run)  # type: ignore[arg-type]
+    finally:
+        del embedder
