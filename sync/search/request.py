@@ -8,7 +8,7 @@ the embedders, the vector stores).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
@@ -67,9 +67,13 @@ class SearchFilter:
     # One episode's points (its first and its passages) by its key: an adopted episode lives under
     # its seed's point id, not the one memsync derives from the key (``sync.search.query.browse``).
     source_id: str | None = None
+    # The memories a standing dream step hides (a fold's members, superseded facts) are left out
+    # unless asked for (``--include-merged``).
+    include_merged: bool = False
 
     def is_empty(self) -> bool:
-        return self == SearchFilter()
+        """No condition but the default one (hidden memories left out)."""
+        return replace(self, include_merged=False) == SearchFilter()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,7 @@ class SearchRequest:
                     tags=tuple(str(t) for t in flt.get("tags") or ()),
                     since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
                     source_id=None if flt.get("source_id") is None else str(flt["source_id"]),
+                    include_merged=bool(flt.get("include_merged", False)),
                 ),
                 collapse=bool(data.get("collapse", True)),
                 rerank=bool(data.get("rerank", False)),
@@ -330,6 +335,7 @@ def _filter_from_wire(data: Mapping[str, Any]) -> SearchFilter:
         tags=tuple(str(t) for t in flt.get("tags") or ()),
         since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
         source_id=None if flt.get("source_id") is None else str(flt["source_id"]),
+        include_merged=bool(flt.get("include_merged", False)),
     )
 
 
