@@ -6,7 +6,7 @@ did; and undo a step (``memsync unmerge``). Nothing here deletes a memory.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,15 +17,32 @@ from sync.search.indexing.text import episode_text
 
 if TYPE_CHECKING:
     from daemon.config import Settings
-    from sync.backbone.base import EpisodeSink
+    from sync.backbone.base import Change, EpisodeSink
     from sync.search.embedders.base import Embedder
 
 EMBED_BATCH = 64
 DEFAULT_THRESHOLDS = Thresholds()
 
 
+FEED_PAGE = 500
+
+
 class DreamBackbone(Dreams, Protocol):
-    def episodes(self, site: str | None = None, since_ms: int | None = None) -> Iterable[dict[str, Any]]: ...
+    """What the dream reads and writes: every site's memories through the change feed (on Convex a
+    site's export is its own), and the dream's records."""
+
+    def changes(self, after: int, limit: int) -> list[Change]: ...
+
+
+def every_memory(feed: DreamBackbone) -> Iterator[Mapping[str, Any]]:
+    """Every site's hot episodes as the feed gives them (each key once, as it now is)."""
+    latest: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+    after = 0
+    while page := feed.changes(after, FEED_PAGE):
+        for change in page:
+            latest[(change.site, change.source_id)] = change.episode
+        after = page[-1].seq
+    yield from (e for e in latest.values() if e is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +105,7 @@ def dream(
 ) -> DreamRun:
     """One night: ``run`` names it in every step recorded (``<job>@<slot> on <site>``)."""
     started = clock()
-    memories = memories_of(backbone.episodes())
+    memories = memories_of(every_memory(backbone))
     earlier = standing(backbone.dream_steps())
     candidates = [m for m in memories if m.key not in earlier.hidden]
     read = clock()

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
+from daemon.cli.common import Commands, add_config, add_json, handled, load, say
 from sync.backbone.dreams import DreamStep, key_text
 
 
@@ -132,8 +132,6 @@ def unmerge_main(args: argparse.Namespace) -> int:
 
     with handled():
         settings = load(args, log_level="error")
-        if not args.step.isdigit():
-            fail(f"{args.step!r} is not a step id: see `memsync dream steps`", EX_USAGE)
         with opened_backbone(settings) as backbone:
             step = unmerge(backbone, args.step, by=f"{getpass.getuser()} on {settings.site.name}")  # type: ignore[arg-type]
     if args.as_json:
