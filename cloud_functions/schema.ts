@@ -132,7 +132,9 @@ export default defineSchema({
     synthesis: v.optional(v.any()),
     undoneAt: v.optional(v.number()),
     undoneBy: v.optional(v.string()),
-  }).index("by_canonical", ["canonicalSite", "canonicalId"]),
+  })
+    .index("by_canonical", ["canonicalSite", "canonicalId"])
+    .index("by_at", ["at"]), // the digest: the steps a day took
   // Issue 30's explicit links (consolidates, supersedes) until one links table holds every kind.
   dreamLinks: defineTable({
     fromSite: v.string(),
