@@ -205,7 +205,9 @@ class Scheduler:
             s
             for s in self.settings.jobs.specs()
             if job_table.runs_here(s, backbone=kind, store=store)
-            and (s.scope is not job_table.Scope.INDEX or self.settings.warm.enabled)  # no index, nothing to catch up
+            # No index: nothing to catch up, and no embedder for the dream (whose hiding only a
+            # search shows); `memsync dream` still runs it by hand.
+            and (s.scope not in (job_table.Scope.INDEX, job_table.Scope.FLEET) or self.settings.warm.enabled)
         ]
 
     def start(self) -> Scheduler:

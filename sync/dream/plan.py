@@ -121,7 +121,7 @@ def plan(
     for (ids, numbers), block in blocks.items():
         block.sort(key=lambda i: _rank(memories[i], standing, salience))
         threshold = thresholds.plain_fold_cosine if not ids and not numbers else thresholds.fold_cosine
-        for leader, members, worst in _leader_clusters(block, matrix, memories, threshold, standing.apart):
+        for leader, members, worst in _leader_clusters(block, matrix, memories, sigs, threshold, standing.apart):
             stands.append(leader)
             if members:
                 folds.append(Fold(memories[leader].key, tuple(sorted(memories[j].key for j in members)), worst))
@@ -134,11 +134,13 @@ def _leader_clusters(
     block: Sequence[int],
     matrix: npt.NDArray[np.float32],
     memories: Sequence[Memory],
+    sigs: Mapping[Key, Signature],
     threshold: float,
     apart: frozenset[frozenset[Key]],
 ) -> list[tuple[int, list[int], float]]:
     """Leader clustering of one block, best first: each memory joins the first leader it is at
-    least ``threshold`` alike (and no member of which a person pulled it apart from)."""
+    least ``threshold`` alike and not a look-alike of (``Signature.lookalike``), and no member of
+    which a person pulled it apart from."""
     clusters: list[tuple[int, list[int], float]] = []
     leaders: list[int] = []
     for i in block:
@@ -147,6 +149,8 @@ def _leader_clusters(
             sims = matrix[leaders] @ matrix[i]
             for c in np.flatnonzero(sims >= threshold):
                 leader, members, worst = clusters[int(c)]
+                if sigs[memories[i].key].lookalike(sigs[memories[leader].key]):
+                    continue
                 if apart and any(frozenset((memories[i].key, memories[j].key)) in apart for j in (leader, *members)):
                     continue
                 members.append(i)

@@ -98,6 +98,35 @@ CHANGE_WORDS: Final = frozenset(
     ]
 )
 _WORD: Final = re.compile(r"[a-z][a-z0-9_]*")
+# Letters then digits, however short ("api3", "v2", "s3"): too short for the search's identifiers,
+# but two of them name two things ("api3" is not "api7").
+_SHORT_NAME: Final = re.compile(r"(?<![\w-])[a-z]+\d+[a-z\d]*(?![\w-])")
+_TOKEN_WORD: Final = re.compile(r"[\w.$/-]+")
+STOPWORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "by",
+        "with",
+        "and",
+        "or",
+        "is",
+        "was",
+        "it",
+        "its",
+        "this",
+        "that",
+        "be",
+    ]
+)
+SUBSTITUTION_MAX: Final = 2  # words a look-alike puts in place of others
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +137,7 @@ class Signature:
     numbers: frozenset[str]
     values: Mapping[str, str] = field(default_factory=dict)
     words: frozenset[str] = frozenset()  # the other words, but those that say a value changed
+    tokens: tuple[str, ...] = ()  # every word, case folded, but stopwords: for ``lookalike``
 
     @property
     def empty(self) -> bool:
@@ -117,6 +147,16 @@ class Signature:
     def same_fact(self, other: Signature) -> bool:
         """The same identifiers and the same numbers: a duplicate if the wording agrees too."""
         return self.ids == other.ids and self.numbers == other.numbers
+
+    def lookalike(self, other: Signature) -> bool:
+        """The same words in the same places but one or two put in place of others ("the team
+        prefers small pull requests" and "the team prefers tested pull requests"): two facts alike,
+        not one fact in other words, which moves and changes more. A word added or left out is not
+        a substitution, nor is a stopword."""
+        if len(self.tokens) != len(other.tokens):
+            return False
+        swapped = sum(a != b for a, b in zip(self.tokens, other.tokens, strict=True))
+        return 0 < swapped <= min(SUBSTITUTION_MAX, max(1, len(self.tokens) // 4))
 
     def subject(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
         """The subject a value update is about (its identifiers, its keys and its other words), or
@@ -137,13 +177,17 @@ class Signature:
 def signature(text: str) -> Signature:
     """The identifiers, numbers and keyed values ``text`` names."""
     numbers = frozenset(m.group().casefold() for m in _NUMBER.finditer(text))
+    folded = text.casefold()
     ids = frozenset(i.casefold() for i in identifiers(text) if not _VALUE_LIKE.fullmatch(i.casefold()))
+    ids |= frozenset(_SHORT_NAME.findall(folded))
     values = keyed_values(text)
     named = ids | frozenset(values)
     words = frozenset(
-        w for w in _WORD.findall(text.casefold()) if w not in CHANGE_WORDS and w not in named and w not in CODE_WORDS
+        w for w in _WORD.findall(folded) if w not in CHANGE_WORDS and w not in named and w not in CODE_WORDS
     )
-    return Signature(ids=ids, numbers=numbers, values=values, words=words)
+    tokens = tuple(t.strip(".,;:()") for t in _TOKEN_WORD.findall(folded))
+    tokens = tuple(t for t in tokens if t and t not in STOPWORDS)
+    return Signature(ids=ids, numbers=numbers, values=values, words=words, tokens=tokens)
 
 
 def keyed_values(text: str) -> dict[str, str]:

@@ -81,6 +81,14 @@ def test_dense_disagreement_keeps_apart_what_the_words_allow() -> None:
     assert plan(values, [A, B], now_ms=NOW).supersedes == ()
 
 
+def test_a_word_put_in_place_of_another_keeps_two_facts_apart() -> None:
+    memories = [
+        mem("1", "The team prefers small pull requests", 5),
+        mem("2", "The team prefers tested pull requests", 4),
+    ]
+    assert plan(memories, [A, A], now_ms=NOW).folds == ()
+
+
 def test_plain_memories_need_the_higher_cosine() -> None:
     memories = [mem("1", "user prefers dark mode", 5), mem("2", "the user likes a dark theme", 4)]
     assert plan(memories, [A, unit(1, 0.5, 0)], now_ms=NOW).folds == ()  # cosine ~0.89

@@ -17,6 +17,7 @@ from sync.dream.signature import keyed_values, signature
         ("exit 137 was the OOM killer", "exit 139 was a segfault", False),
         ("user prefers dark mode", "the user likes a dark theme", True),  # both name nothing
         ("JIRA-4521 fixed by pinning node 20", "JIRA-4512 fixed by pinning node 20", False),
+        ("pool_size 32 for the api3 service", "pool_size 32 for the api7 service", False),  # short names too
     ],
 )
 def test_same_fact(a: str, b: str, same: bool) -> None:
@@ -65,3 +66,21 @@ def test_subject_and_change() -> None:
 )
 def test_one_subject_across_an_update(older: str, newer: str, same: bool) -> None:
     assert (signature(older).subject() == signature(newer).subject()) is same
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "lookalike"),
+    [
+        (
+            "The team prefers small pull requests for releases",
+            "The team prefers tested pull requests for releases",
+            True,
+        ),
+        ("the user prefers dark mode", "the user prefers dark mode", False),  # the same words: a repeat
+        ("Fixed it by adding a retry", "Fixed it by adding retry", False),  # a stopword
+        ("Fixed it by adding a retry", "Fixed it quickly by adding a retry", False),  # a word added
+        ("Fixed E11000 in users.insert by retrying", "Retrying users.insert cleared the E11000 error", False),
+    ],
+)
+def test_lookalike_words(a: str, b: str, lookalike: bool) -> None:
+    assert signature(a).lookalike(signature(b)) is lookalike
