@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from daemon.counts import counted
 from sync.backbone.dreams import Dreams, DreamStep, Key
 from sync.dream.plan import DreamPlan, Memory, Thresholds, plan
 from sync.dream.steps import standing, steps_of
@@ -63,7 +64,8 @@ class DreamRun:
         )
         verb = "would fold" if self.dry_run else "folded"
         return (
-            f"{verb} {folded} of {self.memories} memories into {len(folds)} canonical ones; "
+            f"{verb} {folded} of {counted(self.memories, 'memory', 'memories')} into "
+            f"{counted(len(folds), 'canonical one', 'canonical ones')}; "
             f"{'would supersede' if self.dry_run else 'superseded'} {superseded}"
         )
 

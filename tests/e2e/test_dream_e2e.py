@@ -4,6 +4,7 @@ planted duplicate written on the other site is folded, its look-alike is not."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 from collections import Counter
@@ -95,3 +96,35 @@ def test_two_daemons_run_the_dream_once_a_slot_and_fold_the_planted_duplicate(
     folding = [s for s in steps if s.canonical[0] == "notes"]
     assert len(folding) == 1
     assert folding[0].run.startswith("dream@")  # by one scheduled run, named with its slot and site
+
+
+def test_the_commands_dry_run_run_list_and_unmerge(tmp_path: Path, site_files: Callable[..., Any]) -> None:
+    """memsync dream --dry-run changes nothing; memsync dream records; dream steps lists; unmerge
+    undoes it and export is as before; a second unmerge of it says so in one sentence."""
+    from conftest import memsync
+
+    site = site_files("laptop")
+    _plant(site.hub)
+    config = ("--config", str(site.config))
+    before = memsync("export", *config).stdout
+
+    dry = memsync("dream", "--dry-run", "--json", *config)
+    assert dry.returncode == 0, dry.stderr
+    planned = json.loads(dry.stdout)
+    assert [f["members"] for f in planned["folds"]] in ([["notes:1"]], [["notes:2"]])
+    assert memsync("export", *config).stdout == before
+
+    ran = memsync("dream", *config)
+    assert ran.returncode == 0, ran.stderr
+    assert "folded 1 of 3 memories into 1 canonical one" in ran.stdout + ran.stderr  # said on stderr, as every command
+    listed = json.loads(memsync("dream", "steps", "--json", *config).stdout)
+    assert [(s["kind"], s["undoneAt"]) for s in listed] == [("consolidates", None)]
+    assert memsync("export", *config).stdout != before
+
+    undone = memsync("unmerge", listed[0]["id"], *config)
+    assert undone.returncode == 0, undone.stderr
+    assert memsync("export", *config).stdout == before
+    again = memsync("unmerge", listed[0]["id"], *config)
+    assert again.returncode != 0
+    assert "undone already" in again.stderr
+    assert "Traceback" not in again.stderr

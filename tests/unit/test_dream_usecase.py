@@ -65,7 +65,7 @@ def test_a_night_folds_supersedes_keeps_and_unmerges(tmp_path: Path, local: Loca
         assert [(s.newer, s.older) for s in dry.plan.supersedes] == [(("vm", "3"), ("laptop", "3"))]
         assert dry.recorded == ()
         assert _export(laptop) == before  # a dry run changes nothing
-        assert dry.summary == "would fold 1 of 6 memories into 1 canonical ones; would supersede 1"
+        assert dry.summary == "would fold 1 of 6 memories into 1 canonical one; would supersede 1"
 
         night = dream(laptop, local, now_ms=NOW_MS, run="dream@test on laptop")
         assert [(s.kind, s.canonical, s.members) for s in night.recorded] == [
