@@ -28,6 +28,7 @@ from bench import (
     backfill,
     context_set,
     convex_backfill,
+    dream,
     figures,
     hooks,
     idle,
@@ -52,6 +53,7 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "context_set": (context_set.run, context_set.describe_run),
     "mcp": (mcp.run, mcp.describe_run),
     "archive": (archive.run, archive.describe_run),
+    "dream": (dream.run, dream.describe_run),
     # Without LoCoMo's data (an argument, never downloaded) only the labelled set: run
     # `python -m bench.recall LOCOMO_DEV` for the rest, then `--render-only`.
     "recall": (recall.run, recall.describe_run),

@@ -32,6 +32,7 @@ class Where(StrEnum):
     HERE = "this site"
     ONE_SITE = "one site of the hub"  # whichever daemon takes the slot's lease
     ONE_SITE_SHARED_INDEX = "one site (shared Qdrant)"
+    ONE_SITE_LEASED = "one site (the backbone's lease)"  # a fleet job, on either backbone
     CONVEX = "Convex"  # the deployment's crons
 
 
@@ -93,7 +94,7 @@ def where(spec: JobSpec, *, backbone: str, store: str) -> Where:
     if spec.scope is Scope.SITE:
         return Where.HERE
     if spec.scope is Scope.FLEET:
-        return Where.ONE_SITE
+        return Where.ONE_SITE_LEASED
     if spec.scope is Scope.INDEX:
         if store != "qdrant":
             return Where.HERE
@@ -107,4 +108,8 @@ def runs_here(spec: JobSpec, *, backbone: str, store: str) -> bool:
 
 
 def needs_lease(spec: JobSpec, *, backbone: str, store: str) -> bool:
-    return where(spec, backbone=backbone, store=store) in (Where.ONE_SITE, Where.ONE_SITE_SHARED_INDEX)
+    return where(spec, backbone=backbone, store=store) in (
+        Where.ONE_SITE,
+        Where.ONE_SITE_SHARED_INDEX,
+        Where.ONE_SITE_LEASED,
+    )
