@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+import structlog
+
 from daemon.counts import counted
-from sync.backbone.dreams import Dreams, DreamStep, Key
+from sync.backbone.dreams import CONSOLIDATES, Dreams, DreamStep, Key, NewStep
 from sync.dream.plan import DreamPlan, Memory, Thresholds, plan
 from sync.dream.steps import standing, steps_of
+from sync.dream.synthesis import Writer, synthesize
+from sync.errors import MemsyncError
 from sync.search.indexing.text import episode_text
 
 if TYPE_CHECKING:
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
     from sync.backbone.base import Change, EpisodeSink
     from sync.search.embedders.base import Embedder
 
+log = structlog.get_logger("memsync.dream")
 EMBED_BATCH = 64
 DEFAULT_THRESHOLDS = Thresholds()
 
@@ -104,8 +109,11 @@ def dream(
     salience: Mapping[Key, float] | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     clock: Callable[[], float] = time.perf_counter,
+    writer: Writer | None = None,
 ) -> DreamRun:
-    """One night: ``run`` names it in every step recorded (``<job>@<slot> on <site>``)."""
+    """One night: ``run`` names it in every step recorded (``<job>@<slot> on <site>``). With a
+    ``writer``, each fold recorded carries a synthesis of its memories (a fold whose synthesis
+    fails is recorded without one: the night goes on)."""
     started = clock()
     memories = memories_of(every_memory(backbone))
     earlier = standing(backbone.dream_steps())
@@ -118,10 +126,38 @@ def dream(
     embedded = clock()
     planned = plan(candidates, vectors, now_ms=now_ms, standing=earlier, salience=salience, thresholds=thresholds)
     decided = clock()
-    recorded = () if dry_run else tuple(backbone.record_dream(steps_of(planned), run))
+    steps = steps_of(planned)
+    if writer is not None and not dry_run:
+        text_of = {m.key: m.text for m in candidates}
+        steps = [_synthesized(s, writer, text_of) for s in steps]
+    recorded = () if dry_run else tuple(backbone.record_dream(steps, run))
     done = clock()
     seconds = {"read": read - started, "embed": embedded - read, "plan": decided - embedded, "record": done - decided}
     return DreamRun(planned, recorded, dry_run, len(memories), seconds)
+
+
+def _synthesized(step: NewStep, writer: Writer, text_of: Mapping[Key, str]) -> NewStep:
+    if step.kind != CONSOLIDATES:
+        return step
+    try:
+        made = synthesize(writer, [text_of[k] for k in (step.canonical, *step.members)])
+    except MemsyncError as exc:
+        log.warning("no synthesis for a fold", canonical=f"{step.canonical[0]}:{step.canonical[1]}", error=str(exc))
+        return step
+    return replace(step, synthesis=made.as_json())
+
+
+def writer_of(settings: Settings) -> Writer | None:
+    """The configured synthesis model (``[dream]``), or None when it is off."""
+    from sync.dream.writers import GeminiWriter, OpenAICompatibleWriter
+
+    dream = settings.dream
+    key = None if dream.api_key is None else dream.api_key.get_secret_value()
+    if dream.synthesis == "openai" and dream.base_url:
+        return OpenAICompatibleWriter(dream.base_url, dream.model, key)
+    if dream.synthesis == "gemini" and key:
+        return GeminiWriter(dream.model, key, base_url=dream.base_url)
+    return None
 
 
 def unmerge(backbone: Dreams, step_id: str, by: str) -> DreamStep:
@@ -135,7 +171,10 @@ def dream_job(settings: Settings, backbone: EpisodeSink, now_ms: int, run: str, 
     from daemon.search_worker.wiring import open_embedder
 
     embedder = open_embedder(settings)
+    writer = None if dry_run else writer_of(settings)
     try:
-        return dream(backbone, embedder, now_ms=now_ms, run=run, dry_run=dry_run)  # type: ignore[arg-type]
+        return dream(backbone, embedder, now_ms=now_ms, run=run, dry_run=dry_run, writer=writer)  # type: ignore[arg-type]
     finally:
+        if writer is not None:
+            writer.close()
         del embedder
