@@ -64,6 +64,7 @@ class Memory(BaseModel):
     archived: bool
     approvalStatus: str | None  # noqa: N815
     passage: Passage | None
+    dream: str | None = None  # "merged" | "superseded": a dream step hides it (reached by its key)
     relevance: float | None = None  # the probability it is relevant (search only)
     why: Why | None = None
 

@@ -16,6 +16,7 @@ from sync.search.payload import (
     AGENT_KEY,
     APPROVAL_STATUS_KEY,
     ARCHIVED_KEY,
+    DREAM_KEY,
     REWARD_KEY,
     SESSION_KEY,
     SITE_KEY,
@@ -214,6 +215,7 @@ class SearchResult:
     duplicates: int = 0  # near-duplicates collapsed into this result
     archived: bool = False  # its body is in the cold archive (``memsync archive restore`` brings it back)
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
+    dream: str | None = None  # "merged" | "superseded": a standing dream step hides it (shown on request)
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
     when: str | None = None  # ``ts`` in words (``when_words``)
     # The probability that it is relevant, comparable across queries (``sync.search.query.judgement``);
@@ -262,6 +264,7 @@ class SearchResult:
             duplicates=max(0, duplicates),
             archived=payload.get(ARCHIVED_KEY) is True,
             approval_status=str(approval) if approval else None,
+            dream=str(payload[DREAM_KEY]) if payload.get(DREAM_KEY) else None,
             passage=passage,
             when=when_words(ts),
         )

@@ -565,3 +565,12 @@ def test_what_a_dream_step_hides_is_left_out_unless_asked_for(store: VectorStore
     assert {str(p.payload["sourceId"]) for p in store.in_time_order(default, limit=10)} == {"3", "4", "5"}
     store.overwrite_payloads([(merged, dict(one.payload))])
     assert store.count(default) == 4
+
+
+def test_a_result_says_the_dream_hid_it() -> None:
+    from sync.search.request import SearchResult
+
+    hidden = SearchResult.from_payload("p", {"site": "a", "sourceId": "1", "text": "t", "dream": "merged"})
+    assert hidden.dream == "merged"
+    assert SearchResult.from_wire(hidden.to_wire()).dream == "merged"
+    assert SearchResult.from_payload("p", {"site": "a", "sourceId": "1", "text": "t"}).dream is None
