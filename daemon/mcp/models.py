@@ -73,6 +73,14 @@ class Memory(BaseModel):
         return cls.model_validate(result.to_wire())
 
 
+class DreamUndone(BaseModel):
+    """A dream step undone: the memories it hid, shown again."""
+
+    stepId: str  # noqa: N815
+    kind: str
+    shown: list[str]
+
+
 class Memories(BaseModel):
     results: list[Memory]
     cut: int = 0  # results under the relevance floor, not shown (``all`` shows them)

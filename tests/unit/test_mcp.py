@@ -18,7 +18,15 @@ from daemon.mcp.http import token_matches
 from daemon.mcp.server import build_server
 
 T = TypeVar("T")
-TOOLS = {"search_memory", "get_episode", "recent_activity", "memory_health", "request_approval", "wait_for_approval"}
+TOOLS = {
+    "search_memory",
+    "get_episode",
+    "recent_activity",
+    "memory_health",
+    "request_approval",
+    "wait_for_approval",
+    "undo_dream_step",
+}
 
 
 def run(work: Callable[[Client], Awaitable[T]], site: SiteFiles) -> T:
@@ -185,3 +193,47 @@ def test_search_memory_answers_the_memories_as_data_and_as_text_a_person_reads(s
     assert "4 more under the relevance floor: all=true shows them" in text
     assert "absent: ZQX_7781_A (no memory searched holds it)" in text
     assert "{" not in text  # text for a person, not the JSON again
+
+
+def test_an_agent_says_a_dream_step_is_wrong_and_it_is_undone(site: SiteFiles) -> None:
+    from harness.dream_store import push_items
+
+    from sync.backbone.dreams import CONSOLIDATES, NewStep
+    from sync.backbone.hub import HubBackbone
+
+    hub = HubBackbone(site.hub, "laptop")
+    try:
+        memories = [
+            {
+                "site": "laptop",
+                "id": str(i),
+                "text": f"fix {i}",
+                "ts_s": 1_735_689_600,
+                "agent": "a",
+                "success": True,
+                "reward": 0.5,
+            }
+            for i in (1, 2)
+        ]
+        hub.push(list(push_items(memories)), cursor=2)
+        (step,) = hub.record_dream([NewStep(CONSOLIDATES, ("laptop", "1"), (("laptop", "2"),), "2 alike")], run="r")
+    finally:
+        hub.close()
+
+    async def work(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("undo_dream_step", {"step_id": step.step_id, "agent": "coder"}),
+            await client.call_tool("undo_dream_step", {"step_id": step.step_id}),
+        ]
+
+    undone, again = run(work, site)
+    assert not undone.is_error
+    assert undone.structured_content == {"stepId": step.step_id, "kind": "consolidates", "shown": ["laptop:2"]}
+    assert again.is_error
+    assert "undone already" in again.content[0].text
+    hub = HubBackbone(site.hub, "laptop")
+    try:
+        (stored,) = hub.dream_steps()
+        assert stored.undone_by == "coder (MCP) on laptop"
+    finally:
+        hub.close()
