@@ -40,7 +40,7 @@ def test_search_and_sync_through_a_daemon_import_nothing_heavy(
 
     def searchable() -> bool:
         done = subprocess.run(
-            [sys.executable, "-m", "daemon", "search", "anything", "--json", "-c", str(site.config)],
+            [sys.executable, "-m", "daemon", "search", "anything", "--floor", "0", "--json", "-c", str(site.config)],
             capture_output=True,
             text=True,
             check=False,

@@ -153,7 +153,7 @@ def test_context_through_a_real_daemon_for_each_tool(
 
     def searchable() -> bool:
         done = subprocess.run(
-            [sys.executable, "-m", "daemon", "search", "anything", "--json", "-c", str(site.config)],
+            [sys.executable, "-m", "daemon", "search", "anything", "--floor", "0", "--json", "-c", str(site.config)],
             capture_output=True,
             text=True,
             check=False,

@@ -44,7 +44,7 @@ from daemon.mcp.server import build_server
 
 async def main():
     async with Client(build_server(load_settings(Path(sys.argv[1])))) as client:
-        found = await client.call_tool("search_memory", {"query": "anything", "limit": 2})
+        found = await client.call_tool("search_memory", {"query": sys.argv[2], "limit": 2})
         recent = await client.call_tool("recent_activity", {"limit": 2})
         pid = found.structured_content["results"][0]["pointId"]
         episode = await client.call_tool("get_episode", {"id": pid})
@@ -69,14 +69,21 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     proc = daemons(site.config, log)
     wait_started(site, proc, log)
 
+    everything: list[dict[str, object]] = []
+
     def indexed() -> bool:
-        done = memsync("search", "anything", "--json", "-n", "20", "-c", str(site.config))
-        return done.returncode == 0 and len(json.loads(done.stdout)["results"]) >= 20
+        done = memsync("search", "anything", "--floor", "0", "--json", "-n", "20", "-c", str(site.config))
+        if done.returncode == 0:
+            everything[:] = json.loads(done.stdout)["results"]
+        return len(everything) >= 20
 
     wait_for(indexed, timeout=120, what="the daemon to index the episodes")
-    cli = json.loads(memsync("search", "anything", "--json", "-n", "3", "-c", str(site.config)).stdout)
+    # A query made of an episode's own words: the search keeps what is relevant to it, not "anything".
+    query = " ".join(str(everything[0]["text"]).split()[:8])
+    cli = json.loads(memsync("search", query, "--json", "-n", "3", "-c", str(site.config)).stdout)
+    assert cli["results"], "the episode's own words find it"
 
-    out = drive(site, "anything")
+    out = drive(site, query)
     assert out["server"]["name"] == "memsync"
     assert {t["name"] for t in out["tools"]} == {
         "search_memory",
@@ -127,7 +134,11 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
 
     # The server's process never loads a model: the daemon searched.
     done = subprocess.run(
-        [sys.executable, "-c", IN_PROCESS, str(site.config)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", IN_PROCESS, str(site.config), query],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
