@@ -28,6 +28,7 @@ from bench import (
     backfill,
     context_set,
     convex_backfill,
+    dream,
     figures,
     hooks,
     idle,
@@ -54,6 +55,7 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "mcp": (mcp.run, mcp.describe_run),
     "remember": (remember.run, remember.describe_run),
     "archive": (archive.run, archive.describe_run),
+    "dream": (dream.run, dream.describe_run),
     # Without LoCoMo's data (an argument, never downloaded) only the labelled set: run
     # `python -m bench.recall LOCOMO_DEV` for the rest, then `--render-only`.
     "recall": (recall.run, recall.describe_run),

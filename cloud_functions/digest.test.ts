@@ -80,6 +80,7 @@ test("per site and per agent: episodes, success rate, mean reward, top tasks and
     since: START,
     until: START + DAY_MS,
     builtAt: NOW,
+    dream: { folds: 0, folded: 0, superseded: 0 }, // no dream ran that day
     episodes: 5,
     sites: [
       {

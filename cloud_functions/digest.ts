@@ -209,7 +209,24 @@ export const build = internalMutation({
   handler: async (ctx, args) => await buildAndStore(ctx, args.day, args.now ?? Date.now()),
 });
 
-async function buildAndStore(ctx: MutationCtx, day: string, now: number): Promise<ReturnType<typeof buildDigest>> {
+/** What the day's dream steps that still stand did (sync/backbone/hub/digest.py's dream_of_day). */
+async function dreamOfDay(ctx: MutationCtx, since: number, until: number): Promise<{ folds: number; folded: number; superseded: number }> {
+  const steps = (await ctx.db.query("dreamSteps").withIndex("by_at", (q) => q.gte("at", since).lt("at", until)).collect()).filter(
+    (s) => s.undoneAt === undefined,
+  );
+  const folds = steps.filter((s) => s.kind === "consolidates");
+  return {
+    folds: folds.length,
+    folded: folds.reduce((n, s) => n + s.members.length, 0),
+    superseded: steps.filter((s) => s.kind === "supersedes").length,
+  };
+}
+
+async function buildAndStore(
+  ctx: MutationCtx,
+  day: string,
+  now: number,
+): Promise<ReturnType<typeof buildDigest> & { dream: { folds: number; folded: number; superseded: number } }> {
   const { since, until } = dayBounds(day);
   const docs: MemsyncEpisode[] = [];
   for (const archived of [false, true]) {
@@ -222,7 +239,7 @@ async function buildAndStore(ctx: MutationCtx, day: string, now: number): Promis
   }
   const truncated = docs.length > MAX_EPISODES;
   const episodes = docs.slice(0, MAX_EPISODES).map(dayEpisode);
-  const digest = buildDigest(day, now, episodes, await siteFacts(ctx.db, since, until), truncated);
+  const digest = { ...buildDigest(day, now, episodes, await siteFacts(ctx.db, since, until), truncated), dream: await dreamOfDay(ctx, since, until) };
   const found = await ctx.db
     .query("digests")
     .withIndex("by_day", (q) => q.eq("day", day))

@@ -15,6 +15,7 @@ import { archiveRun, ORPHAN_GRACE_MS, rewriteWeek, type RunResult } from "./lib/
 import { authenticate, siteArgs } from "./lib/auth";
 import { backfillChangeSeqs, CHANGE_COUNTER, ChangeSequence, readChanges, recordPoint, withApproval } from "./lib/changes";
 import { advanceCursor, cursorOf, forgetFromCursor, readCursor } from "./lib/cursor";
+import { releaseForgotten } from "./lib/dreamSteps";
 import { exportEpisode, isHot } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
@@ -96,7 +97,9 @@ export const listEpisodes = query({
       .query("episodes")
       .withIndex("by_site_synced", (q) => q.eq("sourceSite", site))
       .paginate({ cursor: args.after, numItems: args.limit });
-    const episodes = page.page.filter(isHot).map((doc) => withApproval(exportEpisode(doc), doc.approvalStatus));
+    const episodes = page.page
+      .filter(isHot)
+      .map((doc) => withApproval(exportEpisode(doc), doc.approvalStatus, "dreamState" in doc ? doc.dreamState : undefined));
     return { episodes, next: page.isDone ? null : page.continueCursor };
   },
 });
@@ -118,6 +121,7 @@ async function forgetIn(ctx: MutationCtx, site: string, sourceId: string): Promi
       .unique();
     if (file !== null || found.archived) week = candidate;
     await ctx.db.delete(found._id);
+    await releaseForgotten(ctx, site, sourceId);
     await forgetFromCursor(ctx, site);
     await rebuildStoredDigest(ctx, found.createdAt);
   }

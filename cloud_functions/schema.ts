@@ -119,6 +119,35 @@ export default defineSchema({
     .index("by_status", ["status"])
     .index("by_approval", ["approvalId"]),
 
+  // The dream cycle (dreams.ts): every step it took, standing or undone (kept for good, so that
+  // nothing is lost and `memsync unmerge` undoes a step exactly), and the links its steps made.
+  dreamSteps: defineTable({
+    kind: v.string(), // consolidates | supersedes
+    canonicalSite: v.string(),
+    canonicalId: v.string(),
+    members: v.array(v.object({ site: v.string(), sourceId: v.string() })),
+    at: v.number(),
+    run: v.string(),
+    reason: v.string(),
+    synthesis: v.optional(v.any()),
+    undoneAt: v.optional(v.number()),
+    undoneBy: v.optional(v.string()),
+  })
+    .index("by_canonical", ["canonicalSite", "canonicalId"])
+    .index("by_at", ["at"]), // the digest: the steps a day took
+  // Issue 30's explicit links (consolidates, supersedes) until one links table holds every kind.
+  dreamLinks: defineTable({
+    fromSite: v.string(),
+    fromId: v.string(),
+    toSite: v.string(),
+    toId: v.string(),
+    kind: v.string(),
+    stepId: v.id("dreamSteps"),
+  })
+    .index("by_from", ["fromSite", "fromId"])
+    .index("by_to", ["toSite", "toId"])
+    .index("by_step", ["stepId"]),
+
   // The people memsync speaks to beyond the default chat (lib/routing.ts): the operator's config's
   // [[collaborators]], pushed by `memsync collaborators sync` (collaborators.ts's replace).
   collaborators: defineTable({

@@ -575,6 +575,31 @@ class PrivacySection(_Section):
         return Redactor.configured(self.patterns, self.allow) if self.redact else None
 
 
+class DreamSection(_Section):
+    """The dream cycle (`memsync dream`, the nightly dream job): optionally, a language model writes
+    one synthesis of each fold, recorded with the step beside its prompt and model. Off by default;
+    the canonical memory is the fold's best member either way."""
+
+    synthesis: Literal["off", "openai", "gemini"] = Field(
+        "off",
+        description="`openai`: any OpenAI-compatible chat endpoint (`dream.base_url`, e.g. a local Ollama's "
+        "http://127.0.0.1:11434/v1); `gemini`: Gemini through google-genai (needs `dream.api_key`); `off`: none",
+    )
+    model: str = Field("", description="the model that writes the synthesis (e.g. `llama3.1`, `gemini-2.5-flash`)")
+    base_url: str | None = Field(None, description="the endpoint's base URL (openai: required; gemini: optional)")
+    api_key: SecretStr | None = Field(None, description="the model's key: set MEMSYNC_DREAM__API_KEY, never the file")
+
+    @model_validator(mode="after")
+    def _complete(self) -> DreamSection:
+        if self.synthesis != "off" and not self.model:
+            raise ValueError(f"dream.synthesis = {self.synthesis!r} needs dream.model")
+        if self.synthesis == "openai" and not self.base_url:
+            raise ValueError("dream.synthesis = 'openai' needs dream.base_url (e.g. http://127.0.0.1:11434/v1)")
+        if self.synthesis == "gemini" and self.api_key is None:
+            raise ValueError("dream.synthesis = 'gemini' needs a key: set MEMSYNC_DREAM__API_KEY")
+        return self
+
+
 class McpSection(_Section):
     """`memsync mcp --http`: the port it listens on (127.0.0.1 only) and the bearer token a client
     must send. Over stdio neither is used."""
@@ -616,6 +641,7 @@ class Settings(BaseSettings):
     alerts: AlertsSection = AlertsSection()
     privacy: PrivacySection = PrivacySection()
     mcp: McpSection = McpSection()
+    dream: DreamSection = DreamSection()
     log: LogSection = LogSection()
     collaborators: list[Collaborator] = Field(
         default_factory=list, description="`[[collaborators]]`: people memsync tells in their own Telegram chats"

@@ -52,10 +52,16 @@ export class ChangeSequence {
 export const MAX_FEED_BYTES = 8 * 1024 * 1024;
 
 /** An episode as the feed and export give it: an approval's decision after the fields, only on an episode one is about. */
-export type FeedEpisode = ExportedEpisode & { approvalStatus?: string };
+export type DreamMark = { role: string; by: string; step: string };
+export type FeedEpisode = ExportedEpisode & { approvalStatus?: string; dream?: DreamMark };
 
-export function withApproval(episode: ExportedEpisode, approvalStatus: string | undefined): FeedEpisode {
-  return approvalStatus === undefined ? episode : { ...episode, approvalStatus };
+export function withApproval(
+  episode: ExportedEpisode,
+  approvalStatus: string | undefined,
+  dreamState?: DreamMark | undefined,
+): FeedEpisode {
+  const approved = approvalStatus === undefined ? episode : { ...episode, approvalStatus };
+  return dreamState === undefined ? approved : { ...approved, dream: dreamState };
 }
 
 export type ChangeEntry = {
@@ -114,7 +120,7 @@ export async function readChanges(db: QueryCtx["db"], after: number, limit: numb
         seq,
         sourceSite: doc.sourceSite,
         sourceId: doc.sourceId,
-        episode: hot ? withApproval(exportEpisode(doc), doc.approvalStatus) : null,
+        episode: hot ? withApproval(exportEpisode(doc), doc.approvalStatus, "dreamState" in doc ? doc.dreamState : undefined) : null,
         qdrantPointId: doc.qdrantPointId ?? null,
         archived: !hot,
         ...(isMemsync(doc) ? seedPoint(doc) : {}),

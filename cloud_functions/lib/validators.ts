@@ -62,6 +62,9 @@ export const memsyncEpisode = {
   archived: v.boolean(),
   qdrantPointId: v.optional(v.string()),
   approvalStatus: v.optional(v.string()),
+  // The standing dream step that hides it, if one does (dreams.ts): merged into a fold's canonical,
+  // or superseded by a newer memory.
+  dreamState: v.optional(v.object({ role: v.string(), by: v.string(), step: v.string() })),
   // The change feed's position of the latest insert or edit (lib/changes.ts). Optional only for
   // documents written before the feed: episodes:backfillChangeSeq gives them one.
   changeSeq: v.optional(v.number()),
@@ -139,6 +142,8 @@ export const exportedEpisode = v.object({
   syncedAt: v.number(),
   // Only on an episode an approval is about: the decision, as the episode stores it.
   approvalStatus: v.optional(v.string()),
+  // Only on a memory a standing dream step hides: its role, by whom, which step.
+  dream: v.optional(v.object({ role: v.string(), by: v.string(), step: v.string() })),
   archived: v.optional(v.literal(true)), // only on an archived episode, as the hub exports it
 });
 

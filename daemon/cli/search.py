@@ -88,6 +88,11 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rerank", action="store_true", help="rerank with Voyage rerank-2.5 (needs a Voyage key)")
     parser.add_argument("--mmr", action="store_true", help="diversify the results (maximal marginal relevance)")
     parser.add_argument(
+        "--include-merged",
+        action="store_true",
+        help="also the memories the dream folded into another or marked superseded (hidden by default)",
+    )
+    parser.add_argument(
         "--all",
         dest="all_duplicates",
         action="store_true",
@@ -118,6 +123,7 @@ def request_from(args: argparse.Namespace) -> SearchRequest:
             tags=tuple(args.tag or ()),
             since_ms=None if args.since is None else parse_since(args.since, time.time()),
             types=tuple(check_type(t) for t in args.types or ()),
+            include_merged=args.include_merged,
         ),
         collapse=not args.all_duplicates,
         rerank=args.rerank,

@@ -44,6 +44,8 @@ class JobContext:
     coordination: FleetView | None = None  # the registry and approvals, for the alerts job
     alerts: Alerts | None = None  # where alerts are said (the log) and queued (Telegram)
     manual: bool = False  # `memsync jobs run`: no slot of the schedule's
+    # The dream cycle's run (daemon/usecases/dream.py), given the time and the run's name: its summary.
+    dream: Callable[[int, str], str] | None = None
 
 
 Body = Callable[[JobContext], str]
@@ -134,6 +136,15 @@ def alerts(ctx: JobContext) -> str:
     return alerts_summary(observed, [(notice.kind, subject.key) for subject, notice in said])
 
 
+def dream(ctx: JobContext) -> str:
+    """The dream cycle: fold near-duplicates, supersede changed values, never delete; once across
+    sites under the backbone's lease, on both backbones (it needs this site's embedder)."""
+    if ctx.dream is None:
+        return "the dream cycle is not wired on this site"
+    slot = "manual" if ctx.manual else ctx.slot_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return ctx.dream(ctx.now_ms, f"dream@{slot} on {ctx.settings.site.name}")
+
+
 BODIES: Mapping[str, Body] = {
     "mark-stale-agents": mark_stale_agents,
     "expire-pending-approvals": expire_pending_approvals,
@@ -142,4 +153,5 @@ BODIES: Mapping[str, Body] = {
     "daily-digest": daily_digest,
     "cleanup-old-episodes": cleanup_old_episodes,
     "alerts": alerts,
+    "dream": dream,
 }

@@ -206,6 +206,7 @@ class Daemon:
             return None
         from daemon.schedule.beats import Beats
         from daemon.schedule.worker import Scheduler, index_catch_up
+        from daemon.usecases.dream import dream_job
 
         backbone = self._open_backbone()
         if backbone is None:
@@ -219,6 +220,7 @@ class Daemon:
             index_catch_up=catch_up,
             on_stop=backbone.close,
             alerts=alerts,
+            dream=lambda now_ms, run: dream_job(self.settings, backbone, now_ms, run).summary,
         ).start()
         return scheduler
 

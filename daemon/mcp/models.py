@@ -65,12 +65,21 @@ class Memory(BaseModel):
     approvalStatus: str | None  # noqa: N815
     memoryType: str | None = None  # noqa: N815 - error_fix, decision, warning, learning, discovery, ...
     passage: Passage | None
+    dream: str | None = None  # "merged" | "superseded": a dream step hides it (reached by its key)
     relevance: float | None = None  # the probability it is relevant (search only)
     why: Why | None = None
 
     @classmethod
     def of(cls, result: SearchResult) -> Memory:
         return cls.model_validate(result.to_wire())
+
+
+class DreamUndone(BaseModel):
+    """A dream step undone: the memories it hid, shown again."""
+
+    stepId: str  # noqa: N815
+    kind: str
+    shown: list[str]
 
 
 class Memories(BaseModel):

@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from daemon.config import Settings
-from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories, Saved
+from daemon.mcp.models import Approval, Decision, DreamUndone, Episode, Health, Index, Memories, Saved
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
 from sync.source.types import MEMORY_TYPES, check_type
@@ -128,6 +128,7 @@ class Tools:
         since: str | None,
         everything: bool = False,
         memory_type: str | None = None,
+        include_merged: bool = False,
     ) -> CallToolResult:
         """The memories (the schema's fields are the wire's), and as text what a person would read."""
         search_filter = SearchFilter(
@@ -136,6 +137,7 @@ class Tools:
             tags=tuple(tags or ()),
             since_ms=_since_ms(since, self.clock()),
             types=_types(memory_type),
+            include_merged=include_merged,
         )
         request = SearchRequest(
             query=query, limit=limit, filter=search_filter, collapse=not everything, floor=0.0 if everything else None
@@ -150,6 +152,19 @@ class Tools:
             older="to search",
         )
         return search_result(answer, self.clock())
+
+    def unmerge(self, step_id: str, agent: str | None) -> DreamUndone:
+        """Undo one dream step ("this is wrong"): what it hid is shown again (``memsync unmerge``)."""
+        from daemon.site import opened_backbone
+        from daemon.usecases.dream import unmerge
+
+        by = f"{agent or 'an agent'} (MCP) on {self.settings.site.name}"
+        try:
+            with opened_backbone(self.settings) as backbone:
+                step = unmerge(backbone, step_id, by)  # type: ignore[arg-type]
+        except MemsyncError as exc:
+            raise ToolError(str(exc)) from None
+        return DreamUndone(stepId=step.step_id, kind=step.kind, shown=[f"{s}:{i}" for s, i in step.members])
 
     def episode(self, id: str, neighbours: int) -> Episode:
         site, _, source = id.partition(":")
@@ -387,8 +402,11 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         since: Since = None,
         all: Annotated[bool, Field(description="also the weak matches and near-duplicates")] = False,
         type: MemoryTypeName = None,
+        include_merged: Annotated[
+            bool, Field(description="also the memories the dream folded into another or marked superseded")
+        ] = False,
     ) -> Annotated[CallToolResult, Memories]:
-        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all, type))
+        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all, type, include_merged))
 
     @server.tool(
         description=f"One episode by pointId (or site:sourceId), with its session's neighbours. {DATA_NOTE}",
@@ -464,6 +482,18 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
                 )
             )
         )
+
+    @server.tool(
+        description="Say a dream step is wrong and undo it: what it folded or superseded is shown again, "
+        "and later nights keep those memories apart.",
+        # It changes what searches show (never deletes), and a second call says it is undone already.
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
+    )
+    async def undo_dream_step(
+        step_id: Annotated[str, Field(min_length=1, max_length=200, description="the step's id")],
+        agent: Annotated[str | None, Field(description="the agent saying so")] = None,
+    ) -> DreamUndone:
+        return await _off_loop(lambda: tools.unmerge(step_id, agent))
 
     @server.tool(
         description="Wait for an approval's decision; 'pending' when timeout_s passed first.", annotations=READ_ONLY

@@ -57,6 +57,7 @@ def run_job(
     stopping: Callable[[], bool] = lambda: False,
     alerts: Alerts | None = None,
     clock: Callable[[], float] = time.time,
+    dream: Callable[[int, str], str] | None = None,
 ) -> Outcome:
     """One fire of ``spec`` at ``now``: its slot, its lease if global, its body, its record."""
     moment = datetime.fromtimestamp(now, UTC)
@@ -73,7 +74,15 @@ def run_job(
         if claim is Claim.TAKE_OVER:
             log.info("took over a slot whose holder did not finish", job=spec.name, slot=slot)
     ctx = JobContext(
-        settings, sweeps, plan.slot_start(spec, moment), started, index_catch_up, stopping, coordination, alerts
+        settings,
+        sweeps,
+        plan.slot_start(spec, moment),
+        started,
+        index_catch_up,
+        stopping,
+        coordination,
+        alerts,
+        dream=dream,
     )
     outcome, summary = _body(spec, ctx)
     if leased:
@@ -99,6 +108,7 @@ def run_job_now(
     now: float,
     index_catch_up: Callable[[], str] | None = None,
     alerts: Alerts | None = None,
+    dream: Callable[[int, str], str] | None = None,
 ) -> Outcome:
     """``memsync jobs run NAME``: the job's body now, whatever the day, as a manual run
     (``plan.manual_slot``): recorded under a slot of its own, so that it takes no scheduled slot
@@ -133,6 +143,7 @@ def run_job_now(
         coordination=coordination,
         alerts=alerts,
         manual=True,
+        dream=dream,
     )
     outcome, summary = _body(spec, ctx)
     coordination.finish_job(spec.name, slot, outcome, summary)
@@ -173,6 +184,7 @@ class Scheduler:
         clock: Callable[[], float] = time.time,
         on_stop: Callable[[], None] = lambda: None,
         alerts: Alerts | None = None,
+        dream: Callable[[int, str], str] | None = None,
     ) -> None:
         self.settings = settings
         self.coordination = coordination
@@ -182,6 +194,7 @@ class Scheduler:
         self.clock = clock
         self.on_stop = on_stop  # closes the scheduler's own backbone client
         self.alerts = alerts
+        self.dream = dream
         self.problems = ProblemLog(log)
         self.stopping = threading.Event()  # long bodies stop between batches once it is set
         self._scheduler: Any = None
@@ -192,7 +205,9 @@ class Scheduler:
             s
             for s in self.settings.jobs.specs()
             if job_table.runs_here(s, backbone=kind, store=store)
-            and (s.scope is not job_table.Scope.INDEX or self.settings.warm.enabled)  # no index, nothing to catch up
+            # No index: nothing to catch up, and no embedder for the dream (whose hiding only a
+            # search shows); `memsync dream` still runs it by hand.
+            and (s.scope not in (job_table.Scope.INDEX, job_table.Scope.FLEET) or self.settings.warm.enabled)
         ]
 
     def start(self) -> Scheduler:
@@ -256,6 +271,7 @@ class Scheduler:
                 stopping=self.stopping.is_set,
                 alerts=self.alerts,
                 clock=self.clock,
+                dream=self.dream,
             )
         except Exception as exc:  # noqa: BLE001 - the backbone is unreachable: the next fire tries again
             self.problems.problem(f"job:{spec.name}", f"could not run {spec.name}: {exc}")

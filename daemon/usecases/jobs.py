@@ -82,6 +82,7 @@ def run_job(settings: Settings, spec: JobSpec, *, now: float) -> Outcome:
     from daemon.schedule.policy.job_table import Where, where
     from daemon.schedule.worker import index_catch_up, run_job_now
     from daemon.site import duties_of, opened_backbone
+    from daemon.usecases.dream import dream_job
 
     if where(spec, backbone=settings.backbone.kind, store=settings.warm.store) is Where.CONVEX:
         raise NotOnSite(f"{spec.name} runs in Convex's crons, not on a site: see its runs in `memsync jobs`")
@@ -100,6 +101,7 @@ def run_job(settings: Settings, spec: JobSpec, *, now: float) -> Outcome:
                 # the job says so).
                 index_catch_up=(lambda: index_catch_up(settings, backbone)) if settings.warm.enabled else None,
                 alerts=None if outbox is None else Alerts(settings, outbox),
+                dream=lambda now_ms, run: dream_job(settings, backbone, now_ms, run).summary,
             )
         finally:
             if outbox is not None:

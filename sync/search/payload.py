@@ -28,6 +28,10 @@ TAGS_KEY: Final = "tags"
 CONTENT_HASH_KEY: Final = "contentHash"  # the backbone's hash of the episode's content
 MEMORY_TYPE_KEY: Final = "memoryType"  # sync.source.types: given or read by the rules when indexed
 APPROVAL_STATUS_KEY: Final = "approvalStatus"  # only where an approval about the episode was asked
+# Only on a memory a standing dream step hides (``sync.backbone.dreams``): "merged" (a fold's member)
+# or "superseded". Default results leave such points out; ``include_merged`` brings them back.
+DREAM_KEY: Final = "dream"
+HIDDEN_ROLES: Final = ("merged", "superseded")
 TEXT_KEY: Final = "text"  # what was embedded (``sync.search.indexing.text.episode_text``)
 TEXT_HASH_KEY: Final = "textHash"  # its hash; a point without it was not written by memsync (a seed's)
 
@@ -54,7 +58,7 @@ PAYLOAD_INDEXES: Final[Mapping[str, str]] = {
     SUCCESS_KEY: "bool",
 }
 # What a further passage carries of its episode: every filter's field, so that a filter finds it.
-PASSAGE_FIELDS: Final = (*PAYLOAD_INDEXES, SOURCE_ID_KEY, TEXT_HASH_KEY)
+PASSAGE_FIELDS: Final = (*PAYLOAD_INDEXES, SOURCE_ID_KEY, TEXT_HASH_KEY, DREAM_KEY)
 
 
 def passage_count(payload: Mapping[str, Any]) -> int:

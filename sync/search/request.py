@@ -8,7 +8,7 @@ the embedders, the vector stores).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
@@ -16,6 +16,7 @@ from sync.search.payload import (
     AGENT_KEY,
     APPROVAL_STATUS_KEY,
     ARCHIVED_KEY,
+    DREAM_KEY,
     REWARD_KEY,
     SESSION_KEY,
     SITE_KEY,
@@ -73,9 +74,13 @@ class SearchFilter:
     # Memory types (``sync.source.types``), any of them: read from each point after the store's
     # filter, so that points indexed before types existed are typed by the same rules.
     types: tuple[str, ...] = field(default=())
+    # The memories a standing dream step hides (a fold's members, superseded facts) are left out
+    # unless asked for (``--include-merged``).
+    include_merged: bool = False
 
     def is_empty(self) -> bool:
-        return self == SearchFilter()
+        """No condition but the default one (hidden memories left out)."""
+        return replace(self, include_merged=False) == SearchFilter()
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +213,7 @@ class SearchResult:
     archived: bool = False  # its body is in the cold archive (``memsync archive restore`` brings it back)
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
     memory_type: str | None = None  # sync.source.types: given by its writer or read by the rules
+    dream: str | None = None  # "merged" | "superseded": a standing dream step hides it (shown on request)
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
     when: str | None = None  # ``ts`` in words (``when_words``)
     # The probability that it is relevant, comparable across queries (``sync.search.query.judgement``);
@@ -257,6 +263,7 @@ class SearchResult:
             archived=payload.get(ARCHIVED_KEY) is True,
             approval_status=str(approval) if approval else None,
             memory_type=memory_type_of(payload),
+            dream=str(payload[DREAM_KEY]) if payload.get(DREAM_KEY) else None,
             passage=passage,
             when=when_words(ts),
         )
@@ -331,6 +338,7 @@ def _filter_from_wire(data: Mapping[str, Any]) -> SearchFilter:
         since_ms=None if flt.get("since_ms") is None else int(flt["since_ms"]),
         source_id=None if flt.get("source_id") is None else str(flt["source_id"]),
         types=tuple(check_type(str(t)) for t in flt.get("types") or ()),
+        include_merged=bool(flt.get("include_merged", False)),
     )
 
 

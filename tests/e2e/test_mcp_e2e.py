@@ -94,6 +94,7 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
         "memory_health",
         "request_approval",
         "wait_for_approval",
+        "undo_dream_step",
     }
     assert all(t["outputSchema"] for t in out["tools"])
 

@@ -218,7 +218,9 @@ def test_jobs_digest_agents_fleet_and_heartbeat_through_the_cli(
     assert "daily-digest, slot" in ran.stderr
     listed = memsync("jobs", "--json", "--config", str(site.config))
     rows = {r["job"]: r for r in json.loads(listed.stdout)}
-    assert set(rows) == {*GLOBAL, "qdrant-episode-sync"}
+    assert set(rows) == {*GLOBAL, "qdrant-episode-sync", "dream"}
+    assert rows["dream"]["where"] == "one site (the backbone's lease)"
+    assert rows["dream"]["enabled"] is False  # the tests' configs leave it off (tests/harness/site.py)
     assert rows["daily-digest"]["last"]["site"] == "laptop"
     assert rows["daily-digest"]["where"] == "one site of the hub"
 

@@ -86,7 +86,10 @@ def write_config(
     """The tests' layout: ``<root>/<name>.toml`` and ``<name>.state.db``, the AgentDB file and hub
     where the test says; a quick poll and debug logs. ``backbone``/``sync``/``warm`` add keys to
     those tables, ``extra`` whole tables. The warm layer (embedding every episode) is off unless
-    ``warm`` is given: the sync tests measure syncing, and the warm tests turn it on."""
+    ``warm`` is given: the sync tests measure syncing, and the warm tests turn it on. The nightly
+    dream job is off unless ``extra`` has a ``[jobs.dream]`` table: a daemon started between 02:00
+    and 20:00 UTC would run the night's slot at once and hide a test's near-duplicates, so a test's
+    results would depend on the hour."""
     root.mkdir(parents=True, exist_ok=True)
     site = SiteFiles(root, agentdb, hub, root / f"{name}.state.db", root / f"{name}.toml", name, root / f"{name}.log")
     site.config.write_text(
@@ -100,7 +103,7 @@ def write_config(
             sync=sync,
             log='level = "debug"\n' + (f'format = "{log_format}"\n' if log_format else ""),
             warm="enabled = false\n" if warm is None else f"{warm}\n",
-            extra=extra,
+            extra=extra if "[jobs.dream]" in extra else f"{extra}\n[jobs.dream]\nenabled = false\n",
         ),
         encoding="utf-8",
     )

@@ -403,7 +403,7 @@ def test_a_version_9_hub_gains_the_tasks_table_and_keeps_its_approvals(tmp_path:
         conn.executescript("DROP TABLE tasks; UPDATE schema_info SET value = '9' WHERE key = 'version';")
     hub = HubBackbone(path, "laptop")
     try:
-        assert _schema_version(path) == SCHEMA_VERSION == "10"
+        assert _schema_version(path) == SCHEMA_VERSION == "14"
         task_id = hub.create_task(title="t", agent_name="coder", approval_id=asked)
         assert hub.tasks() == [hub.task(task_id)]
         hub.resolve_approval(asked, "approved", "ann")
@@ -546,3 +546,25 @@ def test_the_hub_decides_by_its_clock_leases_runs_approvals_sources_the_archive_
     finally:
         vm.close()
         laptop.close()
+
+
+def test_a_version_13_hub_gains_the_dream_tables_and_mark_and_keeps_its_episodes(tmp_path: Path) -> None:
+    """Version 14 added the dream cycle: a version 13 file gets its tables and the episodes' mark
+    column in the migration's transaction, its episodes kept and unmarked."""
+    path = tmp_path / "hub.db"
+    hub = HubBackbone(path, "laptop")
+    hub.push([item("1"), item("2", identity="id2")], cursor=2)
+    hub.close()
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(
+            "DROP TABLE dream_steps; DROP TABLE dream_links; ALTER TABLE episodes DROP COLUMN dream_state;"
+            "UPDATE schema_info SET value = '13' WHERE key = 'version';"
+        )
+    hub = HubBackbone(path, "laptop")
+    try:
+        assert _schema_version(path) == SCHEMA_VERSION == "14"
+        assert [e["sourceId"] for e in hub.episodes()] == ["1", "2"]
+        assert all("dream" not in e for e in hub.episodes())
+        assert hub.dream_steps() == []
+    finally:
+        hub.close()

@@ -28,6 +28,7 @@ TOOLS = {
     "memory_health",
     "request_approval",
     "wait_for_approval",
+    "undo_dream_step",
 }
 READ_ONLY = {"search_memory", "get_episode", "recent_activity", "memory_health", "wait_for_approval"}
 
@@ -262,3 +263,47 @@ def test_save_memorys_types_are_the_taxonomys() -> None:
     from sync.source.types import MEMORY_TYPES
 
     assert get_args(MemoryType) == MEMORY_TYPES, "the tool's schema lists sync.source.types' names, in order"
+
+
+def test_an_agent_says_a_dream_step_is_wrong_and_it_is_undone(site: SiteFiles) -> None:
+    from harness.dream_store import push_items
+
+    from sync.backbone.dreams import CONSOLIDATES, NewStep
+    from sync.backbone.hub import HubBackbone
+
+    hub = HubBackbone(site.hub, "laptop")
+    try:
+        memories = [
+            {
+                "site": "laptop",
+                "id": str(i),
+                "text": f"fix {i}",
+                "ts_s": 1_735_689_600,
+                "agent": "a",
+                "success": True,
+                "reward": 0.5,
+            }
+            for i in (1, 2)
+        ]
+        hub.push(list(push_items(memories)), cursor=2)
+        (step,) = hub.record_dream([NewStep(CONSOLIDATES, ("laptop", "1"), (("laptop", "2"),), "2 alike")], run="r")
+    finally:
+        hub.close()
+
+    async def work(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("undo_dream_step", {"step_id": step.step_id, "agent": "coder"}),
+            await client.call_tool("undo_dream_step", {"step_id": step.step_id}),
+        ]
+
+    undone, again = run(work, site)
+    assert not undone.is_error
+    assert undone.structured_content == {"stepId": step.step_id, "kind": "consolidates", "shown": ["laptop:2"]}
+    assert again.is_error
+    assert "undone already" in again.content[0].text
+    hub = HubBackbone(site.hub, "laptop")
+    try:
+        (stored,) = hub.dream_steps()
+        assert stored.undone_by == "coder (MCP) on laptop"
+    finally:
+        hub.close()

@@ -127,3 +127,14 @@ NOW = 1_000_000
 )
 def test_a_slot_lease(current: Lease | None, site: str, claim: Claim) -> None:
     assert decide(current, site, NOW) is claim
+
+
+@pytest.mark.parametrize("backbone", ["local", "convex"])
+def test_the_dream_runs_on_one_site_under_the_lease_on_both_backbones(backbone: str) -> None:
+    """A fleet job: a daemon's on Convex too (the deployment has no embedder), once under the lease."""
+    from daemon.schedule.policy.job_table import Where, needs_lease, runs_here, where
+
+    dream = JOBS["dream"]
+    assert where(dream, backbone=backbone, store="edge") is Where.ONE_SITE_LEASED
+    assert runs_here(dream, backbone=backbone, store="edge")
+    assert needs_lease(dream, backbone=backbone, store="edge")

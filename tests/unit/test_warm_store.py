@@ -543,3 +543,34 @@ def test_in_time_order_reads_newest_or_oldest_first_under_a_filter(store: Vector
     assert [p.payload["sourceId"] for p in coder] == ["3", "1"]
     assert [p.payload["sourceId"] for p in store.in_time_order(SearchFilter(since_ms=4_000), limit=10)] == ["5", "4"]
     assert newest[0].dense is None, "payloads only"
+
+
+def test_what_a_dream_step_hides_is_left_out_unless_asked_for(store: VectorStore) -> None:
+    """A fold's member and a superseded memory (payload ``dream``) are out of every default search,
+    count and listing; ``include_merged`` brings them back; unmarked again, they are back by default."""
+    merged, superseded = point_id("site-a", "1"), point_id("site-a", "2")
+    [one] = store.get([merged])
+    [two] = store.get([superseded])
+    store.overwrite_payloads(
+        [(merged, dict(one.payload) | {"dream": "merged"}), (superseded, dict(two.payload) | {"dream": "superseded"})]
+    )
+    query = [1.0] * DIMS
+    default, everything = SearchFilter(), SearchFilter(include_merged=True)
+    assert set(source_ids(store.dense_search(query, limit=10, filter=default))) == {"3", "4", "5"}
+    assert set(source_ids(store.dense_search(query, limit=10, filter=everything))) == {"1", "2", "3", "4", "5"}
+    every = bm25.embed_query("getUserById upload JIRA-4821 payment E1234")
+    assert set(source_ids(store.sparse_search(every, limit=10, filter=SearchFilter(agent="coder")))) == {"3"}
+    assert store.count(default) == 3
+    assert store.count(everything) == store.count() == 5  # no filter at all: every point
+    assert {str(p.payload["sourceId"]) for p in store.in_time_order(default, limit=10)} == {"3", "4", "5"}
+    store.overwrite_payloads([(merged, dict(one.payload))])
+    assert store.count(default) == 4
+
+
+def test_a_result_says_the_dream_hid_it() -> None:
+    from sync.search.request import SearchResult
+
+    hidden = SearchResult.from_payload("p", {"site": "a", "sourceId": "1", "text": "t", "dream": "merged"})
+    assert hidden.dream == "merged"
+    assert SearchResult.from_wire(hidden.to_wire()).dream == "merged"
+    assert SearchResult.from_payload("p", {"site": "a", "sourceId": "1", "text": "t"}).dream is None

@@ -179,4 +179,10 @@ def digest_main(args: argparse.Namespace) -> int:
             out.print(f"  {agent['agent']}: {counted(agent.get('episodes', 0), 'episode')}, top tasks: {tasks}")
     approvals = shown.get("approvals") or {}
     out.print(f"approvals: {approvals.get('pending', 0)} pending, {approvals.get('expired', 0)} expired")
+    dreamt = shown.get("dream")
+    if isinstance(dreamt, dict):  # digests built before the dream cycle have none
+        out.print(
+            f"dream: folded {counted(dreamt.get('folded', 0), 'memory', 'memories')} into {dreamt.get('folds', 0)}, "
+            f"superseded {dreamt.get('superseded', 0)}"
+        )
     return 0

@@ -23,12 +23,16 @@ class Scope(StrEnum):
     GLOBAL = "global"  # once across sites per slot
     SITE = "site"  # on every site
     INDEX = "index"  # per site with an embedded store; global with a shared Qdrant
+    # Once across sites under the backbone's lease on both backbones: a daemon's work even on Convex
+    # (the dream needs the site's embedder, which Convex's deployment does not have).
+    FLEET = "fleet"
 
 
 class Where(StrEnum):
     HERE = "this site"
     ONE_SITE = "one site of the hub"  # whichever daemon takes the slot's lease
     ONE_SITE_SHARED_INDEX = "one site (shared Qdrant)"
+    ONE_SITE_LEASED = "one site (the backbone's lease)"  # a fleet job, on either backbone
     CONVEX = "Convex"  # the deployment's crons
 
 
@@ -66,6 +70,9 @@ DEFAULT_JOBS: Final = (
     JobSpec("cleanup-old-episodes", Scope.GLOBAL, cron="0 3 * * sun", grace_s=3 * 86400, lease_s=30 * MINUTE),
     # The fleet's alerts (daemon/alerts): every minute, so that a site gone silent is said within one.
     JobSpec("alerts", Scope.GLOBAL, every_s=MINUTE, grace_s=MINUTE, lease_s=MINUTE),
+    # The dream cycle (daemon/usecases/dream.py): nightly, before the digest that reports it; a
+    # laptop asleep at 02:00 runs it when it wakes, up to 18 hours late.
+    JobSpec("dream", Scope.FLEET, cron="0 2 * * *", grace_s=18 * 3600, lease_s=30 * MINUTE),
 )
 JOB_NAMES: Final = tuple(job.name for job in DEFAULT_JOBS)
 
@@ -86,6 +93,8 @@ def where(spec: JobSpec, *, backbone: str, store: str) -> Where:
     ("edge" | "qdrant")."""
     if spec.scope is Scope.SITE:
         return Where.HERE
+    if spec.scope is Scope.FLEET:
+        return Where.ONE_SITE_LEASED
     if spec.scope is Scope.INDEX:
         if store != "qdrant":
             return Where.HERE
@@ -99,4 +108,8 @@ def runs_here(spec: JobSpec, *, backbone: str, store: str) -> bool:
 
 
 def needs_lease(spec: JobSpec, *, backbone: str, store: str) -> bool:
-    return where(spec, backbone=backbone, store=store) in (Where.ONE_SITE, Where.ONE_SITE_SHARED_INDEX)
+    return where(spec, backbone=backbone, store=store) in (
+        Where.ONE_SITE,
+        Where.ONE_SITE_SHARED_INDEX,
+        Where.ONE_SITE_LEASED,
+    )

@@ -21,13 +21,14 @@ from sync.backbone.convex.archive import ConvexArchive
 from sync.backbone.convex.calls import classify
 from sync.backbone.convex.connection import MAX_PAGE
 from sync.backbone.convex.coordination import ConvexCoordination
+from sync.backbone.convex.dreams import ConvexDreams
 from sync.backbone.convex.episodes import ConvexEpisodes
 from sync.backbone.convex.feed import ConvexFeed
 from sync.backbone.convex.operator import ConvexOperator
 from sync.backbone.convex.registry import MAX_AGENT_BEATS
 
 
-class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive):
+class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive, ConvexDreams):
     """``ConvexBackbone(url, site, secret, *, timeout=15.0, transport=None, clock=time.time)``: the
     deployment at ``url``, acting for ``site`` with its secret (``clock``: now, for a Retry-After
     given as a date). It is a ``Backbone``."""

@@ -21,6 +21,8 @@ def exported(episode: Mapping[str, Any]) -> dict[str, Any]:
     out = {name: record.get(name) for name in EXPORT_FIELDS}
     if record.get("approvalStatus") is not None:
         out["approvalStatus"] = record["approvalStatus"]
+    if record.get("dream") is not None:  # a standing dream step hides it (sync.backbone.dreams)
+        out["dream"] = dict(record["dream"])
     if record.get("archived") is True:
         out["archived"] = True
     return out

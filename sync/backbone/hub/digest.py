@@ -152,6 +152,17 @@ def _episode(site: str, source_id: str, created_at: int, body: str) -> DayEpisod
     )
 
 
+def dream_of_day(steps: list[tuple[str, str]]) -> dict[str, int]:
+    """What the day's dream steps that still stand did: memories folded, into how many, and how
+    many facts were superseded (cloud_functions/digest.ts counts the same). Pure."""
+    folds = [json.loads(members) for kind, members in steps if kind == "consolidates"]
+    return {
+        "folds": len(folds),
+        "folded": sum(len(m) for m in folds),
+        "superseded": sum(1 for kind, _ in steps if kind == "supersedes"),
+    }
+
+
 def store_digest(conn: sqlite3.Connection, day: str, now_ms: int) -> dict[str, Any]:
     """Build the digest of ``day`` from the hub's rows and store it (replacing one built before)."""
     since, until = day_bounds(day)
@@ -163,6 +174,11 @@ def store_digest(conn: sqlite3.Connection, day: str, now_ms: int) -> dict[str, A
         )
     ]
     digest = build(day, now_ms, episodes, _facts(conn, since, until))
+    digest["dream"] = dream_of_day(
+        conn.execute(
+            "SELECT kind, members FROM dream_steps WHERE at >= ? AND at < ? AND undone_at IS NULL", (since, until)
+        ).fetchall()
+    )
     conn.execute(
         "INSERT OR REPLACE INTO digests (day, built_at, body) VALUES (?, ?, ?)", (day, now_ms, json.dumps(digest))
     )

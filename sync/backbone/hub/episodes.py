@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor, SourceRecord
+from sync.backbone.dreams import DREAM_FIELD
 from sync.backbone.hub.connection import HubConnection
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.episode import EXPORT_FIELDS
@@ -61,6 +62,19 @@ def with_approval(record: dict[str, Any], approval_status: str | None) -> dict[s
         return record
     out = {k: v for k, v in record.items() if k != "archived"}
     out["approvalStatus"] = approval_status
+    if record.get("archived") is True:
+        out["archived"] = True
+    return out
+
+
+def with_dream(record: dict[str, Any], dream_state: str | None) -> dict[str, Any]:
+    """``export``'s record with the mark of the standing dream step that hides it, if one does
+    (``dream``: role, by whom, which step; after the documented fields and ``approvalStatus``, not
+    part of its content)."""
+    if dream_state is None:
+        return record
+    out = {k: v for k, v in record.items() if k != "archived"}
+    out[DREAM_FIELD] = orjson.loads(dream_state)
     if record.get("archived") is True:
         out["archived"] = True
     return out
@@ -190,15 +204,17 @@ class HubEpisodes(HubConnection):
         last = 0
         while True:
             rows = self._read(
-                "SELECT id, source_site, source_id, body, content_hash, synced_at, approval_status FROM episodes"
+                "SELECT id, source_site, source_id, body, content_hash, synced_at, approval_status, dream_state"
+                " FROM episodes"
                 " WHERE id > ? AND (? IS NULL OR source_site = ?) AND archived = 0 AND (? IS NULL OR ts >= ?)"
                 " ORDER BY id LIMIT 1000",
                 (last, site, site, since_ms, since_ms),
             )
             if not rows:
                 return
-            for row_id, source_site, source_id, body, content_hash, synced_at, approval in rows:
-                yield with_approval(exported(source_site, source_id, body, content_hash, synced_at), approval)
+            for row_id, source_site, source_id, body, content_hash, synced_at, approval, dream in rows:
+                record = exported(source_site, source_id, body, content_hash, synced_at)
+                yield with_dream(with_approval(record, approval), dream)
                 last = row_id
 
     # -- one source per site --------------------------------------------------------------------

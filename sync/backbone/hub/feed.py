@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from sync.backbone.base import Change, PointRecord
 from sync.backbone.hub.connection import HubConnection
-from sync.backbone.hub.episodes import exported, with_approval
+from sync.backbone.hub.episodes import exported, with_approval, with_dream
 
 
 class HubFeed(HubConnection):
@@ -20,24 +20,26 @@ class HubFeed(HubConnection):
         # Each side is limited before the merge, so one page reads at most 2 * limit rows.
         rows = self._read(
             """SELECT change_seq, source_site, source_id, body, content_hash, synced_at, point_id, archived,
-                      approval_status FROM (
+                      approval_status, dream_state FROM (
                  SELECT change_seq, source_site, source_id, body, content_hash, synced_at, point_id, archived,
-                        approval_status
+                        approval_status, dream_state
                  FROM episodes WHERE change_seq > ? ORDER BY change_seq LIMIT ?)
                UNION ALL
                SELECT * FROM (
-                 SELECT change_seq, source_site, source_id, NULL, NULL, NULL, NULL, NULL, NULL
+                 SELECT change_seq, source_site, source_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL
                  FROM tombstones WHERE change_seq > ? ORDER BY change_seq LIMIT ?)
                ORDER BY change_seq LIMIT ?""",
             (after, limit, after, limit, limit),
         )
         changes: list[Change] = []
-        for seq, source_site, source_id, body, content_hash, synced_at, point, archived, approval in rows:
+        for seq, source_site, source_id, body, content_hash, synced_at, point, archived, approval, dream in rows:
             # A tombstone (no body) or an archived episode (its text is in the archive): no episode.
             episode = (
                 None
                 if body is None or archived
-                else with_approval(exported(source_site, source_id, body, content_hash, synced_at), approval)
+                else with_dream(
+                    with_approval(exported(source_site, source_id, body, content_hash, synced_at), approval), dream
+                )
             )
             changes.append(Change(seq, source_site, source_id, episode, point, archived=bool(archived)))
         return changes

@@ -8,7 +8,8 @@ need (its summary, the episode it is about, how often it was deferred) and the d
 episode (``approval_status``). Version 8 added each site's count of redacted episodes. Version 9
 added the cold archive: its files' manifests, forgets still to reach a file, the runs, and the week
 an archived episode's body went to. Version 10 added tasks, some waiting on an approval
-(``sync/backbone/hub/tasks``).
+(``sync/backbone/hub/tasks``). Version 14 added the dream cycle's steps and links and the mark on a
+memory a standing step hides (``sync/backbone/hub/dreams``).
 
 Also the change feed's counter, which the writers of episodes and of tombstones both advance
 inside their own transactions.
@@ -133,6 +134,35 @@ _TASKS = (
     "CREATE INDEX IF NOT EXISTS tasks_by_approval ON tasks (approval_id)",
     "CREATE INDEX IF NOT EXISTS tasks_by_site_status ON tasks (site, status)",
 )
+# Version 14: the dream cycle's steps and links (``sync/backbone/hub/dreams``), and the mark on a
+# hidden episode; a migration from 13 creates them in the transaction that records "14".
+_DREAMS = (
+    """CREATE TABLE IF NOT EXISTS dream_steps (
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL,               -- consolidates | supersedes
+  canonical_site TEXT NOT NULL,     -- the fold's canonical, or the newer memory
+  canonical_id TEXT NOT NULL,
+  members TEXT NOT NULL,            -- JSON [[site, sourceId], ...]: the fold's members, or the older memory
+  at INTEGER NOT NULL,              -- ms
+  run TEXT NOT NULL,                -- which run took it
+  reason TEXT NOT NULL,
+  synthesis TEXT,                   -- JSON: a model's summary of the fold, its prompt and model
+  undone_at INTEGER,                -- ms; the step stays, undone
+  undone_by TEXT
+)""",
+    """CREATE TABLE IF NOT EXISTS dream_links (
+  from_site TEXT NOT NULL,
+  from_id TEXT NOT NULL,
+  to_site TEXT NOT NULL,
+  to_id TEXT NOT NULL,
+  kind TEXT NOT NULL,               -- consolidates | supersedes (issue 30's links table, once it is one)
+  step_id INTEGER NOT NULL,
+  PRIMARY KEY (from_site, from_id, to_site, to_id, kind)
+)""",
+    "CREATE INDEX IF NOT EXISTS dream_links_to ON dream_links (to_site, to_id)",
+    "CREATE INDEX IF NOT EXISTS dream_links_by_step ON dream_links (step_id)",
+)
+_COLUMNS_14 = (("episodes", "dream_state", "TEXT"),)
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS episodes (
   id INTEGER PRIMARY KEY,
@@ -151,6 +181,7 @@ SCHEMA = (
   archive_week TEXT,                -- the week ("2026-W08") whose archive file holds a copy of it:
                                     -- the episode while archived; an older copy once hot again
   approval_status TEXT,             -- the decision on an approval about this episode, if any
+  dream_state TEXT,                 -- JSON: the standing dream step that hides it, if any
   UNIQUE (source_site, source_id)
 )""",
     """CREATE INDEX IF NOT EXISTS episodes_by_created ON episodes (created_at)""",
@@ -202,8 +233,9 @@ SCHEMA = (
     *_FLEET,
     *_ARCHIVE,
     *_TASKS,
+    *_DREAMS,
 )
-SCHEMA_VERSION = "10"
+SCHEMA_VERSION = "14"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -257,8 +289,14 @@ _COLUMN_STEPS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "7": _COLUMNS_8,
     "8": _COLUMNS_9,
     "9": (),
+    # 10 -> 13 are other branches' steps, chained at merge; empty here so that this branch's hubs
+    # reach 14. Version 13 to 14: the dream cycle.
+    "10": (),
+    "11": (),
+    "12": (),
+    "13": _COLUMNS_14,
 }
-_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9, "9": _TASKS}
+_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9, "9": _TASKS, "13": _DREAMS}
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -273,7 +311,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
     approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7, version 7
     (before redaction counts) to 8, version 8 (before the cold archive) to 9, version 9 (before
-    tasks) to 10."""
+    tasks) to 10, version 13 (before the dream cycle) to 14."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return

@@ -25,6 +25,7 @@ from sync.search.payload import (
     AGENT_KEY,
     APPROVAL_STATUS_KEY,
     CONTENT_HASH_KEY,
+    DREAM_KEY,
     MEMORY_TYPE_KEY,
     PARENT_KEY,
     PASSAGE_FIELDS,
@@ -60,6 +61,9 @@ def payload_for(change: Change) -> dict[str, Any]:
     text = episode_text(episode)
     # An approval's decision, only where one was asked: every other point keeps the payload it had.
     approval = {APPROVAL_STATUS_KEY: episode["approvalStatus"]} if episode.get("approvalStatus") else {}
+    # A dream step's mark, only on a memory one hides (its role: merged or superseded).
+    mark = episode.get("dream")
+    approval |= {DREAM_KEY: mark["role"]} if isinstance(mark, dict) and mark.get("role") else {}
     return approval | {
         SITE_KEY: change.site,
         SOURCE_ID_KEY: change.source_id,

@@ -85,7 +85,9 @@ def by_key(store: VectorStore, site: str, source_id: str) -> list[StoredPoint]:
     adopt``) keeps the point its seed wrote, under the seed's id rather than the one memsync derives
     from the key (``sync.search.indexing.passages.head_id``). Its passages carry the key too: the
     first is the one without ``parent``."""
-    points = store.in_time_order(SearchFilter(site=site, source_id=source_id), limit=MAX_SESSION_SCAN)
+    points = store.in_time_order(
+        SearchFilter(site=site, source_id=source_id, include_merged=True), limit=MAX_SESSION_SCAN
+    )
     return episodes_only(points)[:1]
 
 
@@ -104,7 +106,7 @@ def episode(store: VectorStore, request: EpisodeRequest) -> EpisodeView:
     before: list[StoredPoint] = []
     after: list[StoredPoint] = []
     if session and request.neighbours:
-        same = SearchFilter(site=str(head.payload.get(SITE_KEY, "")), session=str(session))
+        same = SearchFilter(site=str(head.payload.get(SITE_KEY, "")), session=str(session), include_merged=True)
         points = episodes_only(store.in_time_order(same, limit=MAX_SESSION_SCAN, newest_first=False))
         before, after = window(points, head.id, request.neighbours)
     return EpisodeView(

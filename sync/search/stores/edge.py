@@ -24,7 +24,17 @@ from typing import Any, Final
 from sync.errors import ConfigError, MemsyncError, NotOurs, StoreLocked, StoreRejected
 from sync.jsonfile import write_json_atomically
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
-from sync.search.payload import AGENT_KEY, PAYLOAD_INDEXES, SESSION_KEY, SITE_KEY, SOURCE_ID_KEY, TAGS_KEY, TS_KEY
+from sync.search.payload import (
+    AGENT_KEY,
+    DREAM_KEY,
+    HIDDEN_ROLES,
+    PAYLOAD_INDEXES,
+    SESSION_KEY,
+    SITE_KEY,
+    SOURCE_ID_KEY,
+    TAGS_KEY,
+    TS_KEY,
+)
 from sync.search.request import SearchFilter
 from sync.search.stores.base import (
     DEFAULT_PREFETCH_LIMIT,
@@ -369,7 +379,7 @@ def _edge_schema(qe: Any, kind: str) -> Any:
 
 
 def _edge_filter(qe: Any, flt: SearchFilter | None) -> Any:
-    if flt is None or flt.is_empty():
+    if flt is None:
         return None
     must: list[Any] = [
         qe.FieldCondition(key, match=qe.MatchValue(value))
@@ -385,4 +395,8 @@ def _edge_filter(qe: Any, flt: SearchFilter | None) -> Any:
         must.append(qe.FieldCondition(TAGS_KEY, match=qe.MatchAny(list(flt.tags))))
     if flt.since_ms is not None:
         must.append(qe.FieldCondition(TS_KEY, range=qe.RangeFloat(gte=float(flt.since_ms))))
-    return qe.Filter(must=must)
+    # What a standing dream step hides, left out unless asked for.
+    must_not = [] if flt.include_merged else [qe.FieldCondition(DREAM_KEY, match=qe.MatchAny(list(HIDDEN_ROLES)))]
+    if not must and not must_not:
+        return None
+    return qe.Filter(must=must, must_not=must_not)

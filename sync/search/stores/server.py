@@ -16,7 +16,17 @@ from typing import Any
 
 from sync.errors import ConfigError, ForeignCollection, NotOurs, StoreRejected
 from sync.search.embedders.bm25 import DEFAULT_BM25, Bm25Config, SparseVector
-from sync.search.payload import AGENT_KEY, PAYLOAD_INDEXES, SESSION_KEY, SITE_KEY, SOURCE_ID_KEY, TAGS_KEY, TS_KEY
+from sync.search.payload import (
+    AGENT_KEY,
+    DREAM_KEY,
+    HIDDEN_ROLES,
+    PAYLOAD_INDEXES,
+    SESSION_KEY,
+    SITE_KEY,
+    SOURCE_ID_KEY,
+    TAGS_KEY,
+    TS_KEY,
+)
 from sync.search.request import SearchFilter
 from sync.search.stores import adoption
 from sync.search.stores.base import (
@@ -326,7 +336,7 @@ def _qm_sparse(vector: SparseVector) -> Any:
 def _qm_filter(flt: SearchFilter | None) -> Any:
     from qdrant_client import models as qm
 
-    if flt is None or flt.is_empty():
+    if flt is None:
         return None
     must: list[Any] = [
         qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
@@ -342,4 +352,10 @@ def _qm_filter(flt: SearchFilter | None) -> Any:
         must.append(qm.FieldCondition(key=TAGS_KEY, match=qm.MatchAny(any=list(flt.tags))))
     if flt.since_ms is not None:
         must.append(qm.FieldCondition(key=TS_KEY, range=qm.Range(gte=flt.since_ms)))
-    return qm.Filter(must=must)
+    # What a standing dream step hides, left out unless asked for.
+    must_not = (
+        [] if flt.include_merged else [qm.FieldCondition(key=DREAM_KEY, match=qm.MatchAny(any=list(HIDDEN_ROLES)))]
+    )
+    if not must and not must_not:
+        return None
+    return qm.Filter(must=must, must_not=must_not)

@@ -1,0 +1,210 @@
+"""What a memory names, for the dream cycle's two lexical tests: pure, no I/O.
+
+Two memories are the same fact in other words only if they name the same identifiers and the same
+numbers (``ZQX_7781_A`` is not ``ZQX_7781_B``; "pool_size 20" is not "pool_size 30"), whatever a
+dense model thinks of their wording. Two memories are about the same subject, one replacing the
+other's value, when they name the same identifiers and the same keys with a changed value
+("pool_size 20", later "raised pool_size from 20 to 30").
+
+The rest of an update's words must agree too: "pool_size 20 for the api" and "pool_size 30 for the
+worker" are two services' settings, not one changed; "set pool_size to 20 for the api" and "raised
+pool_size from 20 to 30 for the api" differ only in the words that say a value changed
+(``CHANGE_WORDS``).
+
+A number's key is the word or identifier before it, skipping the words that join a key to its
+value ("pool_size = 20", "timeout of 30s", "set workers to 8"); the last value a text gives a key is
+the key's value ("from 20 to 30" is 30).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from sync.search.query.identifiers import identifiers
+
+# A number with an optional unit ("20", "0.5", "30s", "512MB", "99%"), not inside a word or identifier.
+_NUMBER: Final = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[A-Za-z%]{1,3})?(?![\w])(?!\.\d)")
+_VALUE_LIKE: Final = re.compile(r"\d+(?:\.\d+)?[a-z%]*")
+_TOKEN: Final = re.compile(r"[\w.$/-]+|[=:]")
+# Words between a key and its value; skipped when looking back for a number's key.
+JOINERS: Final = frozenset(
+    {"=", ":", "to", "from", "of", "is", "was", "at", "be", "now", "set", "equals", "by", "as", "it", "and", "then"}
+)
+KEY_LOOKBACK: Final = 4  # tokens looked back from a number for its key
+# Words whose number names a thing rather than giving a setting a value: "exit 137" and "exit 139"
+# are two failures, not one failure's code changed.
+CODE_WORDS: Final = frozenset(
+    {"exit", "code", "status", "http", "error", "errno", "line", "pid", "sqlstate", "signal", "version", "issue", "pr"}
+)
+
+
+# Words that say a value changed, not what it is about; with a few words that say nothing.
+CHANGE_WORDS: Final = frozenset(
+    [
+        "set",
+        "sets",
+        "raised",
+        "raise",
+        "lowered",
+        "lower",
+        "changed",
+        "change",
+        "increased",
+        "increase",
+        "decreased",
+        "decrease",
+        "bumped",
+        "bump",
+        "moved",
+        "move",
+        "now",
+        "from",
+        "to",
+        "updated",
+        "update",
+        "uses",
+        "use",
+        "using",
+        "is",
+        "was",
+        "are",
+        "were",
+        "became",
+        "become",
+        "new",
+        "old",
+        "instead",
+        "the",
+        "a",
+        "an",
+        "for",
+        "of",
+        "on",
+        "in",
+        "at",
+        "with",
+        "by",
+        "and",
+        "or",
+        "it",
+        "its",
+        "this",
+        "that",
+        "our",
+        "we",
+    ]
+)
+_WORD: Final = re.compile(r"[a-z][a-z0-9_]*")
+# Letters then digits, however short ("api3", "v2", "s3"): too short for the search's identifiers,
+# but two of them name two things ("api3" is not "api7").
+_SHORT_NAME: Final = re.compile(r"(?<![\w-])[a-z]+\d+[a-z\d]*(?![\w-])")
+_TOKEN_WORD: Final = re.compile(r"[\w.$/-]+")
+STOPWORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "by",
+        "with",
+        "and",
+        "or",
+        "is",
+        "was",
+        "it",
+        "its",
+        "this",
+        "that",
+        "be",
+    ]
+)
+SUBSTITUTION_MAX: Final = 2  # words a look-alike puts in place of others
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What one memory names: its identifiers and numbers (case folded), and each key's value."""
+
+    ids: frozenset[str]
+    numbers: frozenset[str]
+    values: Mapping[str, str] = field(default_factory=dict)
+    words: frozenset[str] = frozenset()  # the other words, but those that say a value changed
+    tokens: tuple[str, ...] = ()  # every word, case folded, but stopwords: for ``lookalike``
+
+    @property
+    def empty(self) -> bool:
+        """Names nothing: only a dense model can tell such memories apart."""
+        return not self.ids and not self.numbers
+
+    def same_fact(self, other: Signature) -> bool:
+        """The same identifiers and the same numbers: a duplicate if the wording agrees too."""
+        return self.ids == other.ids and self.numbers == other.numbers
+
+    def lookalike(self, other: Signature) -> bool:
+        """The same words in the same places but one or two put in place of others ("the team
+        prefers small pull requests" and "the team prefers tested pull requests"): two facts alike,
+        not one fact in other words, which moves and changes more. A word added or left out is not
+        a substitution, nor is a stopword."""
+        if len(self.tokens) != len(other.tokens):
+            return False
+        swapped = sum(a != b for a, b in zip(self.tokens, other.tokens, strict=True))
+        return 0 < swapped <= min(SUBSTITUTION_MAX, max(1, len(self.tokens) // 4))
+
+    def subject(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]] | None:
+        """The subject a value update is about (its identifiers, its keys and its other words), or
+        None for a memory that gives no key a value."""
+        if not self.values:
+            return None
+        return self.ids, frozenset(self.values), self.words
+
+    def changed(self, older: Signature) -> tuple[tuple[str, str, str], ...]:
+        """The keys whose value differs from ``older``'s, with the old and new values, by key."""
+        return tuple(
+            (key, older.values[key], value)
+            for key, value in sorted(self.values.items())
+            if key in older.values and older.values[key] != value
+        )
+
+
+def signature(text: str) -> Signature:
+    """The identifiers, numbers and keyed values ``text`` names."""
+    numbers = frozenset(m.group().casefold() for m in _NUMBER.finditer(text))
+    folded = text.casefold()
+    ids = frozenset(i.casefold() for i in identifiers(text) if not _VALUE_LIKE.fullmatch(i.casefold()))
+    ids |= frozenset(_SHORT_NAME.findall(folded))
+    values = keyed_values(text)
+    named = ids | frozenset(values)
+    words = frozenset(
+        w for w in _WORD.findall(folded) if w not in CHANGE_WORDS and w not in named and w not in CODE_WORDS
+    )
+    tokens = tuple(t.strip(".,;:()") for t in _TOKEN_WORD.findall(folded))
+    tokens = tuple(t for t in tokens if t and t not in STOPWORDS)
+    return Signature(ids=ids, numbers=numbers, values=values, words=words, tokens=tokens)
+
+
+def keyed_values(text: str) -> dict[str, str]:
+    """Each key's last value in ``text`` ("pool_size from 20 to 30" gives pool_size 30)."""
+    tokens = [t.casefold().rstrip(".,;") for t in _TOKEN.findall(text)]
+    values: dict[str, str] = {}
+    for i, token in enumerate(tokens):
+        if not token or not _NUMBER.fullmatch(token):
+            continue
+        for back in range(i - 1, max(-1, i - 1 - KEY_LOOKBACK), -1):
+            candidate = tokens[back]
+            if candidate in JOINERS or _NUMBER.fullmatch(candidate):
+                continue
+            if candidate not in CODE_WORDS and re.fullmatch(r"[a-z_][\w.-]*", candidate) and len(candidate) > 1:
+                values[candidate] = token
+            break
+    return values
+
+
+__all__ = ["Signature", "keyed_values", "signature"]
