@@ -24,7 +24,9 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from sync.archive.manifest import ArchiveFile
+from sync.errors import BackboneRejected
 from sync.policy.leases import Claim
+from sync.policy.salience import check_kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -638,6 +640,17 @@ class UseTotals:
     pinned: bool = False
     pinned_by: str | None = None
     pinned_at: int | None = None  # ms
+
+
+def checked_uses(events: Sequence[UseEvent]) -> None:
+    """BackboneRejected, in one sentence, for an event both backbones refuse (before any call)."""
+    for event in events:
+        try:
+            check_kind(event.kind)
+        except ValueError as exc:
+            raise BackboneRejected(str(exc)) from None
+        if not event.use_id:
+            raise BackboneRejected("a use needs its id (the recording site's): none was given")
 
 
 class Uses(Protocol):

@@ -13,10 +13,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from sync.backbone.base import MemoryKey, UseEvent, UseTotals
+from sync.backbone.base import MemoryKey, UseEvent, UseTotals, checked_uses
 from sync.backbone.hub.connection import HubConnection
-from sync.errors import BackboneRejected
-from sync.policy.salience import check_kind
 
 _TOTALS = "source_site, source_id, access_count, last_accessed, by_kind, pinned, pinned_by, pinned_at"
 
@@ -54,20 +52,9 @@ def forget_uses(conn: sqlite3.Connection, site: str, source_id: str) -> None:
     conn.execute("DELETE FROM use_totals WHERE source_site = ? AND source_id = ?", (site, source_id))
 
 
-def checked(events: Sequence[UseEvent]) -> None:
-    """BackboneRejected, in one sentence, for an event the backbones would both refuse."""
-    for event in events:
-        try:
-            check_kind(event.kind)
-        except ValueError as exc:
-            raise BackboneRejected(str(exc)) from None
-        if not event.use_id:
-            raise BackboneRejected("a use needs its id (the recording site's): none was given")
-
-
 class HubUses(HubConnection):
     def record_uses(self, events: Sequence[UseEvent]) -> int:
-        checked(events)
+        checked_uses(events)
 
         def record(conn: sqlite3.Connection) -> int:
             counted = 0
@@ -115,4 +102,4 @@ class HubUses(HubConnection):
         return self._run(pin)
 
 
-__all__ = ["HubUses", "checked", "forget_uses"]
+__all__ = ["HubUses", "forget_uses"]
