@@ -1,15 +1,19 @@
-"""The MCP server: six tools over memsync's memory, answered through the daemon's control socket.
+"""The MCP server: seven tools over memsync's memory, answered through the daemon's control socket.
 
 Few tools with tight schemas, because every tool's definition sits in the agent's context: search,
-one episode with its session's neighbours, recent activity, health, and the approval pair agents
-already use from the CLI. Searches and episode reads go to the running daemon (``sync.search.query.browse``
-for the ops), which holds the index and the embedding model: this process never loads a model, so
-it is ready as soon as the SDK is imported. With no daemon a tool answers an error result saying
-so, and the server keeps serving. Health and approvals read the backbone and the site's files, as
-``memsync status`` and ``memsync approval`` do.
+one episode with its session's neighbours, recent activity, health, the approval pair agents already
+use from the CLI, and pinning a memory that must never decay. Searches and episode reads go to the
+running daemon (``sync.search.query.browse`` for the ops), which holds the index and the embedding
+model: this process never loads a model, so it is ready as soon as the SDK is imported. With no
+daemon a tool answers an error result saying so, and the server keeps serving. Health and approvals
+read the backbone and the site's files, as ``memsync status`` and ``memsync approval`` do.
 
 Memory text is what earlier sessions wrote: the tools' descriptions tell the agent it is reference
 data, not instructions (a prompt-injection boundary).
+
+What a search hands to an agent and what it opens are noted as uses (``daemon.usecases.uses``: one
+line in the site's spool, which the daemon sends on), under the MCP client's name: the fleet's use
+of its memories, from which salience comes.
 """
 
 from __future__ import annotations
@@ -19,13 +23,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from daemon.config import Settings
-from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories
+from daemon.mcp.models import Approval, Decision, Episode, Health, Index, Memories, Pinned
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
 
@@ -67,6 +71,17 @@ def _since_ms(since: str | None, now: float) -> int | None:
         raise ToolError(str(exc).replace("--since", "since")) from None
 
 
+def client_name(ctx: Context | None) -> str | None:
+    """The MCP client's name as it introduced itself (claude-code, codex, ...), when it did."""
+    try:
+        params = None if ctx is None else ctx.request_context.session.client_params
+    except (AttributeError, LookupError, ValueError):
+        return None
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return str(name) if name else None
+
+
 class Tools:
     """The tools' work, blocking (each call runs in a worker thread); errors as one sentence."""
 
@@ -94,6 +109,13 @@ class Tools:
         except OSError as exc:
             raise ToolError(f"cannot reach the daemon's control socket: {exc.strerror or exc}") from None
 
+    def _noted(self, kind: str, keys: list[tuple[str, str]], client: str | None) -> None:
+        """Note a use of ``keys`` (``related``, once it lands, calls this with "related"): a use
+        that cannot be noted is not the agent's problem, and is not said to it."""
+        from daemon.usecases.uses import noted
+
+        noted(self.settings.state_path, kind, keys, agent=client, clock=self.clock)
+
     def search(
         self,
         query: str,
@@ -103,6 +125,7 @@ class Tools:
         tags: list[str] | None,
         since: str | None,
         everything: bool = False,
+        client: str | None = None,
     ) -> CallToolResult:
         """The memories (the schema's fields are the wire's), and as text what a person would read."""
         search_filter = SearchFilter(
@@ -116,9 +139,11 @@ class Tools:
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         answer = self._ask(lambda daemon: daemon.answer(request, timeout=SEARCH_TIMEOUT), older="to search")
-        return search_result(answer, self.clock())
+        result = search_result(answer, self.clock())
+        self._noted("mcp_search", [(r.site, r.source_id) for r in answer.results], client)
+        return result
 
-    def episode(self, id: str, neighbours: int) -> Episode:
+    def episode(self, id: str, neighbours: int, client: str | None = None) -> Episode:
         site, _, source = id.partition(":")
         request = (
             EpisodeRequest(site=site, source_id=source, neighbours=neighbours)
@@ -132,7 +157,19 @@ class Tools:
         view = self._ask(lambda daemon: daemon.episode(request, timeout=READ_TIMEOUT), older="to fetch episodes")
         if view.episode is None:
             raise ToolError(f"no episode {id!r} in the search index: use a pointId from search_memory's results")
-        return Episode.of(view)
+        found = Episode.of(view)
+        self._noted("get_episode", [(view.episode.site, view.episode.source_id)], client)
+        return found
+
+    def pin(self, id: str, pinned: bool, client: str | None) -> Pinned:
+        from daemon.usecases.uses import key_of, pin
+
+        try:
+            key = key_of(id)
+            use = pin(self.settings, key, pinned=pinned, by=client or "an agent", clock=self.clock)
+        except (ValueError, LookupError) as exc:
+            raise ToolError(str(exc)) from None
+        return Pinned.of(use)
 
     def recent(self, limit: int, site: str | None, agent: str | None, since: str | None) -> Memories:
         request = RecentRequest(
@@ -277,15 +314,28 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         tags: Annotated[list[str] | None, Field(description="only episodes with any of these tags")] = None,
         since: Since = None,
         all: Annotated[bool, Field(description="also the weak matches and near-duplicates")] = False,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, Memories]:
-        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all))
+        client = client_name(ctx)
+        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all, client))
 
     @server.tool(description=f"One episode by pointId (or site:sourceId), with its session's neighbours. {DATA_NOTE}")
     async def get_episode(
         id: Annotated[str, Field(min_length=1, max_length=300, description="pointId from search_memory")],
         neighbours: Annotated[int, Field(ge=0, le=20, description="episodes before and after, each side")] = 3,
+        ctx: Context | None = None,
     ) -> Episode:
-        return await _off_loop(lambda: tools.episode(id, neighbours))
+        client = client_name(ctx)
+        return await _off_loop(lambda: tools.episode(id, neighbours, client))
+
+    @server.tool(description="Pin a memory that must never fade from ranking (pinned=false unpins it).")
+    async def pin_memory(
+        id: Annotated[str, Field(min_length=3, max_length=300, description="site:sourceId, as results show it")],
+        pinned: bool = True,
+        ctx: Context | None = None,
+    ) -> Pinned:
+        client = client_name(ctx)
+        return await _off_loop(lambda: tools.pin(id, pinned, client))
 
     @server.tool(description=f"The latest episodes, newest first. {DATA_NOTE}")
     async def recent_activity(

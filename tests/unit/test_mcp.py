@@ -18,7 +18,15 @@ from daemon.mcp.http import token_matches
 from daemon.mcp.server import build_server
 
 T = TypeVar("T")
-TOOLS = {"search_memory", "get_episode", "recent_activity", "memory_health", "request_approval", "wait_for_approval"}
+TOOLS = {
+    "search_memory",
+    "get_episode",
+    "recent_activity",
+    "memory_health",
+    "request_approval",
+    "wait_for_approval",
+    "pin_memory",
+}
 
 
 def run(work: Callable[[Client], Awaitable[T]], site: SiteFiles) -> T:
@@ -185,3 +193,10 @@ def test_search_memory_answers_the_memories_as_data_and_as_text_a_person_reads(s
     assert "4 more under the relevance floor: all=true shows them" in text
     assert "absent: ZQX_7781_A (no memory searched holds it)" in text
     assert "{" not in text  # text for a person, not the JSON again
+    # What was handed to the agent is noted as a use, under the client's name, for the daemon to send on.
+    from sync.usage.spool import read, spool_path
+
+    (use,) = list(read(spool_path(site.settings().state_path)))
+    assert use is not None
+    assert (use.kind, use.keys) == ("mcp_search", (("laptop", "7"),))
+    assert use.agent
