@@ -127,3 +127,26 @@ def test_a_fold_that_died_after_the_backbone_committed_counts_nothing_twice(tmp_
     hub.record_uses([UseEvent(noted.use_id, noted.kind, noted.at_ms, noted.keys)])  # then the fold died
     assert fold(spool, hub) == Folded(uses=1, counted=0, skipped=0)
     assert hub.use_totals()[("laptop", "1")].access_count == 1
+
+
+def test_the_salience_table_reads_the_fleets_use_and_keeps_what_it_had_when_the_backbone_cannot_say(
+    hub: HubBackbone,
+) -> None:
+    from sync.policy.salience import DAY_MS as DAY
+    from sync.usage.table import SalienceTable
+
+    hub.record_uses([UseEvent("u-1", "get_episode", AT, (("laptop", "1"),))])
+    hub.pin("laptop", "2", pinned=True, by="ann")
+    now = [AT / 1000]
+    table = SalienceTable(hub, clock=lambda: now[0])
+    assert table.of("laptop", "1") == 0.5  # nothing read yet: every memory at the initial value
+    assert table.refresh()
+    used, pinned, unused = table.of("laptop", "1"), table.of("laptop", "2"), table.of("laptop", "3", AT - 400 * DAY)
+    assert used > 0.5
+    assert pinned == 1.0
+    assert unused == 0.5  # its age is the recency decay's to weigh, not counted twice
+    now[0] += 300 * DAY / 1000
+    assert table.of("laptop", "1") < 0.5  # used once, long ago: faded below a memory never used
+    flaky = SalienceTable(Flaky(hub))
+    assert not flaky.refresh()
+    assert flaky.of("laptop", "1") == 0.5
