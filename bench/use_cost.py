@@ -60,7 +60,18 @@ def _env() -> dict[str, str]:
 
 
 def context_pairs(site: SiteFiles, base: Path, calls: int) -> tuple[list[float], list[float]]:
-    argv = [sys.executable, "-m", "daemon", "context", "--for", "claude-code", "--config", str(site.config)]
+    argv = [
+        sys.executable,
+        "-m",
+        "daemon",
+        "context",
+        "--for",
+        "claude-code",
+        "--timeout",
+        "20",
+        "--config",
+        str(site.config),
+    ]
     cwd = site.config.parent
 
     def timed(checkout: Path, session: str) -> float:
