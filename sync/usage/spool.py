@@ -12,7 +12,8 @@ no longer the spool's and opens the new one, so nothing is written where nobody 
 
 Noting a use never fails its caller: a spool that cannot be written (a read-only folder, a full
 disk) or that has grown past ``MAX_BYTES`` (no daemon has folded it for a long time) drops the use
-and says why in the return value. Standard library only: the hook's light path imports this.
+and says why in the return value; where no daemon ever ran (the state's folder does not exist) a use
+is not noted, nor said. Standard library only: the hook's light path imports this.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ def note(
 ) -> str | None:
     """Append one use of ``keys`` to ``spool``; None when written, else why not (one sentence)."""
     wanted = tuple(dict.fromkeys(keys))[:MAX_KEYS]
-    if not wanted:
-        return None
+    if not wanted or not spool.parent.is_dir():
+        return None  # nothing used; or no daemon ever ran here (it makes the folder): none would fold it
     line = Noted(uuid.uuid4().hex, kind, at_ms, wanted, agent).line()
     try:
         return _append(spool, line, max_bytes)

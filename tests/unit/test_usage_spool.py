@@ -55,7 +55,9 @@ def test_a_line_that_is_not_a_use_reads_as_none(line: bytes) -> None:
 
 
 def test_a_spool_that_cannot_be_written_or_is_full_drops_the_use_in_one_sentence(tmp_path: Path) -> None:
-    said = note(tmp_path / "no-such-folder" / "s.uses", "context", [("a", "1")], at_ms=AT)
+    assert note(tmp_path / "no-daemon-ran-here" / "s.uses", "context", [("a", "1")], at_ms=AT) is None
+    (tmp_path / "a-folder.uses").mkdir()
+    said = note(tmp_path / "a-folder.uses", "context", [("a", "1")], at_ms=AT)
     assert said is not None
     assert "cannot write the use spool" in said
     spool = tmp_path / "s.uses"
