@@ -89,8 +89,13 @@ def context_pairs(site: SiteFiles, base: Path, calls: int) -> tuple[list[float],
     timed(base, "warm-base")
     ours, before = [], []
     for i in range(calls):
-        ours.append(timed(ROOT, f"ours-{i}"))
-        before.append(timed(base, f"base-{i}"))
+        # Which goes first alternates: the second of a pair finds the daemon's caches warmer.
+        if i % 2:
+            before.append(timed(base, f"base-{i}"))
+            ours.append(timed(ROOT, f"ours-{i}"))
+        else:
+            ours.append(timed(ROOT, f"ours-{i}"))
+            before.append(timed(base, f"base-{i}"))
     return ours, before
 
 
@@ -111,16 +116,17 @@ async def mcp_pairs(site: SiteFiles, base: Path, calls: int) -> tuple[list[float
     ours, before = [], []
     async with _client(site, ROOT) as mine, _client(site, base) as theirs:
         for i in range(calls + 1):
-            pair = []
-            for client in (mine, theirs):
+            took: dict[str, float] = {}
+            order = (("ours", mine), ("base", theirs)) if i % 2 == 0 else (("base", theirs), ("ours", mine))
+            for name, client in order:  # which goes first alternates, as for the hook
                 started = time.perf_counter()
                 answer = await client.call_tool("search_memory", {"query": QUERY, "limit": 5})
-                pair.append((time.perf_counter() - started) * 1000)
+                took[name] = (time.perf_counter() - started) * 1000
                 if answer.is_error or not answer.structured_content["results"]:
                     raise RuntimeError(f"search_memory failed: {answer.content}")
             if i:  # the first pair loads the model if the worker let it go
-                ours.append(pair[0])
-                before.append(pair[1])
+                ours.append(took["ours"])
+                before.append(took["base"])
     return ours, before
 
 
@@ -158,8 +164,10 @@ def repetition(index: int, base: Path, calls: int, episodes: int) -> dict[str, A
     return {
         "context_p50_ms": percentile(context_ours, 50),
         "context_base_p50_ms": percentile(context_base, 50),
+        "context_paired_ms": percentile([a - b for a, b in zip(context_ours, context_base, strict=True)], 50),
         "mcp_p50_ms": percentile(mcp_ours, 50),
         "mcp_base_p50_ms": percentile(mcp_base, 50),
+        "mcp_paired_ms": percentile([a - b for a, b in zip(mcp_ours, mcp_base, strict=True)], 50),
         "uses": kinds,
         "load": os.getloadavg()[0],
     }
@@ -167,8 +175,9 @@ def repetition(index: int, base: Path, calls: int, episodes: int) -> dict[str, A
 
 def describe_run(r: dict[str, Any]) -> str:
     return (
-        f"context hook p50 {r['context_p50_ms']:.1f} ms (base {r['context_base_p50_ms']:.1f}); "
-        f"MCP search p50 {r['mcp_p50_ms']:.1f} ms (base {r['mcp_base_p50_ms']:.1f}); "
+        f"context hook p50 {r['context_p50_ms']:.1f} ms (base {r['context_base_p50_ms']:.1f}, "
+        f"paired {r['context_paired_ms']:+.1f}); "
+        f"MCP search p50 {r['mcp_p50_ms']:.1f} ms (base {r['mcp_base_p50_ms']:.1f}, paired {r['mcp_paired_ms']:+.1f}); "
         f"uses {r['uses']}; load {r['load']:.1f}"
     )
 
@@ -193,9 +202,11 @@ def run(base: Path, repetitions: int = 3, calls: int = 40, episodes: int = 1000)
             "ms",
             ADDED_CONTEXT_MS,
         ),
+        Figure("context hook, median of paired differences", med("context_paired_ms"), "ms"),
         Figure("MCP search_memory p50, use recorded", med("mcp_p50_ms"), "ms"),
         Figure("MCP search_memory p50, before (same run)", med("mcp_base_p50_ms"), "ms"),
         Figure("MCP search_memory p50 added by recording use", med("mcp_p50_ms") - med("mcp_base_p50_ms"), "ms"),
+        Figure("MCP search_memory, median of paired differences", med("mcp_paired_ms"), "ms"),
         Figure("load average (1 min) during the runs", med("load"), ""),
     ]
     return result("use_cost", {"repetitions": repetitions, "calls": calls, "episodes": episodes}, records, figures)
