@@ -12,9 +12,13 @@ on purpose. Variants:
 - **off**: the ranking as shipped, no salience;
 - **no use yet**: salience on, nothing used (a new install): only the untouched decay from each
   memory's age moves results;
-- **used**: salience on, with the simulated uses;
-- **used, no age decay**: the same, a never-used memory held at the initial value (reinforcement
-  only).
+- **used, age decay too**: salience on, with the simulated uses, a never-used memory decayed by its
+  age as the policy decays it for display;
+- **used, as shipped (no age decay)**: the same, a never-used memory at the initial value (its age
+  is the recency decay's): what the search weighs (``sync.usage.table``).
+
+Recall on salience must not fall: the figures' target is the "off" figure less half a point (the
+noise of one question's evidence share among 379).
 
     python -m bench.salience_lab /work/shared/data/locomo-dev [--out FILE.md]
 
@@ -28,15 +32,17 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
 from bench import recall_pool
+from bench.common import Figure, at_least, emit, result
 from bench.recall_folds import KS, LIMIT, Lab, recall_rows
 from sync.policy.salience import DAY_MS, DEFAULT_PARAMS, Use, salience
 from sync.search.query.rank import Ranked, apply_decay, apply_salience, collapse_duplicates
 
+SHIPPED: Final = "used, as shipped (no age decay)"  # what sync.usage.table gives the search
 HANDED: Final = 5  # memories a context block hands over for a question, about
 NOW_MS: Final = recall_pool.NOW_S * 1000
 
@@ -116,8 +122,8 @@ def measure(data: Path, *, calendar: bool) -> tuple[str, dict[str, np.ndarray]]:
     variants: dict[str, SalienceOf] = {
         "off": None,
         "no use yet": salience_from(lab, {}, age_decay=True),
-        "used": salience_from(lab, handed, age_decay=True),
-        "used, no age decay": salience_from(lab, handed, age_decay=False),
+        "used, age decay too": salience_from(lab, handed, age_decay=True),
+        SHIPPED: salience_from(lab, handed, age_decay=False),
     }
     rows = {name: recall_rows(lab, measured, ranker(lab, of)) for name, of in variants.items()}
     title = (
@@ -144,14 +150,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the table here (markdown)")
     args = parser.parse_args(argv)
     parts = ["### Salience on LoCoMo's development half"]
+    found: list[Figure] = []
+    runs: list[dict[str, Any]] = []
     for calendar in (False, True):
         title, rows = measure(args.data, calendar=calendar)
         parts += [title, table(rows)]
+        placement = "calendar" if calendar else "shifted"
+        off, on = rows["off"].mean(axis=0), rows[SHIPPED].mean(axis=0)
+        runs.append(
+            {"placement": placement, **{name: [round(100 * v, 1) for v in r.mean(axis=0)] for name, r in rows.items()}}
+        )
+        for i, k in enumerate(KS):
+            found.append(Figure(f"R@{k}, {placement}: salience off", round(100 * off[i], 1), "%"))
+            found.append(
+                at_least(
+                    f"R@{k}, {placement}: salience on (as shipped)",
+                    round(100 * on[i], 1),
+                    "%",
+                    round(100 * off[i], 1) - 0.5,
+                )
+            )
     text = "\n\n".join(parts) + "\n"
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
+    emit(result("salience", {"locomo": args.data.name, "handed": HANDED}, runs, found))
     return 0
+
+
+def describe_run(r: dict[str, Any]) -> str:
+    """One placement's recall at 5/10/25/50, off and as shipped."""
+    return f"{r['placement']}: off {'/'.join(map(str, r['off']))}, on {'/'.join(map(str, r[SHIPPED]))}"
 
 
 if __name__ == "__main__":
