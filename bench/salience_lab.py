@@ -158,16 +158,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         placement = "calendar" if calendar else "shifted"
         off, on = rows["off"].mean(axis=0), rows[SHIPPED].mean(axis=0)
         runs.append(
-            {"placement": placement, **{name: [round(100 * v, 1) for v in r.mean(axis=0)] for name, r in rows.items()}}
+            {
+                "placement": placement,
+                **{name: [float(round(100 * v, 1)) for v in r.mean(axis=0)] for name, r in rows.items()},
+            }
         )
         for i, k in enumerate(KS):
-            found.append(Figure(f"R@{k}, {placement}: salience off", round(100 * off[i], 1), "%"))
+            found.append(Figure(f"R@{k}, {placement}: salience off", float(round(100 * off[i], 1)), "%"))
             found.append(
                 at_least(
                     f"R@{k}, {placement}: salience on (as shipped)",
-                    round(100 * on[i], 1),
+                    float(round(100 * on[i], 1)),
                     "%",
-                    round(100 * off[i], 1) - 0.5,
+                    float(round(100 * off[i], 1)) - 0.5,
                 )
             )
     text = "\n\n".join(parts) + "\n"

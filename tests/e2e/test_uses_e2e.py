@@ -75,3 +75,27 @@ def test_a_context_hooks_memories_show_up_as_used_on_another_site(
     assert unknown.returncode == 64
     assert "no memory laptop:999999" in unknown.stderr
     assert memsync(vm.config, "unpin", "nonsense").returncode == 2
+
+
+def test_a_site_synced_by_memsync_sync_alone_sends_its_uses_on_too(
+    site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]
+) -> None:
+    from daemon.usecases.uses import noted
+    from sync.backbone.hub import HubBackbone
+
+    laptop = site_files("laptop", make_agentdb(3))
+    first = memsync(laptop.config, "sync")
+    assert first.returncode == 0, first.stderr
+    settings = laptop.settings()
+    assert noted(settings.state_path, "cli_search", [("laptop", "1"), ("laptop", "2")], agent="codex") is None
+    again = memsync(laptop.config, "sync")
+    assert again.returncode == 0, again.stderr
+    hub = HubBackbone(settings.hub_path, "laptop", create=False)
+    try:
+        totals = hub.use_totals()
+    finally:
+        hub.close()
+    assert {k: dict(t.by_kind) for k, t in totals.items()} == {
+        ("laptop", "1"): {"cli_search": 1},
+        ("laptop", "2"): {"cli_search": 1},
+    }
