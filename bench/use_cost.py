@@ -8,6 +8,9 @@ Against it, alternating call by call so that the machine's load falls on both al
   new session each call), from spawn to exit, run from this checkout (which notes the block's
   memories in the site's use spool) and from ``--base``, a checkout of the code before use was
   recorded (the same interpreter and packages; the control socket's protocol is the same);
+- **the hook's added work**: a fresh interpreter importing what the hook imports, against the same
+  that also imports what noting a use needs and notes one (spawn to exit, paired): the cost itself,
+  without the daemon's search, whose noise under load dwarfs it;
 - **MCP search_memory**: one MCP session of each checkout's ``python -m daemon mcp`` (stdio, the
   official SDK's client), ``search_memory`` round trips.
 
@@ -99,6 +102,38 @@ def context_pairs(site: SiteFiles, base: Path, calls: int) -> tuple[list[float],
     return ours, before
 
 
+# The hook's own added work, apart from everything else it does: a fresh interpreter that imports
+# what the hook imports, then (the second) also what noting a use imports, and notes one.
+_HOOK_IMPORTS = "import daemon.cli.context, daemon.usecases.context, daemon.context.files, daemon.context.hook"
+_NOTE = (
+    "; from daemon.usecases.uses import noted; from pathlib import Path; "
+    "noted(Path({state!r}), 'context', [('laptop', str(i)) for i in range(5)], agent='claude-code')"
+)
+
+
+def added_work_pairs(state: Path, calls: int) -> tuple[list[float], list[float]]:
+    """(with a use noted, without), spawn to exit, paired and alternating."""
+    without = [sys.executable, "-c", _HOOK_IMPORTS]
+    with_use = [sys.executable, "-c", _HOOK_IMPORTS + _NOTE.format(state=str(state))]
+
+    def timed(argv: list[str]) -> float:
+        started = time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, env=_env(), check=True, capture_output=True)
+        return (time.perf_counter() - started) * 1000
+
+    timed(with_use)
+    timed(without)
+    ours, before = [], []
+    for i in range(calls):
+        if i % 2:
+            before.append(timed(without))
+            ours.append(timed(with_use))
+        else:
+            ours.append(timed(with_use))
+            before.append(timed(without))
+    return ours, before
+
+
 def _client(site: SiteFiles, checkout: Path) -> Any:
     from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters
@@ -159,12 +194,16 @@ def repetition(index: int, base: Path, calls: int, episodes: int) -> dict[str, A
             wait_caught_up(site, daemon, episodes, timeout=300)
             wait_indexed(site, daemon, timeout=600)
             context_ours, context_base = context_pairs(site, base, calls)
+            work_ours, work_base = added_work_pairs(root / "scratch.state.db", calls)
             mcp_ours, mcp_base = anyio.run(mcp_pairs, site, base, calls)
             kinds = used_in_backbone(site, daemon)
     return {
         "context_p50_ms": percentile(context_ours, 50),
         "context_base_p50_ms": percentile(context_base, 50),
         "context_paired_ms": percentile([a - b for a, b in zip(context_ours, context_base, strict=True)], 50),
+        "work_paired_ms": percentile([a - b for a, b in zip(work_ours, work_base, strict=True)], 50),
+        "work_p50_ms": percentile(work_ours, 50),
+        "work_base_p50_ms": percentile(work_base, 50),
         "mcp_p50_ms": percentile(mcp_ours, 50),
         "mcp_base_p50_ms": percentile(mcp_base, 50),
         "mcp_paired_ms": percentile([a - b for a, b in zip(mcp_ours, mcp_base, strict=True)], 50),
@@ -177,6 +216,7 @@ def describe_run(r: dict[str, Any]) -> str:
     return (
         f"context hook p50 {r['context_p50_ms']:.1f} ms (base {r['context_base_p50_ms']:.1f}, "
         f"paired {r['context_paired_ms']:+.1f}); "
+        f"the hook's added work paired {r['work_paired_ms']:+.2f} ms; "
         f"MCP search p50 {r['mcp_p50_ms']:.1f} ms (base {r['mcp_base_p50_ms']:.1f}, paired {r['mcp_paired_ms']:+.1f}); "
         f"uses {r['uses']}; load {r['load']:.1f}"
     )
@@ -203,6 +243,12 @@ def run(base: Path, repetitions: int = 3, calls: int = 40, episodes: int = 1000)
             ADDED_CONTEXT_MS,
         ),
         Figure("context hook, median of paired differences", med("context_paired_ms"), "ms"),
+        at_most(
+            "the hook's added work (imports and one note), median of paired differences",
+            med("work_paired_ms"),
+            "ms",
+            ADDED_CONTEXT_MS,
+        ),
         Figure("MCP search_memory p50, use recorded", med("mcp_p50_ms"), "ms"),
         Figure("MCP search_memory p50, before (same run)", med("mcp_base_p50_ms"), "ms"),
         Figure("MCP search_memory p50 added by recording use", med("mcp_p50_ms") - med("mcp_base_p50_ms"), "ms"),

@@ -22,7 +22,6 @@ import contextlib
 import fcntl
 import json
 import os
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,7 +89,8 @@ def note(
     wanted = tuple(dict.fromkeys(keys))[:MAX_KEYS]
     if not wanted or not spool.parent.is_dir():
         return None  # nothing used; or no daemon ever ran here (it makes the folder): none would fold it
-    line = Noted(uuid.uuid4().hex, kind, at_ms, wanted, agent).line()
+    # 128 random bits, as uuid4's: os.urandom spares the hook importing uuid (milliseconds).
+    line = Noted(os.urandom(16).hex(), kind, at_ms, wanted, agent).line()
     try:
         return _append(spool, line, max_bytes)
     except OSError as exc:
