@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from sync.search.request import EpisodeView, SearchAnswer, SearchResult
 
 if TYPE_CHECKING:
-    from daemon.usecases.uses import MemoryUse
+    from daemon.usecases.pins import MemoryUse
 
 
 class Passage(BaseModel):

@@ -162,7 +162,8 @@ class Tools:
         return found
 
     def pin(self, id: str, pinned: bool, client: str | None) -> Pinned:
-        from daemon.usecases.uses import key_of, pin
+        from daemon.usecases.pins import pin
+        from daemon.usecases.uses import key_of
 
         try:
             key = key_of(id)

@@ -10,8 +10,8 @@ the MCP server (``daemon/mcp``) and any other front end call alike. One module p
 - ``approvals``: ask a person, wait for the decision, decide one
 - ``tasks``: one task with its approval; changing a task
 - ``context``: the memories for a task or a prompt, from the running daemon
-- ``uses``: noting that memories were handed to or opened by an agent; pins; a memory's use and
-  salience
+- ``uses``: noting that memories were handed to or opened by an agent (light: the hook's)
+- ``pins``: pinning a memory; memories' use and salience
 
 A use case takes the settings or the parts it works on (a backbone opened with
 ``daemon.site.opened_backbone``, the server's duties), plain arguments and, where time matters,

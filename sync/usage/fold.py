@@ -9,6 +9,8 @@ blocking the rest.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -19,6 +21,38 @@ from sync.policy.salience import USE_KINDS
 from sync.usage import spool as spooled
 
 BATCH: Final = 100  # uses a call
+
+
+@dataclass(frozen=True, slots=True)
+class Noted:
+    """One use as the spool holds it (``sync.usage.spool.line`` wrote it)."""
+
+    use_id: str
+    kind: str
+    at_ms: int
+    keys: tuple[tuple[str, str], ...]
+    agent: str | None = None
+
+
+def parse(line: bytes) -> Noted | None:
+    """A spooled line back as a use; None for a line that is not one (torn, or written by hand)."""
+    try:
+        record = json.loads(line)
+        keys = tuple((str(site), str(source_id)) for site, source_id in record["keys"])
+        agent = record.get("agent")
+        return Noted(
+            str(record["id"]), str(record["kind"]), int(record["at"]), keys, None if agent is None else str(agent)
+        )
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def read(taken: Path) -> Iterator[Noted | None]:
+    """The uses of a taken file, in order; None for each line that is not one."""
+    with taken.open("rb") as lines:
+        for line in lines:
+            if line.strip():
+                yield parse(line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +73,7 @@ def fold(spool: Path, uses: Uses, *, batch: int = BATCH) -> Folded:
         return Folded()
     events: list[UseEvent] = []
     skipped = 0
-    for noted in spooled.read(taken):
+    for noted in read(taken):
         if noted is None or noted.kind not in USE_KINDS or not noted.keys:
             skipped += 1
             continue
@@ -55,4 +89,4 @@ def fold(spool: Path, uses: Uses, *, batch: int = BATCH) -> Folded:
     return Folded(len(events), counted, skipped)
 
 
-__all__ = ["Folded", "fold"]
+__all__ = ["Folded", "Noted", "fold", "parse", "read"]

@@ -10,6 +10,9 @@ appends whole. The daemon takes the file whole by renaming it (``take``), under 
 writer that opened the old name before the rename sees, once it holds the lock, that its file is
 no longer the spool's and opens the new one, so nothing is written where nobody reads.
 
+It is imported by the hook on every prompt, so it defines no class (a dataclass costs the import a
+millisecond): reading the spool back is ``sync.usage.fold``'s.
+
 Noting a use never fails its caller: a spool that cannot be written (a read-only folder, a full
 disk) or that has grown past ``MAX_BYTES`` (no daemon has folded it for a long time) drops the use
 and says why in the return value; where no daemon ever ran (the state's folder does not exist) a use
@@ -22,8 +25,7 @@ import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -42,38 +44,12 @@ def taken_path(spool: Path) -> Path:
     return spool.with_name(spool.name + TAKEN)
 
 
-@dataclass(frozen=True, slots=True)
-class Noted:
-    """One use as the spool holds it."""
-
-    use_id: str
-    kind: str
-    at_ms: int
-    keys: tuple[tuple[str, str], ...]
-    agent: str | None = None
-
-    def line(self) -> bytes:
-        record = {"id": self.use_id, "kind": self.kind, "at": self.at_ms, "keys": [list(k) for k in self.keys]}
-        if self.agent:
-            record["agent"] = self.agent
-        return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-
-
-def parse(line: bytes) -> Noted | None:
-    """A spooled line back as a use; None for a line that is not one (torn, or written by hand)."""
-    try:
-        record = json.loads(line)
-        keys = tuple((str(site), str(source_id)) for site, source_id in record["keys"])
-        agent = record.get("agent")
-        return Noted(
-            str(record["id"]),
-            str(record["kind"]),
-            int(record["at"]),
-            keys,
-            None if agent is None else str(agent),
-        )
-    except (ValueError, TypeError, KeyError):
-        return None
+def line(use_id: str, kind: str, at_ms: int, keys: Sequence[tuple[str, str]], agent: str | None) -> bytes:
+    """One use as the spool holds it (``sync.usage.fold.parse`` reads it back)."""
+    record: dict[str, object] = {"id": use_id, "kind": kind, "at": at_ms, "keys": [list(k) for k in keys]}
+    if agent:
+        record["agent"] = agent
+    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
 def note(
@@ -90,9 +66,9 @@ def note(
     if not wanted or not spool.parent.is_dir():
         return None  # nothing used; or no daemon ever ran here (it makes the folder): none would fold it
     # 128 random bits, as uuid4's: os.urandom spares the hook importing uuid (milliseconds).
-    line = Noted(os.urandom(16).hex(), kind, at_ms, wanted, agent).line()
+    written = line(os.urandom(16).hex(), kind, at_ms, wanted, agent)
     try:
-        return _append(spool, line, max_bytes)
+        return _append(spool, written, max_bytes)
     except OSError as exc:
         return f"cannot write the use spool {spool}: {exc.strerror or exc}"
 
@@ -138,18 +114,10 @@ def take(spool: Path) -> Path | None:
         os.close(fd)
 
 
-def read(taken: Path) -> Iterator[Noted | None]:
-    """The uses of a taken file, in order; None for each line that is not one."""
-    with taken.open("rb") as lines:
-        for line in lines:
-            if line.strip():
-                yield parse(line)
-
-
 def done(taken: Path) -> None:
     """The taken file is folded: gone."""
     with contextlib.suppress(FileNotFoundError):
         taken.unlink()
 
 
-__all__ = ["MAX_BYTES", "Noted", "done", "note", "parse", "read", "spool_path", "take", "taken_path"]
+__all__ = ["MAX_BYTES", "done", "line", "note", "spool_path", "take", "taken_path"]

@@ -194,7 +194,8 @@ def test_search_memory_answers_the_memories_as_data_and_as_text_a_person_reads(s
     assert "absent: ZQX_7781_A (no memory searched holds it)" in text
     assert "{" not in text  # text for a person, not the JSON again
     # What was handed to the agent is noted as a use, under the client's name, for the daemon to send on.
-    from sync.usage.spool import read, spool_path
+    from sync.usage.fold import read
+    from sync.usage.spool import spool_path
 
     (use,) = list(read(spool_path(site.settings().state_path)))
     assert use is not None

@@ -11,8 +11,8 @@ import pytest
 from sync.backbone.base import MemoryKey, PushItem, UseEvent, UseTotals
 from sync.backbone.hub import HubBackbone
 from sync.errors import BackboneUnavailable
-from sync.usage.fold import Folded, fold
-from sync.usage.spool import MAX_KEYS, note, parse, read, spool_path, take, taken_path
+from sync.usage.fold import Folded, fold, parse, read
+from sync.usage.spool import MAX_KEYS, note, spool_path, take, taken_path
 
 AT = 1_800_000_000_000
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
 
 if TYPE_CHECKING:
-    from daemon.usecases.uses import MemoryUse
+    from daemon.usecases.pins import MemoryUse
 
 EXIT_UNKNOWN = 64  # sysexits' EX_USAGE: an id that names no memory (as `memsync tasks show`)
 
@@ -80,7 +80,8 @@ def _line(use: MemoryUse) -> str:
 
 
 def pin_main(args: argparse.Namespace) -> int:
-    from daemon.usecases.uses import key_of, pin
+    from daemon.usecases.pins import pin
+    from daemon.usecases.uses import key_of
 
     with handled():
         try:
@@ -101,7 +102,8 @@ def pin_main(args: argparse.Namespace) -> int:
 
 
 def uses_main(args: argparse.Namespace) -> int:
-    from daemon.usecases.uses import key_of, used
+    from daemon.usecases.pins import used
+    from daemon.usecases.uses import key_of
 
     with handled():
         try:
