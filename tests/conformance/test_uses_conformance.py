@@ -96,3 +96,17 @@ def test_forgetting_a_memory_removes_its_uses_and_its_pin(open_site: OpenSite) -
     # The event delivered again after the forget does not bring it back.
     assert vm.backbone.record_uses([UseEvent("u-1", "context", AT, (one, two))]) == 0
     assert set(vm.backbone.use_totals([one, two])) == {two}
+
+
+def test_many_uses_at_once_are_all_counted(open_site: OpenSite) -> None:
+    """More events than one call takes (Convex cuts them into calls within its limits), and an
+    event naming more memories than one call takes."""
+    laptop = open_site("laptop")
+    laptop.backbone.push([item(i) for i in range(1, 61)], cursor=60)
+    every = tuple((laptop.site, str(i)) for i in range(1, 61))
+    events = [UseEvent(f"u-{n}", "context", AT + n, every[n % 50 : n % 50 + 3]) for n in range(150)]
+    events.append(UseEvent("wide", "related", AT, every))
+    assert laptop.backbone.record_uses(events) == 150 * 3 + 60
+    totals = laptop.backbone.use_totals(list(every))
+    assert sum(t.access_count for t in totals.values()) == 150 * 3 + 60
+    assert all(t.by_kind.get("related") == 1 for t in totals.values())

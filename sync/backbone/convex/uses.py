@@ -12,6 +12,9 @@ from sync.backbone.convex.wire import int_or_none
 EVENTS_A_CALL: Final = 100  # uses.ts MAX_EVENTS
 KEYS_AN_EVENT: Final = 50  # uses.ts MAX_KEYS
 KEYS_A_QUERY: Final = 200  # uses.ts totals' bound
+# Memories a call counts at most: each reads about three documents (the episode, the use, the
+# totals) and writes two, far inside a mutation's limits (16,384 documents read).
+KEYS_A_CALL: Final = 500
 PAGE: Final = 500
 
 
@@ -55,8 +58,15 @@ class ConvexUses(ConvexConnection):
             for i in range(0, max(1, len(e.keys)), KEYS_AN_EVENT)
         ]
         counted = 0
-        for start in range(0, len(wire), EVENTS_A_CALL):
-            part = wire[start : start + EVENTS_A_CALL]
+        part: list[dict[str, Any]] = []
+        keys = 0
+        for event in wire:
+            if part and (len(part) == EVENTS_A_CALL or keys + len(event["keys"]) > KEYS_A_CALL):
+                counted += int(self.call("mutation", "uses:record", {"events": part})["counted"])
+                part, keys = [], 0
+            part.append(event)
+            keys += len(event["keys"])
+        if part:
             counted += int(self.call("mutation", "uses:record", {"events": part})["counted"])
         return counted
 
