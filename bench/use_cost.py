@@ -77,10 +77,15 @@ def context_pairs(site: SiteFiles, base: Path, calls: int) -> tuple[list[float],
     ]
     cwd = site.config.parent
 
+    # Each checkout its own light-path cache: the cache is keyed on memsync's config code, so two
+    # checkouts sharing one would each find the other's entry stale and take the full path.
+    caches = {checkout: cwd / f"cache-{n}" for n, checkout in enumerate((ROOT, base))}
+
     def timed(checkout: Path, session: str) -> float:
+        env = _env() | {"XDG_CACHE_HOME": str(caches[checkout])}
         started = time.perf_counter()
         done = subprocess.run(
-            argv, input=prompt_json(session, cwd), capture_output=True, cwd=checkout, env=_env(), check=False
+            argv, input=prompt_json(session, cwd), capture_output=True, cwd=checkout, env=env, check=False
         )
         took = (time.perf_counter() - started) * 1000
         if done.returncode != 0 or not done.stdout.strip():
