@@ -63,6 +63,7 @@ class _LoopState:
     checked: float  # when the site's source was last checked
     pending: bool = True  # always one pass at start: catch up on whatever arrived while we were down
     released: bool = False  # the snapshots' buffers were handed back since the last pass
+    folded: float = 0.0  # when the use spool was last folded (0: never; the first step does)
 
 
 class PassFailed(Exception):
@@ -72,6 +73,9 @@ class PassFailed(Exception):
 MAX_BACKOFF = 30.0
 # After this long without a pass the writer has gone quiet: hand the snapshots' buffers back.
 RELEASE_MEMORY_AFTER = 10.0
+# Seconds between folds of the use spool: not in step with every hook (a fold writes the hub, which
+# wakes the index's catch-up, as the hook exits); a use reaches other sites this much later at most.
+FOLD_USES_EVERY = 10.0
 
 
 class Daemon:
@@ -292,7 +296,9 @@ class Daemon:
             elif not state.released and time.monotonic() - state.last_pass >= RELEASE_MEMORY_AFTER:
                 release_free_memory()
                 state.released = True
-            self._fold_uses(site)
+            if time.monotonic() - state.folded >= FOLD_USES_EVERY:
+                self._fold_uses(site)
+                state.folded = time.monotonic()
             # As often as the registry heartbeat: the site is still ours, and its source's "last seen" moves.
             if time.monotonic() - state.checked >= self.settings.jobs.heartbeat_interval:
                 self._check_source(site)
