@@ -321,7 +321,7 @@ class Daemon:
     def _fold_uses(self, site: Site) -> None:
         """Send the uses the site's hooks, MCP server and CLI noted (``sync.usage``) to the backbone,
         so that every site sees the fleet's use; a backbone that cannot take them now keeps them for
-        the next poll, never failing the pass."""
+        the next fold, never failing the pass."""
         try:
             folded = fold(spool_path(self.settings.state_path), site.backbone)
         except Exception as exc:  # noqa: BLE001 - the pass reports an unreachable backbone; uses wait
