@@ -227,23 +227,22 @@ def describe_run(r: dict[str, Any]) -> str:
     )
 
 
-def run(base: Path, repetitions: int = 3, calls: int = 40, episodes: int = 1000) -> dict[str, Any]:
-    records = []
-    for i in range(repetitions):
-        progress(f"use cost: repetition {i + 1}/{repetitions}")
-        record = repetition(i, base, calls, episodes)
-        progress(f"  {describe_run(record)}")
-        records.append(record)
+def figures_of(records: list[dict[str, Any]]) -> list[Figure]:
+    """The headline figures from every repetition's: medians over repetitions; an added cost is the
+    median of each repetition's own difference (its two p50s, taken side by side)."""
 
     def med(key: str) -> float:
         return median([r[key] for r in records])
 
-    figures = [
+    def added(ours: str, base: str) -> float:
+        return median([r[ours] - r[base] for r in records])
+
+    return [
         Figure("context hook p50, use recorded", med("context_p50_ms"), "ms"),
         Figure("context hook p50, before (same run)", med("context_base_p50_ms"), "ms"),
         at_most(
             "context hook p50 added by recording use",
-            med("context_p50_ms") - med("context_base_p50_ms"),
+            added("context_p50_ms", "context_base_p50_ms"),
             "ms",
             ADDED_CONTEXT_MS,
         ),
@@ -256,11 +255,23 @@ def run(base: Path, repetitions: int = 3, calls: int = 40, episodes: int = 1000)
         ),
         Figure("MCP search_memory p50, use recorded", med("mcp_p50_ms"), "ms"),
         Figure("MCP search_memory p50, before (same run)", med("mcp_base_p50_ms"), "ms"),
-        Figure("MCP search_memory p50 added by recording use", med("mcp_p50_ms") - med("mcp_base_p50_ms"), "ms"),
+        Figure("MCP search_memory p50 added by recording use", added("mcp_p50_ms", "mcp_base_p50_ms"), "ms"),
         Figure("MCP search_memory, median of paired differences", med("mcp_paired_ms"), "ms"),
         Figure("load average (1 min) during the runs", med("load"), ""),
     ]
-    return result("use_cost", {"repetitions": repetitions, "calls": calls, "episodes": episodes}, records, figures)
+
+
+def run(base: Path, repetitions: int = 3, calls: int = 40, episodes: int = 1000) -> dict[str, Any]:
+    records = []
+    for i in range(repetitions):
+        progress(f"use cost: repetition {i + 1}/{repetitions}")
+        record = repetition(i, base, calls, episodes)
+        progress(f"  {describe_run(record)}")
+        records.append(record)
+
+    return result(
+        "use_cost", {"repetitions": repetitions, "calls": calls, "episodes": episodes}, records, figures_of(records)
+    )
 
 
 def main() -> None:
