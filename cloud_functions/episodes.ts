@@ -20,6 +20,7 @@ import { exportEpisode, isHot } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
 import { setAlertState } from "./lib/alerts";
+import { forgetUses } from "./lib/uses";
 import { cursorValue, exportedEpisode, isCount, nullable, pushItem } from "./lib/validators";
 import { rebuildStoredDigest } from "./digest";
 
@@ -122,6 +123,7 @@ async function forgetIn(ctx: MutationCtx, site: string, sourceId: string): Promi
     if (file !== null || found.archived) week = candidate;
     await ctx.db.delete(found._id);
     await releaseForgotten(ctx, site, sourceId);
+    await forgetUses(ctx, site, sourceId);
     await forgetFromCursor(ctx, site);
     await rebuildStoredDigest(ctx, found.createdAt);
   }

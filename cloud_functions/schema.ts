@@ -233,6 +233,32 @@ export default defineSchema({
     bodyJson: v.string(),
   }).index("by_day", ["day"]),
 
+  // The fleet's use of its memories (uses.ts): one row per (event, memory), so that an event a
+  // site delivers twice counts once; bySite is the site whose agent got the memory.
+  uses: defineTable({
+    useId: v.string(),
+    sourceSite: v.string(),
+    sourceId: v.string(),
+    kind: v.string(), // lib/uses.ts USE_KINDS
+    bySite: v.string(),
+    agent: v.optional(v.string()),
+    usedAt: v.number(),
+  })
+    .index("by_use", ["useId", "sourceSite", "sourceId"])
+    .index("by_memory", ["sourceSite", "sourceId"]),
+
+  // What a memory's uses add up to, and its pin: one document a memory used or pinned.
+  useTotals: defineTable({
+    sourceSite: v.string(),
+    sourceId: v.string(),
+    accessCount: v.number(),
+    lastAccessed: v.optional(v.number()), // absent: pinned, never used
+    byKindJson: v.string(), // kind -> count, as JSON text (kinds are not field names Convex checks)
+    pinned: v.boolean(),
+    pinnedBy: v.optional(v.string()),
+    pinnedAt: v.optional(v.number()),
+  }).index("by_memory", ["sourceSite", "sourceId"]),
+
   // A forgotten episode's key: a later push of it is refused, not re-inserted.
   tombstones: defineTable({
     sourceSite: v.string(),

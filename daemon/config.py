@@ -245,6 +245,11 @@ class WarmSection(_Section):
         "`relative` (scaled scores, dense weighted 0.8 to 0.4 by how much of the query BM25's best hit holds) or "
         "`rrf` (Reciprocal Rank Fusion, k = 2)",
     )
+    salience: bool = Field(
+        True,
+        description="search weighs each memory's salience from the fleet's use of it (handed to agents, opened by "
+        "them, pinned), gated by similarity as the recency decay is: a close match is never moved",
+    )
     # Convex: nothing wakes the look, and every look is a function call against the deployment's quota.
     catch_up_interval: float | None = Field(
         None,

@@ -61,12 +61,14 @@ import type * as lib_settings from "../lib/settings.js";
 import type * as lib_taskFlow from "../lib/taskFlow.js";
 import type * as lib_taskPolicy from "../lib/taskPolicy.js";
 import type * as lib_telegram from "../lib/telegram.js";
+import type * as lib_uses from "../lib/uses.js";
 import type * as lib_validators from "../lib/validators.js";
 import type * as scheduled from "../scheduled.js";
 import type * as sites from "../sites.js";
 import type * as sources from "../sources.js";
 import type * as tasks from "../tasks.js";
 import type * as telegram from "../telegram.js";
+import type * as uses from "../uses.js";
 
 /**
  * A utility for referencing Convex functions in your app's API.
@@ -125,12 +127,14 @@ declare const fullApi: ApiFromModules<{
   "lib/taskFlow": typeof lib_taskFlow;
   "lib/taskPolicy": typeof lib_taskPolicy;
   "lib/telegram": typeof lib_telegram;
+  "lib/uses": typeof lib_uses;
   "lib/validators": typeof lib_validators;
   scheduled: typeof scheduled;
   sites: typeof sites;
   sources: typeof sources;
   tasks: typeof tasks;
   telegram: typeof telegram;
+  uses: typeof uses;
 }>;
 export declare const api: FilterApi<
   typeof fullApi,

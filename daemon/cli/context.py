@@ -293,7 +293,19 @@ def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
     out, block = fitted(hook.tool, hook.event, decided.budget, make)
     if session and (decided.start or (block is not None and block.ids)):
         remember_given(state, hook.tool, session, block.ids if block is not None else (), fresh=decided.start)
+    if block is not None and block.ids:
+        _note_handed(state, hook.tool, found, block.ids)
     return str(out)
+
+
+def _note_handed(state: Path, tool: str, found: Memories, ids: tuple[str, ...]) -> None:
+    """Note the memories the block handed to ``tool`` in the site's use spool (one appended line;
+    the daemon sends it on): a use that cannot be noted is said, never the hook's failure."""
+    from daemon.usecases.uses import keys_of, noted
+
+    why = noted(state, "context", keys_of([*found.found, *found.recent], ids), agent=tool)
+    if why is not None:
+        say(f"context: {why}; this use is not counted")
 
 
 __all__ = ["add_context_arguments", "fast_context", "register"]

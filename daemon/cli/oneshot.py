@@ -4,6 +4,7 @@ daemon's next pass to finish (``sync --wait``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -54,6 +55,19 @@ def one_shot(settings: Settings, timeout: float, *, take_over: bool = False) -> 
         backbone = retry.call(lambda: open_backbone(settings), stop=stop)
         with Site(settings, backbone, retry=retry, take_over=take_over) as site:
             yield site, stop
+            _fold_uses(settings, site)
+
+
+def _fold_uses(settings: Settings, site: Site) -> None:
+    """The uses noted since (``sync.usage``), sent on as the daemon's loop sends them: a site synced
+    by ``memsync sync`` alone (from cron, say) shares its agents' use too. A backbone that cannot
+    take them now leaves them for the next pass."""
+    from sync.usage.fold import fold
+    from sync.usage.spool import spool_path
+
+    # The pass itself went through; a backbone that refuses the uses now leaves them waiting.
+    with contextlib.suppress(Exception):
+        fold(spool_path(settings.state_path), site.backbone)
 
 
 def daemon_record(state: Path) -> dict[str, str | None]:

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
@@ -155,7 +156,17 @@ def fast_search(argv: Sequence[str]) -> int | None:
     if not answer.results and not answer.cut and args.site is not None:
         return None  # nothing from that site: the full path says whether there is such a site
     show(answer, args, sys.stdout, via="daemon")
+    _note_shown(paths.state, answer)
     return 0
+
+
+def _note_shown(state: Path, answer: SearchAnswer) -> None:
+    """Note the results shown as a use (the site's spool; the daemon sends it on), once printed."""
+    from daemon.usecases.uses import noted
+
+    why = noted(state, "cli_search", [(r.site, r.source_id) for r in answer.results], agent=None)
+    if why is not None:
+        say(f"search: {why}; this use is not counted")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -173,6 +184,7 @@ def main(args: argparse.Namespace) -> int:
         if found.behind:
             say(found.behind)
     show(found.answer, args, sys.stdout, via=found.via, behind=found.behind)
+    _note_shown(settings.state_path, found.answer)
     return 0
 
 

@@ -52,6 +52,8 @@ from sync.push.sidecar import Sidecar
 from sync.resilience.pacing import Backoff, run_periodically
 from sync.resilience.problems import ProblemLog
 from sync.resilience.retry import RetryPolicy
+from sync.usage.fold import fold
+from sync.usage.spool import spool_path
 
 log = structlog.get_logger("memsync.daemon")
 
@@ -64,6 +66,7 @@ class _LoopState:
     journal_pending: bool = True  # the same for the journal of saved memories
     journal_missing: bool = False  # none saved yet: its creation (a change) wakes it, not re-checks
     released: bool = False  # the snapshots' buffers were handed back since the last pass
+    folded: float = 0.0  # when the use spool was last folded (0: never; the first step does)
 
 
 class PassFailed(Exception):
@@ -73,6 +76,9 @@ class PassFailed(Exception):
 MAX_BACKOFF = 30.0
 # After this long without a pass the writer has gone quiet: hand the snapshots' buffers back.
 RELEASE_MEMORY_AFTER = 10.0
+# Seconds between folds of the use spool: not in step with every hook (a fold writes the hub, which
+# wakes the index's catch-up, as the hook exits); a use reaches other sites this much later at most.
+FOLD_USES_EVERY = 10.0
 
 
 class Daemon:
@@ -305,6 +311,9 @@ class Daemon:
             elif not state.released and time.monotonic() - state.last_pass >= RELEASE_MEMORY_AFTER:
                 release_free_memory()
                 state.released = True
+            if time.monotonic() - state.folded >= FOLD_USES_EVERY:
+                self._fold_uses(site)
+                state.folded = time.monotonic()
             # As often as the registry heartbeat: the site is still ours, and its source's "last seen" moves.
             if time.monotonic() - state.checked >= self.settings.jobs.heartbeat_interval:
                 self._check_source(site)
@@ -323,6 +332,19 @@ class Daemon:
         run_periodically(
             step, stop=self.stop, wake=self.wake, backoff=backoff, on_error=unexpected, cap=cap, fatal=(ConfigError,)
         )
+
+    def _fold_uses(self, site: Site) -> None:
+        """Send the uses the site's hooks, MCP server and CLI noted (``sync.usage``) to the backbone,
+        so that every site sees the fleet's use; a backbone that cannot take them now keeps them for
+        the next fold, never failing the pass."""
+        try:
+            folded = fold(spool_path(self.settings.state_path), site.backbone)
+        except Exception as exc:  # noqa: BLE001 - the pass reports an unreachable backbone; uses wait
+            self.problems.problem("uses", f"the uses noted here wait for the backbone: {exc}", quiet=True)
+            return
+        self.problems.recovered("uses")
+        if folded.uses or folded.skipped:
+            log.debug("uses folded", uses=folded.uses, counted=folded.counted, skipped=folded.skipped)
 
     def _check_source(self, site: Site) -> None:
         """Stop (exit 78) if another source took the site over since we claimed it."""

@@ -6,11 +6,14 @@ A memory carries the fields of ``search --json``'s results under the same names
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sync.search.request import EpisodeView, SearchAnswer, SearchResult
+
+if TYPE_CHECKING:
+    from daemon.usecases.pins import MemoryUse
 
 
 class Passage(BaseModel):
@@ -116,6 +119,25 @@ class Episode(BaseModel):
             episode=Memory.of(view.episode),
             before=[Memory.of(r) for r in view.before],
             after=[Memory.of(r) for r in view.after],
+        )
+
+
+class Pinned(BaseModel):
+    """A memory's pin as it now stands, with what the fleet's use of it adds up to."""
+
+    memory: str  # site:sourceId
+    pinned: bool
+    salience: float
+    accessCount: int  # noqa: N815 - the wire's camelCase
+
+    @classmethod
+    def of(cls, use: MemoryUse) -> Pinned:
+        totals = use.totals
+        return cls(
+            memory=f"{use.key[0]}:{use.key[1]}",
+            pinned=bool(totals and totals.pinned),
+            salience=round(use.salience, 4),
+            accessCount=0 if totals is None else totals.access_count,
         )
 
 

@@ -9,10 +9,15 @@ daemon the memory tools answer as ``memsync search`` does, from the index opened
 (``daemon.search_worker.recall``). Saving goes through ``daemon.usecases.remember``, attributed to
 the client's name. Health and approvals read the backbone and the site's files, as ``memsync
 status`` and ``memsync approval`` do. Every tool says whether it only reads (MCP annotations), and
-answers compact text beside its structured content.
+answers compact text beside its structured content. ``pin_memory`` pins a memory that must
+never decay, and what a tool hands to or opens for an agent is noted as a use (``daemon.usecases.uses``).
 
 Memory text is what earlier sessions wrote: the tools' descriptions tell the agent it is reference
 data, not instructions (a prompt-injection boundary).
+
+What a search hands to an agent and what it opens are noted as uses (``daemon.usecases.uses``: one
+line in the site's spool, which the daemon sends on), under the MCP client's name: the fleet's use
+of its memories, from which salience comes.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from daemon.config import Settings
-from daemon.mcp.models import Approval, Decision, DreamUndone, Episode, Health, Index, Memories, Saved
+from daemon.mcp.models import Approval, Decision, DreamUndone, Episode, Health, Index, Memories, Pinned, Saved
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
 from sync.source.types import MEMORY_TYPES, check_type
@@ -87,6 +92,17 @@ def _since_ms(since: str | None, now: float) -> int | None:
         raise ToolError(str(exc).replace("--since", "since")) from None
 
 
+def client_name(ctx: Context | None) -> str | None:
+    """The MCP client's name as it introduced itself (claude-code, codex, ...), when it did."""
+    try:
+        params = None if ctx is None else ctx.request_context.session.client_params
+    except (AttributeError, LookupError, ValueError):
+        return None
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return str(name) if name else None
+
+
 class Tools:
     """The tools' work, blocking (each call runs in a worker thread); errors as one sentence."""
 
@@ -118,6 +134,13 @@ class Tools:
         except OSError as exc:
             raise ToolError(f"cannot reach the daemon's control socket: {exc.strerror or exc}") from None
 
+    def _noted(self, kind: str, keys: list[tuple[str, str]], client: str | None) -> None:
+        """Note a use of ``keys`` (``related``, once it lands, calls this with "related"): a use
+        that cannot be noted is not the agent's problem, and is not said to it."""
+        from daemon.usecases.uses import noted
+
+        noted(self.settings.state_path, kind, keys, agent=client, clock=self.clock)
+
     def search(
         self,
         query: str,
@@ -129,6 +152,7 @@ class Tools:
         everything: bool = False,
         memory_type: str | None = None,
         include_merged: bool = False,
+        client: str | None = None,
     ) -> CallToolResult:
         """The memories (the schema's fields are the wire's), and as text what a person would read."""
         search_filter = SearchFilter(
@@ -151,7 +175,9 @@ class Tools:
             lambda layer: layer.answer(request),
             older="to search",
         )
-        return search_result(answer, self.clock())
+        result = search_result(answer, self.clock())
+        self._noted("mcp_search", [(r.site, r.source_id) for r in answer.results], client)
+        return result
 
     def unmerge(self, step_id: str, agent: str | None) -> DreamUndone:
         """Undo one dream step ("this is wrong"): what it hid is shown again (``memsync unmerge``)."""
@@ -166,7 +192,7 @@ class Tools:
             raise ToolError(str(exc)) from None
         return DreamUndone(stepId=step.step_id, kind=step.kind, shown=[f"{s}:{i}" for s, i in step.members])
 
-    def episode(self, id: str, neighbours: int) -> Episode:
+    def episode(self, id: str, neighbours: int, client: str | None = None) -> Episode:
         site, _, source = id.partition(":")
         request = (
             EpisodeRequest(site=site, source_id=source, neighbours=neighbours)
@@ -187,7 +213,20 @@ class Tools:
                 f"no episode {id!r} in the search index: give a pointId from search_memory's or recent_activity's "
                 "results (a UUID), or SITE:ID (e.g. laptop:1234, or laptop:m17 for a saved memory)"
             )
-        return Episode.of(view)
+        found = Episode.of(view)
+        self._noted("get_episode", [(view.episode.site, view.episode.source_id)], client)
+        return found
+
+    def pin(self, id: str, pinned: bool, client: str | None) -> Pinned:
+        from daemon.usecases.pins import pin
+        from daemon.usecases.uses import key_of
+
+        try:
+            key = key_of(id)
+            use = pin(self.settings, key, pinned=pinned, by=client or "an agent", clock=self.clock)
+        except (ValueError, LookupError) as exc:
+            raise ToolError(str(exc)) from None
+        return Pinned.of(use)
 
     def recent(
         self, limit: int, site: str | None, agent: str | None, since: str | None, memory_type: str | None = None
@@ -405,8 +444,12 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         include_merged: Annotated[
             bool, Field(description="also the memories the dream folded into another or marked superseded")
         ] = False,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, Memories]:
-        return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all, type, include_merged))
+        client = client_name(ctx)
+        return await _off_loop(
+            lambda: tools.search(query, limit, site, agent, tags, since, all, type, include_merged, client)
+        )
 
     @server.tool(
         description=f"One episode by pointId (or site:sourceId), with its session's neighbours. {DATA_NOTE}",
@@ -415,8 +458,24 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
     async def get_episode(
         id: Annotated[str, Field(min_length=1, max_length=300, description="pointId from search_memory")],
         neighbours: Annotated[int, Field(ge=0, le=20, description="episodes before and after, each side")] = 3,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, Episode]:
-        return compact(await _off_loop(lambda: tools.episode(id, neighbours)))
+        client = client_name(ctx)
+        return compact(await _off_loop(lambda: tools.episode(id, neighbours, client)))
+
+    @server.tool(
+        description="Pin a memory that must never fade from ranking (pinned=false unpins it).",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    async def pin_memory(
+        id: Annotated[str, Field(min_length=3, max_length=300, description="site:sourceId, as results show it")],
+        pinned: bool = True,
+        ctx: Context | None = None,
+    ) -> Pinned:
+        client = client_name(ctx)
+        return await _off_loop(lambda: tools.pin(id, pinned, client))
 
     @server.tool(description=f"The latest episodes, newest first. {DATA_NOTE}", annotations=READ_ONLY)
     async def recent_activity(

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from daemon import logs
 from daemon.config import Settings
 from daemon.search_worker.files import index_folder
-from sync.backbone.base import ChangeFeed, JobLeases
+from sync.backbone.base import ChangeFeed, JobLeases, Uses
 from sync.search.embedders.base import Embedder
 from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.lazy import LazyEmbedder
@@ -25,6 +25,7 @@ from sync.search.service.gap import GAP_WAIT
 from sync.search.service.index import IndexService
 from sync.search.service.options import IndexOptions
 from sync.search.stores import EdgeStore, ServerStore, VectorStore
+from sync.usage.table import SalienceTable
 
 
 def open_embedder(settings: Settings, stop: threading.Event | None = None) -> Embedder:
@@ -99,8 +100,12 @@ class WarmLayer(IndexService):
         leases: JobLeases | None = None,
         store: Callable[[], VectorStore] | None = None,
         gap_wait: float = GAP_WAIT,
+        uses: Uses | None = None,
     ) -> None:
         self.settings = settings
+        # warm.salience: search weighs the fleet's use of each memory, read from the backbone's
+        # uses store in a thread of its own (``sync.usage.table``).
+        table = SalienceTable(uses, clock=clock).start(stop) if uses is not None and settings.warm.salience else None
         super().__init__(
             index_options(settings),
             backbone,
@@ -111,6 +116,7 @@ class WarmLayer(IndexService):
             clock=clock,
             leases=leases,
             gap_wait=gap_wait,
+            salience=None if table is None else table.of,
         )
 
 

@@ -11,6 +11,8 @@ the MCP server (``daemon/mcp``) and any other front end call alike. One module p
 - ``tasks``: one task with its approval; changing a task
 - ``context``: the memories for a task or a prompt, from the running daemon
 - ``remember``: a memory saved into the site's journal, unless the site has it already
+- ``uses``: noting that memories were handed to or opened by an agent (light: the hook's)
+- ``pins``: pinning a memory; memories' use and salience
 
 A use case takes the settings or the parts it works on (a backbone opened with
 ``daemon.site.opened_backbone``, the server's duties), plain arguments and, where time matters,

@@ -5,10 +5,10 @@ A backbone is opened for one site (the site is bound then, and no call names it 
 roles, each a Protocol below with its part of the contract: ``EpisodeSink`` (the site's episodes
 and cursor, its source), ``ChangeFeed`` (every site's changes, for the warm layer),
 ``Coordination`` (itself the union of ``Registry``, ``JobLeases``, ``Approvals``, ``Tasks``,
-``Reports`` and ``Forgetting``) and ``ColdArchive``. ``Backbone`` is all of them; each consumer is typed with only
-the role it uses. ``Sweeps`` are the global periodic
-jobs' bodies: the embedded hub has them as methods (a daemon runs them under a lease); on Convex the
-deployment's crons run the same logic server-side.
+``Reports`` and ``Forgetting``), ``ColdArchive`` and ``Uses`` (the fleet's use of its memories,
+and pins). ``Backbone`` is all of them; each consumer is typed with only the role it uses.
+``Sweeps`` are the global periodic jobs' bodies: the embedded hub has them as methods (a daemon
+runs them under a lease); on Convex the deployment's crons run the same logic server-side.
 
 For every role and implementation, failures raise ``BackboneUnavailable`` (transient: retry the
 same call) or ``BackboneRejected`` (this request will never succeed); the embedded hub also raises
@@ -24,7 +24,9 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from sync.archive.manifest import ArchiveFile
+from sync.errors import BackboneRejected
 from sync.policy.leases import Claim
+from sync.policy.salience import check_kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -610,6 +612,68 @@ class ColdArchive(Protocol):
         ...
 
 
-class Backbone(EpisodeSink, ChangeFeed, Coordination, ColdArchive, Protocol):
-    """What opening a backbone for a site gives: all four roles over one connection. Consumers
+MemoryKey = tuple[str, str]  # (sourceSite, sourceId): a memory, wherever it was written
+
+
+@dataclass(frozen=True, slots=True)
+class UseEvent:
+    """One use of memories by an agent at one moment: the memories a context hook handed over, a
+    search's results, an episode opened. ``use_id`` is unique to the event (the recording site
+    makes it), so an event delivered twice counts once."""
+
+    use_id: str
+    kind: str  # one of sync.policy.salience.USE_KINDS
+    used_at: int  # ms
+    keys: tuple[MemoryKey, ...]
+    agent: str | None = None  # the agent tool or MCP client that got them, when known
+
+
+@dataclass(frozen=True, slots=True)
+class UseTotals:
+    """What the fleet's use of one memory adds up to, and whether it is pinned."""
+
+    site: str
+    source_id: str
+    access_count: int
+    last_accessed: int | None  # ms; None: pinned, never used
+    by_kind: Mapping[str, int]
+    pinned: bool = False
+    pinned_by: str | None = None
+    pinned_at: int | None = None  # ms
+
+
+def checked_uses(events: Sequence[UseEvent]) -> None:
+    """BackboneRejected, in one sentence, for an event both backbones refuse (before any call)."""
+    for event in events:
+        try:
+            check_kind(event.kind)
+        except ValueError as exc:
+            raise BackboneRejected(str(exc)) from None
+        if not event.use_id:
+            raise BackboneRejected("a use needs its id (the recording site's): none was given")
+
+
+class Uses(Protocol):
+    """The fleet's use of its memories (which were handed to or opened by which agent), and pins:
+    what salience (``sync.policy.salience``) is computed from.
+
+    - ``record_uses`` stores each event's memories once per (use_id, memory) however often it is
+      delivered, skipping memories the backbone does not hold (unknown, or forgotten), and returns
+      how many (event, memory) pairs it counted for the first time; the event's site is this one.
+    - ``use_totals`` sums them per memory: every memory used or pinned (``keys`` None), or those
+      of ``keys`` that are.
+    - ``pin`` sets or clears a memory's pin (any site's memory: people pin the fleet's); False when
+      the backbone holds no such memory.
+    - Forgetting a memory removes its uses and its pin with it (``Forgetting.forget``).
+    """
+
+    def record_uses(self, events: Sequence[UseEvent]) -> int: ...
+
+    def use_totals(self, keys: Sequence[MemoryKey] | None = None) -> dict[MemoryKey, UseTotals]: ...
+
+    def pin(self, site: str, source_id: str, *, pinned: bool, by: str) -> bool: ...
+
+
+class Backbone(EpisodeSink, ChangeFeed, Coordination, ColdArchive, Uses, Protocol):
+    """What opening a backbone for a site gives: all its roles over one connection. Consumers
     take only the role they use."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sync.backbone.base import Outcome, PushItem, SiteBeat, SourceRecord
+from sync.backbone.base import Outcome, PushItem, SiteBeat, SourceRecord, UseEvent
 from sync.backbone.hub import HubBackbone
 from sync.backbone.hub.connection import classify, current_ms
 from sync.backbone.hub.schema import SCHEMA_VERSION
@@ -408,6 +408,26 @@ def test_a_version_9_hub_gains_the_tasks_table_and_keeps_its_approvals(tmp_path:
         assert hub.tasks() == [hub.task(task_id)]
         hub.resolve_approval(asked, "approved", "ann")
         assert [t.status for t in hub.tasks()] == ["in_progress"]
+    finally:
+        hub.close()
+
+
+def test_a_version_12_hub_gains_the_uses_tables_in_the_migrations_transaction(tmp_path: Path) -> None:
+    """Version 13 added the fleet's use of its memories: a version 12 file gets both tables and
+    records "13" in one step (then the dream's 14), its episodes kept, and their uses then count."""
+    path = tmp_path / "hub.db"
+    hub = HubBackbone(path, "laptop")
+    hub.push([item("1")], cursor=1)
+    hub.close()
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(
+            "DROP TABLE uses; DROP TABLE use_totals; UPDATE schema_info SET value = '12' WHERE key = 'version'"
+        )
+    hub = HubBackbone(path, "laptop")
+    try:
+        assert _schema_version(path) == SCHEMA_VERSION == "14"
+        assert hub.record_uses([UseEvent("u-1", "context", 1_000, (("laptop", "1"),))]) == 1
+        assert hub.use_totals()[("laptop", "1")].access_count == 1
     finally:
         hub.close()
 

@@ -29,6 +29,7 @@ TOOLS = {
     "request_approval",
     "wait_for_approval",
     "undo_dream_step",
+    "pin_memory",
 }
 READ_ONLY = {"search_memory", "get_episode", "recent_activity", "memory_health", "wait_for_approval"}
 
@@ -209,6 +210,14 @@ def test_search_memory_answers_the_memories_as_data_and_as_text_a_person_reads(s
     assert "4 more under the relevance floor: all=true shows them" in text
     assert "absent: ZQX_7781_A (no memory searched holds it)" in text
     assert "{" not in text  # text for a person, not the JSON again
+    # What was handed to the agent is noted as a use, under the client's name, for the daemon to send on.
+    from sync.usage.fold import read
+    from sync.usage.spool import spool_path
+
+    (use,) = list(read(spool_path(site.settings().state_path)))
+    assert use is not None
+    assert (use.kind, use.keys) == ("mcp_search", (("laptop", "7"),))
+    assert use.agent
 
 
 def test_answers_are_compact_text_beside_the_structured_content(site: SiteFiles) -> None:
@@ -305,5 +314,36 @@ def test_an_agent_says_a_dream_step_is_wrong_and_it_is_undone(site: SiteFiles) -
     try:
         (stored,) = hub.dream_steps()
         assert stored.undone_by == "coder (MCP) on laptop"
+    finally:
+        hub.close()
+
+
+def test_pin_memory_pins_what_the_backbone_holds_and_says_why_not_otherwise(site: SiteFiles) -> None:
+    from sync.backbone.base import PushItem
+    from sync.backbone.hub import HubBackbone
+
+    hub = HubBackbone(site.settings().hub_path, "laptop")
+    hub.push([PushItem("7", 7, "id7", "c7", {"task": "t"}, b"{}")], cursor=7)
+    hub.close()
+
+    async def work(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("pin_memory", {"id": "laptop:7"}),
+            await client.call_tool("pin_memory", {"id": "laptop:404"}),
+            await client.call_tool("pin_memory", {"id": "nonsense"}),
+            await client.call_tool("pin_memory", {"id": "laptop#7", "pinned": False}),
+        ]
+
+    pinned, unknown, nonsense, unpinned = run(work, site)
+    assert not pinned.is_error
+    assert pinned.structured_content == {"memory": "laptop:7", "pinned": True, "salience": 1.0, "accessCount": 0}
+    assert unknown.is_error
+    assert "no memory laptop:404" in unknown.content[0].text
+    assert nonsense.is_error
+    assert "SITE:ID or SITE#ID" in nonsense.content[0].text
+    assert unpinned.structured_content["pinned"] is False
+    hub = HubBackbone(site.settings().hub_path, "laptop")
+    try:
+        assert hub.use_totals() == {}
     finally:
         hub.close()

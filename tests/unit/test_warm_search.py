@@ -149,3 +149,26 @@ def test_a_result_says_when_in_words(ts_ms: int | None, words: str | None) -> No
     assert when_words(ts_ms) == words
     result = SearchResult("p", "vm", "3", 0.5, 0.9, ts_ms, None, None, None, [], None, None, "text", when=words)
     assert result.to_wire()["when"] == words
+
+
+def test_salience_moves_weaker_matches_by_the_fleets_use_and_never_a_close_one(
+    store: EdgeStore, local: LocalEmbedder
+) -> None:
+    """Through the real pipeline: the salience lookup gets each result's (site, sourceId, ts); a
+    much-used memory rises among weak matches, and the close match stays first however unused."""
+    query = TEXTS[1]  # episode 1 itself: a close match
+    request = SearchRequest(query, limit=3, floor=0.0)
+    asked: list[tuple[str, str, int | None]] = []
+
+    def salience(site: str, source_id: str, ts: int | None) -> float:
+        asked.append((site, source_id, ts))
+        return {"1": 0.1, "0": 1.0}.get(source_id, 0.5)
+
+    plain = search(store, local, request, now_ms=NOW_MS, fusion="relative")
+    weighed = search(store, local, request, now_ms=NOW_MS, fusion="relative", salience=salience)
+    assert ("laptop", "1", NOW_MS) in asked
+    assert plain[0].source_id == weighed[0].source_id == "1"  # close (cosine >= 0.85): never moved
+    assert plain[0].score == weighed[0].score
+    used = next(r for r in weighed if r.source_id == "0")
+    before = next(r for r in plain if r.source_id == "0")
+    assert used.score == pytest.approx(before.score * 1.1)  # most used: +10% (its cosine is under 0.85)

@@ -11,8 +11,8 @@ body, never in a URL, and never appears in a log line, an error message or ``sta
 The parts mirror the hub's (``sync.backbone.hub``), one concept each, over one connection
 (``connection``): the ``EpisodeSink`` (``episodes``), the ``ChangeFeed`` (``feed``),
 ``Coordination`` (``coordination``: approvals, over ``registry``, ``jobs``, ``health`` and
-``digest``) and the ``ColdArchive`` with forgetting (``archive``); ``operator`` is the deploy key's
-hand, apart.
+``digest``), the ``ColdArchive`` with forgetting (``archive``) and ``Uses`` (``uses``: the fleet's
+use of its memories, and pins); ``operator`` is the deploy key's hand, apart.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from sync.backbone.convex.episodes import ConvexEpisodes
 from sync.backbone.convex.feed import ConvexFeed
 from sync.backbone.convex.operator import ConvexOperator
 from sync.backbone.convex.registry import MAX_AGENT_BEATS
+from sync.backbone.convex.uses import ConvexUses
 
 
-class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive, ConvexDreams):
+class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive, ConvexDreams, ConvexUses):
     """``ConvexBackbone(url, site, secret, *, timeout=15.0, transport=None, clock=time.time)``: the
     deployment at ``url``, acting for ``site`` with its secret (``clock``: now, for a Retry-After
     given as a date). It is a ``Backbone``."""

@@ -34,6 +34,7 @@ from sync.backbone.hub.digest import rebuild_stored_digest
 from sync.backbone.hub.dreams import release_forgotten
 from sync.backbone.hub.episodes import exported, with_approval
 from sync.backbone.hub.schema import change_seq, set_change_seq
+from sync.backbone.hub.uses import forget_uses
 from sync.errors import BackboneBroken, BackboneRejected
 
 _FILE_COLUMNS = "site, week, count, sha256, bytes, first_id, last_id, from_ts, to_ts, written_at, location"
@@ -223,6 +224,7 @@ class HubArchive(HubConnection):
                 conn.execute(
                     "UPDATE sync_cursors SET total_synced = max(0, total_synced - 1) WHERE site = ?", (self.site,)
                 )
+            forget_uses(conn, self.site, source_id)
             if week is not None:
                 conn.execute("INSERT OR IGNORE INTO archive_forgets VALUES (?, ?, ?)", (self.site, week, source_id))
             if not conn.execute(

@@ -8,7 +8,8 @@ need (its summary, the episode it is about, how often it was deferred) and the d
 episode (``approval_status``). Version 8 added each site's count of redacted episodes. Version 9
 added the cold archive: its files' manifests, forgets still to reach a file, the runs, and the week
 an archived episode's body went to. Version 10 added tasks, some waiting on an approval
-(``sync/backbone/hub/tasks``). Version 14 added the dream cycle's steps and links and the mark on a
+(``sync/backbone/hub/tasks``). Version 13 added the fleet's use of its memories and their pins
+(``sync/backbone/hub/uses``). Version 14 added the dream cycle's steps and links and the mark on a
 memory a standing step hides (``sync/backbone/hub/dreams``).
 
 Also the change feed's counter, which the writers of episodes and of tombstones both advance
@@ -134,6 +135,32 @@ _TASKS = (
     "CREATE INDEX IF NOT EXISTS tasks_by_approval ON tasks (approval_id)",
     "CREATE INDEX IF NOT EXISTS tasks_by_site_status ON tasks (site, status)",
 )
+# Version 13: the fleet's use of its memories (``sync/backbone/hub/uses``); a migration from 12
+# creates them in the transaction that records "13".
+_USES = (
+    """CREATE TABLE IF NOT EXISTS uses (
+  use_id TEXT NOT NULL,             -- the event (its recording site made the id): counted once
+  source_site TEXT NOT NULL,        -- the memory used
+  source_id TEXT NOT NULL,
+  kind TEXT NOT NULL,               -- sync.policy.salience.USE_KINDS
+  by_site TEXT NOT NULL,            -- the site whose agent got it
+  agent TEXT,                       -- the agent tool or MCP client, when known
+  used_at INTEGER NOT NULL,         -- ms
+  PRIMARY KEY (use_id, source_site, source_id)
+)""",
+    "CREATE INDEX IF NOT EXISTS uses_by_memory ON uses (source_site, source_id)",
+    """CREATE TABLE IF NOT EXISTS use_totals (
+  source_site TEXT NOT NULL,        -- one row a memory used or pinned: what its uses add up to
+  source_id TEXT NOT NULL,
+  access_count INTEGER NOT NULL DEFAULT 0,
+  last_accessed INTEGER,            -- ms; NULL: pinned, never used
+  by_kind TEXT NOT NULL DEFAULT '{}',  -- JSON: kind -> count
+  pinned INTEGER NOT NULL DEFAULT 0,
+  pinned_by TEXT,
+  pinned_at INTEGER,
+  PRIMARY KEY (source_site, source_id)
+)""",
+)
 # Version 14: the dream cycle's steps and links (``sync/backbone/hub/dreams``), and the mark on a
 # hidden episode; a migration from 13 creates them in the transaction that records "14".
 _DREAMS = (
@@ -233,6 +260,7 @@ SCHEMA = (
     *_FLEET,
     *_ARCHIVE,
     *_TASKS,
+    *_USES,
     *_DREAMS,
 )
 SCHEMA_VERSION = "14"
@@ -282,21 +310,22 @@ _COLUMNS_8 = (("site_states", "redacted", "INTEGER NOT NULL DEFAULT 0"),)
 _COLUMNS_9 = (("episodes", "archive_week", "TEXT"),)
 _AFTER_COLUMNS_9 = ("UPDATE episodes SET archived = 0 WHERE archive_week IS NULL",)
 # The steps that add columns (and then run statements: new tables), by the version they start from.
-# Version 9 to 10 adds no column, only the tasks table.
+# Version 9 to 10 adds no column, only the tasks table; 12 to 13 only the uses tables. (10 to 11 and
+# 11 to 12 are other branches' steps: empty on this one until they are chained in.)
 _COLUMN_STEPS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "5": _COLUMNS_6,
     "6": _COLUMNS_7,
     "7": _COLUMNS_8,
     "8": _COLUMNS_9,
     "9": (),
-    # 10 -> 13 are other branches' steps, chained at merge; empty here so that this branch's hubs
-    # reach 14. Version 13 to 14: the dream cycle.
+    # 10 -> 12 are other branches' steps, chained at merge. Version 12 to 13: uses; 13 to 14: the
+    # dream cycle.
     "10": (),
     "11": (),
     "12": (),
     "13": _COLUMNS_14,
 }
-_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9, "9": _TASKS, "13": _DREAMS}
+_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9, "9": _TASKS, "12": _USES, "13": _DREAMS}
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -311,7 +340,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
     approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7, version 7
     (before redaction counts) to 8, version 8 (before the cold archive) to 9, version 9 (before
-    tasks) to 10, version 13 (before the dream cycle) to 14."""
+    tasks) to 10, ..., version 12 (before uses) to 13, version 13 (before the dream cycle) to 14."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return
@@ -339,7 +368,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for statement in _FLEET:
                 tx.execute(statement)
             version = "5"
-        while version in _COLUMN_STEPS:  # 5 -> 6 -> ... -> 10: new columns, then statements
+        while version in _COLUMN_STEPS:  # 5 -> 6 -> ... -> 13: new columns, then statements
             for table, column, declaration in _COLUMN_STEPS[version]:
                 _add_column(tx, table, column, declaration)
             for statement in _AFTER_COLUMNS.get(version, ()):

@@ -22,16 +22,19 @@ floor; it says which identifiers the query names that no memory holds
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from sync.policy.salience import DEFAULT_PARAMS
 from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
 from sync.search.payload import (
     DUPLICATE_KEY,
     PARENT_KEY,
     PASSAGE_KEY,
+    SITE_KEY,
+    SOURCE_ID_KEY,
     SPAN_KEY,
     TEXT_KEY,
     TS_KEY,
@@ -51,7 +54,7 @@ from sync.search.query.judgement import (
 from sync.search.query.learned import LEARNED, Learned, gather, learned_hybrid, ordered, shipped_model
 from sync.search.query.presence import presence
 from sync.search.query.query_time import Window, windows, within
-from sync.search.query.rank import Ranked, apply_decay, collapse_duplicates, mmr
+from sync.search.query.rank import Ranked, apply_decay, apply_salience, collapse_duplicates, mmr
 from sync.search.query.rerank import Reranker
 from sync.search.query.rerank_model import LinearModel
 from sync.search.request import Passage, Ranker, SearchAnswer, SearchFilter, SearchRequest, SearchResult, Why
@@ -71,6 +74,9 @@ MMR_DIVERSITY: Final = 0.5
 # a benchmark's model trained without the conversations it measures), or a fusion.
 Ranking = Learned | LinearModel | Fusion | FusionSpec
 DEFAULT_RANKING: Final[Ranking] = LEARNED
+# A memory's salience from the fleet's use of it (``sync.policy.salience``), by (site, sourceId, ts):
+# given, the ranking weighs it (``rank.apply_salience``), gated by similarity; None, it does not.
+SalienceOf = Callable[[str, str, int | None], float]
 
 
 def candidates_for(request: SearchRequest) -> int:
@@ -203,9 +209,12 @@ def search(
     reranker: Reranker | None = None,
     fusion: Ranking = DEFAULT_RANKING,
     decay: bool = True,
+    salience: SalienceOf | None = None,
 ) -> list[SearchResult]:
     """``answer``'s results."""
-    return answer(store, embedder, request, now_ms=now_ms, reranker=reranker, fusion=fusion, decay=decay).results
+    return answer(
+        store, embedder, request, now_ms=now_ms, reranker=reranker, fusion=fusion, decay=decay, salience=salience
+    ).results
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +238,7 @@ def rank(
     reranker: Reranker | None = None,
     fusion: Ranking = DEFAULT_RANKING,
     decay: bool = True,
+    salience: SalienceOf | None = None,
 ) -> Shown:
     """The query's first ``limit`` episodes, ranked (the pipeline of the module's docstring)."""
     request.check()
@@ -242,6 +252,8 @@ def rank(
     ranking_score = {r.id: r.score for r in ranked}  # before the decay: what the ranker said
     if decay:
         ranked = apply_decay(ranked, now_ms)
+    if salience is not None:
+        ranked = apply_salience(ranked, lambda r: _salience_of(salience, r), initial=DEFAULT_PARAMS.initial)
     members = Counter(str(r.payload.get(DUPLICATE_KEY) or r.id) for r in ranked)
     if request.collapse:
         ranked = collapse_duplicates(ranked, DUPLICATE_KEY)
@@ -268,9 +280,12 @@ def answer(
     fusion: Ranking = DEFAULT_RANKING,
     decay: bool = True,
     calibration: Calibration | None = None,
+    salience: SalienceOf | None = None,
 ) -> SearchAnswer:
     """The query's results, judged and cut at the floor, and the identifiers it names that no memory holds."""
-    shown = rank(store, embedder, request, now_ms=now_ms, reranker=reranker, fusion=fusion, decay=decay)
+    shown = rank(
+        store, embedder, request, now_ms=now_ms, reranker=reranker, fusion=fusion, decay=decay, salience=salience
+    )
     return judge(store, embedder.name, request, shown, now_ms=now_ms, calibration=calibration)
 
 
@@ -357,6 +372,10 @@ def explain(
             )
         )
     return out
+
+
+def _salience_of(salience: SalienceOf, r: Ranked) -> float:
+    return salience(str(r.payload.get(SITE_KEY) or ""), str(r.payload.get(SOURCE_ID_KEY) or ""), r.ts)
 
 
 def _int(value: object) -> int | None:

@@ -3,6 +3,9 @@
 
 - Recency decay, gated by similarity: a result that matches the query closely keeps its score
   however old it is; weaker matches fade with age, the weakest fastest.
+- Salience (``sync.policy.salience``: reinforced by use, decaying when untouched), on request, gated
+  the same way: a close match keeps its score; a weaker one moves up or down a little with how much
+  the fleet used it.
 - Near-duplicates (linked at indexing time, never dropped) collapse to their best-ranked member.
 - MMR (maximal marginal relevance), on request, trades a little relevance for diversity.
 """
@@ -10,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,6 +58,38 @@ def apply_decay(results: Sequence[Ranked], now_ms: int) -> list[Ranked]:
         replace(r, score=r.score * decay(r.similarity, max(0.0, (now_ms - (r.ts or now_ms)) / DAY_MS))) for r in results
     ]
     return sorted(decayed, key=lambda r: (-r.score, r.id))
+
+
+# Salience's weight in a result's score: a factor 1 + SALIENCE_WEIGHT x (salience - the policy's
+# initial value), so an unused new memory is untouched, the most used gains 10% at most and the
+# floor loses 8% (with the policy's defaults): it moves near-ties, as recency does, and never
+# overrules a clearly better match. Measured on LoCoMo and the context set (docs/design/salience.md).
+SALIENCE_WEIGHT = 0.2
+
+
+def salience_factor(
+    salience: float, similarity: float | None, *, initial: float, weight: float = SALIENCE_WEIGHT
+) -> float:
+    """The factor a result's score takes from its salience: 1 for a close match (similarity gated,
+    as the recency decay is), else ``1 + weight * (salience - initial)``."""
+    if similarity is not None and similarity >= _CLOSE:
+        return 1.0
+    return 1.0 + weight * (salience - initial)
+
+
+def apply_salience(
+    results: Sequence[Ranked],
+    salience_of: Callable[[Ranked], float],
+    *,
+    initial: float,
+    weight: float = SALIENCE_WEIGHT,
+) -> list[Ranked]:
+    """Scores multiplied by their salience factor, best first (ties by id)."""
+    weighed = [
+        replace(r, score=r.score * salience_factor(salience_of(r), r.similarity, initial=initial, weight=weight))
+        for r in results
+    ]
+    return sorted(weighed, key=lambda r: (-r.score, r.id))
 
 
 def collapse_duplicates(results: Sequence[Ranked], key: str = DUPLICATE_KEY) -> list[Ranked]:

@@ -53,7 +53,7 @@ from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.indexing.indexer import PassReport
 from sync.search.indexing.rebuilder import Pointer, Rebuilder
 from sync.search.query import browse
-from sync.search.query.pipeline import answer
+from sync.search.query.pipeline import SalienceOf, answer
 from sync.search.query.rerank import Reranker
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchAnswer, SearchRequest, SearchResult
 from sync.search.service.gap import GAP_WAIT, AliasGap
@@ -89,8 +89,10 @@ class IndexService:
         clock: Callable[[], float] = time.time,
         leases: JobLeases | None = None,
         gap_wait: float = GAP_WAIT,
+        salience: SalienceOf | None = None,
     ) -> None:
         self.options = options
+        self.salience = salience  # a memory's salience from the fleet's use (None: not weighed)
         self.backbone = backbone
         self.leases = leases  # a shared Qdrant's rebuilds are one site's at a time, under a lease
         self.stop = stop
@@ -358,6 +360,7 @@ class IndexService:
                     now_ms=int(self.clock() * 1000),
                     reranker=self.serving.reranker,
                     fusion=self.options.fusion,
+                    salience=self.salience,
                 )
             )
         finally:
