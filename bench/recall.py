@@ -471,6 +471,10 @@ def figures(records: Sequence[dict[str, Any]]) -> list[Figure]:
             )
         else:
             out.append(Figure(f"labelled set MRR@{LABELLED_TOP} ({r['mode']})", r["mrr"], ""))
+    locomo = [r for r in records if r["corpus"] == "locomo" and "mode" in r]
+    if {"default", "bm25", "dense"} <= {r["mode"] for r in locomo}:
+        label = "LoCoMo: (conversation, k) where the default is below BM25 or dense alone"
+        out.append(at_most(label, len(below_alone(locomo)), "", 0))
     return out
 
 

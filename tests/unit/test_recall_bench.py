@@ -24,6 +24,7 @@ from bench.recall import (
     Question,
     below_alone,
     evidence_ids,
+    figures,
     found_share,
     load_locomo,
     locomo_record,
@@ -130,6 +131,9 @@ def test_each_conversation_is_scored_apart_and_a_default_below_one_list_is_named
     dense = locomo_record("dense", early + late)
     assert below_alone([default, bm25, dense]) == ["conversation 30 R@5: default 0.0 < bm25 100.0"]
     assert below_alone([default, dense]) == []
+    bar = [f for f in figures([default, bm25, dense]) if "below" in f.metric]
+    assert [(f.value, f.met) for f in bar] == [(1, False)]
+    assert not [f for f in figures([default, dense]) if "below" in f.metric]  # nothing to compare with
 
 
 def test_tied_scores_share_their_ranks() -> None:
