@@ -22,7 +22,9 @@ from harness.relevance import shared_rank_of as shared_rank  # what bench.recall
 from bench.recall import (
     Answered,
     Question,
+    below_alone,
     evidence_ids,
+    figures,
     found_share,
     load_locomo,
     locomo_record,
@@ -115,6 +117,23 @@ def test_recall_share_and_all_found_at_each_k() -> None:
     assert record["by_category"]["2"]["recall"]["25"] == pytest.approx(25.0)
     assert record["by_category"]["1"]["all"] == {"5": 0.0, "10": 0.0, "25": 0.0, "50": 100.0}
     assert record["p50_ms"] == pytest.approx(115.0)
+
+
+def test_each_conversation_is_scored_apart_and_a_default_below_one_list_is_named() -> None:
+    ranked = tuple(f"D1:{i}" for i in range(1, 61))
+    early = [Answered(Question("26", 4, "?", frozenset({"D1:1"})), ranked, 1.0)]
+    late = [Answered(Question("30", 4, "?", frozenset({"D1:8"})), ranked, 1.0)]
+    default = locomo_record("default", early + late)  # 30's evidence 8th: found from k = 10
+    assert set(default["by_conversation"]) == {"26", "30"}
+    assert default["by_conversation"]["30"]["recall"] == {"5": 0.0, "10": 100.0, "25": 100.0, "50": 100.0}
+    first = tuple(f"D1:{i}" for i in (8, *range(1, 8)))  # bm25 finds 30's evidence first
+    bm25 = locomo_record("bm25", [*early, Answered(late[0].question, first, 1.0)])
+    dense = locomo_record("dense", early + late)
+    assert below_alone([default, bm25, dense]) == ["conversation 30 R@5: default 0.0 < bm25 100.0"]
+    assert below_alone([default, dense]) == []
+    bar = [f for f in figures([default, bm25, dense]) if "below" in f.metric]
+    assert [(f.value, f.met) for f in bar] == [(1, False)]
+    assert not [f for f in figures([default, dense]) if "below" in f.metric]  # nothing to compare with
 
 
 def test_tied_scores_share_their_ranks() -> None:
