@@ -18,6 +18,7 @@ import { advanceCursor, cursorOf, forgetFromCursor, readCursor } from "./lib/cur
 import { exportEpisode, isHot } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
+import { dropLinks } from "./lib/links";
 import { setAlertState } from "./lib/alerts";
 import { cursorValue, exportedEpisode, isCount, nullable, pushItem } from "./lib/validators";
 import { rebuildStoredDigest } from "./digest";
@@ -121,6 +122,7 @@ async function forgetIn(ctx: MutationCtx, site: string, sourceId: string): Promi
     await forgetFromCursor(ctx, site);
     await rebuildStoredDigest(ctx, found.createdAt);
   }
+  await dropLinks(ctx, site, sourceId); // both ends' links, whether or not the episode was here
   const tombstone = await ctx.db
     .query("tombstones")
     .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", sourceId))

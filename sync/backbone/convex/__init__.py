@@ -11,8 +11,8 @@ body, never in a URL, and never appears in a log line, an error message or ``sta
 The parts mirror the hub's (``sync.backbone.hub``), one concept each, over one connection
 (``connection``): the ``EpisodeSink`` (``episodes``), the ``ChangeFeed`` (``feed``),
 ``Coordination`` (``coordination``: approvals, over ``registry``, ``jobs``, ``health`` and
-``digest``) and the ``ColdArchive`` with forgetting (``archive``); ``operator`` is the deploy key's
-hand, apart.
+``digest``), the ``ColdArchive`` with forgetting (``archive``) and ``Links`` (``links``);
+``operator`` is the deploy key's hand, apart.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from sync.backbone.convex.connection import MAX_PAGE
 from sync.backbone.convex.coordination import ConvexCoordination
 from sync.backbone.convex.episodes import ConvexEpisodes
 from sync.backbone.convex.feed import ConvexFeed
+from sync.backbone.convex.links import ConvexLinks
 from sync.backbone.convex.operator import ConvexOperator
 from sync.backbone.convex.registry import MAX_AGENT_BEATS
 
 
-class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive):
+class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive, ConvexLinks):
     """``ConvexBackbone(url, site, secret, *, timeout=15.0, transport=None, clock=time.time)``: the
     deployment at ``url``, acting for ``site`` with its secret (``clock``: now, for a Retry-After
     given as a date). It is a ``Backbone``."""

@@ -32,6 +32,7 @@ from sync.backbone.base import ArchiveCheck, ArchiveRun, Forgotten
 from sync.backbone.hub.connection import HubConnection
 from sync.backbone.hub.digest import rebuild_stored_digest
 from sync.backbone.hub.episodes import exported, with_approval
+from sync.backbone.hub.links import drop_links
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.errors import BackboneBroken, BackboneRejected
 
@@ -214,6 +215,7 @@ class HubArchive(HubConnection):
                 (self.site, source_id),
             ).fetchone()
             conn.execute("DELETE FROM episodes WHERE source_site = ? AND source_id = ?", (self.site, source_id))
+            drop_links(conn, self.site, source_id)
             week = None if row is None else row[0]
             if row is not None:  # its task may be in its day's stored digest
                 rebuild_stored_digest(conn, row[1], self.clock())

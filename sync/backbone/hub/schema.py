@@ -133,6 +133,22 @@ _TASKS = (
     "CREATE INDEX IF NOT EXISTS tasks_by_approval ON tasks (approval_id)",
     "CREATE INDEX IF NOT EXISTS tasks_by_site_status ON tasks (site, status)",
 )
+# Version 12: the explicit links between memories (``sync/backbone/hub/links``, ``contracts/links.json``),
+# and the index ``related`` reads a session by; a migration from 11 creates them in the transaction
+# that records "12".
+_LINKS = (
+    """CREATE TABLE IF NOT EXISTS links (
+  from_site TEXT NOT NULL,
+  from_id TEXT NOT NULL,
+  to_site TEXT NOT NULL,
+  to_id TEXT NOT NULL,
+  kind TEXT NOT NULL,               -- similar_to | about | updates (sync.policy.links.EXPLICIT)
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (from_site, from_id, to_site, to_id, kind)
+)""",
+    "CREATE INDEX IF NOT EXISTS links_by_to ON links (to_site, to_id)",
+    "CREATE INDEX IF NOT EXISTS episodes_by_session ON episodes (source_site, json_extract(body, '$.sessionId'), ts)",
+)
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS episodes (
   id INTEGER PRIMARY KEY,
@@ -202,8 +218,9 @@ SCHEMA = (
     *_FLEET,
     *_ARCHIVE,
     *_TASKS,
+    *_LINKS,
 )
-SCHEMA_VERSION = "10"
+SCHEMA_VERSION = "12"
 # Version 2 hubs predate the change feed: their rows get a seq in id order, tombstones after them.
 _MIGRATE_TO_3 = (
     "ALTER TABLE episodes ADD COLUMN change_seq INTEGER",
@@ -250,15 +267,19 @@ _COLUMNS_8 = (("site_states", "redacted", "INTEGER NOT NULL DEFAULT 0"),)
 _COLUMNS_9 = (("episodes", "archive_week", "TEXT"),)
 _AFTER_COLUMNS_9 = ("UPDATE episodes SET archived = 0 WHERE archive_week IS NULL",)
 # The steps that add columns (and then run statements: new tables), by the version they start from.
-# Version 9 to 10 adds no column, only the tasks table.
+# Version 9 to 10 adds no column, only the tasks table; 11 to 12, only the links table and an index.
+# 10 to 11 is the episode's type and identifiers (another branch's step): until it is chained
+# here, a version 10 hub steps through 11 with nothing to add.
 _COLUMN_STEPS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "5": _COLUMNS_6,
     "6": _COLUMNS_7,
     "7": _COLUMNS_8,
     "8": _COLUMNS_9,
     "9": (),
+    "10": (),
+    "11": (),
 }
-_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9, "9": _TASKS}
+_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9, "9": _TASKS, "11": _LINKS}
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -273,7 +294,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
     approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7, version 7
     (before redaction counts) to 8, version 8 (before the cold archive) to 9, version 9 (before
-    tasks) to 10."""
+    tasks) to 10, version 11 (before links) to 12."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return
@@ -301,7 +322,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             for statement in _FLEET:
                 tx.execute(statement)
             version = "5"
-        while version in _COLUMN_STEPS:  # 5 -> 6 -> ... -> 10: new columns, then statements
+        while version in _COLUMN_STEPS:  # 5 -> 6 -> ... -> 12: new columns, then statements
             for table, column, declaration in _COLUMN_STEPS[version]:
                 _add_column(tx, table, column, declaration)
             for statement in _AFTER_COLUMNS.get(version, ()):
