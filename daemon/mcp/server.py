@@ -307,7 +307,8 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         return await _off_loop(lambda: tools.search(query, limit, site, agent, tags, since, all))
 
     @server.tool(
-        description=f"One episode by pointId (or site:sourceId), with its session's neighbours and its links. {DATA_NOTE}"
+        description="One episode by pointId (or site:sourceId), with its session's neighbours and its links. "
+        + DATA_NOTE
     )
     async def get_episode(
         id: Annotated[str, Field(min_length=1, max_length=300, description="pointId from search_memory")],
@@ -316,7 +317,8 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         return await _off_loop(lambda: tools.episode(id, neighbours))
 
     @server.tool(
-        description=f"A memory's related memories (same session, task or identifiers; updates), each with why. {DATA_NOTE}",
+        description="A memory's related memories (same session, task or identifiers; updates), each with why. "
+        + DATA_NOTE,
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     async def related(
