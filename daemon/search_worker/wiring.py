@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from daemon import logs
 from daemon.config import Settings
 from daemon.search_worker.files import index_folder
-from sync.backbone.base import ChangeFeed, JobLeases
+from sync.backbone.base import ChangeFeed, JobLeases, Links
 from sync.search.embedders.base import Embedder
 from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.lazy import LazyEmbedder
@@ -99,6 +99,7 @@ class WarmLayer(IndexService):
         leases: JobLeases | None = None,
         store: Callable[[], VectorStore] | None = None,
         gap_wait: float = GAP_WAIT,
+        links: Links | None = None,
     ) -> None:
         self.settings = settings
         super().__init__(
@@ -110,6 +111,7 @@ class WarmLayer(IndexService):
             reranker=lambda: open_reranker(settings),
             clock=clock,
             leases=leases,
+            links=links,
             gap_wait=gap_wait,
         )
 

@@ -33,7 +33,7 @@ from typing import Self
 
 import structlog
 
-from sync.backbone.base import ChangeFeed, JobLeases
+from sync.backbone.base import ChangeFeed, JobLeases, Links
 from sync.errors import (
     CollectionMismatch,
     ConfigError,
@@ -89,6 +89,7 @@ class IndexService:
         clock: Callable[[], float] = time.time,
         leases: JobLeases | None = None,
         gap_wait: float = GAP_WAIT,
+        links: Links | None = None,
     ) -> None:
         self.options = options
         self.backbone = backbone
@@ -123,6 +124,7 @@ class IndexService:
             rebuilder=self.rebuilder,
             cursor_file=self.cursor_file,
             on_notice=self.status.write,
+            links=links,
         )
         self.rebuilds = Rebuilds(
             options,
