@@ -30,6 +30,7 @@ from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
 from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, TEXT_KEY, TS_KEY, passage_count
 from sync.search.query.fusion import Fusion, FusionSpec, fuse, lexical_coverage, spec_of
+from sync.search.query.hops import HOP_SEEDS, follow_one_hop, session_neighbours
 from sync.search.query.identifiers import held, identifiers, lookalikes, siblings
 from sync.search.query.judgement import (
     Calibration,
@@ -238,6 +239,9 @@ def rank(
     if request.mmr and ranked:
         vectors = {p.id: p.dense for p in store.get([r.id for r in ranked], with_vectors=True)}
         ranked = mmr([replace(r, vector=vectors.get(r.id)) for r in ranked], request.limit, MMR_DIVERSITY)
+    if request.follow and ranked:
+        seeds = ranked[:HOP_SEEDS]
+        ranked = follow_one_hop(ranked, session_neighbours(store, seeds), HOP_SEEDS)
     shown = ranked[: request.limit]
     duplicates = {
         r.id: members[str(r.payload.get(DUPLICATE_KEY) or r.id)] - 1 if request.collapse else 0 for r in shown
