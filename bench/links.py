@@ -175,6 +175,16 @@ def render(related: dict[str, Any], search: dict[str, Any], load: Sequence[float
     return "\n".join(lines) + "\n"
 
 
+def describe_run(run: dict[str, Any]) -> str:
+    """One run in a few words, for BENCHMARKS.md's repetitions."""
+    before, after = run["before"]["all"], run["after"]["all"]
+    return (
+        f"related: {run['turn_share']:.1f}% of {run['evidence_turns']} multi-hop evidence turns reach another "
+        f"(chance {run['chance_share']:.1f}%), kinds {run['kinds']}; R@5/10 all {before['5']:.1f}/{before['10']:.1f} "
+        f"-> {after['5']:.1f}/{after['10']:.1f} with --follow; {run['seconds']} s"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("locomo", type=Path, help="a folder of LoCoMo conversations (the development half)")
