@@ -201,6 +201,14 @@ class CachedEmbedder:
 @contextmanager
 def indexed(episodes: Sequence[LabEpisode], embedder: CachedEmbedder) -> Iterator[Any]:
     """A real EdgeStore holding the episodes as the indexer writes them, from an embedded hub."""
+    with indexed_hub(episodes, embedder) as (_hub, store):
+        yield store
+
+
+@contextmanager
+def indexed_hub(episodes: Sequence[LabEpisode], embedder: CachedEmbedder) -> Iterator[tuple[Any, Any]]:
+    """The embedded hub the episodes were pushed into (site "lab", the near-duplicates the indexer
+    found recorded as its links) and the real EdgeStore indexed from its change feed."""
     from sync.backbone.base import PushItem
     from sync.backbone.hub import HubBackbone
     from sync.episode import canonical_json
@@ -230,11 +238,12 @@ def indexed(episodes: Sequence[LabEpisode], embedder: CachedEmbedder) -> Iterato
                 collection="lab",
                 cursor_file=CursorFile(root / "indexer.json"),
                 page_size=256,
+                links=hub,
             )
             indexer.open()
             indexer.run()
             embedder.cache.save()
-            yield store
+            yield hub, store
         finally:
             store.close()
             hub.close()

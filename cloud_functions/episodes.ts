@@ -19,6 +19,7 @@ import { releaseForgotten } from "./lib/dreamSteps";
 import { exportEpisode, isHot } from "./lib/episodeView";
 import { fail } from "./lib/errors";
 import { findEpisode, MAX_BATCH_ROWS, pushEpisodes } from "./lib/push";
+import { dropLinks } from "./lib/links";
 import { setAlertState } from "./lib/alerts";
 import { forgetUses } from "./lib/uses";
 import { cursorValue, exportedEpisode, isCount, nullable, pushItem } from "./lib/validators";
@@ -127,6 +128,7 @@ async function forgetIn(ctx: MutationCtx, site: string, sourceId: string): Promi
     await forgetFromCursor(ctx, site);
     await rebuildStoredDigest(ctx, found.createdAt);
   }
+  await dropLinks(ctx, site, sourceId); // both ends' links, whether or not the episode was here
   const tombstone = await ctx.db
     .query("tombstones")
     .withIndex("by_site_source", (q) => q.eq("sourceSite", site).eq("sourceId", sourceId))

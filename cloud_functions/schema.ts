@@ -8,6 +8,7 @@ import {
   memsyncEpisode,
   healthState,
   jobOutcome,
+  linkKind,
   nullable,
   seedEpisode,
   taskStatus,
@@ -33,7 +34,23 @@ export default defineSchema({
     // Episodes still waiting for a vector: archived=false, qdrantPointId missing.
     .index("by_qdrant", ["archived", "qdrantPointId"])
     // The change feed (episodes:changes), merged with the tombstones' range of the same index.
-    .index("by_changeSeq", ["changeSeq"]),
+    .index("by_changeSeq", ["changeSeq"])
+    // A site's session in time order: the episodes derived links (led_to) read (links.ts).
+    .index("by_site_session", ["sourceSite", "sessionId", "ts"]),
+
+  // The explicit links between memories (lib/links.ts, contracts/links.json), keyed (from, to,
+  // kind): written by links:add and by a push whose metadata names an episode, deleted by a forget
+  // of either end.
+  links: defineTable({
+    fromSite: v.string(),
+    fromId: v.string(),
+    toSite: v.string(),
+    toId: v.string(),
+    kind: linkKind,
+    createdAt: v.number(),
+  })
+    .index("by_from", ["fromSite", "fromId", "kind", "toSite", "toId"])
+    .index("by_to", ["toSite", "toId"]),
 
   syncCursors: defineTable({
     site: v.string(),

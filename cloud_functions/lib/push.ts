@@ -6,6 +6,7 @@ import { sameAsSeed } from "./adoption";
 import { fail } from "./errors";
 import { ChangeSequence } from "./changes";
 import { metadataText } from "./metadata";
+import { storePushedLinks } from "./links";
 import type { pushItem } from "./validators";
 
 export type PushItem = Infer<typeof pushItem>;
@@ -112,6 +113,7 @@ async function pushOne(
       archived: false,
       changeSeq: await sequence.next(),
     });
+    await storePushedLinks(ctx, { site, sourceId }, row.metadataJson, now);
     return { sourceId, outcome: "inserted", remoteId, syncedAt: now, reason: null };
   }
   // New content needs a new vector: dropping the point id puts the episode back in needingVectors.
@@ -125,6 +127,7 @@ async function pushOne(
     qdrantPointId: undefined,
     changeSeq: await sequence.next(),
   });
+  await storePushedLinks(ctx, { site, sourceId }, row.metadataJson, now);
   return { sourceId, outcome: "updated", remoteId: found._id, syncedAt: found.syncedAt, reason: null };
 }
 

@@ -48,6 +48,9 @@ export const episodeStored = {
  * this shape: its hashes are not memsync's yet (the seed never had them), so the first push of its
  * key compares the content itself (lib/adoption.ts) and records them.
  */
+/** An explicit link's kind (lib/links.ts's EXPLICIT, contracts/links.json). */
+export const linkKind = v.union(v.literal("updates"), v.literal("about"), v.literal("similar_to"));
+
 export const memsyncEpisode = {
   sourceSite: v.string(),
   sourceId: v.string(), // the AgentDB id as text, "22~1" for a reused id

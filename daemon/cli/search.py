@@ -109,6 +109,12 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mode", choices=("hybrid", "dense", "bm25"), default="hybrid", help="hybrid (default); the others compare"
     )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="follow one hop from the best 3 hits: the episodes just before and after each in its session, "
+        "placed after it (off by default: see docs/BENCHMARKS.md)",
+    )
     add_json(parser)
 
 
@@ -131,6 +137,7 @@ def request_from(args: argparse.Namespace) -> SearchRequest:
         mmr=args.mmr,
         mode=args.mode,
         floor=0.0 if args.all_duplicates else args.floor,
+        follow=args.follow,
     )
     request.check()
     return request

@@ -105,12 +105,36 @@ class Memories(BaseModel):
         )
 
 
+class RelatedLink(BaseModel):
+    """One of a memory's neighbours in the context mesh (``daemon.usecases.related.link_wire``):
+    the other end's ``id`` (site:sourceId), the link's kind, which end this memory is (out: it links
+    to the other, in: the other links to it, both), why, and the other end's task and ts."""
+
+    id: str
+    kind: str
+    direction: Literal["out", "in", "both"]
+    reason: str
+    task: str | None
+    ts: int | None
+    shared: list[str]  # mentions: the identifiers both name
+
+
+class Related(BaseModel):
+    """A memory's neighbours, explicit links first, then the nearest in time."""
+
+    id: str
+    links: list[RelatedLink]
+
+
 class Episode(BaseModel):
-    """An episode and its session's episodes just before and after it, in time order."""
+    """An episode, its session's episodes just before and after it in time order, and its links
+    (``links`` null when the backbone could not be read: ``linksProblem`` says why)."""
 
     episode: Memory
     before: list[Memory]
     after: list[Memory]
+    links: list[RelatedLink] | None = None
+    linksProblem: str | None = None  # noqa: N815
 
     @classmethod
     def of(cls, view: EpisodeView) -> Episode:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from daemon import logs
 from daemon.config import Settings
 from daemon.search_worker.files import index_folder
-from sync.backbone.base import ChangeFeed, JobLeases, Uses
+from sync.backbone.base import ChangeFeed, JobLeases, Links, Uses
 from sync.search.embedders.base import Embedder
 from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.lazy import LazyEmbedder
@@ -101,6 +101,7 @@ class WarmLayer(IndexService):
         store: Callable[[], VectorStore] | None = None,
         gap_wait: float = GAP_WAIT,
         uses: Uses | None = None,
+        links: Links | None = None,
     ) -> None:
         self.settings = settings
         # warm.salience: search weighs the fleet's use of each memory, read from the backbone's
@@ -115,6 +116,7 @@ class WarmLayer(IndexService):
             reranker=lambda: open_reranker(settings),
             clock=clock,
             leases=leases,
+            links=links,
             gap_wait=gap_wait,
             salience=None if table is None else table.of,
         )

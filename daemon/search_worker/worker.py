@@ -82,7 +82,7 @@ def serve(settings: Settings, listener: socket.socket) -> None:
     stop = threading.Event()
     activity = Activity()
     with opened_backbone(settings) as backbone:
-        warm = WarmLayer(settings, backbone, stop=stop, leases=backbone, uses=backbone).start()
+        warm = WarmLayer(settings, backbone, stop=stop, leases=backbone, uses=backbone, links=backbone).start()
         server = ControlServer(listener, warm_handlers(warm), busy=activity.busy).start()
         _install_stop(stop)
         _follow_pokes(warm, stop)

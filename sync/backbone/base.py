@@ -5,8 +5,8 @@ A backbone is opened for one site (the site is bound then, and no call names it 
 roles, each a Protocol below with its part of the contract: ``EpisodeSink`` (the site's episodes
 and cursor, its source), ``ChangeFeed`` (every site's changes, for the warm layer),
 ``Coordination`` (itself the union of ``Registry``, ``JobLeases``, ``Approvals``, ``Tasks``,
-``Reports`` and ``Forgetting``), ``ColdArchive`` and ``Uses`` (the fleet's use of its memories,
-and pins). ``Backbone`` is all of them; each consumer is typed with only the role it uses.
+``Reports`` and ``Forgetting``), ``ColdArchive``, ``Links`` and ``Uses`` (the fleet's use of its
+memories, and pins). ``Backbone`` is all of them; each consumer is typed with only the role it uses.
 ``Sweeps`` are the global periodic jobs' bodies: the embedded hub has them as methods (a daemon
 runs them under a lease); on Convex the deployment's crons run the same logic server-side.
 
@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol
 from sync.archive.manifest import ArchiveFile
 from sync.errors import BackboneRejected
 from sync.policy.leases import Claim
+from sync.policy.links import Link, StoredLink
 from sync.policy.salience import check_kind
 
 
@@ -674,6 +675,27 @@ class Uses(Protocol):
     def pin(self, site: str, source_id: str, *, pinned: bool, by: str) -> bool: ...
 
 
-class Backbone(EpisodeSink, ChangeFeed, Coordination, ColdArchive, Uses, Protocol):
-    """What opening a backbone for a site gives: all its roles over one connection. Consumers
-    take only the role they use."""
+class Links(Protocol):
+    """The links between memories (``sync.policy.links``, pinned in ``contracts/links.json``):
+    what ``memsync related``, the MCP server and the indexer's near-duplicates use. Explicit links
+    live in a ``links`` table keyed (from, to, kind), written by ``add_links`` and by a push whose
+    metadata names an ``about`` or ``updates`` episode (replacing that episode's earlier ones);
+    derived links are computed when asked. A forget deletes every explicit link with the key at
+    either end, in its own transaction; a link with a forgotten end is never stored."""
+
+    def related(self, site: str, source_id: str, limit: int = 20) -> list[Link]:
+        """Any site's episode's neighbours, at most ``limit`` (1..200), ranked as
+        ``sync.policy.links.related`` ranks them; BackboneNotFound for a key the backbone does not
+        hold (hot or archived)."""
+        ...
+
+    def add_links(self, links: Sequence[StoredLink]) -> int:
+        """Store explicit links (at most 200 a call; a kind not explicit is BackboneRejected), each
+        once by (from, to, kind); a link to itself or with a forgotten end is skipped. Returns how
+        many were new."""
+        ...
+
+
+class Backbone(EpisodeSink, ChangeFeed, Coordination, ColdArchive, Links, Uses, Protocol):
+    """What opening a backbone for a site gives: every role over one connection. Consumers take
+    only the role they use."""

@@ -95,6 +95,8 @@ class SearchRequest:
     # The least relevance a result needs to be shown (``sync.search.query.judgement``): None, the
     # default floor; 0, every result up to ``limit`` (``--all``). ``limit`` is a maximum either way.
     floor: float | None = None
+    # Follow one hop from the best hits: their session's neighbours (``sync.search.query.hops``).
+    follow: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         wire = asdict(self)
@@ -114,6 +116,7 @@ class SearchRequest:
                 mmr=bool(data.get("mmr", False)),
                 mode=data.get("mode", "hybrid"),
                 floor=None if data.get("floor") is None else float(data["floor"]),
+                follow=bool(data.get("follow", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed search request: {exc}") from None

@@ -89,6 +89,7 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     assert {t["name"] for t in out["tools"]} == {
         "search_memory",
         "get_episode",
+        "related",
         "recent_activity",
         "save_memory",
         "memory_health",
@@ -111,6 +112,10 @@ def test_a_real_mcp_client_drives_every_tool_against_a_real_daemon(
     around = [*fetched["before"], fetched["episode"], *fetched["after"]]
     assert all(r["sessionId"] == session for r in around)
     assert [r["ts"] for r in around] == sorted(r["ts"] for r in around)
+    # ... and its links: its session's neighbours just before and after it among them (led_to).
+    led_to = {link["id"] for link in fetched["links"] if link["kind"] == "led_to"}
+    assert led_to == {f"{r['sourceSite']}:{r['sourceId']}" for r in [*fetched["before"][-1:], *fetched["after"][:1]]}
+    assert fetched["linksProblem"] is None
 
     # Recent activity: newest first, as many as asked.
     recent = out["recent_activity"]["results"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sync.backbone.base import Approvals, Coordination, Forgetting, JobLeases, Registry, Reports, Tasks
+from sync.backbone.base import Approvals, Coordination, Forgetting, JobLeases, Links, Registry, Reports, Tasks
 from sync.backbone.convex import ConvexBackbone
 from sync.backbone.hub import HubBackbone
 
@@ -38,7 +38,7 @@ def test_the_roles_split_coordination_with_nothing_left_over_and_nothing_shared(
 
 
 @pytest.mark.parametrize("backbone", [HubBackbone, ConvexBackbone])
-@pytest.mark.parametrize("role", ROLES, ids=lambda r: r.__name__)
+@pytest.mark.parametrize("role", [*ROLES, Links], ids=lambda r: r.__name__)
 def test_each_backbone_plays_each_role(backbone: type, role: type) -> None:
     for call in _calls(role):
         ours, theirs = inspect.signature(getattr(backbone, call)), inspect.signature(getattr(role, call))

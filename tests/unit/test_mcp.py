@@ -23,6 +23,7 @@ T = TypeVar("T")
 TOOLS = {
     "search_memory",
     "get_episode",
+    "related",
     "recent_activity",
     "save_memory",
     "memory_health",
@@ -31,7 +32,7 @@ TOOLS = {
     "undo_dream_step",
     "pin_memory",
 }
-READ_ONLY = {"search_memory", "get_episode", "recent_activity", "memory_health", "wait_for_approval"}
+READ_ONLY = {"search_memory", "get_episode", "related", "recent_activity", "memory_health", "wait_for_approval"}
 
 
 def run(work: Callable[[Client], Awaitable[T]], site: SiteFiles) -> T:
@@ -57,8 +58,11 @@ def test_few_tools_with_tight_schemas_and_the_data_warning(site: SiteFiles) -> N
     for tool in tools.values():
         assert tool.output_schema is not None, f"{tool.name} has no output schema"
         assert len(tool.description or "") <= 160, f"{tool.name}'s description costs context"
-    for name in ("search_memory", "get_episode", "recent_activity"):
+    for name in ("search_memory", "get_episode", "related", "recent_activity"):
         assert "not instructions" in (tools[name].description or "")
+    annotations = tools["related"].annotations
+    assert annotations is not None
+    assert annotations.read_only_hint is True
     search = tools["search_memory"].input_schema
     assert search["required"] == ["query"]
     assert search["properties"]["limit"]["maximum"] == 50

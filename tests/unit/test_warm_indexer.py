@@ -585,6 +585,7 @@ class Rig:
             collection="agent_memory_hybrid",
             cursor_file=self.cursors,
             page_size=4,
+            links=self.hub,
         )
         self.indexer.open()
 
@@ -693,6 +694,9 @@ def test_near_duplicates_are_linked_never_dropped_and_collapse_in_search(rig: Ri
     ]
     assert links == [None, head, None, head]
     assert rig.store.count() == 4
+    # ... and recorded on the backbone as similar_to links, duplicate -> head (contracts/links.json).
+    similar = [(str(x.other), x.direction) for x in rig.hub.related("laptop", "1") if x.kind == "similar_to"]
+    assert sorted(similar) == [("laptop:4", "in"), ("vm:2", "in")]
     query = SearchRequest("worker pool OOM restart", limit=3)
     collapsed = search(rig.store, rig.embedder, query, now_ms=NOW_MS)
     assert collapsed[0].duplicates == 2

@@ -19,9 +19,9 @@ def register(commands: Commands) -> None:
     parser = commands.add_parser(
         "mcp",
         help="serve memory to agents as MCP tools (stdio; --http for 127.0.0.1 with a token)",
-        description="An MCP server with six tools: search_memory, get_episode, recent_activity, memory_health, "
-        "request_approval, wait_for_approval. Searches go through the running daemon. Over stdio by default; "
-        "--http serves streamable HTTP on 127.0.0.1, requiring the bearer token MEMSYNC_MCP__TOKEN.",
+        description="An MCP server with seven tools: search_memory, get_episode, related, recent_activity, "
+        "memory_health, request_approval, wait_for_approval. Searches go through the running daemon. Over stdio "
+        "by default; --http serves streamable HTTP on 127.0.0.1, requiring the bearer token MEMSYNC_MCP__TOKEN.",
     )
     add_config(parser)
     parser.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")

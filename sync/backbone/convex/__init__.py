@@ -11,7 +11,7 @@ body, never in a URL, and never appears in a log line, an error message or ``sta
 The parts mirror the hub's (``sync.backbone.hub``), one concept each, over one connection
 (``connection``): the ``EpisodeSink`` (``episodes``), the ``ChangeFeed`` (``feed``),
 ``Coordination`` (``coordination``: approvals, over ``registry``, ``jobs``, ``health`` and
-``digest``), the ``ColdArchive`` with forgetting (``archive``) and ``Uses`` (``uses``: the fleet's
+``digest``), the ``ColdArchive`` with forgetting (``archive``) ``Links`` (``links``) and ``Uses`` (``uses``: the fleet's
 use of its memories, and pins); ``operator`` is the deploy key's hand, apart.
 """
 
@@ -24,12 +24,15 @@ from sync.backbone.convex.coordination import ConvexCoordination
 from sync.backbone.convex.dreams import ConvexDreams
 from sync.backbone.convex.episodes import ConvexEpisodes
 from sync.backbone.convex.feed import ConvexFeed
+from sync.backbone.convex.links import ConvexLinks
 from sync.backbone.convex.operator import ConvexOperator
 from sync.backbone.convex.registry import MAX_AGENT_BEATS
 from sync.backbone.convex.uses import ConvexUses
 
 
-class ConvexBackbone(ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive, ConvexDreams, ConvexUses):
+class ConvexBackbone(
+    ConvexEpisodes, ConvexFeed, ConvexCoordination, ConvexArchive, ConvexDreams, ConvexUses, ConvexLinks
+):
     """``ConvexBackbone(url, site, secret, *, timeout=15.0, transport=None, clock=time.time)``: the
     deployment at ``url``, acting for ``site`` with its secret (``clock``: now, for a Retry-After
     given as a date). It is a ``Backbone``."""

@@ -8,7 +8,8 @@ The parts, one concept each, over one connection (``connection``): the tables an
 migrations (``schema``), the ``EpisodeSink`` (``episodes``, with the archiving sweep), the
 ``ChangeFeed`` (``feed``) and ``Coordination`` (``coordination``: approvals and forgetting, over the
 registry in ``registry``, job leases and runs in ``jobs``, sync health in ``health`` and the daily
-digest in ``digest``), the dream cycle's records (``dreams``) and ``Uses`` (``uses``: the fleet's use
+digest in ``digest``), the dream cycle's records (``dreams``), ``Links`` (``links``:
+explicit links stored, derived ones computed when asked) and ``Uses`` (``uses``: the fleet's use
 of its memories, and pins), with the periodic sweeps (``Sweeps``) that Convex runs as crons.
 """
 
@@ -19,10 +20,11 @@ from sync.backbone.hub.coordination import HubCoordination
 from sync.backbone.hub.dreams import HubDreams
 from sync.backbone.hub.episodes import HubEpisodes
 from sync.backbone.hub.feed import HubFeed
+from sync.backbone.hub.links import HubLinks
 from sync.backbone.hub.uses import HubUses
 
 
-class HubBackbone(HubEpisodes, HubFeed, HubCoordination, HubArchive, HubDreams, HubUses):
+class HubBackbone(HubEpisodes, HubFeed, HubCoordination, HubArchive, HubDreams, HubUses, HubLinks):
     """``HubBackbone(path, site, *, busy_timeout_ms=5000, create=True, clock=current_ms)``: the hub file at ``path``,
     acting for ``site``. ``create=False`` opens an existing hub without writing to it (status,
     export). It is a ``Backbone``, ``Sweeps``, ``ColdArchive`` and ``Dreams``."""

@@ -33,6 +33,7 @@ from sync.backbone.hub.connection import HubConnection
 from sync.backbone.hub.digest import rebuild_stored_digest
 from sync.backbone.hub.dreams import release_forgotten
 from sync.backbone.hub.episodes import exported, with_approval
+from sync.backbone.hub.links import drop_links
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.backbone.hub.uses import forget_uses
 from sync.errors import BackboneBroken, BackboneRejected
@@ -217,6 +218,7 @@ class HubArchive(HubConnection):
             ).fetchone()
             conn.execute("DELETE FROM episodes WHERE source_site = ? AND source_id = ?", (self.site, source_id))
             release_forgotten(conn, (self.site, source_id), self.clock())
+            drop_links(conn, self.site, source_id)
             week = None if row is None else row[0]
             if row is not None:  # its task may be in its day's stored digest
                 rebuild_stored_digest(conn, row[1], self.clock())

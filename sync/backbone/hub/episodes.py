@@ -15,6 +15,7 @@ import orjson
 from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor, SourceRecord
 from sync.backbone.dreams import DREAM_FIELD
 from sync.backbone.hub.connection import HubConnection
+from sync.backbone.hub.links import store_pushed_links
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.episode import EXPORT_FIELDS
 from sync.sqlite_db import primary_code
@@ -148,6 +149,13 @@ class HubEpisodes(HubConnection):
                 results.append(PushResult(item.source_id, Outcome.UPDATED, str(found[0]), found[3]))
         self._write(conn, writes, results)
         set_change_seq(conn, seq)
+        written = {Outcome.INSERTED, Outcome.UPDATED}
+        pushed = [
+            (item.source_id, item.fields.get("metadata"))
+            for item, result in zip(items, results, strict=True)
+            if result.outcome in written
+        ]
+        store_pushed_links(conn, self.site, pushed, now)
         return results
 
     def _for_keys(self, conn: sqlite3.Connection, select: str, items: Sequence[PushItem]) -> Iterator[tuple[Any, ...]]:

@@ -8,7 +8,8 @@ need (its summary, the episode it is about, how often it was deferred) and the d
 episode (``approval_status``). Version 8 added each site's count of redacted episodes. Version 9
 added the cold archive: its files' manifests, forgets still to reach a file, the runs, and the week
 an archived episode's body went to. Version 10 added tasks, some waiting on an approval
-(``sync/backbone/hub/tasks``). Version 13 added the fleet's use of its memories and their pins
+(``sync/backbone/hub/tasks``). Version 12 added the explicit links between memories
+(``sync/backbone/hub/links``). Version 13 added the fleet's use of its memories and their pins
 (``sync/backbone/hub/uses``). Version 14 added the dream cycle's steps and links and the mark on a
 memory a standing step hides (``sync/backbone/hub/dreams``).
 
@@ -135,6 +136,23 @@ _TASKS = (
     "CREATE INDEX IF NOT EXISTS tasks_by_approval ON tasks (approval_id)",
     "CREATE INDEX IF NOT EXISTS tasks_by_site_status ON tasks (site, status)",
 )
+# Version 12: the explicit links between memories (``sync/backbone/hub/links``, ``contracts/links.json``),
+# and the index ``related`` reads a session by; a migration from 11 creates them in the transaction
+# that records "12".
+_LINKS = (
+    """CREATE TABLE IF NOT EXISTS links (
+  from_site TEXT NOT NULL,
+  from_id TEXT NOT NULL,
+  to_site TEXT NOT NULL,
+  to_id TEXT NOT NULL,
+  kind TEXT NOT NULL,               -- similar_to | about | updates (sync.policy.links.EXPLICIT)
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (from_site, from_id, to_site, to_id, kind)
+)""",
+    "CREATE INDEX IF NOT EXISTS links_by_to ON links (to_site, to_id)",
+    "CREATE INDEX IF NOT EXISTS episodes_by_session ON episodes (source_site, json_extract(body, '$.sessionId'), ts)",
+)
+
 # Version 13: the fleet's use of its memories (``sync/backbone/hub/uses``); a migration from 12
 # creates them in the transaction that records "13".
 _USES = (
@@ -260,6 +278,7 @@ SCHEMA = (
     *_FLEET,
     *_ARCHIVE,
     *_TASKS,
+    *_LINKS,
     *_USES,
     *_DREAMS,
 )
@@ -310,22 +329,28 @@ _COLUMNS_8 = (("site_states", "redacted", "INTEGER NOT NULL DEFAULT 0"),)
 _COLUMNS_9 = (("episodes", "archive_week", "TEXT"),)
 _AFTER_COLUMNS_9 = ("UPDATE episodes SET archived = 0 WHERE archive_week IS NULL",)
 # The steps that add columns (and then run statements: new tables), by the version they start from.
-# Version 9 to 10 adds no column, only the tasks table; 12 to 13 only the uses tables. (10 to 11 and
-# 11 to 12 are other branches' steps: empty on this one until they are chained in.)
+# Version 9 to 10 adds no column, only the tasks table; 10 to 11 nothing (the memory types are read,
+# not stored); 11 to 12 only the links table and an index; 12 to 13 only the uses tables.
 _COLUMN_STEPS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "5": _COLUMNS_6,
     "6": _COLUMNS_7,
     "7": _COLUMNS_8,
     "8": _COLUMNS_9,
     "9": (),
-    # 10 -> 12 are other branches' steps, chained at merge. Version 12 to 13: uses; 13 to 14: the
-    # dream cycle.
+    # 10 -> 11 is the episode's type and identifiers' step, left empty: the type is read from the
+    # stored fields, never stored. 11 to 12: links; 12 to 13: uses; 13 to 14: the dream cycle.
     "10": (),
     "11": (),
     "12": (),
     "13": _COLUMNS_14,
 }
-_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {"8": _AFTER_COLUMNS_9, "9": _TASKS, "12": _USES, "13": _DREAMS}
+_AFTER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "8": _AFTER_COLUMNS_9,
+    "9": _TASKS,
+    "11": _LINKS,
+    "12": _USES,
+    "13": _DREAMS,
+}
 
 
 def create_or_migrate(conn: sqlite3.Connection) -> None:
@@ -340,7 +365,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     (before the fleet: registry, leases, runs, health, digests, archiving) to 5, version 5 (before
     approvals' cost and tests) to 6, version 6 (before approvals from Telegram) to 7, version 7
     (before redaction counts) to 8, version 8 (before the cold archive) to 9, version 9 (before
-    tasks) to 10, ..., version 12 (before uses) to 13, version 13 (before the dream cycle) to 14."""
+    tasks) to 10, ..., version 11 (before links) to 12, version 12 (before uses) to 13, version 13
+    (before the dream cycle) to 14."""
     with write_tx(conn) as tx:
         if not tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'").fetchone():
             return

@@ -23,8 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sync.backbone.base import Change, ChangeFeed
+from sync.backbone.base import Change, ChangeFeed, Links
 from sync.errors import PermanentError
+from sync.policy.links import EpisodeRef, StoredLink
 from sync.search.collection.cursor import CursorFile
 from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
@@ -34,7 +35,7 @@ from sync.search.indexing.passages import ToEmbed, head_id
 from sync.search.indexing.plan import IndexPlan, plan_page
 from sync.search.indexing.seeds import trusted_seeds
 from sync.search.indexing.text import Span, split_passages
-from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SPAN_KEY, TEXT_KEY
+from sync.search.payload import DUPLICATE_KEY, PARENT_KEY, PASSAGE_KEY, SITE_KEY, SOURCE_ID_KEY, SPAN_KEY, TEXT_KEY
 from sync.search.stores import CollectionSpec, StoredPoint, VectorStore, WarmPoint
 
 _COUNTS: Final = (
@@ -94,8 +95,10 @@ class Indexer:
         bm25_config: bm25.Bm25Config = bm25.DEFAULT_BM25,
         on_failed: Callable[[str, str], None] | None = None,
         previous: Previous | None = None,
+        links: Links | None = None,
     ) -> None:
         self.backbone = backbone
+        self.links = links  # where near-duplicates are recorded as similar_to links (None: nowhere)
         self.store = store
         self.embedder = embedder
         self.collection = collection
@@ -223,7 +226,7 @@ class Indexer:
         found = link_within_page([items[i] for i in firsts], [vectors[i] for i in firsts], self.duplicate_threshold)
         page_links = dict(zip(firsts, found, strict=True))
         points: list[WarmPoint] = []
-        linked = 0
+        heads: dict[str, str] = {}  # a near-duplicate's point -> its group's head
         for i, (item, vector) in enumerate(zip(items, vectors, strict=True)):
             link = None
             if i in page_links:
@@ -231,10 +234,32 @@ class Indexer:
             payload = dict(item.payload)
             if link is not None:
                 payload[DUPLICATE_KEY] = link
-                linked += 1
+                heads[item.point_id] = link
             points.append(WarmPoint(item.point_id, vector, bm25.embed_document(item.text, self.bm25), payload))
         self.store.upsert(points)
-        return sum(PARENT_KEY not in p.payload for p in points), linked, set()
+        if heads and self.links is not None:
+            self._record_similar(points, heads)
+        return sum(PARENT_KEY not in p.payload for p in points), len(heads), set()
+
+    def _record_similar(self, points: Sequence[WarmPoint], heads: dict[str, str]) -> None:
+        """Near-duplicates found in this page, as the backbone's similar_to links (duplicate ->
+        its group's head), after the upsert: a replay of the page finds and records them again."""
+        payloads = {p.id: p.payload for p in points}
+        missing = [h for h in set(heads.values()) if h not in payloads]
+        payloads |= {p.id: p.payload for p in self.store.get(missing)}
+
+        def ref(point: str) -> EpisodeRef | None:
+            payload = payloads.get(point, {})
+            site, source_id = payload.get(SITE_KEY), payload.get(SOURCE_ID_KEY)
+            return EpisodeRef(str(site), str(source_id)) if site and source_id else None
+
+        links = []
+        for point, head in heads.items():
+            source, target = ref(point), ref(head)
+            if source is not None and target is not None:
+                links.append(StoredLink(source, target, "similar_to"))
+        if links and self.links is not None:
+            self.links.add_links(links)
 
     def _rewrite(self, rewrites: list[tuple[str, dict[str, Any]]]) -> None:
         """Same text, new payload (a re-graded reward, new tags): the stored vectors are kept."""

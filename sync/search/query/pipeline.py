@@ -42,6 +42,7 @@ from sync.search.payload import (
     passage_count,
 )
 from sync.search.query.fusion import Fusion, FusionSpec, fuse, lexical_coverage, spec_of
+from sync.search.query.hops import HOP_SEEDS, follow_one_hop, session_neighbours
 from sync.search.query.identifiers import held, identifiers, lookalikes, siblings
 from sync.search.query.judgement import (
     Calibration,
@@ -263,6 +264,9 @@ def rank(
     if request.mmr and ranked:
         vectors = {p.id: p.dense for p in store.get([r.id for r in ranked], with_vectors=True)}
         ranked = mmr([replace(r, vector=vectors.get(r.id)) for r in ranked], request.limit, MMR_DIVERSITY)
+    if request.follow and ranked:
+        seeds = ranked[:HOP_SEEDS]
+        ranked = follow_one_hop(ranked, session_neighbours(store, seeds), HOP_SEEDS)
     shown = ranked[: request.limit]
     duplicates = {
         r.id: members[str(r.payload.get(DUPLICATE_KEY) or r.id)] - 1 if request.collapse else 0 for r in shown

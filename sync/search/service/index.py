@@ -33,7 +33,7 @@ from typing import Self
 
 import structlog
 
-from sync.backbone.base import ChangeFeed, JobLeases
+from sync.backbone.base import ChangeFeed, JobLeases, Links
 from sync.errors import (
     CollectionMismatch,
     ConfigError,
@@ -90,6 +90,7 @@ class IndexService:
         leases: JobLeases | None = None,
         gap_wait: float = GAP_WAIT,
         salience: SalienceOf | None = None,
+        links: Links | None = None,
     ) -> None:
         self.options = options
         self.salience = salience  # a memory's salience from the fleet's use (None: not weighed)
@@ -125,6 +126,7 @@ class IndexService:
             rebuilder=self.rebuilder,
             cursor_file=self.cursor_file,
             on_notice=self.status.write,
+            links=links,
         )
         self.rebuilds = Rebuilds(
             options,

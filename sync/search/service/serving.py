@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import structlog
 
-from sync.backbone.base import ChangeFeed
+from sync.backbone.base import ChangeFeed, Links
 from sync.errors import ConfigError
 from sync.search.collection.cursor import CursorFile
 from sync.search.collection.shared_pointer import SharedPointer
@@ -57,9 +57,11 @@ class ServingCollection:
         rebuilder: Rebuilder[LockedStore],
         cursor_file: CursorFile,
         on_notice: Callable[[], None],
+        links: Links | None = None,
     ) -> None:
         self.options = options
         self.backbone = backbone
+        self.links = links
         self._new_store = new_store
         self._new_server_store = server_stores(new_store)
         self.embedder = embedder
@@ -157,6 +159,7 @@ class ServingCollection:
             duplicate_threshold=options.duplicate_threshold,
             on_failed=lambda pid, why: log.warning("episode not embedded", point=pid, reason=why),
             previous=previous,
+            links=self.links,
         )
 
     def install(self, fresh: LockedStore, builder: Indexer) -> LockedStore | None:
