@@ -5,7 +5,7 @@ do to recall, per category.
 The turns are written as ``bench/judgement_lab.py`` writes them (``bench/recall.py``'s episodes:
 task ``"<speaker>: <text>"``, session ``<conv>-s<N>``, tag ``<conv>``, each conversation's newest
 session an hour before a fixed clock, 30 s between turns), each with ``metadata.entities`` the
-identifiers its text names (``sync.search.query.identifiers``, standing in for the episode's own
+identifiers its text names (``sync.identifiers``, standing in for the episode's own
 ``entities`` field until it lands), pushed into a real embedded hub and indexed from its change
 feed by the real ``Indexer`` (the product's ``LocalEmbedder``, vectors cached in ``bench/.cache/``),
 which also records its near-duplicates as ``similar_to`` links.
@@ -44,7 +44,7 @@ OUT: Final = ROOT / "bench" / "results" / "links.md"
 
 
 def _with_entities(episodes: Sequence[LabEpisode]) -> list[LabEpisode]:
-    from sync.search.query.identifiers import identifiers
+    from sync.identifiers import identifiers
 
     out = []
     for e in episodes:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from sync.search.query.identifiers import identifiers
+from sync.identifiers import identifiers
 
 TOOLS: Final = ("claude-code", "codex", "gemini")
 # Characters of stdout, at most. Claude Code: 10,000 per hook output. Codex: about 2,500 tokens

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from sync.search.query.identifiers import identifiers
+from sync.identifiers import identifiers
 
 # A number with an optional unit ("20", "0.5", "30s", "512MB", "99%"), not inside a word or identifier.
 _NUMBER: Final = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[A-Za-z%]{1,3})?(?![\w])(?!\.\d)")

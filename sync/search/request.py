@@ -290,7 +290,7 @@ class SearchAnswer:
     results: list[SearchResult]
     cut: int = 0  # results among the first ``limit`` under the floor, not shown
     floor: float | None = None  # the relevance floor applied (None: none, the mode judges no relevance)
-    named: tuple[str, ...] = ()  # the identifiers the query names (``sync.search.query.identifiers``)
+    named: tuple[str, ...] = ()  # the identifiers the query names (``sync.identifiers``)
     absent: tuple[str, ...] = ()  # those no memory searched holds (under the request's filter)
     unchecked: tuple[str, ...] = ()  # those too common a word to check every memory for
     lookalikes: tuple[str, ...] = ()  # identifiers results hold (shown or cut) that look like an absent one

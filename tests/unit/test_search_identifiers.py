@@ -1,11 +1,11 @@
 """Tier: unit. The identifiers a query names and whether a memory holds one verbatim
-(sync.search.query.identifiers), from tables."""
+(sync.identifiers), from tables."""
 
 from __future__ import annotations
 
 import pytest
 
-from sync.search.query.identifiers import held, holds, identifiers, is_identifier, lookalikes, siblings
+from sync.identifiers import held, holds, identifiers, is_identifier, lookalikes, siblings
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ query, and for ``memsync search``, the MCP ``search_memory`` and the context blo
 - ``lead``: its cosine minus the median cosine of the query's 50 nearest memories: an answer
   stands out of them, the nearest memories of a query nothing answers do not;
 - ``coverage``: the share of the query's BM25 terms its matched passage holds;
-- ``exact``: it holds an identifier the query names, verbatim (``sync.search.query.identifiers``);
+- ``exact``: it holds an identifier the query names, verbatim (``sync.identifiers``);
   ``lookalike``: it holds a look-alike of one (``ZQX_7781_B`` for ``ZQX_7781_A``) and not the one;
 - ``learned``: the learned ranking's log-odds for it, where that model ranked the query;
   ``fused``: the fusion ranked it instead (a query few of whose words BM25's best hit holds).

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from sync.identifiers import held, identifiers, lookalikes, siblings
 from sync.policy.salience import DEFAULT_PARAMS
 from sync.search.embedders import bm25
 from sync.search.embedders.base import Embedder
@@ -43,7 +44,6 @@ from sync.search.payload import (
 )
 from sync.search.query.fusion import Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.search.query.hops import HOP_SEEDS, follow_one_hop, session_neighbours
-from sync.search.query.identifiers import held, identifiers, lookalikes, siblings
 from sync.search.query.judgement import (
     Calibration,
     cutoff,

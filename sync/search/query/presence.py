@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sync.identifiers import holds
 from sync.search.embedders import bm25
 from sync.search.payload import PARENT_KEY, TEXT_KEY
-from sync.search.query.identifiers import holds
 from sync.search.request import SearchFilter
 from sync.search.stores import VectorStore
 

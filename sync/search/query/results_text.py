@@ -21,7 +21,7 @@ import time
 from datetime import UTC, datetime
 from typing import IO
 
-from sync.search.query.identifiers import siblings
+from sync.identifiers import siblings
 from sync.search.query.judgement import why_words
 from sync.search.request import SearchAnswer, SearchResult
 
