@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sync.identifiers import identifiers
+
 # The kinds, in the order ``related`` ranks them.
 KINDS: Final = ("updates", "about", "similar_to", "led_to", "evolved_from", "mentions")
 EXPLICIT: Final = frozenset({"updates", "about", "similar_to"})
@@ -127,14 +129,19 @@ def _entities(value: object) -> tuple[str, ...] | None:
 def episode_keys(record: Mapping[str, Any]) -> EpisodeKeys:
     """What derived links read of a stored episode (an ``export`` record, or a backbone's compact
     one): its session and ts; its ``taskKey`` and ``entities`` fields where it has them, else the
-    same keys of its metadata, else a task key made from its task (``task_key``) and no entities."""
+    same keys of its metadata, else a task key made from its task (``task_key``) and the identifiers
+    its task names (``sync.identifiers``: what every backbone's compact record carries)."""
     metadata = record.get("metadata")
     meta: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
     stored_key = record.get("taskKey") or meta.get("taskKey")
     key = stored_key if isinstance(stored_key, str) and stored_key else task_key(record.get("task"))
     entities = _entities(record.get("entities"))
     if entities is None:
-        entities = _entities(meta.get("entities")) or ()
+        entities = _entities(meta.get("entities"))
+    if entities is None:
+        task = record.get("task")
+        entities = _entities(list(identifiers(task))) if isinstance(task, str) else ()
+    entities = entities or ()
     session, ts = record.get("sessionId"), record.get("ts")
     return EpisodeKeys(
         session if isinstance(session, str) and session else None,

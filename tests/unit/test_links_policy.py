@@ -55,6 +55,17 @@ def test_episode_keys_prefer_the_stored_fields_then_the_metadata_then_the_task()
     assert (meta.task_key, meta.entities) == ("k2", ("a", "b"))
     plain = episode_keys({"task": "x", "sessionId": "", "ts": True, "metadata": "{}"})
     assert plain == EpisodeKeys(None, None, task_key("x"), ())
+    # Neither field nor metadata: the identifiers the task names (what every backbone's record has).
+    named = episode_keys({"task": "Mongo E11000 again in src/users/repo.py, see JIRA-4521"})
+    assert named.entities == ("e11000", "jira-4521", "src/users/repo.py")
+
+
+def test_two_tasks_naming_one_error_code_mention_each_other_across_sessions() -> None:
+    first = ep("1", 100, session="s1", task="E11000 duplicate key on users.email")
+    again = ep("2", 900, session="s2", task="insert fails with E11000 after the import")
+    other = ep("3", 500, session="s3", task="rotate the TLS certificate")
+    assert ("mentions", "laptop:2") in [(k, o) for k, o, _ in seen(derive(first, [again, other]))]
+    assert all(k != "mentions" for k, _, _ in seen(derive(other, [first, again])))
 
 
 def test_led_to_links_the_episodes_just_before_and_after_in_the_same_site_s_session() -> None:
