@@ -4,7 +4,7 @@ sites), 200 planted updates (a setting's value changed later), 200 planted look-
 words, identifiers a character or two apart) and background facts of every kind.
 
 The hub is filled once through the real push path and copied fresh for each repetition; each
-repetition runs the job's use case (``daemon.usecases.dream.dream``: read every memory, embed it with
+repetition runs the job's use case (``daemon.usecases.memory.dream.dream``: read every memory, embed it with
 the local MiniLM, plan, record) in a child process, whose wall time and peak RSS are the job's.
 Judged against the plan: pairwise cluster precision and recall (every pair of memories one fold
 puts together, against the pairs of the planted clusters), supersede precision and recall, the
@@ -63,7 +63,7 @@ def export_bytes(hub_path: Path) -> bytes:
 
 def child(hub_path: Path) -> None:
     """One job run, in this process: its steps, wall time and peak RSS as JSON on stdout."""
-    from daemon.usecases.dream import dream
+    from daemon.usecases.memory.dream import dream
     from sync.backbone.hub import HubBackbone
     from sync.search.embedders.local import LocalEmbedder
 

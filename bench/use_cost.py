@@ -109,9 +109,9 @@ def context_pairs(site: SiteFiles, base: Path, calls: int) -> tuple[list[float],
 
 # The hook's own added work, apart from everything else it does: a fresh interpreter that imports
 # what the hook imports, then (the second) also what noting a use imports, and notes one.
-_HOOK_IMPORTS = "import daemon.cli.context, daemon.usecases.context, daemon.context.files, daemon.context.hook"
+_HOOK_IMPORTS = "import daemon.cli.context, daemon.usecases.memory.context, daemon.context.files, daemon.context.hook"
 _NOTE = (
-    "; from daemon.usecases.uses import noted; from pathlib import Path; "
+    "; from daemon.usecases.memory.uses import noted; from pathlib import Path; "
     "noted(Path({state!r}), 'context', [('laptop', str(i)) for i in range(5)], agent='claude-code')"
 )
 

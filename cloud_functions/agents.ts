@@ -6,7 +6,7 @@ import { fleet, siteRow } from "./lib/fleet";
 import { agentRetentionMs, staleAfterMs as deploymentStaleAfterMs } from "./lib/settings";
 import { agentStatus, isCount, nullable } from "./lib/validators";
 
-// An agents:heartbeatSite call carries at most this many agents (sync/backbone/convex/registry.py
+// An agents:heartbeatSite call carries at most this many agents (sync/backbone/convex/fleet/registry.py
 // sends more in several calls): an upsert costs an index read an agent.
 export const MAX_AGENT_BEATS = 200;
 export const PRUNE_BATCH = 500;

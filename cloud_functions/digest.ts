@@ -97,7 +97,7 @@ function top(counts: Map<string, number>): string[] {
 
 /**
  * The digest of `day` from its episodes and every known site's facts. The same computation as
- * sync/backbone/hub/digest.py's `build`, field for field: the sums run in one order (createdAt,
+ * sync/backbone/hub/fleet/digest.py's `build`, field for field: the sums run in one order (createdAt,
  * then sourceId) so that even a mean of floats is the same number on both backbones.
  */
 export function buildDigest(
@@ -209,7 +209,7 @@ export const build = internalMutation({
   handler: async (ctx, args) => await buildAndStore(ctx, args.day, args.now ?? Date.now()),
 });
 
-/** What the day's dream steps that still stand did (sync/backbone/hub/digest.py's dream_of_day). */
+/** What the day's dream steps that still stand did (sync/backbone/hub/fleet/digest.py's dream_of_day). */
 async function dreamOfDay(ctx: MutationCtx, since: number, until: number): Promise<{ folds: number; folded: number; superseded: number }> {
   const steps = (await ctx.db.query("dreamSteps").withIndex("by_at", (q) => q.gte("at", since).lt("at", until)).collect()).filter(
     (s) => s.undoneAt === undefined,

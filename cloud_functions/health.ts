@@ -38,7 +38,7 @@ export const syncHealth = query({
  * lastSyncedAt) is `silentAfterMs` (the deployment's MEMSYNC_JOBS__SILENT_AFTER) old or older is "down", else "up". Only a change of judgement
  * is recorded and returned, so an alert goes out once when a site falls silent and once when it is
  * back; a site first judged healthy is no news, first judged silent is. The same rule as the
- * embedded hub's sync_health (sync/backbone/hub/health.py).
+ * embedded hub's sync_health (sync/backbone/hub/fleet/health.py).
  */
 export const syncHealthAlert = internalMutation({
   args: { now: v.optional(v.number()), silentAfterMs: v.optional(v.number()) },

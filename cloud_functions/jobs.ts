@@ -218,7 +218,7 @@ export const RUNS_KEPT_MS = 14 * 24 * 60 * 60 * 1000;
 
 /**
  * Forget finished runs older than RUNS_KEPT_MS, a bounded batch per call (every cron run calls it,
- * so the table stays about two weeks long), as the embedded hub does (sync/backbone/hub/jobs.py).
+ * so the table stays about two weeks long), as the embedded hub does (sync/backbone/hub/fleet/jobs.py).
  */
 async function pruneRuns(ctx: MutationCtx, now: number): Promise<void> {
   const old = await ctx.db

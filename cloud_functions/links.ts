@@ -77,7 +77,7 @@ async function hotAround(db: QueryCtx["db"], ts: number): Promise<Doc<"episodes"
 }
 
 /**
- * What `related` decides from (sync/backbone/convex/links.py, by sync/policy/links.py): the
+ * What `related` decides from (sync/backbone/convex/memory/links.py, by sync/policy/links.py): the
  * subject, its site's session, the WINDOW hot episodes on each side of it in time (every site's),
  * its explicit links and their other ends. NOT_FOUND for a key the deployment does not hold.
  */

@@ -1,5 +1,5 @@
 /**
- * The dream cycle's writes (dreams.ts), as the hub's sync/backbone/hub/dreams.py makes them: a step,
+ * The dream cycle's writes (dreams.ts), as the hub's sync/backbone/hub/memory/dreams.py makes them: a step,
  * its links and its members' marks in one mutation, each mark a change in the feed; an undo that
  * puts back exactly what the step changed; a forgotten memory taking its links, and its steps undone.
  */

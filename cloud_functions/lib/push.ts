@@ -74,7 +74,7 @@ function rowContent(item: PushItem): { row: Row } | { reason: string } {
 }
 
 /**
- * One row, with the embedded hub's semantics (sync/backbone/hub/episodes.py): a new key is inserted; a key
+ * One row, with the embedded hub's semantics (sync/backbone/hub/memory/episodes.py): a new key is inserted; a key
  * holding another identity is a conflict and left untouched; the same content is unchanged; new
  * content updates in place and keeps the first syncedAt. As in the hub, a row's content is only
  * judged when it is about to be written. Rows are handled in order inside one mutation, which

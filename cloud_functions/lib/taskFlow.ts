@@ -1,6 +1,6 @@
 /**
  * What an approval's mutation does to the tasks waiting on it, and a task's creation and linking,
- * in the caller's one transaction (lib/taskPolicy.ts decides; sync/backbone/hub/tasks.py does the
+ * in the caller's one transaction (lib/taskPolicy.ts decides; sync/backbone/hub/fleet/tasks.py does the
  * same on the embedded hub).
  */
 import type { Doc, Id } from "../_generated/dataModel";

@@ -1,5 +1,5 @@
 """``memsync context [QUERY...] [--for claude-code|codex|gemini]``: the memories that matter for a
-task or a prompt, as a block an agent's prompt can take (``daemon.usecases.context``).
+task or a prompt, as a block an agent's prompt can take (``daemon.usecases.memory.context``).
 
 Without ``--for`` it prints the block for QUERY. With it, it is an agent tool's hook
 (``daemon.context.hook``): the tool's JSON on stdin, the tool's JSON on stdout, and whatever
@@ -29,7 +29,7 @@ from typing import Any, Final
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, parse_or_none, say
 from daemon.context.compose import Block
 from daemon.context.hook import TOOLS
-from daemon.usecases.context import Memories, memories
+from daemon.usecases.memory.context import Memories, memories
 
 DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
 DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice
@@ -301,7 +301,7 @@ def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
 def _note_handed(state: Path, tool: str, found: Memories, ids: tuple[str, ...]) -> None:
     """Note the memories the block handed to ``tool`` in the site's use spool (one appended line;
     the daemon sends it on): a use that cannot be noted is said, never the hook's failure."""
-    from daemon.usecases.uses import keys_of, noted
+    from daemon.usecases.memory.uses import keys_of, noted
 
     why = noted(state, "context", keys_of([*found.found, *found.recent], ids), agent=tool)
     if why is not None:

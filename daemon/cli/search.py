@@ -169,7 +169,7 @@ def fast_search(argv: Sequence[str]) -> int | None:
 
 def _note_shown(state: Path, answer: SearchAnswer) -> None:
     """Note the results shown as a use (the site's spool; the daemon sends it on), once printed."""
-    from daemon.usecases.uses import noted
+    from daemon.usecases.memory.uses import noted
 
     why = noted(state, "cli_search", [(r.site, r.source_id) for r in answer.results], agent=None)
     if why is not None:

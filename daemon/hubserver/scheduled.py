@@ -44,7 +44,7 @@ class JobContext:
     coordination: FleetView | None = None  # the registry and approvals, for the alerts job
     alerts: Alerts | None = None  # where alerts are said (the log) and queued (Telegram)
     manual: bool = False  # `memsync jobs run`: no slot of the schedule's
-    # The dream cycle's run (daemon/usecases/dream.py), given the time and the run's name: its summary.
+    # The dream cycle's run (daemon/usecases/memory/dream.py), given the time and the run's name: its summary.
     dream: Callable[[int, str], str] | None = None
 
 

@@ -212,7 +212,7 @@ class Daemon:
             return None
         from daemon.schedule.beats import Beats
         from daemon.schedule.worker import Scheduler, index_catch_up
-        from daemon.usecases.dream import dream_job
+        from daemon.usecases.memory.dream import dream_job
 
         backbone = self._open_backbone()
         if backbone is None:

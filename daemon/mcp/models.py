@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sync.search.request import EpisodeView, SearchAnswer, SearchResult
 
 if TYPE_CHECKING:
-    from daemon.usecases.pins import MemoryUse
+    from daemon.usecases.memory.pins import MemoryUse
 
 
 class Passage(BaseModel):
@@ -106,7 +106,7 @@ class Memories(BaseModel):
 
 
 class RelatedLink(BaseModel):
-    """One of a memory's neighbours in the context mesh (``daemon.usecases.related.link_wire``):
+    """One of a memory's neighbours in the context mesh (``daemon.usecases.memory.related.link_wire``):
     the other end's ``id`` (site:sourceId), the link's kind, which end this memory is (out: it links
     to the other, in: the other links to it, both), why, and the other end's task and ts."""
 

@@ -7,16 +7,16 @@ approval pair agents already use from the CLI. Searches and episode reads go to 
 (``sync.search.query.browse`` for the ops), which holds the index and the embedding model: this
 process loads no model while a daemon runs, so it is ready as soon as the SDK is imported. With no
 daemon the memory tools answer as ``memsync search`` does, from the index opened in this process
-(``daemon.search_worker.recall``). Saving goes through ``daemon.usecases.remember``, attributed to
+(``daemon.search_worker.recall``). Saving goes through ``daemon.usecases.memory.remember``, attributed to
 the client's name. Health and approvals read the backbone and the site's files, as ``memsync
 status`` and ``memsync approval`` do. Every tool says whether it only reads (MCP annotations), and
 answers compact text beside its structured content. ``pin_memory`` pins a memory that must
-never decay, and what a tool hands to or opens for an agent is noted as a use (``daemon.usecases.uses``).
+never decay, and what a tool hands to or opens for an agent is noted as a use (``daemon.usecases.memory.uses``).
 
 Memory text is what earlier sessions wrote: the tools' descriptions tell the agent it is reference
 data, not instructions (a prompt-injection boundary).
 
-What a search hands to an agent and what it opens are noted as uses (``daemon.usecases.uses``: one
+What a search hands to an agent and what it opens are noted as uses (``daemon.usecases.memory.uses``: one
 line in the site's spool, which the daemon sends on), under the MCP client's name: the fleet's use
 of its memories, from which salience comes.
 """
@@ -151,7 +151,7 @@ class Tools:
     def _noted(self, kind: str, keys: list[tuple[str, str]], client: str | None) -> None:
         """Note a use of ``keys`` (``related``, once it lands, calls this with "related"): a use
         that cannot be noted is not the agent's problem, and is not said to it."""
-        from daemon.usecases.uses import noted
+        from daemon.usecases.memory.uses import noted
 
         noted(self.settings.state_path, kind, keys, agent=client, clock=self.clock)
 
@@ -196,7 +196,7 @@ class Tools:
     def unmerge(self, step_id: str, agent: str | None) -> DreamUndone:
         """Undo one dream step ("this is wrong"): what it hid is shown again (``memsync unmerge``)."""
         from daemon.site import opened_backbone
-        from daemon.usecases.dream import unmerge
+        from daemon.usecases.memory.dream import unmerge
 
         by = f"{agent or 'an agent'} (MCP) on {self.settings.site.name}"
         try:
@@ -237,7 +237,7 @@ class Tools:
 
     def _related(self, id: str, limit: int) -> Related:
         from daemon.site import NeverSynced
-        from daemon.usecases.related import BadKey, link_wire, related
+        from daemon.usecases.memory.related import BadKey, link_wire, related
 
         try:
             found = related(self.settings, id, limit)
@@ -255,8 +255,8 @@ class Tools:
         return self._related(id, limit)
 
     def pin(self, id: str, pinned: bool, client: str | None) -> Pinned:
-        from daemon.usecases.pins import pin
-        from daemon.usecases.uses import key_of
+        from daemon.usecases.memory.pins import pin
+        from daemon.usecases.memory.uses import key_of
 
         try:
             key = key_of(id)
@@ -292,7 +292,7 @@ class Tools:
         agent: str | None,
     ) -> Saved:
         from daemon.context.files import project_name
-        from daemon.usecases.remember import Memory, remember
+        from daemon.usecases.memory.remember import Memory, remember
 
         memory = Memory(
             content,
@@ -321,7 +321,7 @@ class Tools:
         )
 
     def health(self) -> Health:
-        from daemon.usecases.status import gather
+        from daemon.usecases.fleet.status import gather
 
         report = gather(self.settings, self.clock())
         warm = report["warm"]
@@ -356,7 +356,7 @@ class Tools:
         task_id: str | None = None,
     ) -> Approval:
         from daemon.site import duties_of, opened_backbone
-        from daemon.usecases import approvals
+        from daemon.usecases.fleet import approvals
 
         try:
             with opened_backbone(self.settings) as backbone:
@@ -404,7 +404,7 @@ class Tools:
 
     def wait_for_approval(self, approval_id: str, timeout_s: float) -> Decision:
         from daemon.site import duties_of, opened_backbone
-        from daemon.usecases import approvals
+        from daemon.usecases.fleet import approvals
 
         try:
             with opened_backbone(self.settings, create=False) as backbone:

@@ -1,5 +1,5 @@
 """The design's approval policy. Pure; both backbones apply it when an approval is created (the hub
-in ``sync/backbone/hub/coordination.py``, Convex in ``cloud_functions/approvals.ts``, which keeps a
+in ``sync/backbone/hub/fleet/coordination.py``, Convex in ``cloud_functions/approvals.ts``, which keeps a
 copy of the same rule and table), and the expire-pending-approvals sweep runs with its timeouts.
 
 A category (an approval's action_type) waits for a person for its timeout, then expires; a timeout

@@ -1,5 +1,5 @@
 """What an approval's decision does to the tasks linked to it. Pure; both backbones apply it in the
-transaction that changes the approval (the hub in ``sync/backbone/hub/tasks.py``, Convex in
+transaction that changes the approval (the hub in ``sync/backbone/hub/fleet/tasks.py``, Convex in
 ``cloud_functions/lib/approvalFlow.ts`` with its copy, ``lib/taskPolicy.ts``), both held to
 ``contracts/task_status.json``.
 

@@ -10,7 +10,7 @@ from contract import contract
 from daemon.hubserver import scheduled as jobs
 from daemon.schedule.policy.job_table import DEFAULT_JOBS
 from sync.archive import files
-from sync.backbone.hub import digest
+from sync.backbone.hub.fleet import digest
 
 BODIES: dict[str, Any] = contract("job_bodies.json")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from contract import contract
 
-from sync.backbone.hub.jobs import RUNS_KEPT_MS
+from sync.backbone.hub.fleet.jobs import RUNS_KEPT_MS
 from sync.policy.leases import Claim, Lease, decide
 
 LEASES = contract("job_leases.json")

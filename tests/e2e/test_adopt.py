@@ -29,7 +29,7 @@ from convex_fixtures import LocalConvex, running_local_convex
 from harness.daemon import log_tail, logged
 
 from daemon.duties import OPERATOR_KEY_ENV
-from daemon.usecases.adopt import NOT_CONVEX
+from daemon.usecases.fleet.adopt import NOT_CONVEX
 
 SEED = Path(__file__).parents[1] / "data" / "seed"
 SEED_EPISODES: list[dict[str, Any]] = json.loads((SEED / "episodes.json").read_text(encoding="utf-8"))

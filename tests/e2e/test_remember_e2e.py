@@ -199,7 +199,7 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from daemon.config import load_settings
-from daemon.usecases.remember import Memory, remember
+from daemon.usecases.memory.remember import Memory, remember
 
 settings = load_settings(Path(sys.argv[1]))
 for i in range(int(sys.argv[2])):

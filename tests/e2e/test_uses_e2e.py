@@ -80,7 +80,7 @@ def test_a_context_hooks_memories_show_up_as_used_on_another_site(
 def test_a_site_synced_by_memsync_sync_alone_sends_its_uses_on_too(
     site_files: Callable[..., SiteFiles], make_agentdb: Callable[..., Path]
 ) -> None:
-    from daemon.usecases.uses import noted
+    from daemon.usecases.memory.uses import noted
     from sync.backbone.hub import HubBackbone
 
     laptop = site_files("laptop", make_agentdb(3))

@@ -14,7 +14,7 @@ import pytest
 from fake_providers import KEY, FakeProvider, Reply, closed_url, serve
 from harness.dream_store import push_items
 
-from daemon.usecases.dream import dream
+from daemon.usecases.memory.dream import dream
 from sync.backbone.hub import HubBackbone
 from sync.dream.synthesis import prompt_for, synthesize
 from sync.dream.writers import GeminiWriter, OpenAICompatibleWriter

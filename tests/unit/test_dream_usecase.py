@@ -1,4 +1,4 @@
-"""The dream cycle as it runs (daemon/usecases/dream.py): a real hub, the real local embedder, the
+"""The dream cycle as it runs (daemon/usecases/memory/dream.py): a real hub, the real local embedder, the
 same fix in other words by two agents on two sites, a look-alike, an update; a dry run changes
 nothing, a run hides and keeps, unmerge restores export exactly."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.dream_store import push_items
 
-from daemon.usecases.dream import dream, unmerge
+from daemon.usecases.memory.dream import dream, unmerge
 from sync.backbone.dreams import CONSOLIDATES, DREAM_FIELD, SUPERSEDES
 from sync.backbone.hub import HubBackbone
 from sync.search.embedders.local import LocalEmbedder

@@ -1,4 +1,4 @@
-"""Tier: unit. The export use case (``daemon.usecases.export``) in this process, against a real
+"""Tier: unit. The export use case (``daemon.usecases.memory.export``) in this process, against a real
 embedded hub file in a tmp dir: the episodes in the order they reached the hub, the archived ones
 after the hot ones, ``since_ms``, ``limit`` and ``site`` cutting it down, a hub never created, a
 site with none, and the backbone let go when the reader stops early."""
@@ -16,7 +16,7 @@ from conftest import SiteFiles
 from harness.hub import push_episode
 
 from daemon.site import NeverSynced
-from daemon.usecases.export import export
+from daemon.usecases.memory.export import export
 from sync.backbone.hub import HubBackbone
 from sync.errors import BackboneNotFound
 

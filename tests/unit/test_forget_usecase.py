@@ -1,4 +1,4 @@
-"""Tier: unit. The forget use case (``daemon.usecases.forget``) in this process: its plan (what a
+"""Tier: unit. The forget use case (``daemon.usecases.memory.forget``) in this process: its plan (what a
 text matches, hot and archived, on every site) and its effects, against a real embedded hub file and
 a real qdrant-edge index in a tmp dir: the backbone (episodes gone, keys refused, the archive week
 rewritten), the index (searches and files), this site's own files, and the report. No child process:
@@ -21,7 +21,7 @@ from daemon.alerts.store import AlertStore, Queued
 from daemon.control.lock import SiteLock
 from daemon.search_worker.wiring import offline_layer
 from daemon.site import duties_of
-from daemon.usecases.forget import IndexReach, KeyOutcome, Match, TextTakenOut, forget, matching, parse_keys
+from daemon.usecases.memory.forget import IndexReach, KeyOutcome, Match, TextTakenOut, forget, matching, parse_keys
 from sync.backbone.base import Outcome
 from sync.backbone.hub import HubBackbone
 from sync.push.sidecar import Quarantined, Sidecar

@@ -459,7 +459,7 @@ def test_a_version_2_hub_without_registry_tables_migrates_to_the_current_version
 
 def test_runs_and_done_leases_older_than_two_weeks_are_forgotten(hub: HubBackbone) -> None:
     """The alerts job alone runs 1,440 times a day: finishing a slot prunes what is two weeks old."""
-    from sync.backbone.hub.jobs import RUNS_KEPT_MS
+    from sync.backbone.hub.fleet.jobs import RUNS_KEPT_MS
 
     old = current_ms() - RUNS_KEPT_MS - 1
     hub.record_run("qdrant-episode-sync", "old", "ok", "long ago", old, old)

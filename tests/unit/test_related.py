@@ -1,5 +1,5 @@
 """Tier: unit. ``memsync related`` and the MCP ``related`` tool over a real embedded hub in a tmp
-dir, in this process: the use case (``daemon.usecases.related``: ids, limits, a key not held, a
+dir, in this process: the use case (``daemon.usecases.memory.related``: ids, limits, a key not held, a
 hub never created), the command's text and JSON, and the tool's answer under the SDK's in-memory
 client."""
 
@@ -22,7 +22,7 @@ from daemon.cli.common import Exit
 from daemon.cli.episodes.related import render
 from daemon.mcp.server import build_server
 from daemon.site import NeverSynced
-from daemon.usecases.related import BadKey, parse_key, related
+from daemon.usecases.memory.related import BadKey, parse_key, related
 from sync.backbone.hub import HubBackbone
 from sync.errors import BackboneNotFound
 from sync.policy.links import EpisodeRef, StoredLink

@@ -1,4 +1,4 @@
-"""``daemon.usecases.remember``: what a save writes into the journal, and what the gate's answer
+"""``daemon.usecases.memory.remember``: what a save writes into the journal, and what the gate's answer
 makes of it (the nearest memories given, as the search index would give them)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import SiteFiles
 
-from daemon.usecases.remember import Memory, remember
+from daemon.usecases.memory.remember import Memory, remember
 from sync.errors import MemsyncError
 from sync.source.journal.gate import Candidate
 from sync.source.journal.store import Journal

@@ -1,4 +1,4 @@
-"""Tier: unit. Status's gathering (``daemon.usecases.status.gather``) in this process, against a
+"""Tier: unit. Status's gathering (``daemon.usecases.fleet.status.gather``) in this process, against a
 real embedded hub, sidecar, alerts file and qdrant-edge index in a tmp dir, the site lock held by
 this process standing for its daemon: every section of the report read from the files that hold
 it, and the health judged from them; status creates nothing."""
@@ -19,7 +19,7 @@ from daemon.alerts.messages import Message
 from daemon.alerts.store import AlertStore, Queued
 from daemon.control.lock import SiteLock
 from daemon.search_worker.wiring import offline_layer
-from daemon.usecases.status import gather
+from daemon.usecases.fleet.status import gather
 from sync.backbone.hub import HubBackbone
 from sync.push.sidecar import Quarantined, Sidecar
 

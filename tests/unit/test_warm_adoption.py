@@ -378,7 +378,7 @@ def test_a_purge_after_a_forget_leaves_an_adopted_collection_in_place(
 
 
 class AdoptedFeed:
-    """The hub's change feed as Convex's reads after `memsync adopt` (``sync.backbone.convex.feed``):
+    """The hub's change feed as Convex's reads after `memsync adopt` (``sync.backbone.convex.memory.feed``):
     an adopted episode names its seed point (``seedPointId``), and, while its content is the one
     the seed embedded, carries that point as its recorded ``qdrantPointId``; one edited since has
     none recorded."""

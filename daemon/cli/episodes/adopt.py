@@ -1,4 +1,4 @@
-"""``memsync adopt``: take over a Convex deployment the seed design filled (``daemon.usecases.adopt``).
+"""``memsync adopt``: take over a Convex deployment the seed design filled (``daemon.usecases.fleet.adopt``).
 
 ``--check`` says what the deployment holds, table by table and by shape, and what a run would
 change; it changes nothing. Without it the migration runs to the end, a batch at a time with
@@ -21,7 +21,7 @@ from daemon.duties import OPERATOR_KEY_ENV
 from sync.errors import EX_CONFIG
 
 if TYPE_CHECKING:
-    from daemon.usecases.adopt import Adoption
+    from daemon.usecases.fleet.adopt import Adoption
     from sync.backbone.convex.adoption import Progress, SeedAdoption, Survey
 
 
@@ -46,7 +46,7 @@ def register(commands: Commands) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from daemon.duties import OperatorRefused
-    from daemon.usecases.adopt import NothingToAdopt, seed_adoption
+    from daemon.usecases.fleet.adopt import NothingToAdopt, seed_adoption
     from sync.backbone.convex.adoption import MAX_BATCH
 
     if not 1 <= args.batch <= MAX_BATCH:
@@ -61,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, adopter: SeedAdoption) -> int:
-    from daemon.usecases.adopt import adopt
+    from daemon.usecases.fleet.adopt import adopt
 
     before = adopter.survey()
     if args.check:

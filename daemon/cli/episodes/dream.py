@@ -1,5 +1,5 @@
 """``memsync dream [--dry-run]``, ``memsync dream steps`` and ``memsync unmerge ID``: the dream cycle
-by hand, what it did, and undoing a step (``daemon.usecases.dream``)."""
+by hand, what it did, and undoing a step (``daemon.usecases.memory.dream``)."""
 
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ def _line(step: DreamStep) -> str:
 
 def dream_main(args: argparse.Namespace) -> int:
     from daemon.site import opened_backbone
-    from daemon.usecases.dream import dream_job
-    from daemon.usecases.jobs import job_named, run_job
+    from daemon.usecases.fleet.jobs import job_named, run_job
+    from daemon.usecases.memory.dream import dream_job
 
     with handled():
         settings = load(args)
@@ -128,7 +128,7 @@ def unmerge_main(args: argparse.Namespace) -> int:
     import getpass
 
     from daemon.site import opened_backbone
-    from daemon.usecases.dream import unmerge
+    from daemon.usecases.memory.dream import unmerge
 
     with handled():
         settings = load(args, log_level="error")

@@ -1,4 +1,4 @@
-"""``memsync export``: the backbone's episodes as JSON lines (``daemon.usecases.export``);
+"""``memsync export``: the backbone's episodes as JSON lines (``daemon.usecases.memory.export``);
 ``--archived`` adds those the cleanup job moved to the cold archive; ``--since`` and ``--limit``
 cut it down."""
 
@@ -62,7 +62,7 @@ def _count(value: str) -> int:
 
 def main(args: argparse.Namespace) -> int:
     from daemon.site import NeverSynced
-    from daemon.usecases.export import export
+    from daemon.usecases.memory.export import export
     from sync.search.query.results_text import parse_since
 
     with handled():

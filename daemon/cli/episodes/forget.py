@@ -1,6 +1,6 @@
 """``memsync forget``: take episodes back for good, by key (``SITE:ID``, several at once) or by a
 text that must go (``--matching TEXT``: what it finds, hot or archived, is listed, and confirmed
-unless ``--yes``). The work is ``daemon.usecases.forget``'s; this module asks, and says where each
+unless ``--yes``). The work is ``daemon.usecases.memory.forget``'s; this module asks, and says where each
 episode was removed and which sites' indexes have yet to catch up.
 """
 
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
 from daemon.counts import counted
 from daemon.duties import OPERATOR_KEY_ENV
-from daemon.usecases.forget import MIN_MATCHING
+from daemon.usecases.memory.forget import MIN_MATCHING
 from sync.errors import EX_CONFIG
 
 if TYPE_CHECKING:
-    from daemon.usecases.forget import ForgetReport, IndexReach, Match
+    from daemon.usecases.memory.forget import ForgetReport, IndexReach, Match
 
 
 def register(commands: Commands) -> None:
@@ -47,7 +47,7 @@ def register(commands: Commands) -> None:
 def main(args: argparse.Namespace) -> int:
     from daemon.duties import OperatorRefused
     from daemon.site import NeverSynced, duties_of, opened_backbone
-    from daemon.usecases.forget import forget, matching, parse_keys
+    from daemon.usecases.memory.forget import forget, matching, parse_keys
 
     if not args.keys and not args.matching:
         fail("give SITE:ID keys or --matching TEXT", EX_USAGE)

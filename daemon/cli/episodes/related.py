@@ -1,5 +1,5 @@
 """``memsync related ID``: an episode's neighbours (the context mesh) with the reason for each link
-(``daemon.usecases.related``); ``--json`` as data."""
+(``daemon.usecases.memory.related``); ``--json`` as data."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from typing import TextIO
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, fail, handled, load
-from daemon.usecases.related import DEFAULT_LIMIT, MAX_LIMIT, Related
+from daemon.usecases.memory.related import DEFAULT_LIMIT, MAX_LIMIT, Related
 
 ARROWS = {"out": "->", "in": "<-", "both": "<>"}
 TASK_CHARS = 80
@@ -60,7 +60,7 @@ def render(found: Related, out: TextIO) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from daemon.site import NeverSynced
-    from daemon.usecases.related import BadKey, related
+    from daemon.usecases.memory.related import BadKey, related
 
     with handled():
         settings = load(args, log_level="error")

@@ -1,4 +1,4 @@
-"""``memsync remember``: save a memory into the site's journal (``daemon.usecases.remember``); the
+"""``memsync remember``: save a memory into the site's journal (``daemon.usecases.memory.remember``); the
 daemon pushes it like an episode of the AgentDB file, and every site's search finds it."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def register(commands: Commands) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from daemon.context.files import project_name
-    from daemon.usecases.remember import Memory, remember
+    from daemon.usecases.memory.remember import Memory, remember
 
     content = sys.stdin.read() if args.content == "-" else args.content
     with handled():

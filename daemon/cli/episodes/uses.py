@@ -1,5 +1,5 @@
 """``memsync pin ID``, ``memsync unpin ID`` and ``memsync uses [ID...]``: the fleet's use of its
-memories, and the pins that keep one from ever decaying (``daemon.usecases.uses``).
+memories, and the pins that keep one from ever decaying (``daemon.usecases.memory.uses``).
 
 A memory is named as search results show it, ``SITE#ID`` (or ``SITE:ID``). ``uses`` with no ID
 lists the fleet's most salient memories: how often they were handed to agents or opened by them,
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, say
 
 if TYPE_CHECKING:
-    from daemon.usecases.pins import MemoryUse
+    from daemon.usecases.memory.pins import MemoryUse
 
 EXIT_UNKNOWN = 64  # sysexits' EX_USAGE: an id that names no memory (as `memsync tasks show`)
 
@@ -80,8 +80,8 @@ def _line(use: MemoryUse) -> str:
 
 
 def pin_main(args: argparse.Namespace) -> int:
-    from daemon.usecases.pins import pin
-    from daemon.usecases.uses import key_of
+    from daemon.usecases.memory.pins import pin
+    from daemon.usecases.memory.uses import key_of
 
     with handled():
         try:
@@ -102,8 +102,8 @@ def pin_main(args: argparse.Namespace) -> int:
 
 
 def uses_main(args: argparse.Namespace) -> int:
-    from daemon.usecases.pins import used
-    from daemon.usecases.uses import key_of
+    from daemon.usecases.memory.pins import used
+    from daemon.usecases.memory.uses import key_of
 
     with handled():
         try:

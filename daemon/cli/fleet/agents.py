@@ -1,5 +1,5 @@
 """``memsync agents`` and ``memsync status --fleet``: every site and agent in the backbone
-(``daemon.usecases.status.fleet``)."""
+(``daemon.usecases.fleet.status.fleet``)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def register(commands: Commands) -> None:
 
 
 def _gather(args: argparse.Namespace) -> dict[str, Any]:
-    from daemon.usecases.status import fleet
+    from daemon.usecases.fleet.status import fleet
 
     return fleet(load(args, log_level="error"), time.time())
 

@@ -121,7 +121,7 @@ def _view(a: Approval) -> dict[str, Any]:
 
 def request_main(args: argparse.Namespace) -> int:
     from daemon.site import duties_of, opened_backbone
-    from daemon.usecases import approvals
+    from daemon.usecases.fleet import approvals
     from sync.errors import BackboneNotFound
 
     with handled():
@@ -173,7 +173,7 @@ def request_main(args: argparse.Namespace) -> int:
 
 def wait_main(args: argparse.Namespace) -> int:
     from daemon.site import duties_of, opened_backbone
-    from daemon.usecases import approvals
+    from daemon.usecases.fleet import approvals
 
     with handled():
         settings = load(args, log_level="error")
@@ -230,7 +230,7 @@ def _at(ms: int) -> str:
 
 def decide_main(args: argparse.Namespace) -> int:
     from daemon.site import duties_of, opened_backbone
-    from daemon.usecases.approvals import decide
+    from daemon.usecases.fleet.approvals import decide
 
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
     with handled():

@@ -1,5 +1,5 @@
 """``memsync jobs [run NAME]`` and ``memsync digest``: the periodic jobs, where they run, their
-last and next runs; running one now; the stored daily digest (``daemon.usecases.jobs``)."""
+last and next runs; running one now; the stored daily digest (``daemon.usecases.fleet.jobs``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from daemon.health.fleet import iso_ms
 from sync.errors import EX_CONFIG
 
 if TYPE_CHECKING:
-    from daemon.usecases.jobs import JobView
+    from daemon.usecases.fleet.jobs import JobView
 
 
 def register(commands: Commands) -> None:
@@ -82,7 +82,7 @@ def as_json(view: JobView) -> dict[str, Any]:
 
 def list_main(args: argparse.Namespace) -> int:
     from daemon.site import opened_backbone
-    from daemon.usecases.jobs import jobs
+    from daemon.usecases.fleet.jobs import jobs
 
     with handled():
         settings = load(args, log_level="error")
@@ -117,7 +117,7 @@ def list_main(args: argparse.Namespace) -> int:
 
 
 def run_main(args: argparse.Namespace) -> int:
-    from daemon.usecases.jobs import job_named, run_job
+    from daemon.usecases.fleet.jobs import job_named, run_job
 
     with handled():
         settings = load(args)
@@ -135,7 +135,7 @@ def run_main(args: argparse.Namespace) -> int:
 
 def digest_main(args: argparse.Namespace) -> int:
     from daemon.site import duties_of, opened_backbone
-    from daemon.usecases.jobs import digest
+    from daemon.usecases.fleet.jobs import digest
 
     with handled():
         settings = load(args, log_level="error")

@@ -1,5 +1,5 @@
 """``memsync status``: is this site healthy? Exit 0 ok, 1 degraded, 2 down. The facts and the
-verdict are ``daemon.usecases.status``'s; this module shows them."""
+verdict are ``daemon.usecases.fleet.status``'s; this module shows them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from daemon.usecases.status import AgentDBState, JournalState, StatusReport, TelegramState, WarmState
+    from daemon.usecases.fleet.status import AgentDBState, JournalState, StatusReport, TelegramState, WarmState
 
 
 def register(commands: Commands) -> None:
@@ -33,7 +33,7 @@ def register(commands: Commands) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from daemon.usecases.status import gather
+    from daemon.usecases.fleet.status import gather
 
     if args.fleet:
         from daemon.cli.fleet.agents import fleet_main

@@ -128,7 +128,7 @@ def list_main(args: argparse.Namespace) -> int:
 
 def show_main(args: argparse.Namespace) -> int:
     from daemon.site import opened_backbone
-    from daemon.usecases.tasks import task as task_view
+    from daemon.usecases.fleet.tasks import task as task_view
 
     with handled():
         settings = load(args, log_level="error")
@@ -165,7 +165,7 @@ def show_main(args: argparse.Namespace) -> int:
 
 def update_main(args: argparse.Namespace) -> int:
     from daemon.site import opened_backbone
-    from daemon.usecases.tasks import update
+    from daemon.usecases.fleet.tasks import update
 
     if args.status is None and args.assign is None:
         fail("nothing to change: give --status, --assign or both", EX_USAGE)

@@ -70,7 +70,7 @@ DEFAULT_JOBS: Final = (
     JobSpec("cleanup-old-episodes", Scope.GLOBAL, cron="0 3 * * sun", grace_s=3 * 86400, lease_s=30 * MINUTE),
     # The fleet's alerts (daemon/alerts): every minute, so that a site gone silent is said within one.
     JobSpec("alerts", Scope.GLOBAL, every_s=MINUTE, grace_s=MINUTE, lease_s=MINUTE),
-    # The dream cycle (daemon/usecases/dream.py): nightly, before the digest that reports it; a
+    # The dream cycle (daemon/usecases/memory/dream.py): nightly, before the digest that reports it; a
     # laptop asleep at 02:00 runs it when it wakes, up to 18 hours late.
     JobSpec("dream", Scope.FLEET, cron="0 2 * * *", grace_s=18 * 3600, lease_s=30 * MINUTE),
 )

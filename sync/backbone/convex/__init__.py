@@ -11,23 +11,24 @@ body, never in a URL, and never appears in a log line, an error message or ``sta
 The parts mirror the hub's (``sync.backbone.hub``), one concept each, over one connection
 (``connection``): the ``EpisodeSink`` (``episodes``), the ``ChangeFeed`` (``feed``),
 ``Coordination`` (``coordination``: approvals, over ``registry``, ``jobs``, ``health`` and
-``digest``), the ``ColdArchive`` with forgetting (``archive``) ``Links`` (``links``) and ``Uses`` (``uses``: the fleet's
-use of its memories, and pins); ``operator`` is the deploy key's hand, apart.
+``digest``), the ``ColdArchive`` with forgetting (``archive``), ``Links`` (``links``), ``Uses``
+(``uses``: the fleet's use of its memories, and pins) and the dream's records (``dreams``), in the
+same two rooms as the hub's (``memory``, ``fleet``); ``operator`` is the deploy key's hand, apart.
 """
 
 from __future__ import annotations
 
-from sync.backbone.convex.archive import ConvexArchive
 from sync.backbone.convex.calls import classify
 from sync.backbone.convex.connection import MAX_PAGE
-from sync.backbone.convex.coordination import ConvexCoordination
-from sync.backbone.convex.dreams import ConvexDreams
-from sync.backbone.convex.episodes import ConvexEpisodes
-from sync.backbone.convex.feed import ConvexFeed
-from sync.backbone.convex.links import ConvexLinks
+from sync.backbone.convex.fleet.coordination import ConvexCoordination
+from sync.backbone.convex.fleet.registry import MAX_AGENT_BEATS
+from sync.backbone.convex.memory.archive import ConvexArchive
+from sync.backbone.convex.memory.dreams import ConvexDreams
+from sync.backbone.convex.memory.episodes import ConvexEpisodes
+from sync.backbone.convex.memory.feed import ConvexFeed
+from sync.backbone.convex.memory.links import ConvexLinks
+from sync.backbone.convex.memory.uses import ConvexUses
 from sync.backbone.convex.operator import ConvexOperator
-from sync.backbone.convex.registry import MAX_AGENT_BEATS
-from sync.backbone.convex.uses import ConvexUses
 
 
 class ConvexBackbone(

@@ -10,18 +10,20 @@ migrations (``schema``), the ``EpisodeSink`` (``episodes``, with the archiving s
 registry in ``registry``, job leases and runs in ``jobs``, sync health in ``health`` and the daily
 digest in ``digest``), the dream cycle's records (``dreams``), ``Links`` (``links``:
 explicit links stored, derived ones computed when asked) and ``Uses`` (``uses``: the fleet's use
-of its memories, and pins), with the periodic sweeps (``Sweeps``) that Convex runs as crons.
+of its memories, and pins), with the periodic sweeps (``Sweeps``) that Convex runs as crons. The
+roles live in two rooms: ``memory`` (episodes, feed, archive, links, uses, dreams) and ``fleet``
+(coordination, registry, jobs, health, digest, tasks).
 """
 
 from __future__ import annotations
 
-from sync.backbone.hub.archive import HubArchive
-from sync.backbone.hub.coordination import HubCoordination
-from sync.backbone.hub.dreams import HubDreams
-from sync.backbone.hub.episodes import HubEpisodes
-from sync.backbone.hub.feed import HubFeed
-from sync.backbone.hub.links import HubLinks
-from sync.backbone.hub.uses import HubUses
+from sync.backbone.hub.fleet.coordination import HubCoordination
+from sync.backbone.hub.memory.archive import HubArchive
+from sync.backbone.hub.memory.dreams import HubDreams
+from sync.backbone.hub.memory.episodes import HubEpisodes
+from sync.backbone.hub.memory.feed import HubFeed
+from sync.backbone.hub.memory.links import HubLinks
+from sync.backbone.hub.memory.uses import HubUses
 
 
 class HubBackbone(HubEpisodes, HubFeed, HubCoordination, HubArchive, HubDreams, HubUses, HubLinks):

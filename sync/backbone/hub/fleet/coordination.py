@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sync.backbone.base import APPROVAL_PRIORITIES, Approval, NewTask
-from sync.backbone.hub.digest import HubDigest
-from sync.backbone.hub.health import HubHealth
-from sync.backbone.hub.jobs import HubJobs
-from sync.backbone.hub.registry import HubRegistry
+from sync.backbone.hub.fleet.digest import HubDigest
+from sync.backbone.hub.fleet.health import HubHealth
+from sync.backbone.hub.fleet.jobs import HubJobs
+from sync.backbone.hub.fleet.registry import HubRegistry
+from sync.backbone.hub.fleet.tasks import HubTasks, checked_title, follow_tasks, insert_task, link_task
 from sync.backbone.hub.schema import change_seq, set_change_seq
-from sync.backbone.hub.tasks import HubTasks, checked_title, follow_tasks, insert_task, link_task
 from sync.errors import BackboneConflict, BackboneNotFound, BackboneRejected
 from sync.policy.approvals import (
     APPROVAL_TIMEOUTS_MS,

@@ -3,7 +3,7 @@ spool; the daemon sends it on), and naming a memory as people and results do (``
 
 On the light path of an agent's hook, every prompt: it imports the spool (standard library) only
 and defines no class (a dataclass costs an import a millisecond). Pins and a memory's use and
-salience, which open the backbone, are ``daemon.usecases.pins``'.
+salience, which open the backbone, are ``daemon.usecases.memory.pins``'.
 """
 
 from __future__ import annotations

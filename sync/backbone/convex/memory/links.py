@@ -12,7 +12,7 @@ from sync.backbone.convex.connection import ConvexConnection
 from sync.errors import BackboneRejected
 from sync.policy.links import EXPLICIT, EpisodeRef, Link, StoredLink, candidate, related
 
-MAX_LIMIT: Final = 200  # as the hub's (sync/backbone/hub/links.py)
+MAX_LIMIT: Final = 200  # as the hub's (sync/backbone/hub/memory/links.py)
 MAX_ADD: Final = 200  # links.ts's MAX_ADD
 
 

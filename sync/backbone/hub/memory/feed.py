@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from sync.backbone.base import Change, PointRecord
 from sync.backbone.hub.connection import HubConnection
-from sync.backbone.hub.episodes import exported, with_approval, with_dream
+from sync.backbone.hub.memory.episodes import exported, with_approval, with_dream
 
 
 class HubFeed(HubConnection):

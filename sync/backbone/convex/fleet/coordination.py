@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sync.backbone.base import Approval, NewTask
-from sync.backbone.convex.digest import ConvexDigest
-from sync.backbone.convex.health import ConvexHealth
-from sync.backbone.convex.jobs import ConvexJobs
-from sync.backbone.convex.registry import ConvexRegistry
-from sync.backbone.convex.tasks import ConvexTasks
+from sync.backbone.convex.fleet.digest import ConvexDigest
+from sync.backbone.convex.fleet.health import ConvexHealth
+from sync.backbone.convex.fleet.jobs import ConvexJobs
+from sync.backbone.convex.fleet.registry import ConvexRegistry
+from sync.backbone.convex.fleet.tasks import ConvexTasks
 from sync.backbone.convex.wire import int_or_none
 from sync.errors import BackboneNotFound, BackboneRejected
 

@@ -15,7 +15,7 @@ import orjson
 from sync.backbone.base import Outcome, PushItem, PushResult, SiteCursor, SourceRecord
 from sync.backbone.dreams import DREAM_FIELD
 from sync.backbone.hub.connection import HubConnection
-from sync.backbone.hub.links import store_pushed_links
+from sync.backbone.hub.memory.links import store_pushed_links
 from sync.backbone.hub.schema import change_seq, set_change_seq
 from sync.episode import EXPORT_FIELDS
 from sync.sqlite_db import primary_code

@@ -82,7 +82,7 @@ def run_job(settings: Settings, spec: JobSpec, *, now: float) -> Outcome:
     from daemon.schedule.policy.job_table import Where, where
     from daemon.schedule.worker import index_catch_up, run_job_now
     from daemon.site import duties_of, opened_backbone
-    from daemon.usecases.dream import dream_job
+    from daemon.usecases.memory.dream import dream_job
 
     if where(spec, backbone=settings.backbone.kind, store=settings.warm.store) is Where.CONVEX:
         raise NotOnSite(f"{spec.name} runs in Convex's crons, not on a site: see its runs in `memsync jobs`")

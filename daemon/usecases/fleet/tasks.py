@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from daemon.usecases.approvals import ApprovalsAndTasks
+    from daemon.usecases.fleet.approvals import ApprovalsAndTasks
     from sync.backbone.base import Approval, Task, Tasks
 
 

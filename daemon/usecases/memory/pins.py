@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from daemon.usecases.uses import MemoryKey
+from daemon.usecases.memory.uses import MemoryKey
 
 if TYPE_CHECKING:
     from daemon.config import Settings

@@ -30,12 +30,12 @@ from sync.archive.files import ArchiveFolder, location_of
 from sync.archive.manifest import ArchiveFile
 from sync.backbone.base import ArchiveCheck, ArchiveRun, Forgotten
 from sync.backbone.hub.connection import HubConnection
-from sync.backbone.hub.digest import rebuild_stored_digest
-from sync.backbone.hub.dreams import release_forgotten
-from sync.backbone.hub.episodes import exported, with_approval
-from sync.backbone.hub.links import drop_links
+from sync.backbone.hub.fleet.digest import rebuild_stored_digest
+from sync.backbone.hub.memory.dreams import release_forgotten
+from sync.backbone.hub.memory.episodes import exported, with_approval
+from sync.backbone.hub.memory.links import drop_links
+from sync.backbone.hub.memory.uses import forget_uses
 from sync.backbone.hub.schema import change_seq, set_change_seq
-from sync.backbone.hub.uses import forget_uses
 from sync.errors import BackboneBroken, BackboneRejected
 
 _FILE_COLUMNS = "site, week, count, sha256, bytes, first_id, last_id, from_ts, to_ts, written_at, location"

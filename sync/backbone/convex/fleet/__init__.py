@@ -1,0 +1,1 @@
+"""Convex's fleet roles: coordination over the registry, job leases and runs, health, the digest and tasks."""

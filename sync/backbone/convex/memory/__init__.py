@@ -1,0 +1,1 @@
+"""Convex's memory roles: episodes and their feed, the cold archive, links, uses, the dream's records."""

@@ -1,0 +1,1 @@
+"""The hub's fleet roles: coordination over the registry, job leases and runs, health, the digest and tasks."""
