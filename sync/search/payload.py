@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from sync.source.entities import entities, task_key
 from sync.source.types import MEMORY_TYPES, memory_type
 
 # The episode's fields: what a filter selects and a result shows.
@@ -27,6 +28,8 @@ SUCCESS_KEY: Final = "success"
 TAGS_KEY: Final = "tags"
 CONTENT_HASH_KEY: Final = "contentHash"  # the backbone's hash of the episode's content
 MEMORY_TYPE_KEY: Final = "memoryType"  # sync.source.types: given or read by the rules when indexed
+ENTITIES_KEY: Final = "entities"  # sync.source.entities: the identifiers it names, when indexed
+SAME_TASK_KEY: Final = "taskKey"  # sync.source.entities: its task's normalised hash, when indexed
 APPROVAL_STATUS_KEY: Final = "approvalStatus"  # only where an approval about the episode was asked
 # Only on a memory a standing dream step hides (``sync.backbone.dreams``): "merged" (a fold's member)
 # or "superseded". Default results leave such points out; ``include_merged`` brings them back.
@@ -81,3 +84,18 @@ def memory_type_of(payload: Mapping[str, Any]) -> str:
         "tags": list(tags) if isinstance(tags, list | tuple) else [],
     }
     return memory_type(fields).name
+
+
+def entities_of(payload: Mapping[str, Any]) -> list[str]:
+    """A point's entities: those written when it was indexed, else (a point indexed before them)
+    read from its task and text."""
+    written = payload.get(ENTITIES_KEY)
+    if isinstance(written, list) and all(isinstance(e, str) for e in written):
+        return list(written)
+    return entities({"task": payload.get(TASK_KEY), "output": payload.get(TEXT_KEY)})
+
+
+def task_key_of(payload: Mapping[str, Any]) -> str:
+    """A point's task key: the one written when it was indexed, else its task's."""
+    written = payload.get(SAME_TASK_KEY)
+    return written if isinstance(written, str) else task_key(payload.get(TASK_KEY))

@@ -26,7 +26,9 @@ from sync.search.payload import (
     TASK_KEY,
     TEXT_KEY,
     TS_KEY,
+    entities_of,
     memory_type_of,
+    task_key_of,
 )
 from sync.source.types import check_type
 
@@ -42,6 +44,7 @@ WIRE_NAMES: Final = {
     "session": "sessionId",
     "approval_status": "approvalStatus",
     "memory_type": "memoryType",
+    "task_key": "taskKey",
 }
 
 
@@ -217,6 +220,8 @@ class SearchResult:
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
     memory_type: str | None = None  # sync.source.types: given by its writer or read by the rules
     dream: str | None = None  # "merged" | "superseded": a standing dream step hides it (shown on request)
+    entities: list[str] = field(default_factory=list)  # sync.source.entities: the identifiers it names
+    task_key: str | None = None  # sync.source.entities: its task's normalised hash ("" without a task)
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
     when: str | None = None  # ``ts`` in words (``when_words``)
     # The probability that it is relevant, comparable across queries (``sync.search.query.judgement``);
@@ -267,6 +272,8 @@ class SearchResult:
             approval_status=str(approval) if approval else None,
             memory_type=memory_type_of(payload),
             dream=str(payload[DREAM_KEY]) if payload.get(DREAM_KEY) else None,
+            entities=entities_of(payload),
+            task_key=task_key_of(payload),
             passage=passage,
             when=when_words(ts),
         )
@@ -276,6 +283,7 @@ class SearchResult:
         fields: dict[str, Any] = {name: data.get(WIRE_NAMES.get(name, name)) for name in cls.__dataclass_fields__}
         fields["archived"] = fields.get("archived") is True  # absent from an older daemon's answer
         fields["duplicates"] = fields.get("duplicates") or 0
+        fields["entities"] = list(fields.get("entities") or [])  # absent from an older daemon's answer
         passage = fields.get("passage")
         fields["passage"] = Passage(**passage) if isinstance(passage, Mapping) else None
         why = fields.get("why")

@@ -26,12 +26,14 @@ from sync.search.payload import (
     APPROVAL_STATUS_KEY,
     CONTENT_HASH_KEY,
     DREAM_KEY,
+    ENTITIES_KEY,
     MEMORY_TYPE_KEY,
     PARENT_KEY,
     PASSAGE_FIELDS,
     PASSAGE_KEY,
     PASSAGES_KEY,
     REWARD_KEY,
+    SAME_TASK_KEY,
     SESSION_KEY,
     SITE_KEY,
     SOURCE_ID_KEY,
@@ -44,6 +46,7 @@ from sync.search.payload import (
     TS_KEY,
 )
 from sync.search.stores import passage_id, point_id
+from sync.source.entities import entities, task_key
 from sync.source.types import memory_type
 
 Split = Callable[[str], Sequence[Span]]
@@ -75,6 +78,8 @@ def payload_for(change: Change) -> dict[str, Any]:
         SUCCESS_KEY: episode.get("success"),
         TAGS_KEY: list(episode.get("tags") or []),
         MEMORY_TYPE_KEY: memory_type(episode).name,
+        ENTITIES_KEY: entities(episode),
+        SAME_TASK_KEY: task_key(episode.get("task")),
         CONTENT_HASH_KEY: episode.get("contentHash"),
         TEXT_HASH_KEY: text_hash(text),
         TEXT_KEY: text,
