@@ -30,6 +30,7 @@ from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, ha
 from daemon.context.compose import Block
 from daemon.context.hook import TOOLS
 from daemon.usecases.memory.context import Memories, memories
+from sync.source.types import MEMORY_TYPES, check_type
 
 DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
 DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice
@@ -63,7 +64,22 @@ def add_context_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="give up after (default: 2)"
     )
+    parser.add_argument(
+        "--type",
+        dest="types",
+        action="append",
+        type=_memory_type,
+        metavar="TYPE",
+        help=f"only memories of this type (repeat: any of them): {', '.join(MEMORY_TYPES)}",
+    )
     add_json(parser)
+
+
+def _memory_type(value: str) -> str:
+    try:
+        return check_type(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class _OutOfTime(BaseException):
@@ -179,9 +195,13 @@ def _by_hand(args: argparse.Namespace, *, deadline: float) -> tuple[str, Block, 
     from daemon.context.files import project_name
 
     project = project_name(os.getcwd())
-    found = _said(memories(socket, query, limit=args.limit, project=project, deadline=deadline))
+    found = _said(memories(socket, query, limit=args.limit, project=project, deadline=deadline, types=_types(args)))
     block = found.block(budget=budget, start=False, query=query, project=project)
     return query, block, project
+
+
+def _types(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(args.types or ())
 
 
 def _show(args: argparse.Namespace, query: str, block: Block, project: str | None) -> None:
@@ -220,6 +240,7 @@ def main(args: argparse.Namespace) -> int:
                 limit=args.limit,
                 project=project,
                 deadline=time.monotonic() + args.timeout,
+                types=_types(args),
             )
         except DaemonNotListening as exc:
             fail(f"context: {exc}: start it (memsync run, or memsync service install)", EX_TEMPFAIL)
@@ -282,7 +303,9 @@ def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
     try:
         # More than the limit by what the session was given, so that leaving those out leaves enough.
         limit = args.limit + len(exclude)
-        found = _said(memories(socket, decided.query, limit=limit, project=project, deadline=deadline))
+        found = _said(
+            memories(socket, decided.query, limit=limit, project=project, deadline=deadline, types=_types(args))
+        )
     except DaemonNotListening as exc:
         raise _Quiet(f"{exc}: start it (memsync run, or memsync service install)") from None
 
