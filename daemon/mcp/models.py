@@ -79,6 +79,7 @@ class Memory(BaseModel):
         wire = result.to_wire()
         wire.pop("entities", None)
         wire.pop("taskKey", None)
+        wire.pop("typeGiven", None)
         return cls.model_validate(wire)
 
 

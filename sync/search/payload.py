@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from sync.source.entities import entities, task_key
-from sync.source.types import MEMORY_TYPES, memory_type
+from sync.source.types import MEMORY_TYPES, MemoryType, memory_type
 
 # The episode's fields: what a filter selects and a result shows.
 SITE_KEY: Final = "site"
@@ -28,6 +28,7 @@ SUCCESS_KEY: Final = "success"
 TAGS_KEY: Final = "tags"
 CONTENT_HASH_KEY: Final = "contentHash"  # the backbone's hash of the episode's content
 MEMORY_TYPE_KEY: Final = "memoryType"  # sync.source.types: given or read by the rules when indexed
+TYPE_GIVEN_KEY: Final = "typeGiven"  # whether its writer gave the type (else the rules read it)
 ENTITIES_KEY: Final = "entities"  # sync.source.entities: the identifiers it names, when indexed
 SAME_TASK_KEY: Final = "taskKey"  # sync.source.entities: its task's normalised hash, when indexed
 APPROVAL_STATUS_KEY: Final = "approvalStatus"  # only where an approval about the episode was asked
@@ -76,6 +77,17 @@ def memory_type_of(payload: Mapping[str, Any]) -> str:
     written = payload.get(MEMORY_TYPE_KEY)
     if isinstance(written, str) and written in MEMORY_TYPES:
         return written
+    return _read_type(payload).name
+
+
+def type_given_of(payload: Mapping[str, Any]) -> bool:
+    """Whether a point's type was given by its writer: as written when it was indexed, else read
+    from its tags (a point indexed before then keeps no metadata: a type given there reads as not)."""
+    written = payload.get(TYPE_GIVEN_KEY)
+    return written if isinstance(written, bool) else _read_type(payload).given
+
+
+def _read_type(payload: Mapping[str, Any]) -> MemoryType:
     tags = payload.get(TAGS_KEY)
     fields = {
         "task": payload.get(TASK_KEY),
@@ -83,7 +95,7 @@ def memory_type_of(payload: Mapping[str, Any]) -> str:
         "success": payload.get(SUCCESS_KEY),
         "tags": list(tags) if isinstance(tags, list | tuple) else [],
     }
-    return memory_type(fields).name
+    return memory_type(fields)
 
 
 def entities_of(payload: Mapping[str, Any]) -> list[str]:

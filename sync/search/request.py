@@ -29,6 +29,7 @@ from sync.search.payload import (
     entities_of,
     memory_type_of,
     task_key_of,
+    type_given_of,
 )
 from sync.source.types import check_type
 
@@ -44,6 +45,7 @@ WIRE_NAMES: Final = {
     "session": "sessionId",
     "approval_status": "approvalStatus",
     "memory_type": "memoryType",
+    "type_given": "typeGiven",
     "task_key": "taskKey",
 }
 
@@ -220,6 +222,7 @@ class SearchResult:
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
     memory_type: str | None = None  # sync.source.types: given by its writer or read by the rules
     dream: str | None = None  # "merged" | "superseded": a standing dream step hides it (shown on request)
+    type_given: bool | None = None  # whether its writer gave the type (None: an older daemon's answer)
     entities: list[str] = field(default_factory=list)  # sync.source.entities: the identifiers it names
     task_key: str | None = None  # sync.source.entities: its task's normalised hash ("" without a task)
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
@@ -272,6 +275,7 @@ class SearchResult:
             approval_status=str(approval) if approval else None,
             memory_type=memory_type_of(payload),
             dream=str(payload[DREAM_KEY]) if payload.get(DREAM_KEY) else None,
+            type_given=type_given_of(payload),
             entities=entities_of(payload),
             task_key=task_key_of(payload),
             passage=passage,

@@ -1,6 +1,6 @@
-"""Tier: unit. A memory's entities and task key where memsync shows them: the index payload (written
-when indexed, read by the same rules from a point indexed before them), search results on the
-wire (search --json), and an exported episode."""
+"""Tier: unit. A memory's entities, task key and whether its type was given, where memsync shows
+them: the index payload (written when indexed, read by the same rules from a point indexed before
+them) and search results on the wire (search --json; export: tests/e2e/test_memory_types_cli.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ from typing import Any
 
 from sync.backbone.base import Change
 from sync.search.indexing.passages import payload_for
-from sync.search.payload import ENTITIES_KEY, SAME_TASK_KEY, entities_of, task_key_of
+from sync.search.payload import (
+    ENTITIES_KEY,
+    MEMORY_TYPE_KEY,
+    SAME_TASK_KEY,
+    TYPE_GIVEN_KEY,
+    entities_of,
+    task_key_of,
+    type_given_of,
+)
 from sync.search.request import SearchResult
 from sync.source.entities import task_key
 
@@ -43,6 +51,16 @@ def test_a_point_indexed_before_them_has_them_read_from_its_task_and_text() -> N
     assert entities_of(old) == ["db-1.internal", "e11000", "econnreset"]
     assert task_key_of(old) == task_key("Fix the signup E11000")
     assert task_key_of({"text": "no task"}) == ""
+    assert type_given_of({"tags": ["type:decision"], "text": "x"}) is True
+    assert type_given_of(old) is False
+    assert type_given_of({"typeGiven": True}) is True  # as written when indexed
+
+
+def test_the_payload_says_whether_the_type_was_given() -> None:
+    given = EPISODE | {"metadata": {"memory_type": "decision"}}
+    payload = payload_for(Change(1, "laptop", "12", given))
+    assert (payload[MEMORY_TYPE_KEY], payload[TYPE_GIVEN_KEY]) == ("decision", True)
+    assert payload_for(Change(1, "laptop", "12", EPISODE))[TYPE_GIVEN_KEY] is False
 
 
 def test_results_carry_them_on_the_wire_and_back() -> None:
@@ -51,6 +69,7 @@ def test_results_carry_them_on_the_wire_and_back() -> None:
     wire = result.to_wire()
     assert wire["entities"] == NAMED
     assert wire["taskKey"] == payload[SAME_TASK_KEY]
+    assert (wire["memoryType"], wire["typeGiven"]) == ("error_fix", False)  # read by the rules
     assert SearchResult.from_wire(wire) == result
     older = {k: v for k, v in wire.items() if k not in ("entities", "taskKey")}  # an older daemon's answer
     assert SearchResult.from_wire(older).entities == []

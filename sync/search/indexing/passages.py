@@ -44,6 +44,7 @@ from sync.search.payload import (
     TEXT_HASH_KEY,
     TEXT_KEY,
     TS_KEY,
+    TYPE_GIVEN_KEY,
 )
 from sync.search.stores import passage_id, point_id
 from sync.source.entities import entities, task_key
@@ -67,6 +68,7 @@ def payload_for(change: Change) -> dict[str, Any]:
     # A dream step's mark, only on a memory one hides (its role: merged or superseded).
     mark = episode.get("dream")
     approval |= {DREAM_KEY: mark["role"]} if isinstance(mark, dict) and mark.get("role") else {}
+    kind = memory_type(episode)
     return approval | {
         SITE_KEY: change.site,
         SOURCE_ID_KEY: change.source_id,
@@ -77,7 +79,8 @@ def payload_for(change: Change) -> dict[str, Any]:
         REWARD_KEY: episode.get("reward"),
         SUCCESS_KEY: episode.get("success"),
         TAGS_KEY: list(episode.get("tags") or []),
-        MEMORY_TYPE_KEY: memory_type(episode).name,
+        MEMORY_TYPE_KEY: kind.name,
+        TYPE_GIVEN_KEY: kind.given,
         ENTITIES_KEY: entities(episode),
         SAME_TASK_KEY: task_key(episode.get("task")),
         CONTENT_HASH_KEY: episode.get("contentHash"),
