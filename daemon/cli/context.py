@@ -26,11 +26,21 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
-from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, parse_or_none, say
+from daemon.cli.common import (
+    EX_USAGE,
+    Commands,
+    add_config,
+    add_json,
+    add_types,
+    fail,
+    handled,
+    load,
+    parse_or_none,
+    say,
+)
 from daemon.context.compose import Block
 from daemon.context.hook import TOOLS
 from daemon.usecases.memory.context import Memories, memories
-from sync.source.types import MEMORY_TYPES, check_type
 
 DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
 DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice
@@ -64,22 +74,8 @@ def add_context_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="give up after (default: 2)"
     )
-    parser.add_argument(
-        "--type",
-        dest="types",
-        action="append",
-        type=_memory_type,
-        metavar="TYPE",
-        help=f"only memories of this type (repeat: any of them): {', '.join(MEMORY_TYPES)}",
-    )
+    add_types(parser)
     add_json(parser)
-
-
-def _memory_type(value: str) -> str:
-    try:
-        return check_type(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class _OutOfTime(BaseException):
