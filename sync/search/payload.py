@@ -101,10 +101,18 @@ def _read_type(payload: Mapping[str, Any]) -> MemoryType:
 def entities_of(payload: Mapping[str, Any]) -> list[str]:
     """A point's entities: those written when it was indexed, else (a point indexed before them)
     read from its task and text."""
+    written = written_entities(payload)
+    if written is not None:
+        return written
+    return entities({"task": payload.get(TASK_KEY), "output": payload.get(TEXT_KEY)})
+
+
+def written_entities(payload: Mapping[str, Any]) -> list[str] | None:
+    """A point's entities as written when it was indexed; None for a point indexed before them."""
     written = payload.get(ENTITIES_KEY)
     if isinstance(written, list) and all(isinstance(e, str) for e in written):
         return list(written)
-    return entities({"task": payload.get(TASK_KEY), "output": payload.get(TEXT_KEY)})
+    return None
 
 
 def task_key_of(payload: Mapping[str, Any]) -> str:

@@ -26,10 +26,10 @@ from sync.search.payload import (
     TASK_KEY,
     TEXT_KEY,
     TS_KEY,
-    entities_of,
     memory_type_of,
     task_key_of,
     type_given_of,
+    written_entities,
 )
 from sync.source.types import check_type
 
@@ -223,7 +223,9 @@ class SearchResult:
     memory_type: str | None = None  # sync.source.types: given by its writer or read by the rules
     dream: str | None = None  # "merged" | "superseded": a standing dream step hides it (shown on request)
     type_given: bool | None = None  # whether its writer gave the type (None: an older daemon's answer)
-    entities: list[str] = field(default_factory=list)  # sync.source.entities: the identifiers it names
+    # sync.source.entities: the identifiers it names, as written when indexed (None: indexed before
+    # them; reading them from the text here would cost the context hook milliseconds a result).
+    entities: list[str] | None = None
     task_key: str | None = None  # sync.source.entities: its task's normalised hash ("" without a task)
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
     when: str | None = None  # ``ts`` in words (``when_words``)
@@ -276,7 +278,7 @@ class SearchResult:
             memory_type=memory_type_of(payload),
             dream=str(payload[DREAM_KEY]) if payload.get(DREAM_KEY) else None,
             type_given=type_given_of(payload),
-            entities=entities_of(payload),
+            entities=written_entities(payload),
             task_key=task_key_of(payload),
             passage=passage,
             when=when_words(ts),
@@ -287,7 +289,6 @@ class SearchResult:
         fields: dict[str, Any] = {name: data.get(WIRE_NAMES.get(name, name)) for name in cls.__dataclass_fields__}
         fields["archived"] = fields.get("archived") is True  # absent from an older daemon's answer
         fields["duplicates"] = fields.get("duplicates") or 0
-        fields["entities"] = list(fields.get("entities") or [])  # absent from an older daemon's answer
         passage = fields.get("passage")
         fields["passage"] = Passage(**passage) if isinstance(passage, Mapping) else None
         why = fields.get("why")

@@ -72,4 +72,9 @@ def test_results_carry_them_on_the_wire_and_back() -> None:
     assert (wire["memoryType"], wire["typeGiven"]) == ("error_fix", False)  # read by the rules
     assert SearchResult.from_wire(wire) == result
     older = {k: v for k, v in wire.items() if k not in ("entities", "taskKey")}  # an older daemon's answer
-    assert SearchResult.from_wire(older).entities == []
+    assert SearchResult.from_wire(older).entities is None
+    # A point indexed before entities: its result has none (reading them costs the hook); the
+    # payload's reader still gives them.
+    before = {k: v for k, v in payload.items() if k != ENTITIES_KEY}
+    assert SearchResult.from_payload("p", before).entities is None
+    assert entities_of(before) == entities_of(payload)
