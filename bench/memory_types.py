@@ -1,6 +1,7 @@
 """How well the type rules (``sync/source/types.py``) read a memory's type: precision and recall per
-type on tests/data/memory_types.json, each half apart (``tune``: the rules were read against it;
-``check``: written after they were frozen) and both together, with every miss.
+type on tests/data/memory_types.json, each part apart (``tune``: the rules were read against it;
+``check``: written after they were frozen; ``blind``: written by another engineer who had not read
+the set against the rules) and ``tune`` with ``check`` together, with every miss.
 
     python -m bench.memory_types [--markdown FILE]
 """
@@ -50,7 +51,8 @@ def score(memories: Sequence[Mapping[str, Any]]) -> Scores:
 
 def load(path: Path = LABELLED) -> dict[str, list[dict[str, Any]]]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {"tune": data["tune"], "check": data["check"], "both": data["tune"] + data["check"]}
+    parts = {"tune": data["tune"], "check": data["check"], "both": data["tune"] + data["check"]}
+    return parts | {"blind": data["blind"]}
 
 
 def markdown(sets: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
@@ -64,7 +66,8 @@ def markdown(sets: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
             cells.append(f"{'-' if p is None else f'{p:.2f}'} / {s.recall[kind]:.2f}")
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     lines += ["", "Misses (labelled -> read, by which rule):", ""]
-    lines += [f"- {a} -> {b} ({rule}): {task}" for a, b, rule, task in scored["both"].misses] or ["- none"]
+    misses = [*scored["both"].misses, *scored["blind"].misses]
+    lines += [f"- {a} -> {b} ({rule}): {task}" for a, b, rule, task in misses] or ["- none"]
     return "\n".join(lines) + "\n"
 
 

@@ -22,6 +22,7 @@ from sync.errors import (
     SourceConflict,
     TransientError,
 )
+from sync.source.types import MEMORY_TYPES, check_type
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -61,6 +62,25 @@ def add_take_over(parser: argparse.ArgumentParser) -> None:
         help="feed this site from here even though another machine or AgentDB file fed it until now "
         "(a replaced laptop, a restored backup)",
     )
+
+
+def add_types(parser: argparse.ArgumentParser) -> None:
+    """``--type``, repeatable: only memories of these types (``sync.source.types``), each checked."""
+    parser.add_argument(
+        "--type",
+        dest="types",
+        action="append",
+        type=_memory_type,
+        metavar="TYPE",
+        help=f"only memories of this type (repeat: any of them): {', '.join(MEMORY_TYPES)}",
+    )
+
+
+def _memory_type(value: str) -> str:
+    try:
+        return check_type(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

@@ -26,7 +26,18 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
-from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, parse_or_none, say
+from daemon.cli.common import (
+    EX_USAGE,
+    Commands,
+    add_config,
+    add_json,
+    add_types,
+    fail,
+    handled,
+    load,
+    parse_or_none,
+    say,
+)
 from daemon.context.compose import Block
 from daemon.context.hook import TOOLS
 from daemon.usecases.memory.context import Memories, memories
@@ -63,6 +74,7 @@ def add_context_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="give up after (default: 2)"
     )
+    add_types(parser)
     add_json(parser)
 
 
@@ -179,9 +191,13 @@ def _by_hand(args: argparse.Namespace, *, deadline: float) -> tuple[str, Block, 
     from daemon.context.files import project_name
 
     project = project_name(os.getcwd())
-    found = _said(memories(socket, query, limit=args.limit, project=project, deadline=deadline))
+    found = _said(memories(socket, query, limit=args.limit, project=project, deadline=deadline, types=_types(args)))
     block = found.block(budget=budget, start=False, query=query, project=project)
     return query, block, project
+
+
+def _types(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(args.types or ())
 
 
 def _show(args: argparse.Namespace, query: str, block: Block, project: str | None) -> None:
@@ -220,6 +236,7 @@ def main(args: argparse.Namespace) -> int:
                 limit=args.limit,
                 project=project,
                 deadline=time.monotonic() + args.timeout,
+                types=_types(args),
             )
         except DaemonNotListening as exc:
             fail(f"context: {exc}: start it (memsync run, or memsync service install)", EX_TEMPFAIL)
@@ -282,7 +299,9 @@ def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
     try:
         # More than the limit by what the session was given, so that leaving those out leaves enough.
         limit = args.limit + len(exclude)
-        found = _said(memories(socket, decided.query, limit=limit, project=project, deadline=deadline))
+        found = _said(
+            memories(socket, decided.query, limit=limit, project=project, deadline=deadline, types=_types(args))
+        )
     except DaemonNotListening as exc:
         raise _Quiet(f"{exc}: start it (memsync run, or memsync service install)") from None
 

@@ -74,7 +74,13 @@ class Memory(BaseModel):
 
     @classmethod
     def of(cls, result: SearchResult) -> Memory:
-        return cls.model_validate(result.to_wire())
+        # Its entities and task key link memories (the context mesh); an agent reading results does
+        # not need them, and every result would carry them in its tokens.
+        wire = result.to_wire()
+        wire.pop("entities", None)
+        wire.pop("taskKey", None)
+        wire.pop("typeGiven", None)
+        return cls.model_validate(wire)
 
 
 class DreamUndone(BaseModel):

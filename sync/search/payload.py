@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from sync.source.types import MEMORY_TYPES, memory_type
+from sync.source.entities import entities, task_key
+from sync.source.types import MEMORY_TYPES, MemoryType, memory_type
 
 # The episode's fields: what a filter selects and a result shows.
 SITE_KEY: Final = "site"
@@ -27,6 +28,9 @@ SUCCESS_KEY: Final = "success"
 TAGS_KEY: Final = "tags"
 CONTENT_HASH_KEY: Final = "contentHash"  # the backbone's hash of the episode's content
 MEMORY_TYPE_KEY: Final = "memoryType"  # sync.source.types: given or read by the rules when indexed
+TYPE_GIVEN_KEY: Final = "typeGiven"  # whether its writer gave the type (else the rules read it)
+ENTITIES_KEY: Final = "entities"  # sync.source.entities: the identifiers it names, when indexed
+SAME_TASK_KEY: Final = "taskKey"  # sync.source.entities: its task's normalised hash, when indexed
 APPROVAL_STATUS_KEY: Final = "approvalStatus"  # only where an approval about the episode was asked
 # Only on a memory a standing dream step hides (``sync.backbone.dreams``): "merged" (a fold's member)
 # or "superseded". Default results leave such points out; ``include_merged`` brings them back.
@@ -73,6 +77,17 @@ def memory_type_of(payload: Mapping[str, Any]) -> str:
     written = payload.get(MEMORY_TYPE_KEY)
     if isinstance(written, str) and written in MEMORY_TYPES:
         return written
+    return _read_type(payload).name
+
+
+def type_given_of(payload: Mapping[str, Any]) -> bool:
+    """Whether a point's type was given by its writer: as written when it was indexed, else read
+    from its tags (a point indexed before then keeps no metadata: a type given there reads as not)."""
+    written = payload.get(TYPE_GIVEN_KEY)
+    return written if isinstance(written, bool) else _read_type(payload).given
+
+
+def _read_type(payload: Mapping[str, Any]) -> MemoryType:
     tags = payload.get(TAGS_KEY)
     fields = {
         "task": payload.get(TASK_KEY),
@@ -80,4 +95,27 @@ def memory_type_of(payload: Mapping[str, Any]) -> str:
         "success": payload.get(SUCCESS_KEY),
         "tags": list(tags) if isinstance(tags, list | tuple) else [],
     }
-    return memory_type(fields).name
+    return memory_type(fields)
+
+
+def entities_of(payload: Mapping[str, Any]) -> list[str]:
+    """A point's entities: those written when it was indexed, else (a point indexed before them)
+    read from its task and text."""
+    written = written_entities(payload)
+    if written is not None:
+        return written
+    return entities({"task": payload.get(TASK_KEY), "output": payload.get(TEXT_KEY)})
+
+
+def written_entities(payload: Mapping[str, Any]) -> list[str] | None:
+    """A point's entities as written when it was indexed; None for a point indexed before them."""
+    written = payload.get(ENTITIES_KEY)
+    if isinstance(written, list) and all(isinstance(e, str) for e in written):
+        return list(written)
+    return None
+
+
+def task_key_of(payload: Mapping[str, Any]) -> str:
+    """A point's task key: the one written when it was indexed, else its task's."""
+    written = payload.get(SAME_TASK_KEY)
+    return written if isinstance(written, str) else task_key(payload.get(TASK_KEY))

@@ -27,6 +27,9 @@ from sync.search.payload import (
     TEXT_KEY,
     TS_KEY,
     memory_type_of,
+    task_key_of,
+    type_given_of,
+    written_entities,
 )
 from sync.source.types import check_type
 
@@ -42,6 +45,8 @@ WIRE_NAMES: Final = {
     "session": "sessionId",
     "approval_status": "approvalStatus",
     "memory_type": "memoryType",
+    "type_given": "typeGiven",
+    "task_key": "taskKey",
 }
 
 
@@ -217,6 +222,11 @@ class SearchResult:
     approval_status: str | None = None  # the decision on an approval about it, if one was asked
     memory_type: str | None = None  # sync.source.types: given by its writer or read by the rules
     dream: str | None = None  # "merged" | "superseded": a standing dream step hides it (shown on request)
+    type_given: bool | None = None  # whether its writer gave the type (None: an older daemon's answer)
+    # sync.source.entities: the identifiers it names, as written when indexed (None: indexed before
+    # them; reading them from the text here would cost the context hook milliseconds a result).
+    entities: list[str] | None = None
+    task_key: str | None = None  # sync.source.entities: its task's normalised hash ("" without a task)
     passage: Passage | None = None  # a long episode's best-matching passage (None: one passage, the text)
     when: str | None = None  # ``ts`` in words (``when_words``)
     # The probability that it is relevant, comparable across queries (``sync.search.query.judgement``);
@@ -267,6 +277,9 @@ class SearchResult:
             approval_status=str(approval) if approval else None,
             memory_type=memory_type_of(payload),
             dream=str(payload[DREAM_KEY]) if payload.get(DREAM_KEY) else None,
+            type_given=type_given_of(payload),
+            entities=written_entities(payload),
+            task_key=task_key_of(payload),
             passage=passage,
             when=when_words(ts),
         )

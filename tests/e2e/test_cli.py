@@ -62,6 +62,10 @@ EXPORT_KEYS = [
     "llmModel",
     "contentHash",
     "syncedAt",
+    "memoryType",
+    "typeGiven",
+    "entities",
+    "taskKey",
 ]
 
 

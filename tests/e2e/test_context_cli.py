@@ -19,6 +19,7 @@ from conftest import AgentProcess, SiteFiles, episode, wait_for, wait_started, w
 
 from daemon.context.compose import CLOSE, LATEST, MEMORIES, OPEN
 from daemon.context.hook import CAPS, POINTER, TOOLS
+from sync.source.types import MEMORY_TYPES
 
 HOOKS = Path(__file__).parents[1] / "data" / "hooks"
 PROMPT_EVENT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
@@ -229,6 +230,23 @@ def test_context_through_a_real_daemon_for_each_tool(
     shown = json.loads(by_hand.stdout)
     assert shown["project"] == "shop-api"
     assert ref in REF.findall(shown["block"])
+
+    # --type keeps only memories of that type: the episode's own type keeps it, another drops it.
+    def typed(*types: str) -> set[str]:
+        options = [arg for kind in types for arg in ("--type", kind)]
+        done = subprocess.run(
+            [sys.executable, "-m", "daemon", "context", *prompt.split(), "-c", str(site.config), "--json", *options],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=project,
+        )
+        assert done.returncode == 0, done.stderr
+        return set(REF.findall(json.loads(done.stdout)["block"]))
+
+    own = str(target["memoryType"])
+    assert ref in typed(own)
+    assert ref not in typed(next(kind for kind in MEMORY_TYPES if kind != own))
 
     # The light path: the settings cache is warm by now, and nothing heavy is imported.
     done = hook(

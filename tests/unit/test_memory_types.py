@@ -99,7 +99,17 @@ def test_a_type_named_by_a_person_is_checked_against_the_taxonomy() -> None:
         check_type("bugfix")
 
 
-@pytest.mark.parametrize("half", ["tune", "check"])
+@pytest.mark.parametrize(
+    "half",
+    [
+        "tune",
+        "check",
+        # Written by another engineer, blind to the rules: they do not generalise to it yet (observation
+        # 0.38, learning 0.77, warning 0.83, error_fix 0.88). Strict: once they do, this fails until
+        # the mark goes.
+        pytest.param("blind", marks=pytest.mark.xfail(strict=True, reason="the rules miss a blind set")),
+    ],
+)
 def test_precision_per_type_is_at_least_0_9_on_each_half_of_the_labelled_set(half: str) -> None:
     memories = load()[half]
     assert {m["type"] for m in memories} == set(MEMORY_TYPES), "every type is labelled"

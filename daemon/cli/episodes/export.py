@@ -10,8 +10,7 @@ import sys
 import time
 from contextlib import closing
 
-from daemon.cli.common import EX_USAGE, Commands, add_config, fail, handled, load
-from sync.source.types import MEMORY_TYPES, check_type
+from daemon.cli.common import EX_USAGE, Commands, add_config, add_types, fail, handled, load
 
 
 def register(commands: Commands) -> None:
@@ -32,22 +31,8 @@ def register(commands: Commands) -> None:
         "--since", metavar="WHEN", help="only episodes since (by their ts): 7d, 12h, 30m, or an ISO date/time"
     )
     parser.add_argument("--limit", metavar="N", type=_count, help="at most N episodes (the first N, oldest first)")
-    parser.add_argument(
-        "--type",
-        dest="types",
-        action="append",
-        type=_memory_type,
-        metavar="TYPE",
-        help=f"only memories of this type (repeat: any of them): {', '.join(MEMORY_TYPES)}",
-    )
+    add_types(parser)
     parser.set_defaults(run=main)
-
-
-def _memory_type(value: str) -> str:
-    try:
-        return check_type(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _count(value: str) -> int:

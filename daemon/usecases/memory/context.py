@@ -49,23 +49,25 @@ def memories(
     limit: int,
     project: str | None,
     deadline: float,
+    types: tuple[str, ...] = (),
     monotonic: Callable[[], float] = time.monotonic,
 ) -> Memories:
     """The search's results for ``query`` (up to ``limit``) and, with a ``project``, its recent
     episodes, from the daemon on ``socket``, each request given what is left until ``deadline``
-    (on the ``monotonic`` clock). A daemon without the ``recent`` op (older than this code), or
+    (on the ``monotonic`` clock); ``types``: only memories of these types (``sync.source.types``),
+    both the search's and the recent ones. A daemon without the ``recent`` op (older than this code), or
     refusing it, has no recent results: the search's memories are worth giving without them.
     ValueError for a query the search refuses; the control client's errors otherwise."""
 
     def left() -> float:
         return max(MIN_WAIT, deadline - monotonic())
 
-    request = SearchRequest(query=query, limit=max(1, min(MAX_LIMIT, limit)))
+    request = SearchRequest(query=query, limit=max(1, min(MAX_LIMIT, limit)), filter=SearchFilter(types=types))
     request.check()
     found = ControlClient(socket).search(request, timeout=left())
     if not project:
         return Memories(found, [])
-    wanted = RecentRequest(limit=RECENT_LIMIT, filter=SearchFilter(tags=(f"project:{project}",)))
+    wanted = RecentRequest(limit=RECENT_LIMIT, filter=SearchFilter(tags=(f"project:{project}",), types=types))
     try:
         return Memories(found, ask_recent(socket, wanted, timeout=left()))
     except ControlError as exc:

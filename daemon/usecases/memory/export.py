@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon.site import opened_backbone
 from sync.errors import BackboneNotFound
+from sync.source.entities import entities, task_key
 from sync.source.types import memory_type
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ def export(
     """The episodes, one at a time, the backbone held open while they are read (close the iterator
     to stop early). Raises ``NeverSynced`` when the embedded hub was never created, and
     ``BackboneNotFound`` once the reading ends when ``site`` names a site with no episodes at all.
-    Each episode ends with its ``memoryType`` and whether it was given (``typeGiven``); ``types``
+    Each episode ends with its ``memoryType``, whether it was given (``typeGiven``), its ``entities``
+    and its ``taskKey`` (``sync.source.entities``); ``types``
     keeps only those of these types."""
     with opened_backbone(settings, create=False, existing=True) as backbone:
         episodes = backbone.episodes(site, since_ms)
@@ -51,4 +53,5 @@ def export(
 
 def _typed(episode: dict[str, Any]) -> dict[str, Any]:
     kind = memory_type(episode)
-    return episode | {"memoryType": kind.name, "typeGiven": kind.given}
+    named = {"entities": entities(episode), "taskKey": task_key(episode.get("task"))}
+    return episode | {"memoryType": kind.name, "typeGiven": kind.given} | named

@@ -26,12 +26,14 @@ from sync.search.payload import (
     APPROVAL_STATUS_KEY,
     CONTENT_HASH_KEY,
     DREAM_KEY,
+    ENTITIES_KEY,
     MEMORY_TYPE_KEY,
     PARENT_KEY,
     PASSAGE_FIELDS,
     PASSAGE_KEY,
     PASSAGES_KEY,
     REWARD_KEY,
+    SAME_TASK_KEY,
     SESSION_KEY,
     SITE_KEY,
     SOURCE_ID_KEY,
@@ -42,8 +44,10 @@ from sync.search.payload import (
     TEXT_HASH_KEY,
     TEXT_KEY,
     TS_KEY,
+    TYPE_GIVEN_KEY,
 )
 from sync.search.stores import passage_id, point_id
+from sync.source.entities import entities, task_key
 from sync.source.types import memory_type
 
 Split = Callable[[str], Sequence[Span]]
@@ -64,6 +68,7 @@ def payload_for(change: Change) -> dict[str, Any]:
     # A dream step's mark, only on a memory one hides (its role: merged or superseded).
     mark = episode.get("dream")
     approval |= {DREAM_KEY: mark["role"]} if isinstance(mark, dict) and mark.get("role") else {}
+    kind = memory_type(episode)
     return approval | {
         SITE_KEY: change.site,
         SOURCE_ID_KEY: change.source_id,
@@ -74,7 +79,10 @@ def payload_for(change: Change) -> dict[str, Any]:
         REWARD_KEY: episode.get("reward"),
         SUCCESS_KEY: episode.get("success"),
         TAGS_KEY: list(episode.get("tags") or []),
-        MEMORY_TYPE_KEY: memory_type(episode).name,
+        MEMORY_TYPE_KEY: kind.name,
+        TYPE_GIVEN_KEY: kind.given,
+        ENTITIES_KEY: entities(episode),
+        SAME_TASK_KEY: task_key(episode.get("task")),
         CONTENT_HASH_KEY: episode.get("contentHash"),
         TEXT_HASH_KEY: text_hash(text),
         TEXT_KEY: text,
