@@ -46,6 +46,8 @@ from sync.push.engine import SyncEngine
 from sync.push.sidecar import Sidecar
 from sync.source.agentdb.rows import convert
 from sync.source.agentdb.source import agentdb_source
+from sync.source.entities import entities, task_key
+from sync.source.types import memory_type
 
 STALE_AFTER_MS = 3 * 60_000
 
@@ -1183,3 +1185,63 @@ def test_the_cold_archive_holds_what_left_the_hot_table_and_archive_plus_hot_is_
     counts = laptop.backbone.archived_counts(laptop.site)
     assert counts is not None
     assert [counts.get(w, 0) for w in weeks] == [0, 0]
+
+
+def _typed_item(local_id: int, task: str, output: str, *, tags: Sequence[str], meta: Mapping[str, Any]) -> PushItem:
+    row = {
+        "id": local_id,
+        "ts": 1735689600 + local_id,
+        "created_at": 1735689600 + local_id,
+        "session_id": b"s",
+        "task": task.encode(),
+        "input": b"",
+        "output": output.encode(),
+        "critique": None,
+        "reward": 1.0,
+        "success": 1,
+        "latency_ms": 10,
+        "tokens_used": 20,
+        "tags": json.dumps(list(tags)).encode(),
+        "metadata": json.dumps(dict(meta)).encode(),
+    }
+    ep = convert(row, Attribution())
+    assert isinstance(ep, Episode)
+    return PushItem(str(local_id), local_id, ep.identity_hash, ep.content_hash, ep.fields, ep.body)
+
+
+def test_every_stored_episode_reads_back_with_its_type_entities_and_task_key(open_site: OpenSite) -> None:
+    """The type, the entities and the task key are functions of the stored fields (no column, no
+    migration): what either backbone gives back yields the same ones as the episode that was pushed,
+    a type given by ``metadata.memory_type`` or a ``type:`` tag staying given."""
+    s = open_site("laptop")
+    items = [
+        _typed_item(1, "Pick the queue", "We chose Redis streams", tags=["x"], meta={"memory_type": "decision"}),
+        _typed_item(2, "Never run migrations by hand", "ok", tags=["type:warning"], meta={}),
+        _typed_item(
+            3,
+            "Fix E11000 duplicate key in src/users/repo.py",
+            "Fixed: the upsert in UserRepository.save now uses JIRA-4521's unique index",
+            tags=[],
+            meta={"agent_name": "coder"},
+        ),
+    ]
+    s.backbone.push(items, cursor=3)
+    stored = {e["sourceId"]: e for e in s.backbone.episodes(s.site)}
+    assert sorted(stored) == ["1", "2", "3"]
+    got = {
+        k: (memory_type(e).name, memory_type(e).given, entities(e), task_key(e.get("task"))) for k, e in stored.items()
+    }
+    pushed = {
+        i.source_id: (
+            memory_type(i.fields).name,
+            memory_type(i.fields).given,
+            entities(i.fields),
+            task_key(i.fields.get("task")),
+        )
+        for i in items
+    }
+    assert got == pushed
+    assert [got[k][:2] for k in ("1", "2")] == [("decision", True), ("warning", True)]
+    assert got["3"][:2] == ("error_fix", False)
+    assert {"e11000", "jira-4521", "src/users/repo.py"} <= set(got["3"][2])
+    assert got["3"][3] == task_key("fix e11000 duplicate key in src/users/repo.py.")
