@@ -1,7 +1,8 @@
 """How well the type rules (``sync/source/types.py``) read a memory's type: precision and recall per
 type on tests/data/memory_types.json, each part apart (``tune``: the rules were read against it;
 ``check``: written after they were frozen; ``blind``: written by another engineer who had not read
-the set against the rules) and ``tune`` with ``check`` together, with every miss.
+the rules; its misses at first sight then shaped three rules, so it is no longer blind) and
+``tune`` with ``check`` together, with every miss.
 
     python -m bench.memory_types [--markdown FILE]
 """

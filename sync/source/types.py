@@ -96,6 +96,13 @@ _ERROR: Final = _words(
     r"times out",
     r"expired",
     r"null",
+    r"stuck",
+    r"can'?t",
+    r"cannot",
+    r"could(?: not|n'?t)",
+    r"unable to",
+    r"mismatch(?:es|ed)?",
+    r"(?-i:[A-Z]+(?:_[A-Z]+)*_FAILED)",
 )
 _FIXED: Final = _words(
     r"fix(?:es|ed)?",
@@ -131,6 +138,8 @@ _FIXED: Final = _words(
     r"removed",
     r"moved",
     r"re-?added",
+    r"restored",
+    r"installed",
 )
 _WARNING: Final = _words(
     r"never",
@@ -159,7 +168,7 @@ _DECISION: Final = _words(
     r"chosen",
     r"choose",
     r"going with",
-    r"we(?:'ll| will) use",
+    r"we(?:'ll| will| are going to)",
     r"settled on",
     r"opted",
     r"picked",
@@ -227,11 +236,39 @@ _EVENT: Final = _words(
     r"incident",
     r"outage",
     r"on-?call",
-    r"migrated on",
+    r"migrated",
+    r"fail(?:ed)? ?over",
+    r"joined",
+    r"met with",
+    r"renewed",
+    r"kicked off",
+    r"sprint \d+",
     r"cut over",
     r"v\d+(?:\.\d+)+ (?:is )?out",
     r"merged",
     r"tagged",
+)
+
+# A task that asks to look into something: what it says it found is a discovery (unless the task
+# names an error: then it is a fix or a lesson); a plain reading ("check the queue length") is not.
+_INVESTIGATE: Final = re.compile(
+    r"^\s*(?:look(?:ed)? into|investigat\w*|audit\w*|check(?:ed)?|why\b|find out|figure out|explore|dig into)",
+    re.IGNORECASE,
+)
+_FOUND: Final = _words(r"found", r"turn(?:s|ed) out", r"learn(?:ed|t)", r"it seems", r"it appears", r"noticed")
+# A task that asks how the code is built, answered with where (a path) in the output.
+_HOW_BUILT: Final = re.compile(
+    r"^\s*how\b(?! to\b)|\b(?:layout|structure|schema|access pattern|architecture)\b", re.IGNORECASE
+)
+_PATH: Final = re.compile(r"[\w.-]+/[\w./-]*|\b\w+\.(?:py|ts|tsx|js|go|rs|rb|java|toml|ya?ml|json|sql|sh)\b")
+# An output saying the problem its task names (an error, or a warning something prints) is gone.
+_PROBLEM: Final = re.compile(_ERROR.pattern + r"|(?<![\w-])warnings?(?![\w-])", re.IGNORECASE)
+_GONE: Final = _words(
+    r"(?:is|are) gone",
+    r"went away",
+    r"no longer (?:fails|crashes|warns|errors|appears|happens)",
+    r"works again",
+    r"(?:runs|passes|verify|verifies) again",
 )
 
 # Where code is: a path or a file name, said to be somewhere or to be something.
@@ -243,6 +280,9 @@ _PLACED: Final = re.compile(
 
 Rule = tuple[str, str, re.Pattern[str], str]
 RULES: Final[tuple[Rule, ...]] = (
+    ("a look into something, and what it found", "discovery", _FOUND, "asked"),
+    ("how the code is built, and where", "codebase_knowledge", _HOW_BUILT, "built"),
+    ("an error its output says is gone", "error_fix", _GONE, "gone"),
     ("a discovery said first", "discovery", _DISCOVERY, "start"),
     ("an event said first", "event", _EVENT, "start"),
     ("a warning", "warning", _WARNING, "lead"),
@@ -296,8 +336,18 @@ def _where(where: str, fields: Mapping[str, Any]) -> str | None:
         "criticised": lambda: _text(fields, "critique") if failed else None,
         "failed": lambda: _text(fields, "task", "input", "output", "critique") if failed else None,
         "fix": lambda: None if failed else _text(fields, "task", "input", "output", "critique"),
+        # The output of a task that asks to look into something and names no error.
+        "asked": lambda: _text(fields, "output") if _asks(_text(fields, "task")) else None,
+        # The task, when the output names a path.
+        "built": lambda: _text(fields, "task") if _PATH.search(_text(fields, "output")) else None,
+        # The output, when the task names an error (or a warning printed) and the memory did not fail.
+        "gone": lambda: None if failed or not _PROBLEM.search(_text(fields, "task")) else _text(fields, "output"),
     }
     return texts.get(where, lambda: _text(fields, "task", "input", "output", "critique"))()
+
+
+def _asks(task: str) -> bool:
+    return bool(_INVESTIGATE.search(task)) and not _ERROR.search(task)
 
 
 def _holds(where: str, words: re.Pattern[str], fields: Mapping[str, Any]) -> bool:
