@@ -166,8 +166,11 @@ def item(
     reward: float | None = 0.5,
     success: bool = True,
     agent: str | None = "coder",
+    meta: Mapping[str, Any] | None = None,  # the metadata, instead of the agent's
 ) -> PushItem:
     metadata: dict[str, Any] = {"_private": 1} if agent is None else {"agent_name": agent, "_private": 1}
+    if meta is not None:
+        metadata = dict(meta)
     row = {
         "id": local_id,
         "ts": 1735689600 + local_id if at is None else at,
@@ -1187,42 +1190,19 @@ def test_the_cold_archive_holds_what_left_the_hot_table_and_archive_plus_hot_is_
     assert [counts.get(w, 0) for w in weeks] == [0, 0]
 
 
-def _typed_item(local_id: int, task: str, output: str, *, tags: Sequence[str], meta: Mapping[str, Any]) -> PushItem:
-    row = {
-        "id": local_id,
-        "ts": 1735689600 + local_id,
-        "created_at": 1735689600 + local_id,
-        "session_id": b"s",
-        "task": task.encode(),
-        "input": b"",
-        "output": output.encode(),
-        "critique": None,
-        "reward": 1.0,
-        "success": 1,
-        "latency_ms": 10,
-        "tokens_used": 20,
-        "tags": json.dumps(list(tags)).encode(),
-        "metadata": json.dumps(dict(meta)).encode(),
-    }
-    ep = convert(row, Attribution())
-    assert isinstance(ep, Episode)
-    return PushItem(str(local_id), local_id, ep.identity_hash, ep.content_hash, ep.fields, ep.body)
-
-
 def test_every_stored_episode_reads_back_with_its_type_entities_and_task_key(open_site: OpenSite) -> None:
     """The type, the entities and the task key are functions of the stored fields (no column, no
     migration): what either backbone gives back yields the same ones as the episode that was pushed,
     a type given by ``metadata.memory_type`` or a ``type:`` tag staying given."""
     s = open_site("laptop")
     items = [
-        _typed_item(1, "Pick the queue", "We chose Redis streams", tags=["x"], meta={"memory_type": "decision"}),
-        _typed_item(2, "Never run migrations by hand", "ok", tags=["type:warning"], meta={}),
-        _typed_item(
+        item(1, task="Pick the queue", output="We chose Redis streams", tags=("x",), meta={"memory_type": "decision"}),
+        item(2, task="Never run migrations by hand", output="ok", tags=("type:warning",), meta={}),
+        item(
             3,
-            "Fix E11000 duplicate key in src/users/repo.py",
-            "Fixed: the upsert in UserRepository.save now uses JIRA-4521's unique index",
-            tags=[],
-            meta={"agent_name": "coder"},
+            task="Fix E11000 duplicate key in src/users/repo.py",
+            output="Fixed: the upsert in UserRepository.save now uses JIRA-4521's unique index",
+            tags=(),
         ),
     ]
     s.backbone.push(items, cursor=3)
