@@ -13,14 +13,13 @@ time on each side) and its stored rows; ``related`` decides the rest.
 
 from __future__ import annotations
 
-import hashlib
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from sync.identifiers import identifiers
+from sync.source.entities import task_key as entity_task_key
 
 # The kinds, in the order ``related`` ranks them.
 KINDS: Final = ("updates", "about", "similar_to", "led_to", "evolved_from", "mentions")
@@ -110,13 +109,9 @@ class Link:
 
 
 def task_key(task: object) -> str | None:
-    """A task's key: its text with case, accents' forms, spaces and the punctuation around it
-    folded, hashed (sha256, 16 hex digits); None for no task. The same task tried again, worded the
-    same, has the same key."""
-    if not isinstance(task, str):
-        return None
-    text = _SPACES.sub(" ", unicodedata.normalize("NFKC", task).casefold()).strip(" .!?:;,")
-    return hashlib.sha256(text.encode()).hexdigest()[:16] if text else None
+    """A task's key (``sync.source.entities.task_key``: the one key search, export and the links
+    share); None for no task. The same task tried again, worded the same, has the same key."""
+    return entity_task_key(task) or None
 
 
 def _entities(value: object) -> tuple[str, ...] | None:
