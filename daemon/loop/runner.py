@@ -212,7 +212,6 @@ class Daemon:
             return None
         from daemon.schedule.beats import Beats
         from daemon.schedule.worker import Scheduler, index_catch_up
-        from daemon.usecases.memory.dream import dream_job
 
         backbone = self._open_backbone()
         if backbone is None:
@@ -226,9 +225,16 @@ class Daemon:
             index_catch_up=catch_up,
             on_stop=backbone.close,
             alerts=alerts,
-            dream=lambda now_ms, run: dream_job(self.settings, backbone, now_ms, run).summary,
+            dream=lambda now_ms, run: self._dream(backbone, now_ms, run),
         ).start()
         return scheduler
+
+    def _dream(self, backbone: Backbone, now_ms: int, run: str) -> str:
+        # Imported when the night's job runs: the dream's planning needs numpy, which an idle daemon
+        # must not hold (the embedding stack lives in the search worker's process).
+        from daemon.usecases.memory.dream import dream_job
+
+        return dream_job(self.settings, backbone, now_ms, run).summary
 
     def _start_warm(self, backbone: Backbone) -> WarmHost | None:
         """The control socket, and the warm layer's worker process whenever there is work for it

@@ -1,4 +1,4 @@
-"""The MCP server: seven tools over memsync's memory, answered through the daemon's control socket.
+"""The MCP server: ten tools over memsync's memory, answered through the daemon's control socket.
 
 Few tools with tight schemas, because every tool's definition sits in the agent's context: search,
 one episode with its session's neighbours and its links, a memory's related memories (read from

@@ -81,7 +81,7 @@ def test_search_says_what_it_found_exactly_what_is_absent_and_cuts_what_shares_n
     assert human.returncode == 0, human.stderr
     assert "exact E11000" in human.stdout
     assert "FAILED attempt · reward 0.40" in human.stdout
-    assert "worked · reward 0.90 · fix · relevance " in human.stdout
+    assert "worked · reward 0.90 · error_fix · relevance " in human.stdout, human.stdout
     assert f"{len(OTHERS) + 1} more under the relevance floor: --all shows them" in human.stdout
     assert "similarity" not in human.stdout
 

@@ -19,8 +19,9 @@ def register(commands: Commands) -> None:
     parser = commands.add_parser(
         "mcp",
         help="serve memory to agents as MCP tools (stdio; --http for 127.0.0.1 with a token)",
-        description="An MCP server with seven tools: search_memory, get_episode, related, recent_activity, "
-        "memory_health, request_approval, wait_for_approval. Searches go through the running daemon. Over stdio "
+        description="An MCP server with ten tools: search_memory, get_episode, related, recent_activity, "
+        "save_memory, memory_health, request_approval, wait_for_approval, pin_memory, undo_dream_step. Searches "
+        "go through the running daemon (or this process without one). Over stdio "
         "by default; --http serves streamable HTTP on 127.0.0.1, requiring the bearer token MEMSYNC_MCP__TOKEN.",
     )
     add_config(parser)

@@ -51,7 +51,17 @@ def export(
             raise BackboneNotFound(f"no episodes from site {site!r} in {backbone.description}")
 
 
+# Keys an episode carries only when they apply: they stay last, after what every episode has.
+_OPTIONAL = ("approvalStatus", "archived")
+
+
 def _typed(episode: dict[str, Any]) -> dict[str, Any]:
     kind = memory_type(episode)
-    named = {"entities": entities(episode), "taskKey": task_key(episode.get("task"))}
-    return episode | {"memoryType": kind.name, "typeGiven": kind.given} | named
+    read = {
+        "memoryType": kind.name,
+        "typeGiven": kind.given,
+        "entities": entities(episode),
+        "taskKey": task_key(episode.get("task")),
+    }
+    always = {k: v for k, v in episode.items() if k not in _OPTIONAL}
+    return always | read | {k: episode[k] for k in _OPTIONAL if k in episode}
