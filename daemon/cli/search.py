@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
 from sync.search.query.results_text import parse_since, render_answer, render_results
-from sync.search.request import MAX_LIMIT, SearchAnswer, SearchFilter, SearchRequest
+from sync.search.request import MAX_LIMIT, SearchAnswer, SearchRequest
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -98,25 +98,24 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def request_from(args: argparse.Namespace) -> SearchRequest:
-    """The request the arguments ask for; ValueError says what is wrong with them."""
-    request = SearchRequest(
-        query=args.query,
+    """The request the arguments ask for (``daemon.usecases.search``); ValueError says what is wrong."""
+    from daemon.usecases.search import search_request
+
+    return search_request(
+        args.query,
+        now=time.time(),
         limit=args.limit,
-        filter=SearchFilter(
-            site=args.site,
-            agent=args.agent,
-            session=args.session,
-            tags=tuple(args.tag or ()),
-            since_ms=None if args.since is None else parse_since(args.since, time.time()),
-        ),
-        collapse=not args.all_duplicates,
+        site=args.site,
+        agent=args.agent,
+        session=args.session,
+        tags=args.tag or (),
+        since=args.since,
+        mode=args.mode,
+        everything=args.all_duplicates,
+        floor=args.floor,
         rerank=args.rerank,
         mmr=args.mmr,
-        mode=args.mode,
-        floor=0.0 if args.all_duplicates else args.floor,
     )
-    request.check()
-    return request
 
 
 def fast_search(argv: Sequence[str]) -> int | None:
