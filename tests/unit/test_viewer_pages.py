@@ -76,6 +76,10 @@ def test_a_long_episodes_result_shows_the_passage_that_matched() -> None:
     assert "start start" not in html
 
 
+def test_a_search_from_a_link_without_a_mode_is_hybrid() -> None:
+    assert SearchForm.of({"q": " deploy ", "all": "1"}) == SearchForm(q="deploy", mode="hybrid", all=True)
+
+
 def test_the_search_form_keeps_its_values_escaped() -> None:
     html = search_form(SearchForm(q='"><script>', mode="bm25", agent="a<b", site="vm"), ["laptop", "vm"])
     assert 'value="&quot;&gt;&lt;script&gt;"' in html

@@ -36,10 +36,8 @@ class SearchForm:
 
     @classmethod
     def of(cls, query: Mapping[str, str]) -> SearchForm:
-        return cls(
-            **{name: query.get(name, "").strip() for name in FIELDS if name != "all"},
-            all=query.get("all") in ("1", "on", "true"),
-        )
+        given = {name: query.get(name, "").strip() for name in FIELDS if name != "all"}
+        return cls(**{**given, "mode": given["mode"] or "hybrid"}, all=query.get("all") in ("1", "on", "true"))
 
 
 @dataclass(frozen=True, slots=True)
