@@ -29,6 +29,9 @@ def bind(port: int) -> socket.socket:
             f"cannot listen on {HOST}:{port} ({exc.strerror}): another program holds it; set ui.port or pass "
             "--port (0 picks a free one)"
         ) from None
+    # Accepted connections inherit it: a page's headers and body go at once, not 40 ms apart
+    # (Nagle's algorithm waiting on the client's delayed acknowledgement).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
