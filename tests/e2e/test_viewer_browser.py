@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import AgentProcess, SiteFiles, episode, hub_episodes, memsync, stop_daemon, wait_for, wait_started
+from harness import start_viewer, stop_viewer
 from harness.site import write_config
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -85,26 +84,6 @@ def shot(driver: Any, name: str) -> None:
         driver.save_screenshot(str(Path(folder) / f"viewer-{name}.png"))
 
 
-def start_ui(site: SiteFiles, log: Path) -> tuple[subprocess.Popen[str], str]:
-    with log.open("w") as errors:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daemon", "ui", "--port", "0", "--config", str(site.config)],
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            text=True,
-        )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if found := re.search(r"http://127\.0\.0\.1:\d+/login\?token=\S+", line):
-            return proc, found[0]
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise AssertionError(f"memsync ui printed no login link: {log.read_text()}")
-
-
 def main_text(driver: Any) -> str:
     """The page's main text; "" while a new page replaces the old one."""
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
@@ -164,7 +143,7 @@ def test_the_viewer_in_a_real_browser(
         text=True,
     )
 
-    ui, login = start_ui(laptop, tmp_path / "ui.log")
+    ui, login = start_viewer(laptop.config, tmp_path / "ui.log")
     base = login.split("/login")[0]
     try:
         # Nothing without the session; the login link works once.
@@ -257,7 +236,4 @@ def test_the_viewer_in_a_real_browser(
         if waiting.poll() is None:
             waiting.kill()
             waiting.communicate()
-        ui.terminate()
-        ui.wait(30)
-        if ui.stdout is not None:
-            ui.stdout.close()
+        stop_viewer(ui)
