@@ -12,7 +12,7 @@ NPM    := npm --no-audit --no-fund --loglevel=error
 # better-sqlite3 (agentdb 1.3.9, the WAL writer) builds from source against the local Node headers.
 NODEDIR := $(shell [ -d /usr/include/node ] && echo /usr || dirname $$(dirname $$(command -v node)))
 
-.PHONY: all bootstrap node check lint typecheck test test-unit test-e2e demo bench docs clean
+.PHONY: all bootstrap node check lint typecheck test test-unit test-e2e demo bench docs screenshots clean
 
 all: test
 
@@ -89,6 +89,16 @@ tools:
 	    echo "make test needs systemd-analyze: install the systemd package (Debian/Ubuntu: sudo apt-get install systemd)"; \
 	    exit 1; \
 	  fi; }
+	@# The web viewer's browser test (tests/e2e/test_viewer_browser.py) drives Debian's headless
+	@# chromium through chromedriver; without them it is skipped, saying so.
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" -eq 0 ]; then \
+	    echo "installing chromium and chromium-driver (Debian packages) for the viewer's browser test"; \
+	    apt-get install -y --no-install-recommends chromium chromium-driver || \
+	      { apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver; }; \
+	  else \
+	    echo "the viewer's browser test will be skipped: install chromium and chromium-driver (Debian/Ubuntu: sudo apt-get install chromium chromium-driver)"; \
+	  fi; }
 
 # The tiers (CONTRIBUTING.md): tests/unit and tests/contracts run in this one process (no node, no
 # child process), tests/conformance and tests/e2e need `make node`. PYTEST_WORKERS: pytest-xdist's
@@ -119,6 +129,10 @@ docs: bootstrap
 	$(BIN)/memsync docs configuration > docs/reference/configuration.md.new
 	mv docs/reference/configuration.md.new docs/reference/configuration.md
 	$(BIN)/python -m bench.figures
+
+# The viewer's screenshots in docs/images, taken by its browser test against real daemons.
+screenshots: bootstrap $(GEN)/node_modules/.stamp-node tools
+	VIEWER_SCREENSHOTS=docs/images $(BIN)/pytest -n 0 -p no:randomly tests/e2e/test_viewer_browser.py
 
 bench: bootstrap $(GEN)/node_modules/.stamp-node $(CONVEX)
 	$(BIN)/python -m bench.run_all

@@ -43,6 +43,8 @@ from harness import (
     run_live_agent,
     short_dir,
     sidecar_value,
+    start_viewer,
+    stop_viewer,
     wait_for,
     wal_writer_argv,
 )
@@ -68,6 +70,8 @@ __all__ = [
     "run_live_agent",
     "short_dir",
     "sidecar_value",
+    "start_viewer",
+    "stop_viewer",
     "wait_for",
     "wal_writer_argv",
 ]

@@ -613,6 +613,20 @@ class McpSection(_Section):
     token: SecretStr | None = Field(None, description="the bearer token `memsync mcp --http` requires")
 
 
+class UiSection(_Section):
+    """`memsync ui`: the web viewer on 127.0.0.1, and who its person is when they decide an approval."""
+
+    port: int = Field(
+        8766, ge=0, le=65535, description="the port `memsync ui` listens on, 127.0.0.1 only (0: any free one)"
+    )
+    user: str | None = Field(
+        None,
+        min_length=1,
+        description="the `[[collaborators]]` name the viewer's person decides approvals as, under Telegram's reviewer "
+        "rules (unset: approvals are shown, not decided)",
+    )
+
+
 class LogSection(_Section):
     """What memsync logs, and how."""
 
@@ -647,6 +661,7 @@ class Settings(BaseSettings):
     privacy: PrivacySection = PrivacySection()
     mcp: McpSection = McpSection()
     dream: DreamSection = DreamSection()
+    ui: UiSection = UiSection()
     log: LogSection = LogSection()
     collaborators: list[Collaborator] = Field(
         default_factory=list, description="`[[collaborators]]`: people memsync tells in their own Telegram chats"
@@ -676,6 +691,14 @@ class Settings(BaseSettings):
         if twice:
             raise ValueError(f"collaborator {', '.join(map(repr, twice))} is listed twice: give each person one entry")
         return value
+
+    @model_validator(mode="after")
+    def _ui_user(self) -> Settings:
+        names = [c.name for c in self.collaborators]
+        if self.ui.user is not None and self.ui.user not in names:
+            known = ", ".join(map(repr, names)) if names else "none: add a [[collaborators]] entry"
+            raise ValueError(f"ui.user {self.ui.user!r} is no collaborator's name (collaborators: {known})")
+        return self
 
     # -- derived paths ----------------------------------------------------------------------------
     @property

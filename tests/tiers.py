@@ -47,6 +47,9 @@ sys.addaudithook(_audit)  # an audit hook stays for the process: _guarding says 
 # The Voyage client puts platform.uname() in its headers, whose processor field runs `uname -p`
 # once a process: a library's probe of the machine, asked here before any test so none pays it.
 platform.processor()
+# httpcore imports trio when it is installed (Selenium, the browser test's client, brings it), and
+# trio's import asks ldconfig once a process: imported here before any test, as above.
+import httpcore  # noqa: E402, F401
 
 
 def _guarded(item: pytest.Item) -> Generator[None, object, object]:

@@ -129,6 +129,20 @@ def outbox_summary(path: Path, site: str | None = None) -> dict[str, Any] | None
     }
 
 
+def alerts_standing(path: Path) -> list[tuple[str, AlertState]]:
+    """The alerts that stand now, read-only: every machine not ok (``signal:subject`` and its
+    state), longest-standing first; none when there is no alerts file yet."""
+    if not path.exists():
+        return []
+    try:
+        with closing(open_wal(path, readonly=True)) as conn:
+            rows = conn.execute("SELECT key, state FROM machines").fetchall()
+    except sqlite3.Error:
+        return []  # a file being created, or one status reports as unreadable
+    found = [(str(key), _state(state)) for key, state in rows]
+    return sorted(((k, s) for k, s in found if s.state != "ok"), key=lambda item: item[1].since)
+
+
 def _pacing_key(chat: str | None) -> str:
     """Where a chat's next moment is kept (the default chat's under the key it always had)."""
     return "next_send_at" if chat is None else f"next_send_at:{chat}"

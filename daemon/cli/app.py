@@ -19,7 +19,7 @@ from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit, os_error_exit
 from daemon.cli.episodes import adopt, archive, dream, export, forget, quarantine, related, remember, uses
 from daemon.cli.fleet import agents, approval, collaborators, jobs, status, tasks
-from daemon.cli.setup import capture, demo, docs, hooks, mcp, run, service, telegram
+from daemon.cli.setup import capture, demo, docs, hooks, mcp, run, service, telegram, ui
 
 DESCRIPTION = "Keep AI agents' AgentDB memories in step across machines."
 EPILOG = (
@@ -64,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
         tasks,
         collaborators,
         mcp,
+        ui,
         telegram,
         service,
         demo,

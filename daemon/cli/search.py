@@ -20,8 +20,7 @@ from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
 from sync.search.query.results_text import parse_since, render_answer, render_results
-from sync.search.request import MAX_LIMIT, SearchAnswer, SearchFilter, SearchRequest
-from sync.source.types import check_type
+from sync.search.request import MAX_LIMIT, SearchAnswer, SearchRequest
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -119,28 +118,27 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def request_from(args: argparse.Namespace) -> SearchRequest:
-    """The request the arguments ask for; ValueError says what is wrong with them."""
-    request = SearchRequest(
-        query=args.query,
+    """The request the arguments ask for (``daemon.usecases.memory.search``); ValueError says what is wrong."""
+    from daemon.usecases.memory.search import search_request
+
+    return search_request(
+        args.query,
+        now=time.time(),
         limit=args.limit,
-        filter=SearchFilter(
-            site=args.site,
-            agent=args.agent,
-            session=args.session,
-            tags=tuple(args.tag or ()),
-            since_ms=None if args.since is None else parse_since(args.since, time.time()),
-            types=tuple(check_type(t) for t in args.types or ()),
-            include_merged=args.include_merged,
-        ),
-        collapse=not args.all_duplicates,
+        site=args.site,
+        agent=args.agent,
+        session=args.session,
+        tags=args.tag or (),
+        since=args.since,
+        mode=args.mode,
+        everything=args.all_duplicates,
+        floor=args.floor,
         rerank=args.rerank,
         mmr=args.mmr,
-        mode=args.mode,
-        floor=0.0 if args.all_duplicates else args.floor,
+        types=args.types or (),
+        include_merged=args.include_merged,
         follow=args.follow,
     )
-    request.check()
-    return request
 
 
 def fast_search(argv: Sequence[str]) -> int | None:

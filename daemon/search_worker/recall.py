@@ -26,7 +26,7 @@ from daemon.site import NeverSynced, opened_backbone
 from sync.backbone.base import Backbone, ChangeFeed
 from sync.errors import ConfigError, ControlError, DaemonNotListening, MemsyncError, PathProblem, TransientError
 from sync.search.indexing.lag import episodes_behind
-from sync.search.request import SearchAnswer, SearchRequest, SearchResult
+from sync.search.request import EpisodeRequest, EpisodeView, SearchAnswer, SearchRequest, SearchResult
 
 if TYPE_CHECKING:  # the index's stack loads only when this process opens it (the MCP server asks the daemon)
     from daemon.search_worker.wiring import WarmLayer
@@ -92,6 +92,26 @@ def run_read(
         with offline_layer(settings, backbone, leases=backbone) as layer:
             behind = problem if backbone is None else _catch_up_first(layer, backbone)
             return here(layer), "this process", behind
+
+
+def run_episode(settings: Settings, request: EpisodeRequest) -> EpisodeView:
+    """One episode and its session's neighbours, as ``run_search`` reads: through the daemon, or
+    from the index in this process when no daemon holds the site (without catching it up: an
+    episode the index has not reached is one it does not hold yet)."""
+    request.check()
+    if not settings.warm.enabled:
+        raise ConfigError("the search index is off (warm.enabled = false): turn it on to read memories")
+    try:
+        return ControlClient(settings.socket_path).episode(request)
+    except DaemonNotListening:
+        _daemon_without_warm(settings)
+    except ControlError as exc:
+        _raise(exc)
+    from daemon.search_worker.wiring import offline_layer
+
+    with offline_layer(settings, None) as layer:
+        view: EpisodeView = layer.episode(request)
+        return view
 
 
 def _backbone_for_catch_up(settings: Settings, stack: ExitStack) -> tuple[Backbone | None, str | None]:

@@ -34,8 +34,10 @@ from harness.daemon import (
     logged,
     memsync,
     start_daemon,
+    start_viewer,
     status_json,
     stop_daemon,
+    stop_viewer,
     wait_started,
 )
 from harness.hub import hub_episodes, hub_total, sidecar_value
@@ -73,8 +75,10 @@ __all__ = [
     "short_dir",
     "sidecar_value",
     "start_daemon",
+    "start_viewer",
     "status_json",
     "stop_daemon",
+    "stop_viewer",
     "wait_for",
     "wait_started",
     "wal_commits",

@@ -199,3 +199,38 @@ class DaemonProcess(ChildProcess):
             self.stop()
             raise
         return self
+
+
+def start_viewer(config: Path, log: Path, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
+    """``memsync ui --port 0`` in a child process, its stderr in ``log``; the process and the login
+    link it printed (``ProcessExited`` with the log when it ends without one)."""
+    import re
+    import time
+
+    with log.open("w") as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daemon", "ui", "--port", "0", "--config", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            cwd=ROOT,
+        )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if found := re.search(r"http://127\.0\.0\.1:\d+/login\?token=\S+", line):
+            return proc, found[0]
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    raise ProcessExited(f"memsync ui printed no login link: {log.read_text()}")
+
+
+def stop_viewer(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    proc.wait(30)
+    if proc.stdout is not None:
+        proc.stdout.close()

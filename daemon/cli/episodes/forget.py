@@ -12,9 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
-from daemon.counts import counted
-from daemon.duties import OPERATOR_KEY_ENV
-from daemon.usecases.memory.forget import MIN_MATCHING
+from daemon.usecases.memory.forget import MIN_MATCHING, report_lines
 from sync.errors import EX_CONFIG
 
 if TYPE_CHECKING:
@@ -127,39 +125,6 @@ def _report(args: argparse.Namespace, report: ForgetReport) -> int:
 
     if args.as_json:
         sys.stdout.write(json.dumps(as_json(report)) + "\n")
-    for entry in report.forgotten:
-        week = entry.archive_week
-        archive = f" and its archive file of {week} (rewritten without it)" if week else ""
-        say(f"forgotten: {entry.key}: removed from {report.where}{archive}; a tombstone keeps the key refused")
-    if report.wal_left is not None:
-        say(
-            f"{report.wal_left} may still hold the forgotten text: other processes kept the hub busy. Run "
-            "the same `memsync forget` again (it empties that file), or stop the daemons that use the hub"
-        )
-    for taken in report.elsewhere:
-        say(f"also taken out of {taken.file}: {counted(taken.rows, 'row')} (quarantine previews, kept messages)")
-    for entry in report.unknown:
-        say(f"{entry.key}: no such episode in the backbone (a tombstone keeps the key refused)")
-    for key in report.refused:
-        say(
-            f"{key}: another site's episode; on Convex a site's secret reaches only its own. Run "
-            f"`memsync forget` on that site, or set {OPERATOR_KEY_ENV} to the deployment's deploy key (Convex "
-            "dashboard, Settings, Deploy keys) in this shell only, never in a daemon's environment, and run it again"
-        )
-    for index in report.indexes:
-        if index.purged:
-            say(f"search index on {index.site}: purged (the forgotten text is in none of its files)")
-        elif index.purged is not None:
-            why = index.problem or f"not within {args.timeout:g}s"
-            say(
-                f"search index on {index.site}: not purged yet ({why}); its daemon finishes it, "
-                "or run the same forget again"
-            )
-        elif index.running:
-            say(f"search index on {index.site}: drops and purges them within seconds (its daemon is running)")
-        else:
-            say(
-                f"search index on {index.site}: not reached yet (no daemon running there): it drops and "
-                "purges them when its daemon starts, or at its next `memsync sync`"
-            )
+    for line in report_lines(report, args.timeout):
+        say(line)
     return 0 if report.complete else 1

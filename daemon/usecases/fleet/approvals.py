@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from sync.backbone.base import Approvals, Tasks
+from sync.errors import MemsyncError
 
 if TYPE_CHECKING:
-    from daemon.config import Settings
+    from daemon.config import Collaborator, Settings
     from daemon.duties import ServerDuties
     from sync.backbone.base import Approval, Task
 
@@ -172,3 +173,44 @@ def decide(
         expires_at = found.expires_at
     note = duties.announce_approval(approval_id, new=False)
     return Decided(approval_id, status, by, expires_at, note)
+
+
+class NotAReviewer(MemsyncError):
+    """The person may not decide this approval: neither a reviewer it lists nor a collaborator with
+    ``approve``."""
+
+
+def collaborator(settings: Settings, name: str) -> Collaborator:
+    """The ``[[collaborators]]`` entry of that name; LookupError names the ones there are."""
+    found = next((c for c in settings.collaborators if c.name == name), None)
+    if found is None:
+        known = ", ".join(c.name for c in settings.collaborators) or "none"
+        raise LookupError(f"no collaborator named {name!r} (collaborators: {known})")
+    return found
+
+
+def may_decide_as(settings: Settings, approval: Approval, name: str) -> bool:
+    """Whether the collaborator ``name`` may decide ``approval`` under Telegram's rules
+    (``daemon.telegram.policy.routing.may_decide``: a reviewer it lists, by Telegram user id, or a
+    collaborator with ``approve``)."""
+    from daemon.telegram.policy.routing import may_decide
+
+    presser = collaborator(settings, name).presser_id
+    return presser is not None and may_decide(presser, approval.reviewers, settings.collaborators)
+
+
+def decide_as(
+    settings: Settings, backbone: Approvals, duties: ServerDuties, approval_id: str, verb: Verb, name: str
+) -> Decided:
+    """``decide`` as the collaborator ``name`` under Telegram's reviewer rules (a person at a
+    terminal decides any; a person in the web viewer is a collaborator, as one pressing a button
+    is). NotAReviewer when they may not; LookupError for an unknown approval or collaborator."""
+    found = backbone.approval(approval_id)
+    if found is None:
+        raise LookupError(f"no approval {approval_id!r}: `memsync approvals` lists them")
+    if not may_decide_as(settings, found, name):
+        raise NotAReviewer(
+            f"{name} may not decide approval {approval_id}: give their [[collaborators]] entry the approve "
+            "permission, or list their Telegram user id in telegram.reviewers"
+        )
+    return decide(settings, backbone, duties, approval_id, verb, name)

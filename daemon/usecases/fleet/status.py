@@ -470,3 +470,21 @@ def _local_index_state(settings: Settings, sites: list[dict[str, Any]]) -> None:
     for site in sites:
         if site["site"] == settings.site.name and isinstance(state, str):
             site["index_state"] = state
+
+
+def alerts(settings: Settings) -> list[dict[str, Any]]:
+    """The alerts standing now on this site's alerts file (the hub's sites share one): each signal
+    and subject that is late or down, since when, and whether it is snoozed or muted."""
+    from daemon.alerts.store import alerts_standing
+
+    return [
+        {
+            "signal": key.split(":", 1)[0],
+            "subject": key.split(":", 1)[1] if ":" in key else "",
+            "state": state.state,
+            "since": state.since,
+            "snoozedUntil": state.snoozed_until or None,
+            "mutedUntil": state.muted_until or None,
+        }
+        for key, state in alerts_standing(settings.alerts_path)
+    ]

@@ -105,6 +105,52 @@ class ForgetReport:
         return not self.refused and self.wal_left is None and not self.unpurged
 
 
+def report_lines(report: ForgetReport, timeout: float) -> list[str]:
+    """What a forget did, one sentence a line, as a person reads it (``memsync forget`` and the web
+    viewer say the same); ``timeout``: the seconds this site's index was given to purge."""
+    from daemon.counts import counted
+    from daemon.duties import OPERATOR_KEY_ENV
+
+    lines = []
+    for entry in report.forgotten:
+        week = entry.archive_week
+        archive = f" and its archive file of {week} (rewritten without it)" if week else ""
+        lines.append(f"forgotten: {entry.key}: removed from {report.where}{archive}; a tombstone keeps the key refused")
+    if report.wal_left is not None:
+        lines.append(
+            f"{report.wal_left} may still hold the forgotten text: other processes kept the hub busy. Run "
+            "the same `memsync forget` again (it empties that file), or stop the daemons that use the hub"
+        )
+    lines += [
+        f"also taken out of {taken.file}: {counted(taken.rows, 'row')} (quarantine previews, kept messages)"
+        for taken in report.elsewhere
+    ]
+    lines += [f"{e.key}: no such episode in the backbone (a tombstone keeps the key refused)" for e in report.unknown]
+    lines += [
+        f"{key}: another site's episode; on Convex a site's secret reaches only its own. Run "
+        f"`memsync forget` on that site, or set {OPERATOR_KEY_ENV} to the deployment's deploy key (Convex "
+        "dashboard, Settings, Deploy keys) in this shell only, never in a daemon's environment, and run it again"
+        for key in report.refused
+    ]
+    for index in report.indexes:
+        if index.purged:
+            lines.append(f"search index on {index.site}: purged (the forgotten text is in none of its files)")
+        elif index.purged is not None:
+            why = index.problem or f"not within {timeout:g}s"
+            lines.append(
+                f"search index on {index.site}: not purged yet ({why}); its daemon finishes it, "
+                "or run the same forget again"
+            )
+        elif index.running:
+            lines.append(f"search index on {index.site}: drops and purges them within seconds (its daemon is running)")
+        else:
+            lines.append(
+                f"search index on {index.site}: not reached yet (no daemon running there): it drops and "
+                "purges them when its daemon starts, or at its next `memsync sync`"
+            )
+    return lines
+
+
 def parse_keys(keys: Iterable[str]) -> list[tuple[str, str]]:
     """``SITE:ID`` pairs; ValueError names a malformed one."""
     found = []

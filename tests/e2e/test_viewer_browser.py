@@ -1,0 +1,239 @@
+"""Tier: e2e (daemons, the CLI and a real browser: Debian's headless chromium through chromedriver,
+driven by Selenium; nothing downloaded at test time).
+
+`memsync ui` against two running daemons on one hub: log in with the printed link; search finds a
+planted memory; a memory holding `<script>` shows as text and runs nothing; forget from its page
+removes it from the hub and the index; approve from the page resolves the approval an agent waits
+on; the fleet page turns a stopped site offline without a reload; requests without the session or
+the CSRF value are refused. With ``VIEWER_SCREENSHOTS=DIR`` it saves each page there
+(``make screenshots`` writes docs/images)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import AgentProcess, SiteFiles, episode, hub_episodes, memsync, stop_daemon, wait_for, wait_started
+from harness import start_viewer, stop_viewer
+from harness.site import write_config
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="the browser test needs Debian's chromium and chromium-driver packages (apt-get install chromium "
+    "chromium-driver)",
+)
+
+PLANTED = "the zanzibar quokka migration moved billing to the new scheduler"
+HOSTILE_TASK = "<script>document.title='pwned'</script> hostile note"
+HOSTILE_TEXT = "<img src=x onerror=\"document.title='pwned-img'\"> and <b>bold</b> words quokkahostile"
+VIEWER = """
+[ui]
+user = "ana"
+
+[[collaborators]]
+name = "ana"
+chat_id = "1001"
+permissions = ["approve"]
+"""
+FAST_JOBS = """
+[jobs]
+heartbeat_interval = 1
+stale_after = 3
+
+[jobs.mark-stale-agents]
+every = 1
+lease = 5
+"""
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.add_argument("--window-size=1280,1000")
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium'}")
+    # Selenium Manager stays offline: the driver and the browser are the system's.
+    os.environ["SE_OFFLINE"] = "true"
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(driver: Any, name: str) -> None:
+    folder = os.environ.get("VIEWER_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(folder) / f"viewer-{name}.png"))
+
+
+def main_text(driver: Any) -> str:
+    """The page's main text; "" while a new page replaces the old one."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    try:
+        return str(driver.find_element(By.TAG_NAME, "main").text)
+    except (NoSuchElementException, StaleElementReferenceException):
+        return ""
+
+
+def found_by_cli(site: SiteFiles, query: str) -> bool:
+    done = memsync("search", query, "--mode", "bm25", "--all", "--json", "--config", str(site.config))
+    assert done.returncode == 0, done.stderr
+    return any(query in str(r.get("text")) for r in json.loads(done.stdout)["results"])
+
+
+def test_the_viewer_in_a_real_browser(
+    tmp_path: Path,
+    agents: Callable[[Path], AgentProcess],
+    daemons: Callable[..., subprocess.Popen[bytes]],
+    browser: Any,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    hub = tmp_path / "hub.db"
+    laptop_db, vm_db = tmp_path / "laptop.db", tmp_path / "vm.db"
+    agent = agents(laptop_db)
+    for i in range(3):
+        agent.store(episode(i, sessionId="s-plant"))
+    agent.store(episode(3, sessionId="s-plant", task="billing migration", output=PLANTED))
+    agent.store(episode(4, sessionId="s-plant", task=HOSTILE_TASK, output=HOSTILE_TEXT))
+    agent.close()
+    other = agents(vm_db)
+    other.store(episode(0))
+    other.close()
+    laptop = write_config(
+        tmp_path / "laptop", "laptop", laptop_db, hub, warm="enabled = true", extra=VIEWER + FAST_JOBS
+    )
+    vm = write_config(tmp_path / "vm", "vm", vm_db, hub, extra=FAST_JOBS)
+    procs = {}
+    for site in (laptop, vm):
+        procs[site.name] = daemons(site.config, site.log)
+        wait_started(site, procs[site.name], site.log)
+    wait_for(lambda: found_by_cli(laptop, "zanzibar"), timeout=120, interval=0.5, what="the planted memory indexed")
+    wait_for(lambda: found_by_cli(laptop, "quokkahostile"), timeout=60, interval=0.5, what="the hostile one indexed")
+
+    # An agent on the vm asks and waits, as a hook does.
+    asked = memsync("approval", "request", "--category", "deploy", "--summary", "ship the quokka", "-c", str(vm.config))
+    assert asked.returncode == 0, asked.stderr
+    approval_id = asked.stdout.strip()
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "daemon", "approval", "wait", approval_id, "--timeout", "240", "-c", str(vm.config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    ui, login = start_viewer(laptop.config, tmp_path / "ui.log")
+    base = login.split("/login")[0]
+    try:
+        # Nothing without the session; the login link works once.
+        assert httpx.get(base + "/").status_code == 401
+        browser.get(login)
+        assert browser.current_url == base + "/"
+        assert httpx.get(login, follow_redirects=False).status_code == 401
+        session = browser.get_cookie("memsync_session")
+        assert session is not None
+        assert session["httpOnly"] is True
+        assert session["sameSite"] == "Strict"
+        assert "memsync_session" not in str(browser.execute_script("return document.cookie"))
+
+        # Search finds the planted memory; why it ranked is said.
+        box = browser.find_element(By.NAME, "q")
+        box.send_keys("zanzibar quokka")
+        box.submit()
+        WebDriverWait(browser, 30).until(lambda d: "zanzibar" in d.find_element(By.CSS_SELECTOR, "ol.results").text)
+        first = browser.find_element(By.CSS_SELECTOR, "li.result")
+        assert PLANTED[:40] in first.text
+        assert "relevance" in first.find_element(By.CSS_SELECTOR, ".why").text
+        shot(browser, "memory")
+
+        # The hostile memory shows as text and runs nothing.
+        browser.get(base + "/?q=quokkahostile&mode=bm25")
+        hit = browser.find_element(By.CSS_SELECTOR, "li.result")
+        assert "<script>document.title='pwned'</script>" in hit.text
+        assert "<img src=x" in hit.text
+        assert "pwned" not in browser.title
+        assert browser.find_elements(By.CSS_SELECTOR, "li.result img, li.result b, main script") == []
+        hit.find_element(By.CSS_SELECTOR, "a.title").click()
+        WebDriverWait(browser, 30).until(lambda d: "/memory/laptop/" in d.current_url)
+        assert "pwned" not in browser.title
+        assert HOSTILE_TEXT in browser.find_element(By.CSS_SELECTOR, "pre.whole").text
+        neighbours = browser.find_elements(By.CSS_SELECTOR, "ol.neighbours li")
+        assert len(neighbours) >= 2  # its session's episodes before it, and itself
+        hostile_key = browser.current_url.rsplit("/", 1)[1]
+
+        # A POST without the CSRF value, with the browser's own session, is refused.
+        cookies = {"memsync_session": session["value"]}
+        refused = httpx.post(f"{base}/memory/laptop/{hostile_key}/forget", data={"confirm": "yes"}, cookies=cookies)
+        assert refused.status_code == 403
+        assert ("laptop", hostile_key) in {(e["sourceSite"], e["sourceId"]) for e in hub_episodes(hub)}
+
+        # The planted memory's page, then forget it from there.
+        browser.get(base + "/?q=zanzibar+quokka")
+        browser.find_element(By.CSS_SELECTOR, "li.result a.title").click()
+        WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "pre.whole"))
+        assert PLANTED in browser.find_element(By.CSS_SELECTOR, "pre.whole").text
+        shot(browser, "memory-page")
+        planted_key = browser.current_url.rsplit("/", 1)[1]
+        browser.find_element(By.NAME, "confirm").click()
+        browser.find_element(By.CSS_SELECTOR, "section.danger button").click()
+        WebDriverWait(browser, 90).until(lambda d: "forgotten" in main_text(d))
+        said = browser.find_element(By.TAG_NAME, "main").text
+        assert f"forgotten: laptop:{planted_key}: removed from the hub file" in said
+        assert "search index on laptop: purged" in said
+        assert ("laptop", planted_key) not in {(e["sourceSite"], e["sourceId"]) for e in hub_episodes(hub)}
+        assert not found_by_cli(laptop, "zanzibar")
+        assert b"zanzibar" not in b"".join(p.read_bytes() for p in tmp_path.glob("hub.db*"))
+
+        # Approve from the page: the agent's wait ends approved.
+        browser.get(base + "/approvals")
+        item = browser.find_element(By.CSS_SELECTOR, f'li[data-approval="{approval_id}"]')
+        assert "ship the quokka" in item.text
+        shot(browser, "approvals")
+        item.find_element(By.CSS_SELECTOR, "button.approve").click()
+        WebDriverWait(browser, 30).until(lambda d: "approved by ana" in main_text(d))
+        out, err = waiting.communicate(timeout=60)
+        assert waiting.returncode == 0, err
+        assert "approved by ana" in out + err
+
+        browser.get(base + "/digest")
+        assert "today so far" in browser.find_element(By.TAG_NAME, "h2").text
+        shot(browser, "digest")
+
+        # The fleet: both online; the vm stops and turns offline on the open page, with no reload.
+        browser.get(base + "/fleet")
+        row = 'tr[data-site="vm"]'
+        assert "online" in browser.find_element(By.CSS_SELECTOR, row).get_attribute("class")
+        shot(browser, "fleet")
+        browser.execute_script("window.stillThisPage = true;")
+        assert stop_daemon(procs["vm"]) == 0
+        WebDriverWait(browser, 90, poll_frequency=0.5).until(
+            lambda d: "offline" in (d.find_element(By.CSS_SELECTOR, row).get_attribute("class") or "")
+        )
+        assert browser.execute_script("return window.stillThisPage === true;")
+        assert browser.find_element(By.CSS_SELECTOR, "#fleet-live").get_attribute("data-updated")
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.communicate()
+        stop_viewer(ui)
