@@ -107,6 +107,7 @@ def test_the_viewer_in_a_real_browser(
     daemons: Callable[..., subprocess.Popen[bytes]],
     browser: Any,
 ) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -223,11 +224,15 @@ def test_the_viewer_in_a_real_browser(
         # The fleet: both online; the vm stops and turns offline on the open page, with no reload.
         browser.get(base + "/fleet")
         row = 'tr[data-site="vm"]'
-        assert "online" in browser.find_element(By.CSS_SELECTOR, row).get_attribute("class")
+        # The live updates replace the rows: a row found may be gone when read, so read it again.
+        stale = (StaleElementReferenceException,)
+        WebDriverWait(browser, 30, ignored_exceptions=stale).until(
+            lambda d: "online" in (d.find_element(By.CSS_SELECTOR, row).get_attribute("class") or "")
+        )
         shot(browser, "fleet")
         browser.execute_script("window.stillThisPage = true;")
         assert stop_daemon(procs["vm"]) == 0
-        WebDriverWait(browser, 90, poll_frequency=0.5).until(
+        WebDriverWait(browser, 90, poll_frequency=0.5, ignored_exceptions=stale).until(
             lambda d: "offline" in (d.find_element(By.CSS_SELECTOR, row).get_attribute("class") or "")
         )
         assert browser.execute_script("return window.stillThisPage === true;")
