@@ -56,8 +56,8 @@ class Site:
         # The expire-pending-approvals cron's function, as the deployment runs it, as of a later time.
         self.convex.admin("mutation", "approvals:expirePending", {"now": now_ms, "timeoutsMs": {}, "defaultMs": 1})
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        done = memsync(*args, "--config", str(self.files.config), env=self.env)
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        done = memsync(*args, "--config", str(self.files.config), env=self.env, timeout=timeout)
         assert done.returncode == 0, (args, done.stderr)
         return done
 
@@ -66,7 +66,10 @@ class Site:
         return asked.stdout.strip()
 
     def results(self) -> dict[str, dict[str, Any]]:
-        self.run("sync", "--once")  # pushes, and indexes what the index has not seen
+        # Pushes, and indexes what the index has not seen: on the shared local Convex that is every
+        # other test's episodes too (the index serves every site's), minutes of embedding when the
+        # suite runs in parallel on two cores.
+        self.run("sync", "--once", timeout=600)
         # This site's only: on the shared local Convex, other tests' sites hold episodes of the same
         # sourceIds and words, and the index serves every site's.
         found = json.loads(self.run("search", "rotate", "--json", "-n", "10", "--site", self.name).stdout)["results"]
