@@ -28,7 +28,7 @@ class Site:
             self.files = write_config(tmp_path / "site", self.name, self.agentdb, tmp_path / "hub.db", warm=warm)
             self.expire: Callable[[int], None] = self._expire_on_hub
         else:
-            self.convex = request.getfixturevalue("local_convex")
+            self.convex = request.getfixturevalue("own_convex")
             self.name = f"status-{tag}"
             self.env = {"MEMSYNC_BACKBONE__SITE_SECRET": self.convex.register_site(self.name)}
             self.files = write_config(
@@ -66,12 +66,9 @@ class Site:
         return asked.stdout.strip()
 
     def results(self) -> dict[str, dict[str, Any]]:
-        # Pushes, and indexes what the index has not seen: on the shared local Convex that is every
-        # other test's episodes too (the index serves every site's), minutes of embedding when the
-        # suite runs in parallel on two cores.
-        self.run("sync", "--once", timeout=600)
-        # This site's only: on the shared local Convex, other tests' sites hold episodes of the same
-        # sourceIds and words, and the index serves every site's.
+        # Pushes, and indexes what the index has not seen; the Convex is this test's own, so that is
+        # this site's episodes only (on the shared one it would be every other test's too).
+        self.run("sync", "--once")
         found = json.loads(self.run("search", "rotate", "--json", "-n", "10", "--site", self.name).stdout)["results"]
         return {str(r["sourceId"]): r for r in found}
 
