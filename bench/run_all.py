@@ -7,7 +7,7 @@ entry for them, then rewrites the doc. Each entry keeps its own command, date, c
 so the others' last figures stay as they were measured.
 
     python -m bench.run_all [--only latency backfill convex_backfill idle warm writing hooks context_set mcp
-                             remember archive recall]
+                             remember archive dream viewer recall]
                             [--render-only]
 """
 
@@ -36,6 +36,7 @@ from bench import (
     mcp,
     recall,
     remember,
+    viewer,
     warm,
     writing,
 )
@@ -56,6 +57,7 @@ BENCHMARKS: dict[str, tuple[Callable[[], Record], Callable[[Record], str]]] = {
     "remember": (remember.run, remember.describe_run),
     "archive": (archive.run, archive.describe_run),
     "dream": (dream.run, dream.describe_run),
+    "viewer": (viewer.run, viewer.describe),
     # Without LoCoMo's data (an argument, never downloaded) only the labelled set: run
     # `python -m bench.recall LOCOMO_DEV` for the rest, then `--render-only`.
     "recall": (recall.run, recall.describe_run),
