@@ -120,6 +120,7 @@ def make_site(
     warm_keys: str = "",
     redact: bool = True,
     hub: Path | None = None,
+    dream: bool = False,
 ) -> SiteFiles:
     """The benchmarks' layout, a site as in production: the agent's folder holds only the AgentDB
     file, ``agent/agentdb.db`` under ``root`` unless ``agentdb`` names another; memsync's files are
@@ -130,8 +131,10 @@ def make_site(
     product reads the site's secret from the environment, MEMSYNC_BACKBONE__SITE_SECRET, never from
     the file). With ``warm=False`` the config adds ``[warm] enabled = false``: syncing alone, no
     search index; ``warm_keys`` are more keys for ``[warm]``. With ``redact=False``, ``[privacy]
-    redact = false``: episodes leave unredacted. The embedded hub is ``memsync/hub.db`` under
-    ``root`` unless ``hub`` names another."""
+    redact = false``: episodes leave unredacted. The nightly dream job is off unless ``dream``: a
+    daemon started between 02:00 and 20:00 UTC would run the night's slot at once, folding what a
+    benchmark measures while it measures it (``bench.dream_effect`` runs it by hand). The
+    embedded hub is ``memsync/hub.db`` under ``root`` unless ``hub`` names another."""
     agentdb, state_dir = agentdb or root / "agent" / "agentdb.db", root / "memsync"
     agentdb.parent.mkdir(parents=True, exist_ok=True)
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -149,7 +152,8 @@ def make_site(
             state=site.state,
             log='format = "json"\nlevel = "info"\n',
             warm=warm_table or None,
-            extra="" if redact else "[privacy]\nredact = false\n",
+            extra=("" if redact else "[privacy]\nredact = false\n")
+            + ("" if dream else "[jobs.dream]\nenabled = false\n"),
         ),
         encoding="utf-8",
     )
