@@ -6,8 +6,11 @@ Against it, alternating call by call so that the machine's load falls on both al
 
 - **context hook**: ``python -m daemon context --for claude-code`` fed a UserPromptSubmit JSON (a
   new session each call), from spawn to exit, run from this checkout (which notes the block's
-  memories in the site's use spool) and from ``--base``, a checkout of the code before use was
-  recorded (the same interpreter and packages; the control socket's protocol is the same);
+  memories in the site's use spool) and from ``--base``, a checkout of the code without recording
+  use: this commit with its two noting calls (``daemon/cli/context.py``'s ``_note_handed``, the MCP
+  server's ``_noted``) returning at once, so that nothing else differs (the code before use was
+  recorded would do; it drifts further from this one with every merge). The same interpreter and
+  packages; the control socket's protocol is the same;
 - **the hook's added work**: a fresh interpreter importing what the hook imports, against the same
   that also imports what noting a use needs and notes one (spawn to exit, paired): the cost itself,
   without the daemon's search, whose noise under load dwarfs it;
@@ -17,7 +20,7 @@ Against it, alternating call by call so that the machine's load falls on both al
 Each figure is the median over ``--repetitions`` of each run's p50; the added cost is this
 checkout's p50 less the base's. The uses the runs noted are checked to have reached the backbone.
 
-    git worktree add --detach /tmp/base <commit before use recording>
+    git worktree add --detach /tmp/base HEAD   # then make the two noting calls return at once
     python -m bench.use_cost --base /tmp/base [--repetitions 3] [--calls 40] [--episodes 1000]
 """
 
@@ -276,7 +279,7 @@ def run(base: Path, repetitions: int = 3, calls: int = 40, episodes: int = 1000)
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.use_cost", description=__doc__.split("\n")[0])
-    parser.add_argument("--base", type=Path, required=True, help="a checkout of the code before use was recorded")
+    parser.add_argument("--base", type=Path, required=True, help="a checkout of the code without recording use")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--episodes", type=int, default=1000)
