@@ -4,7 +4,8 @@
   cluster whose canonical memory stands for it; the others are its members. Two memories are
   near-duplicates only when both tests agree: the dense one (cosine at least ``fold_cosine``,
   ``plain_fold_cosine`` for memories that name no identifier and no number) and the lexical one
-  (the same identifiers and numbers, ``signature.Signature.same_fact``). A cluster is built around
+  (the same identifiers and numbers, ``signature.Signature.same_fact``, and at least
+  ``fold_words`` of their other words shared, ``signature.Signature.shared_words``). A cluster is built around
   its best memory (its leader): a memory joins the first cluster whose leader it is alike, never by
   a chain of look-alikes.
 - **Supersedes.** Among the memories that stand (canonicals and memories in no cluster), one that
@@ -30,6 +31,11 @@ from sync.dream.signature import Signature, signature
 
 FOLD_COSINE: Final = 0.80
 PLAIN_FOLD_COSINE: Final = 0.93
+# The share of their other words two memories must have in common to fold (Jaccard): a dense model
+# finds two turns of one conversation, or two notes naming one acronym, alike when they say
+# different things (bench.dream_effect on LoCoMo); the same fix in other words keeps most of its
+# words (bench.dream's planted pairs share at least 0.32).
+FOLD_WORDS: Final = 0.30
 UPDATE_COSINE: Final = 0.80
 SETTLE_MS: Final = 3_600_000  # memories younger than an hour wait for the next night (a live session)
 
@@ -56,6 +62,7 @@ class Standing:
 class Thresholds:
     fold_cosine: float = FOLD_COSINE
     plain_fold_cosine: float = PLAIN_FOLD_COSINE
+    fold_words: float = FOLD_WORDS
     update_cosine: float = UPDATE_COSINE
     settle_ms: int = SETTLE_MS
 
@@ -121,7 +128,8 @@ def plan(
     for (ids, numbers), block in blocks.items():
         block.sort(key=lambda i: _rank(memories[i], standing, salience))
         threshold = thresholds.plain_fold_cosine if not ids and not numbers else thresholds.fold_cosine
-        for leader, members, worst in _leader_clusters(block, matrix, memories, sigs, threshold, standing.apart):
+        clusters = _leader_clusters(block, matrix, memories, sigs, threshold, thresholds.fold_words, standing.apart)
+        for leader, members, worst in clusters:
             stands.append(leader)
             if members:
                 folds.append(Fold(memories[leader].key, tuple(sorted(memories[j].key for j in members)), worst))
@@ -136,11 +144,12 @@ def _leader_clusters(
     memories: Sequence[Memory],
     sigs: Mapping[Key, Signature],
     threshold: float,
+    words: float,
     apart: frozenset[frozenset[Key]],
 ) -> list[tuple[int, list[int], float]]:
     """Leader clustering of one block, best first: each memory joins the first leader it is at
-    least ``threshold`` alike and not a look-alike of (``Signature.lookalike``), and no member of
-    which a person pulled it apart from."""
+    least ``threshold`` alike, shares at least ``words`` of its other words with, and is not a
+    look-alike of (``Signature.lookalike``), and no member of which a person pulled it apart from."""
     clusters: list[tuple[int, list[int], float]] = []
     leaders: list[int] = []
     for i in block:
@@ -149,7 +158,8 @@ def _leader_clusters(
             sims = matrix[leaders] @ matrix[i]
             for c in np.flatnonzero(sims >= threshold):
                 leader, members, worst = clusters[int(c)]
-                if sigs[memories[i].key].lookalike(sigs[memories[leader].key]):
+                mine, theirs = sigs[memories[i].key], sigs[memories[leader].key]
+                if mine.lookalike(theirs) or mine.shared_words(theirs) < words:
                     continue
                 if apart and any(frozenset((memories[i].key, memories[j].key)) in apart for j in (leader, *members)):
                     continue

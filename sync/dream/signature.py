@@ -148,6 +148,11 @@ class Signature:
         """The same identifiers and the same numbers: a duplicate if the wording agrees too."""
         return self.ids == other.ids and self.numbers == other.numbers
 
+    def shared_words(self, other: Signature) -> float:
+        """The share of their other words the two have in common (Jaccard; 1 when neither has any)."""
+        union = self.words | other.words
+        return len(self.words & other.words) / len(union) if union else 1.0
+
     def lookalike(self, other: Signature) -> bool:
         """The same words in the same places but one or two put in place of others ("the team
         prefers small pull requests" and "the team prefers tested pull requests"): two facts alike,

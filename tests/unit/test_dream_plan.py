@@ -150,3 +150,25 @@ def test_nothing_to_do() -> None:
     assert got.supersedes == ()
     assert got.considered == 0
     assert plan([mem("1", "x", 5)], [C], now_ms=NOW).folds == ()
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # Two people's charity runs (LoCoMo's turns): the same number, alike to a dense model.
+        (
+            "Maria: Last weekend I participated in a 5K charity run for a homeless shelter.",
+            "John: I set up a 5K charity run in our neighborhood. It was all for a good cause - to help out veterans.",
+        ),
+        # One acronym named by both: the same identifiers, another event.
+        (
+            "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+            "Melanie: Wow, Caroline, can't wait to see your show - the LGBTQ community needs more platforms!",
+        ),
+    ],
+)
+def test_memories_alike_to_the_model_but_sharing_few_words_stay_apart(a: str, b: str) -> None:
+    got = plan([mem("1", a, 5), mem("2", b, 4)], [A, A], now_ms=NOW)  # identical vectors
+    assert got.folds == ()
+    loose = plan([mem("1", a, 5), mem("2", b, 4)], [A, A], now_ms=NOW, thresholds=Thresholds(fold_words=0.0))
+    assert len(loose.folds) == 1  # the words alone keep them apart
