@@ -118,7 +118,15 @@ def test_every_answer_carries_the_policy(client: TestClient, sessions: Sessions)
 
 @pytest.mark.parametrize(
     "path",
-    ["/memory/laptop/1/forget", "/approvals/a1/approve", "/approvals/a1/reject", "/approvals/a1/defer"],
+    [
+        "/memory/laptop/1/forget",
+        "/memory/laptop/1/pin",
+        "/memory/laptop/1/unmerge",
+        "/memory/laptop/m1/retag",
+        "/approvals/a1/approve",
+        "/approvals/a1/reject",
+        "/approvals/a1/defer",
+    ],
 )
 def test_every_action_wants_the_sessions_csrf_value(client: TestClient, sessions: Sessions, path: str) -> None:
     logged_in(client, sessions)
