@@ -80,7 +80,7 @@ def dream_section(
         return title, notice("the dream has not folded or superseded it, nor it another")
     items = join(
         render(
-            '<li class="step" data-step="{id}"><code>{id}</code> {words}: <span class="reason">{reason}</span>'
+            '<li class="step" data-step="{id}">step <code>{id}</code>: {words}: <span class="reason">{reason}</span>'
             ' <span class="meta">{when} · {run}</span> {state}</li>',
             id=step.step_id,
             words=_step_words(step, key),
