@@ -85,7 +85,9 @@ class SearchFilter:
     # The memories a standing dream step hides (a fold's members, superseded facts) are left out
     # unless asked for (``--include-merged``).
     include_merged: bool = False
-    # How it went (``OUTCOMES``): read from each point after the store's filter, as the types are.
+    # How it went (``OUTCOMES``): read from each point after the store's filter, as the types are:
+    # qdrant-edge-py 0.9.0 matches no point with MatchValue(True) on the bool-indexed ``success``
+    # field (tried: 3 points, 2 true, none found), so the store is not asked to.
     outcome: str | None = None
 
     def is_empty(self) -> bool:
