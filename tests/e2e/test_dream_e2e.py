@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import wait_for, wait_started, warm_section, write_config
-from harness.dream_store import push_items
+from harness.dream_store import push_texts
 
 from sync.backbone.dreams import DREAM_FIELD
 from sync.backbone.hub import HubBackbone
@@ -38,15 +38,7 @@ def _plant(hub: Path) -> None:
         "E11000 duplicate key on users.insert: fixed it with a unique index check",
         "Fixed E11001 duplicate key in users.insert by adding a unique index check",
     ]
-    memories = [
-        {"site": "notes", "id": str(i), "text": t, "ts_s": T0 + i, "agent": "coder", "success": True, "reward": 0.5}
-        for i, t in enumerate(texts, 1)
-    ]
-    backbone = HubBackbone(hub, "notes")
-    try:
-        backbone.push(list(push_items(memories)), cursor=len(memories))
-    finally:
-        backbone.close()
+    push_texts(hub, "notes", texts, T0)
 
 
 def test_two_daemons_run_the_dream_once_a_slot_and_fold_the_planted_duplicate(

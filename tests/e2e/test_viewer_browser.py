@@ -28,6 +28,7 @@ import httpx
 import pytest
 from conftest import AgentProcess, SiteFiles, episode, hub_episodes, memsync, stop_daemon, wait_for, wait_started
 from harness import start_viewer, stop_viewer
+from harness.dream_store import push_texts
 from harness.site import write_config
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -270,31 +271,6 @@ def keys_found(site: SiteFiles, query: str) -> set[str]:
     return {f"{r['sourceSite']}:{r['sourceId']}" for r in json.loads(done.stdout)["results"]}
 
 
-def plant_duplicates(hub: Path) -> None:
-    from harness.dream_store import push_items
-
-    from sync.backbone.hub import HubBackbone
-
-    settled = int(time.time()) - 7200
-    memories = [
-        {
-            "site": "notes",
-            "id": str(i),
-            "text": t,
-            "ts_s": settled + i,
-            "agent": "coder",
-            "success": True,
-            "reward": 0.5,
-        }
-        for i, t in enumerate(DUPLICATES, 1)
-    ]
-    backbone = HubBackbone(hub, "notes")
-    try:
-        backbone.push(list(push_items(memories)), cursor=len(memories))
-    finally:
-        backbone.close()
-
-
 def pinned_by_cli(site: SiteFiles, key: str) -> bool:
     done = memsync("uses", key, "--json", "--config", str(site.config))
     assert done.returncode == 0, done.stderr
@@ -312,7 +288,7 @@ def test_a_memorys_sections_and_actions_in_a_real_browser(
 
     hub = tmp_path / "hub.db"
     db = tmp_path / "laptop.db"
-    plant_duplicates(hub)
+    push_texts(hub, "notes", DUPLICATES, int(time.time()) - 7200)
     agent = agents(db)
     agent.store(episode(0, sessionId="s-check", task="first step of the okapi checklist", success=True))  # id 1
     agent.store(episode(1, sessionId="s-check", task=LINKED_HOSTILE, success=True))  # id 2
@@ -411,11 +387,8 @@ def test_a_memorys_sections_and_actions_in_a_real_browser(
 
         def corrected_in_hub() -> bool:
             (held,) = [e for e in hub_episodes(hub) if e["sourceId"] == "m1"]
-            return held["metadata"].get("memory_type") == "decision" and held["tags"] == [
-                "billing",
-                "cron",
-                "project:okapi",
-            ]
+            corrected = (held["metadata"].get("memory_type"), held["tags"])
+            return corrected == ("decision", ["billing", "cron", "project:okapi"])
 
         wait_for(corrected_in_hub, timeout=90, interval=0.5, what="the correction on the hub")
 
