@@ -100,9 +100,11 @@ class Views:
         try:
             view = run_episode(self.settings, EpisodeRequest(site=site, source_id=source_id, neighbours=NEIGHBOURS))
         except (ValueError, MemsyncError) as exc:
-            return Shown(memory_page.memory_page_body(EpisodeView(None), now_ms=0, csrf=csrf, problem=str(exc)), 503)
+            unread = memory_page.memory_page_body(EpisodeView(None), now_ms=0, csrf=csrf, problem=str(exc))
+            return Shown(Markup(notice(message) + notice(problem, "problem") + unread), 503)
         if view.episode is None:
-            return Shown(memory_page.memory_page_body(view, now_ms=0, csrf=csrf, problem=problem), 404)
+            unread = memory_page.memory_page_body(view, now_ms=0, csrf=csrf)
+            return Shown(Markup(notice(message) + notice(problem, "problem") + unread), 404)
         body = memory_page.memory_page_body(
             view,
             now_ms=self._now_ms(),
