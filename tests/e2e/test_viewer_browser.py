@@ -83,11 +83,17 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         driver.quit()
 
 
-def shot(driver: Any, name: str) -> None:
+def shot(driver: Any, name: str, whole: bool = False) -> None:
+    """The page as shown, or ``whole`` (the window made as tall as the page, then put back)."""
     folder = os.environ.get("VIEWER_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
+        size = driver.get_window_size()
+        if whole:
+            height = int(driver.execute_script("return document.documentElement.scrollHeight"))
+            driver.set_window_size(size["width"], min(height + 40, 4000))
         driver.save_screenshot(str(Path(folder) / f"viewer-{name}.png"))
+        driver.set_window_size(size["width"], size["height"])
 
 
 def main_text(driver: Any) -> str:
@@ -356,7 +362,8 @@ def test_a_memorys_sections_and_actions_in_a_real_browser(
         browser.get(f"{base}/memory/{canonical.replace(':', '/')}")
         steps = browser.find_element(By.CSS_SELECTOR, f'li.step[data-step="{step["id"]}"]')
         assert f"this memory consolidated {member}" in steps.text
-        shot(browser, "memory-page")
+        shot(browser, "memory-page", whole=True)
+        steps = browser.find_element(By.CSS_SELECTOR, f'li.step[data-step="{step["id"]}"]')
         steps.find_element(By.CSS_SELECTOR, "button.unmerge").click()
         WebDriverWait(browser, 30).until(lambda d: "undone: step" in main_text(d))
         assert f"{member} shown again" in main_text(browser)
