@@ -33,6 +33,7 @@ from bench.common import (
     DaemonProcess,
     Figure,
     SiteFiles,
+    as_installed,
     at_most,
     copy_fixture,
     emit,
@@ -190,6 +191,7 @@ def describe_run(r: dict[str, Any]) -> str:
 
 
 def run(repetitions: int = 3, calls: int = 30, episodes: int = 1000) -> dict[str, Any]:
+    as_installed()
     records = []
     for i in range(repetitions):
         progress(f"hooks: repetition {i + 1}/{repetitions}")
