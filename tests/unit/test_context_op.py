@@ -71,7 +71,8 @@ def test_a_malformed_request_names_its_field(wire: dict[str, Any], problem: str)
 
 
 def test_an_answer_that_is_not_a_block_is_refused() -> None:
-    for wire in (None, [], {"out": ""}, {"text": 3}):
+    wires: list[Any] = [None, [], {"out": ""}, {"text": 3}]
+    for wire in wires:
         with pytest.raises(ValueError, match="not a block"):
             BlockReply.from_wire(wire)
 
@@ -103,7 +104,7 @@ def test_what_the_session_was_given_is_left_out() -> None:
 
 
 def _fields(ask: BlockAsk) -> dict[str, Any]:
-    return {name: getattr(ask, name) for name in ask.__slots__}  # type: ignore[attr-defined]
+    return {name: getattr(ask, name) for name in ask.__slots__}
 
 
 def _serving(path: Path, handlers: Mapping[str, Any]) -> ControlServer:
@@ -141,7 +142,8 @@ def test_a_daemon_with_the_op_and_one_older_give_the_same_block(short_dir: Path)
         for server in servers:
             server.close()
     assert one_trip == two_trips
-    assert one_trip.text and ("laptop", "41") in one_trip.handed
+    assert one_trip.text
+    assert ("laptop", "41") in one_trip.handed
 
 
 def test_a_refusal_of_the_op_is_the_daemons_error_not_a_fallback(short_dir: Path) -> None:
