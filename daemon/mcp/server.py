@@ -52,7 +52,7 @@ from daemon.mcp.models import (
 )
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
-from sync.source.types import MEMORY_TYPES, check_type
+from sync.source.type_names import MEMORY_TYPES, check_type
 
 if TYPE_CHECKING:
     from daemon.control.client import ControlClient

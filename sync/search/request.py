@@ -31,7 +31,7 @@ from sync.search.payload import (
     type_given_of,
     written_entities,
 )
-from sync.source.types import check_type
+from sync.source.type_names import check_type
 
 MAX_LIMIT: Final = 100
 # How a memory went, as a filter names it: ``success`` is a memory whose success is true, ``failure``

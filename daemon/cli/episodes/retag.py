@@ -11,7 +11,7 @@ import sys
 import time
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
-from sync.source.types import MEMORY_TYPES
+from sync.source.type_names import MEMORY_TYPES
 
 EXIT_UNKNOWN = 64  # as `memsync pin`: an id that names no memory here
 

@@ -11,7 +11,7 @@ from typing import Final
 
 from sync.search.query.results_text import parse_since
 from sync.search.request import Mode, SearchFilter, SearchRequest
-from sync.source.types import check_type
+from sync.source.type_names import check_type
 
 # A project is a tag: `memsync context --project P` and the hooks tag a session's episodes so.
 PROJECT_TAG: Final = "project:"

@@ -15,7 +15,7 @@ from daemon.viewer.html import Markup, ago, csrf_field, join, notice, render, wh
 from sync.search.query.judgement import why_words
 from sync.search.query.results_text import answer_notes, outcome, relevance_words
 from sync.search.request import OUTCOMES, EpisodeView, SearchAnswer, SearchResult
-from sync.source.types import MEMORY_TYPES
+from sync.source.type_names import MEMORY_TYPES
 
 # The form's fields, in the query string's names.
 FIELDS = ("q", "mode", "site", "agent", "type", "tag", "project", "since", "outcome", "all")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 from daemon.viewer.html import Markup, ago, csrf_field, join, notice, render, when
 from daemon.viewer.pages.memory import memory_href
 from sync.backbone.dreams import CONSOLIDATES, DreamStep, Key, key_text
-from sync.source.types import MEMORY_TYPES
+from sync.source.type_names import MEMORY_TYPES
 
 if TYPE_CHECKING:
     from daemon.usecases.memory.pins import MemoryUse

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sync.source.types import METADATA_KEY, check_type
+from sync.source.type_names import METADATA_KEY, check_type
 
 MAX_TAGS: Final = 32
 MAX_TAG_CHARS: Final = 200
