@@ -33,7 +33,9 @@ def warm_handlers(layer: IndexService) -> dict[str, Handler]:
         """An agent's context block in one request: the search, the project's latest episodes (their
         refusal said in the answer, the search's memories still given) and the composition."""
         ask = BlockAsk.from_wire(request.get("request") or {})
-        search, wanted = context_requests(ask.query, limit=ask.limit, project=ask.project, types=ask.types)
+        # The project's latest episodes go in a session's first block only (compose): not asked after.
+        latest_of = ask.project if ask.start else None
+        search, wanted = context_requests(ask.query, limit=ask.limit, project=latest_of, types=ask.types)
         found = layer.answer(search).results
         latest: list[SearchResult] = []
         refused = None

@@ -137,11 +137,20 @@ def test_a_daemon_with_the_op_and_one_older_give_the_same_block(short_dir: Path)
         one_trip = context_block(newer, ASK, deadline=time.monotonic() + 30)
         assert asked == ["context"]
         two_trips = context_block(older, ASK, deadline=time.monotonic() + 30)
-        assert asked == ["context", "search", "recent"]
+        # A prompt's block has no latest sessions: the older daemon is not asked for them.
+        assert asked == ["context", "search"]
+        starting = BlockAsk(**{**_fields(ASK), "start": True})
+        first = context_block(newer, starting, deadline=time.monotonic() + 30)
+        asked.clear()
+        first_two_trips = context_block(older, starting, deadline=time.monotonic() + 30)
+        assert asked == ["search", "recent"]
     finally:
         for server in servers:
             server.close()
     assert one_trip == two_trips
+    assert first == first_two_trips
+    assert "upgraded React to 19" in first.text  # the project's latest session, at a start only
+    assert "upgraded React to 19" not in one_trip.text
     assert one_trip.text
     assert ("laptop", "41") in one_trip.handed
 

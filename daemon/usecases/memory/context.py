@@ -40,7 +40,7 @@ def context_block(
             socket,
             ask.query,
             limit=ask.limit,
-            project=ask.project,
+            project=ask.project if ask.start else None,  # its latest episodes go in a first block only
             deadline=deadline,
             types=ask.types,
             monotonic=monotonic,
