@@ -62,6 +62,7 @@ __all__ = [
     "ChildProcess",
     "DaemonProcess",
     "SiteFiles",
+    "as_installed",
     "episode",
     "hub_episodes",
     "hub_total",
@@ -80,6 +81,17 @@ CACHE = ROOT / "bench" / ".cache"
 MEMSYNC = Path(sys.executable).parent / "memsync"  # the console script, as an agent's hooks run it
 RESULTS = ROOT / "bench" / "results"
 SITE = BENCH_SITE  # the site make_site lays out
+
+
+def as_installed() -> None:
+    """Compile memsync's modules to bytecode, as ``pip install`` does for an installed package,
+    before a benchmark times the command. This checkout is an editable install: with
+    PYTHONDONTWRITEBYTECODE set (as on the machines here) every ``memsync`` start would otherwise
+    compile each module it imports from source, a cost no installed copy pays."""
+    import compileall
+
+    for package in ("daemon", "sync"):
+        compileall.compile_dir(ROOT / package, quiet=2)
 
 
 # -- statistics ----------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from bench.common import (
     DaemonProcess,
     Figure,
     SiteFiles,
+    as_installed,
     at_least,
     at_most,
     emit,
@@ -394,6 +395,7 @@ def run(
     limit: int | None = None,
     records_to: Path | None = None,
 ) -> dict[str, Any]:
+    as_installed()
     data = load_set()
     raw = json.loads(SET.read_text(encoding="utf-8"))
     cases = chosen(data.cases, split, limit)

@@ -25,6 +25,7 @@ from bench.common import (
     DaemonProcess,
     Figure,
     SiteFiles,
+    as_installed,
     at_most,
     copy_fixture,
     emit,
@@ -134,6 +135,7 @@ def describe_run(r: dict[str, Any]) -> str:
 
 
 def run(repetitions: int = 3, starts: int = 10, calls: int = 100, episodes: int = 1000) -> dict[str, Any]:
+    as_installed()
     records = []
     for i in range(repetitions):
         progress(f"mcp: repetition {i + 1}/{repetitions}")

@@ -52,6 +52,7 @@ from bench.common import (
     DaemonProcess,
     Figure,
     SiteFiles,
+    as_installed,
     at_least,
     at_most,
     emit,
@@ -556,6 +557,7 @@ def run(
 ) -> dict[str, Any]:
     """``now``: the clock the episodes' times are set from (the daemon decays by its own clock, so
     a reproducible run passes the real time, the default; a test passes its own)."""
+    as_installed()
     now = time.time() if now is None else now
     records: list[dict[str, Any]] = []
     params: dict[str, Any] = {"modes": list(modes), "depth": DEPTH}

@@ -29,6 +29,7 @@ from bench.common import (
     DaemonProcess,
     Figure,
     SiteFiles,
+    as_installed,
     at_most,
     copy_fixture,
     emit,
@@ -130,6 +131,7 @@ def describe_run(r: dict[str, Any]) -> str:
 
 
 def run(repetitions: int = 3, saves: int = 50, episodes: int = 1000) -> dict[str, Any]:
+    as_installed()
     records = []
     for i in range(repetitions):
         progress(f"remember: repetition {i + 1}/{repetitions}")

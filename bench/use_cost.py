@@ -42,6 +42,7 @@ from bench.common import (
     DaemonProcess,
     Figure,
     SiteFiles,
+    as_installed,
     at_most,
     copy_fixture,
     emit,
@@ -265,6 +266,7 @@ def figures_of(records: list[dict[str, Any]]) -> list[Figure]:
 
 
 def run(base: Path, repetitions: int = 3, calls: int = 40, episodes: int = 1000) -> dict[str, Any]:
+    as_installed()
     records = []
     for i in range(repetitions):
         progress(f"use cost: repetition {i + 1}/{repetitions}")

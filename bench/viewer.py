@@ -94,7 +94,7 @@ def one_run(run: int, site: SiteFiles, rounds: int, queries: list[str], tmp: Pat
     ui, login = start_viewer(site.config, tmp / f"ui-{run}.log")
     base = login.split("/login")[0]
     from daemon.control.client import ControlClient
-    from daemon.usecases.search import search_request
+    from daemon.usecases.memory.search import search_request
 
     daemon = ControlClient(site.settings().socket_path)
     times: dict[str, list[float]] = {page: [] for page in (*PAGES, SOCKET)}

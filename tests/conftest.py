@@ -42,6 +42,7 @@ from harness import short_dir as _short_dir
 if TYPE_CHECKING:
     from sync.search.embedders.base import Embedder
     from sync.search.embedders.local import LocalEmbedder
+    from sync.search.stores import EdgeStore
 
 pytest_plugins = ["convex_fixtures", "durations", "fake_providers", "tiers"]
 
@@ -107,6 +108,31 @@ def local() -> LocalEmbedder:
     from sync.search.embedders.local import LocalEmbedder
 
     return LocalEmbedder()
+
+
+def edge_store_of(
+    path: Path, embedder: LocalEmbedder, points: Sequence[tuple[str, dict[str, Any]]], now_ms: int
+) -> EdgeStore:
+    """An in-process Qdrant store at ``path`` holding ``points`` (a text and its extra payload) as
+    site laptop's episodes ``0``, ``1``..., one a millisecond after ``now_ms``; the caller closes it."""
+    from sync.search.embedders import bm25
+    from sync.search.stores import EdgeStore, WarmPoint, point_id
+
+    store = EdgeStore(path)
+    store.open_or_create("c", embedder.name, embedder.dims)
+    vectors = embedder.embed_documents([text for text, _ in points])
+    store.upsert(
+        [
+            WarmPoint(
+                point_id("laptop", str(i)),
+                vector,
+                bm25.embed_document(text),
+                {"site": "laptop", "sourceId": str(i), "text": text, "ts": now_ms + i, "tags": []} | extra,
+            )
+            for i, ((text, extra), vector) in enumerate(zip(points, vectors, strict=True))
+        ]
+    )
+    return store
 
 
 class FakeClock:

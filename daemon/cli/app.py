@@ -17,7 +17,7 @@ from daemon import version
 from daemon.cli import context, heartbeat, search
 from daemon.cli import sync as sync_command
 from daemon.cli.common import Exit, os_error_exit
-from daemon.cli.episodes import adopt, archive, dream, export, forget, quarantine, related, remember, uses
+from daemon.cli.episodes import adopt, archive, dream, export, forget, quarantine, related, remember, retag, uses
 from daemon.cli.fleet import agents, approval, collaborators, jobs, status, tasks
 from daemon.cli.setup import capture, demo, docs, hooks, mcp, run, service, telegram, ui
 
@@ -47,6 +47,7 @@ def parser() -> argparse.ArgumentParser:
         search,
         context,
         remember,
+        retag,
         export,
         related,
         forget,

@@ -22,7 +22,7 @@ from sync.errors import (
     SourceConflict,
     TransientError,
 )
-from sync.source.types import MEMORY_TYPES, check_type
+from sync.source.type_names import MEMORY_TYPES, check_type
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -8,8 +8,9 @@ answer, a config that does not validate or a stdin that is not the tool's, it pr
 for Gemini) and says why in one sentence on stderr. An agent must never wait on its memory.
 
 Both take the light path (``fast_context``): the control socket's location from the settings cache
-(``daemon.cli.locate``), one ``search`` and one ``recent`` request to the daemon, standard library
-only; the full settings are read only when the cache cannot answer (and then remembered).
+(``daemon.cli.locate``), one ``context`` request to the daemon (which searches and composes), the
+standard library and the op's wire types only; the full settings are read only when the cache
+cannot answer (and then remembered).
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ from daemon.cli.common import (
     parse_or_none,
     say,
 )
-from daemon.context.compose import Block
 from daemon.context.hook import TOOLS
-from daemon.usecases.memory.context import Memories, memories
+from daemon.context.wire import BlockAsk, BlockReply
+from daemon.usecases.memory.context import context_block
 
 DEFAULT_BUDGET: Final = 4_000  # characters of the block for a query given by hand
 DEFAULT_LIMIT: Final = 12  # results asked of the search: more than fit, so that folding has a choice
@@ -140,11 +141,11 @@ def _paths(config: Path | None) -> tuple[Path | None, Path]:
     return (settings.socket_path if settings.warm.enabled else None), settings.state_path
 
 
-def _said(found: Memories) -> Memories:
-    """The memories, having said on stderr when the daemon refused the project's latest sessions."""
-    if found.recent_refused is not None:
-        say(f"context: the daemon refused `recent` ({found.recent_refused}); no latest sessions this time")
-    return found
+def _said(reply: BlockReply) -> BlockReply:
+    """The block, having said on stderr when the daemon refused the project's latest sessions."""
+    if reply.recent_refused is not None:
+        say(f"context: the daemon refused `recent` ({reply.recent_refused}); no latest sessions this time")
+    return reply
 
 
 def _tool_in(argv: Sequence[str]) -> str | None:
@@ -173,14 +174,14 @@ def fast_context(argv: Sequence[str]) -> int | None:
     from sync.errors import MemsyncError
 
     try:
-        text, block, project = _by_hand(args, deadline=time.monotonic() + args.timeout)
+        text, reply, project = _by_hand(args, deadline=time.monotonic() + args.timeout)
     except (ValueError, MemsyncError, OSError, _Quiet):
         return None  # the full path says what is wrong
-    _show(args, text, block, project)
+    _show(args, text, reply, project)
     return 0
 
 
-def _by_hand(args: argparse.Namespace, *, deadline: float) -> tuple[str, Block, str | None]:
+def _by_hand(args: argparse.Namespace, *, deadline: float) -> tuple[str, BlockReply, str | None]:
     query = " ".join(" ".join(args.query).split())
     if not query:
         raise ValueError("give a QUERY (what the task is about), or --for TOOL to answer a hook's stdin")
@@ -191,21 +192,20 @@ def _by_hand(args: argparse.Namespace, *, deadline: float) -> tuple[str, Block, 
     from daemon.context.files import project_name
 
     project = project_name(os.getcwd())
-    found = _said(memories(socket, query, limit=args.limit, project=project, deadline=deadline, types=_types(args)))
-    block = found.block(budget=budget, start=False, query=query, project=project)
-    return query, block, project
+    ask = BlockAsk(query, limit=args.limit, budget=budget, project=project, types=_types(args))
+    return query, _said(context_block(socket, ask, deadline=deadline)), project
 
 
 def _types(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(args.types or ())
 
 
-def _show(args: argparse.Namespace, query: str, block: Block, project: str | None) -> None:
+def _show(args: argparse.Namespace, query: str, reply: BlockReply, project: str | None) -> None:
     if args.as_json:
-        payload = {"query": query, "project": project, "ids": list(block.ids), "block": block.text}
+        payload = {"query": query, "project": project, "ids": list(reply.ids), "block": reply.text}
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
-    elif block.text:
-        sys.stdout.write(block.text)
+    elif reply.text:
+        sys.stdout.write(reply.text)
     else:
         say("context: no memories for this query")
 
@@ -229,21 +229,14 @@ def main(args: argparse.Namespace) -> int:
         if not settings.warm.enabled:
             fail("context: the search index is off (warm.enabled = false): there is nothing to search", 1)
         project = project_name(os.getcwd())
+        ask = BlockAsk(query, limit=args.limit, budget=budget, project=project, types=_types(args))
         try:
-            found = memories(
-                settings.socket_path,
-                query,
-                limit=args.limit,
-                project=project,
-                deadline=time.monotonic() + args.timeout,
-                types=_types(args),
-            )
+            reply = context_block(settings.socket_path, ask, deadline=time.monotonic() + args.timeout)
         except DaemonNotListening as exc:
             fail(f"context: {exc}: start it (memsync run, or memsync service install)", EX_TEMPFAIL)
         except ValueError as exc:
             fail(f"context: {exc}", EX_USAGE)
-    block = _said(found).block(budget=budget, start=False, query=query, project=project)
-    _show(args, query, block, project)
+    _show(args, query, _said(reply), project)
     return 0
 
 
@@ -274,7 +267,7 @@ def run_hook(args: argparse.Namespace) -> int:
 
 def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
     from daemon.context.files import given, last_prompt, project_name, remember_given
-    from daemon.context.hook import POINTER, fitted, plan, read_input, render
+    from daemon.context.hook import POINTER, plan, read_input, render
     from sync.errors import DaemonNotListening
 
     try:
@@ -296,33 +289,35 @@ def _hook_answer(args: argparse.Namespace, deadline: float) -> str:
         raise _Quiet("the search index is off (warm.enabled = false)")
     session = hook.session_id
     exclude = given(state, hook.tool, session) if session and not decided.start else frozenset()
-    try:
+    ask = BlockAsk(
+        decided.query,
         # More than the limit by what the session was given, so that leaving those out leaves enough.
-        limit = args.limit + len(exclude)
-        found = _said(
-            memories(socket, decided.query, limit=limit, project=project, deadline=deadline, types=_types(args))
-        )
+        limit=args.limit + len(exclude),
+        budget=decided.budget,
+        project=project,
+        types=_types(args),
+        start=decided.start,
+        exclude=tuple(sorted(exclude)),
+        tool=hook.tool,
+        event=hook.event,
+    )
+    try:
+        reply = _said(context_block(socket, ask, deadline=deadline))
     except DaemonNotListening as exc:
         raise _Quiet(f"{exc}: start it (memsync run, or memsync service install)") from None
-
-    def make(budget: int) -> tuple[str, Block]:
-        block = found.block(budget=budget, start=decided.start, query=decided.query, project=project, exclude=exclude)
-        return block.text, block
-
-    out, block = fitted(hook.tool, hook.event, decided.budget, make)
-    if session and (decided.start or (block is not None and block.ids)):
-        remember_given(state, hook.tool, session, block.ids if block is not None else (), fresh=decided.start)
-    if block is not None and block.ids:
-        _note_handed(state, hook.tool, found, block.ids)
-    return str(out)
+    if session and (decided.start or reply.ids):
+        remember_given(state, hook.tool, session, reply.ids, fresh=decided.start)
+    if reply.handed:
+        _note_handed(state, hook.tool, reply.handed)
+    return reply.out
 
 
-def _note_handed(state: Path, tool: str, found: Memories, ids: tuple[str, ...]) -> None:
+def _note_handed(state: Path, tool: str, handed: Sequence[tuple[str, str]]) -> None:
     """Note the memories the block handed to ``tool`` in the site's use spool (one appended line;
     the daemon sends it on): a use that cannot be noted is said, never the hook's failure."""
-    from daemon.usecases.memory.uses import keys_of, noted
+    from daemon.usecases.memory.uses import noted
 
-    why = noted(state, "context", keys_of([*found.found, *found.recent], ids), agent=tool)
+    why = noted(state, "context", list(handed), agent=tool)
     if why is not None:
         say(f"context: {why}; this use is not counted")
 

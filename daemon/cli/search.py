@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, console, fail, handled, load, parse_or_none, say
 from sync.search.query.results_text import parse_since, render_answer, render_results
-from sync.search.request import MAX_LIMIT, SearchAnswer, SearchRequest
+from sync.search.request import MAX_LIMIT, OUTCOMES, SearchAnswer, SearchRequest
 
 if TYPE_CHECKING:
     from daemon.config import Settings
@@ -85,6 +85,11 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
         help="only memories of this type (repeat: any of them): error_fix, decision, warning, learning, discovery, "
         "codebase_knowledge, observation, event",
     )
+    parser.add_argument(
+        "--outcome",
+        choices=OUTCOMES,
+        help="only memories that went this way: success or failure (one that recorded neither matches neither)",
+    )
     parser.add_argument("--rerank", action="store_true", help="rerank with Voyage rerank-2.5 (needs a Voyage key)")
     parser.add_argument("--mmr", action="store_true", help="diversify the results (maximal marginal relevance)")
     parser.add_argument(
@@ -138,6 +143,7 @@ def request_from(args: argparse.Namespace) -> SearchRequest:
         types=args.types or (),
         include_merged=args.include_merged,
         follow=args.follow,
+        outcome=args.outcome,
     )
 
 

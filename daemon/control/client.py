@@ -2,10 +2,11 @@
 (``daemon.search_worker.handlers``), the one place a request is written; ``ask``, the exchange
 on the wire beneath it (one request, its progress lines, its answer).
 
-Standard library only, and nothing from the rest of memsync but its errors and the wire types of
-``sync.search.request``: ``memsync search`` and ``context`` through a running daemon import this
-and little else (``daemon.cli``'s light paths), so that an agent's hook that searches on every
-prompt pays for a Python start-up, not for the whole CLI. The protocol is described in
+Standard library only, and nothing from the rest of memsync but its errors, imported here, and the
+wire types (``sync.search.request``, ``daemon.context.wire``), imported by the method that reads
+them: ``memsync search`` and ``context`` through a running daemon import this and little else
+(``daemon.cli``'s light paths), so that an agent's hook that asks on every prompt pays for a Python
+start-up, not for the whole CLI. The protocol is described in
 ``daemon.control.server``, which serves it.
 """
 
@@ -17,10 +18,20 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sync.errors import ControlError, DaemonNotListening, TransientError
-from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchAnswer, SearchRequest, SearchResult
+
+if TYPE_CHECKING:
+    from daemon.context.wire import BlockAsk, BlockReply
+    from sync.search.request import (
+        EpisodeRequest,
+        EpisodeView,
+        RecentRequest,
+        SearchAnswer,
+        SearchRequest,
+        SearchResult,
+    )
 
 Progress = Callable[[Mapping[str, Any]], None]
 
@@ -63,6 +74,8 @@ class ControlClient:
 
     def answer(self, request: SearchRequest, *, timeout: float = 60.0) -> SearchAnswer:
         """The search's judged answer: its results, what the floor cut, the identifiers it named."""
+        from sync.search.request import SearchAnswer
+
         try:
             return SearchAnswer.from_wire(self._ask({"op": "search", "request": request.to_wire()}, timeout=timeout))
         except ValueError:
@@ -73,12 +86,26 @@ class ControlClient:
 
     def recent(self, request: RecentRequest, *, timeout: float = 10.0) -> list[SearchResult]:
         """The latest episodes under the request's filter, newest first."""
+        from sync.search.request import SearchResult
+
         reply = self._ask({"op": "recent", "request": request.to_wire()}, timeout=timeout)
         return [SearchResult.from_wire(r) for r in reply]
 
     def episode(self, request: EpisodeRequest, *, timeout: float = 10.0) -> EpisodeView:
         """The episode (None when the index holds no such episode) and its session's neighbours."""
+        from sync.search.request import EpisodeView
+
         return EpisodeView.from_wire(self._ask({"op": "episode", "request": request.to_wire()}, timeout=timeout))
+
+    def block(self, ask: BlockAsk, *, timeout: float = 10.0) -> BlockReply:
+        """The context block the daemon composed for ``ask`` (its search, the project's latest
+        episodes, the composition: one round trip for an agent's hook)."""
+        from daemon.context.wire import BlockReply
+
+        try:
+            return BlockReply.from_wire(self._ask({"op": "context", "request": ask.to_wire()}, timeout=timeout))
+        except ValueError as exc:
+            raise ControlError(str(exc), "internal") from None
 
     def reindex(self, on_progress: Progress | None = None, *, timeout: float = 24 * 3600) -> dict[str, Any]:
         """Rebuild the index with the configured model; its report (the layer's pass report)."""
@@ -123,6 +150,8 @@ def ask_episode(socket: Path, request: EpisodeRequest, *, timeout: float = 10.0)
     try:
         return ControlClient(socket).episode(request, timeout=timeout)
     except UnknownOp:
+        from sync.search.request import EpisodeView
+
         return EpisodeView(None)
 
 

@@ -52,7 +52,7 @@ from daemon.mcp.models import (
 )
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
-from sync.source.types import MEMORY_TYPES, check_type
+from sync.source.type_names import MEMORY_TYPES, check_type
 
 if TYPE_CHECKING:
     from daemon.control.client import ControlClient
@@ -167,6 +167,7 @@ class Tools:
         memory_type: str | None = None,
         include_merged: bool = False,
         client: str | None = None,
+        outcome: str | None = None,
     ) -> CallToolResult:
         """The memories (the schema's fields are the wire's), and as text what a person would read."""
         search_filter = SearchFilter(
@@ -176,6 +177,7 @@ class Tools:
             since_ms=_since_ms(since, self.clock()),
             types=_types(memory_type),
             include_merged=include_merged,
+            outcome=outcome,
         )
         request = SearchRequest(
             query=query, limit=limit, filter=search_filter, collapse=not everything, floor=0.0 if everything else None
@@ -481,11 +483,14 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
         include_merged: Annotated[
             bool, Field(description="also the memories the dream folded into another or marked superseded")
         ] = False,
+        outcome: Annotated[
+            Literal["success", "failure"] | None, Field(description="only memories that went this way")
+        ] = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, Memories]:
         client = client_name(ctx)
         return await _off_loop(
-            lambda: tools.search(query, limit, site, agent, tags, since, all, type, include_merged, client)
+            lambda: tools.search(query, limit, site, agent, tags, since, all, type, include_merged, client, outcome)
         )
 
     @server.tool(

@@ -178,6 +178,27 @@ def build_app(views: Views, sessions: Sessions, hosts: set[str]) -> App:
         shown = await anyio.to_thread.run_sync(views.forget, site_, source_id, confirmed)
         return html(shown, title=f"Forget {site_}:{source_id}", active="memory")
 
+    async def pin(request: Request) -> Response:
+        form = await request.form()
+        site_, source_id = request.path_params["site"], request.path_params["source_id"]
+        pinned = form.get("pinned") == "yes"
+        shown = await anyio.to_thread.run_sync(views.pin, site_, source_id, pinned, csrf(request))
+        return html(shown, title=f"{site_}:{source_id}", active="memory")
+
+    async def unmerge(request: Request) -> Response:
+        form = await request.form()
+        site_, source_id = request.path_params["site"], request.path_params["source_id"]
+        step = str(form.get("step") or "")
+        shown = await anyio.to_thread.run_sync(views.unmerge, site_, source_id, step, csrf(request))
+        return html(shown, title=f"{site_}:{source_id}", active="memory")
+
+    async def retag(request: Request) -> Response:
+        form = await request.form()
+        site_, source_id = request.path_params["site"], request.path_params["source_id"]
+        memory_type, tags = str(form.get("type") or ""), str(form.get("tags") or "")
+        shown = await anyio.to_thread.run_sync(views.retag, site_, source_id, memory_type, tags, csrf(request))
+        return html(shown, title=f"{site_}:{source_id}", active="memory")
+
     async def approvals(request: Request) -> Response:
         shown = await anyio.to_thread.run_sync(views.approvals, csrf(request))
         return html(shown, title="Approvals", active="approvals")
@@ -217,6 +238,9 @@ def build_app(views: Views, sessions: Sessions, hosts: set[str]) -> App:
         Route("/", memory),
         Route("/memory/{site}/{source_id}", one_memory),
         Route("/memory/{site}/{source_id}/forget", forget, methods=["POST"]),
+        Route("/memory/{site}/{source_id}/pin", pin, methods=["POST"]),
+        Route("/memory/{site}/{source_id}/unmerge", unmerge, methods=["POST"]),
+        Route("/memory/{site}/{source_id}/retag", retag, methods=["POST"]),
         Route("/approvals", approvals),
         Route("/approvals/{approval_id}/{verb}", decide, methods=["POST"]),
         Route("/fleet", fleet),

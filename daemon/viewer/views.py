@@ -9,22 +9,25 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from daemon.viewer.html import Markup, notice
 from daemon.viewer.pages import approvals as approvals_page
 from daemon.viewer.pages import digest as digest_page
 from daemon.viewer.pages import fleet as fleet_page
 from daemon.viewer.pages import memory as memory_page
+from daemon.viewer.pages import sections
 from sync.errors import MemsyncError
 
 if TYPE_CHECKING:
     from daemon.config import Settings
     from sync.backbone.base import Approval
+    from sync.search.request import SearchResult
 
 # The neighbours a memory's page shows on each side, and how long a forget waits for this site's
 # index to purge (the CLI's default too).
 NEIGHBOURS: Final = 3
+LINKS: Final = 20  # a memory's links shown (``memsync related``'s default)
 PURGE_TIMEOUT_S: Final = 60.0
 DECIDED_SHOWN: Final = 50
 DIGEST_DAYS: Final = 8
@@ -66,6 +69,7 @@ class Views:
                     mode=form.mode,  # type: ignore[arg-type]  # search_request refuses one not in MODES
                     everything=form.all,
                     types=[form.type] if form.type else (),
+                    outcome=form.outcome or None,
                 )
                 found = run_search(self.settings, request)
             except (ValueError, MemsyncError) as exc:
@@ -86,23 +90,118 @@ class Views:
         except MemsyncError:
             return []  # nothing synced yet, or the backbone away: the filter offers no names
 
-    def memory(self, site: str, source_id: str, csrf: str) -> Shown:
+    def memory(
+        self, site: str, source_id: str, csrf: str, message: str | None = None, problem: str | None = None
+    ) -> Shown:
+        """A memory's page; ``message`` or ``problem``: what an action on it just did, said above it."""
         from daemon.search_worker.recall import run_episode
         from sync.search.request import EpisodeRequest, EpisodeView
 
         try:
             view = run_episode(self.settings, EpisodeRequest(site=site, source_id=source_id, neighbours=NEIGHBOURS))
         except (ValueError, MemsyncError) as exc:
-            return Shown(memory_page.memory_page_body(EpisodeView(None), now_ms=0, csrf=csrf, problem=str(exc)), 503)
-        body = memory_page.memory_page_body(view, now_ms=self._now_ms(), csrf=csrf, sections=self._sections(view))
-        return Shown(body, 200 if view.episode is not None else 404)
+            unread = memory_page.memory_page_body(EpisodeView(None), now_ms=0, csrf=csrf, problem=str(exc))
+            return Shown(Markup(notice(message) + notice(problem, "problem") + unread), 503)
+        if view.episode is None:
+            unread = memory_page.memory_page_body(view, now_ms=0, csrf=csrf)
+            return Shown(Markup(notice(message) + notice(problem, "problem") + unread), 404)
+        body = memory_page.memory_page_body(
+            view,
+            now_ms=self._now_ms(),
+            csrf=csrf,
+            sections=self._sections(view.episode, csrf),
+            problem=problem,
+            message=message,
+        )
+        return Shown(body, 200 if problem is None else 400)
 
-    def _sections(self, view: Any) -> list[tuple[str, Markup]]:
-        """Where the memory page's further sections plug in, each from its use case: its links and
-        why (``remember and link``), its type, its pins, its duplicates and what consolidated it
-        with unmerge (``dream cycle``). None of them is on this branch yet: each adds a (title,
-        body) here, calling its use case, with its actions posted as forget's is."""
-        return []
+    def _sections(self, episode: SearchResult, csrf: str) -> list[tuple[str, Markup]]:
+        """The memory page's further sections, each from the use case the CLI runs (``memsync
+        related``, ``dream steps --memory``, ``uses``, ``retag``) and the approvals naming it."""
+        from daemon.site import opened_backbone
+        from daemon.usecases.fleet.approvals import about
+        from daemon.usecases.memory.dream import steps
+        from daemon.usecases.memory.pins import used
+        from daemon.usecases.memory.related import related
+        from daemon.usecases.memory.retag import correctable
+
+        key = (episode.site, episode.source_id)
+        href = memory_page.memory_href(*key)
+        try:
+            links = sections.links_section(related(self.settings, f"{key[0]}:{key[1]}", LINKS).links)
+        except (ValueError, MemsyncError) as exc:
+            links = sections.links_section(None, str(exc))
+        try:
+            with opened_backbone(self.settings, create=False, existing=True) as backbone:
+                named = steps(backbone, memory=key)  # type: ignore[arg-type]  # the Backbone is Dreams too
+                asked = about(backbone, *key)
+        except MemsyncError as exc:
+            dream = sections.dream_section(None, key, csrf=csrf, action="", problem=str(exc))
+            approvals = sections.approvals_section(None, str(exc))
+        else:
+            dream = sections.dream_section(named, key, csrf=csrf, action=href + "/unmerge")
+            approvals = sections.approvals_section(asked)
+        try:
+            (use,) = used(self.settings, [key], clock=self.clock)
+            use_shown = sections.use_section(use, now_ms=self._now_ms(), csrf=csrf, action=href + "/pin")
+        except MemsyncError as exc:
+            use_shown = sections.use_section(None, now_ms=0, csrf=csrf, action="", problem=str(exc))
+        correct = sections.correct_section(
+            episode.memory_type,
+            episode.type_given,
+            episode.tags,
+            csrf=csrf,
+            action=href + "/retag",
+            refused=correctable(self.settings, *key),
+        )
+        return [links, dream, use_shown, approvals, correct]
+
+    def _by(self) -> str:
+        """Who acts from the viewer: its user (``ui.user``), on this site."""
+        return f"{self.settings.ui.user or 'viewer'} on {self.settings.site.name} (viewer)"
+
+    def pin(self, site: str, source_id: str, pinned: bool, csrf: str) -> Shown:
+        """Pin or unpin the memory (``memsync pin``/``unpin``), then its page, saying so."""
+        from daemon.usecases.memory.pins import pin
+
+        try:
+            pin(self.settings, (site, source_id), pinned=pinned, by=self._by(), clock=self.clock)
+        except (LookupError, MemsyncError) as exc:
+            return self.memory(site, source_id, csrf, problem=f"not {'pinned' if pinned else 'unpinned'}: {exc}")
+        said = "pinned: its salience never decays" if pinned else "unpinned: its salience follows its use again"
+        return self.memory(site, source_id, csrf, message=said)
+
+    def unmerge(self, site: str, source_id: str, step_id: str, csrf: str) -> Shown:
+        """Undo one dream step that names the memory (``memsync unmerge``), then its page."""
+        from daemon.site import opened_backbone
+        from daemon.usecases.memory.dream import unmerge
+
+        if not step_id.strip():
+            return self.memory(site, source_id, csrf, problem="not undone: no step given")
+        try:
+            with opened_backbone(self.settings, existing=True) as backbone:
+                step = unmerge(backbone, step_id.strip(), by=self._by())  # type: ignore[arg-type]
+        except MemsyncError as exc:
+            return self.memory(site, source_id, csrf, problem=f"step {step_id} not undone: {exc}")
+        shown = ", ".join(f"{m[0]}:{m[1]}" for m in step.members)
+        return self.memory(site, source_id, csrf, message=f"undone: step {step.step_id}; {shown} shown again")
+
+    def retag(self, site: str, source_id: str, memory_type: str, tags: str, csrf: str) -> Shown:
+        """Correct a saved memory's type or tags (``memsync retag``), then its page."""
+        from daemon.usecases.memory.retag import retag
+
+        try:
+            done = retag(
+                self.settings,
+                f"{site}:{source_id}",
+                memory_type=memory_type or None,
+                tags=sections.split_tags(tags),
+                by=self._by(),
+                clock=self.clock,
+            )
+        except (ValueError, LookupError, MemsyncError) as exc:
+            return self.memory(site, source_id, csrf, problem=f"not corrected: {exc}")
+        return self.memory(site, source_id, csrf, message=done.message)
 
     def forget(self, site: str, source_id: str, confirmed: bool) -> Shown:
         from daemon.site import duties_of, opened_backbone

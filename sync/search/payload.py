@@ -11,10 +11,12 @@ uses these names. Standard library only: ``sync.search.request`` reads results f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from sync.source.entities import entities, task_key
-from sync.source.types import MEMORY_TYPES, MemoryType, memory_type
+from sync.source.type_names import MEMORY_TYPES
+
+if TYPE_CHECKING:
+    from sync.source.types import MemoryType
 
 # The episode's fields: what a filter selects and a result shows.
 SITE_KEY: Final = "site"
@@ -88,6 +90,10 @@ def type_given_of(payload: Mapping[str, Any]) -> bool:
 
 
 def _read_type(payload: Mapping[str, Any]) -> MemoryType:
+    # The rule table is imported where a point needs it read (one indexed before types): a
+    # command line that only reads the daemon's answers never compiles it.
+    from sync.source.types import memory_type
+
     tags = payload.get(TAGS_KEY)
     fields = {
         "task": payload.get(TASK_KEY),
@@ -101,6 +107,8 @@ def _read_type(payload: Mapping[str, Any]) -> MemoryType:
 def entities_of(payload: Mapping[str, Any]) -> list[str]:
     """A point's entities: those written when it was indexed, else (a point indexed before them)
     read from its task and text."""
+    from sync.source.entities import entities
+
     written = written_entities(payload)
     if written is not None:
         return written
@@ -117,5 +125,7 @@ def written_entities(payload: Mapping[str, Any]) -> list[str] | None:
 
 def task_key_of(payload: Mapping[str, Any]) -> str:
     """A point's task key: the one written when it was indexed, else its task's."""
+    from sync.source.entities import task_key
+
     written = payload.get(SAME_TASK_KEY)
     return written if isinstance(written, str) else task_key(payload.get(TASK_KEY))

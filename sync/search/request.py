@@ -31,9 +31,12 @@ from sync.search.payload import (
     type_given_of,
     written_entities,
 )
-from sync.source.types import check_type
+from sync.source.type_names import check_type
 
 MAX_LIMIT: Final = 100
+# How a memory went, as a filter names it: ``success`` is a memory whose success is true, ``failure``
+# one whose success is false (one that recorded neither matches no outcome filter).
+OUTCOMES: Final = ("success", "failure")
 Mode = Literal["hybrid", "dense", "bm25"]
 Ranker = Literal["learned", "fusion", "dense", "bm25"]
 # SearchResult's fields under the names the backbone's episodes use (``memsync export``).
@@ -82,6 +85,10 @@ class SearchFilter:
     # The memories a standing dream step hides (a fold's members, superseded facts) are left out
     # unless asked for (``--include-merged``).
     include_merged: bool = False
+    # How it went (``OUTCOMES``): read from each point after the store's filter, as the types are:
+    # qdrant-edge-py 0.9.0 matches no point with MatchValue(True) on the bool-indexed ``success``
+    # field (tried: 3 points, 2 true, none found), so the store is not asked to.
+    outcome: str | None = None
 
     def is_empty(self) -> bool:
         """No condition but the default one (hidden memories left out)."""
@@ -137,6 +144,22 @@ class SearchRequest:
             raise ValueError(f"mode must be hybrid, dense or bm25, got {self.mode!r}")
         if self.floor is not None and not 0.0 <= self.floor <= 1.0:
             raise ValueError(f"the relevance floor must be within 0..1, got {self.floor:g}")
+        check_outcome(self.filter.outcome)
+
+
+def check_outcome(outcome: str | None) -> str | None:
+    """``outcome`` if it is one of ``OUTCOMES`` (or None: any); ValueError otherwise."""
+    if outcome is not None and outcome not in OUTCOMES:
+        raise ValueError(f"outcome must be {' or '.join(OUTCOMES)}, got {outcome!r}")
+    return outcome
+
+
+def outcome_matches(outcome: str | None, payload: Mapping[str, Any]) -> bool:
+    """Whether a point's payload meets an outcome filter (None: any point does)."""
+    if outcome is None:
+        return True
+    success = payload.get(SUCCESS_KEY)
+    return isinstance(success, bool) and success is (outcome == "success")
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +378,7 @@ def _filter_from_wire(data: Mapping[str, Any]) -> SearchFilter:
         source_id=None if flt.get("source_id") is None else str(flt["source_id"]),
         types=tuple(check_type(str(t)) for t in flt.get("types") or ()),
         include_merged=bool(flt.get("include_merged", False)),
+        outcome=check_outcome(None if flt.get("outcome") is None else str(flt["outcome"])),
     )
 
 

@@ -23,29 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-MEMORY_TYPES: Final = (
-    "error_fix",
-    "decision",
-    "warning",
-    "learning",
-    "discovery",
-    "codebase_knowledge",
-    "observation",
-    "event",
-)
-DEFAULT_TYPE: Final = "observation"
-TYPE_TAG: Final = "type:"
-METADATA_KEY: Final = "memory_type"
-# Plain tags that have said a memory's kind (memsync's search showed them before types): a tag that
-# is a type's own name, or one of these, gives the type too, after a ``type:`` tag.
-TAG_ALIASES: Final = {
-    "fix": "error_fix",
-    "bugfix": "error_fix",
-    "lesson": "learning",
-    "incident": "event",
-    "convention": "codebase_knowledge",
-    "note": "observation",
-}
+from sync.source.type_names import DEFAULT_TYPE, MEMORY_TYPES, METADATA_KEY, TAG_ALIASES, TYPE_TAG, check_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,9 +355,16 @@ def memory_type(fields: Mapping[str, Any]) -> MemoryType:
     return MemoryType(name, False, rule)
 
 
-def check_type(name: str) -> str:
-    """A type name as given by a person or an agent; ValueError naming the taxonomy otherwise."""
-    cleaned = name.strip().lower().replace("-", "_")
-    if cleaned not in MEMORY_TYPES:
-        raise ValueError(f"unknown memory type {name!r}: use one of {', '.join(MEMORY_TYPES)}")
-    return cleaned
+# The names live in ``sync.source.type_names`` (light: what a command line offers without the rules).
+__all__ = [
+    "DEFAULT_TYPE",
+    "MEMORY_TYPES",
+    "METADATA_KEY",
+    "TAG_ALIASES",
+    "TYPE_TAG",
+    "MemoryType",
+    "check_type",
+    "given_type",
+    "infer_type",
+    "memory_type",
+]

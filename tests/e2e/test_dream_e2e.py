@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import SiteFiles, memsync, wait_for, wait_started, warm_section, write_config
-from harness.dream_store import push_items
+from harness.dream_store import push_texts, push_texts_to
 
 from sync.backbone.dreams import DREAM_FIELD
 from sync.backbone.hub import HubBackbone
@@ -87,11 +87,7 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Fleet:
 def _plant(backbone: Any) -> None:
     """Three memories a third site (a journal, say) pushes: the same fix in other words, and a
     look-alike of it with another identifier."""
-    memories = [
-        {"site": "notes", "id": str(i), "text": t, "ts_s": T0 + i, "agent": "coder", "success": True, "reward": 0.5}
-        for i, t in enumerate(TEXTS, 1)
-    ]
-    backbone.push(list(push_items(memories)), cursor=len(memories))
+    push_texts_to(backbone, "notes", TEXTS, T0)
 
 
 def _found(site: SiteFiles, env: dict[str, str], *flags: str) -> dict[str, Any]:
@@ -182,11 +178,7 @@ def test_the_commands_dry_run_run_list_and_unmerge(tmp_path: Path, site_files: C
     """memsync dream --dry-run changes nothing; memsync dream records; dream steps lists; unmerge
     undoes it and export is as before; a second unmerge of it says so in one sentence."""
     site = site_files("laptop")
-    notes = HubBackbone(site.hub, "notes")
-    try:
-        _plant(notes)
-    finally:
-        notes.close()
+    push_texts(site.hub, "notes", TEXTS, T0)
     config = ("--config", str(site.config))
     before = memsync("export", *config).stdout
 

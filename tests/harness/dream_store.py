@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sync.backbone.base import PushItem
@@ -252,3 +253,24 @@ def push_items(memories: list[dict[str, Any]]) -> Iterator[PushItem]:
         ep = convert(row, Attribution())
         assert isinstance(ep, Episode), ep
         yield PushItem(m["id"], local_id, ep.identity_hash, ep.content_hash, ep.fields, ep.body)
+
+
+def push_texts(hub: Path, site: str, texts: Sequence[str], ts_s: int) -> None:
+    """``texts`` pushed to the hub as site ``site``'s memories ``1``, ``2``... (by agent ``coder``,
+    each a second after ``ts_s``), as a third site would: what a dream test folds."""
+    from sync.backbone.hub import HubBackbone
+
+    backbone = HubBackbone(hub, site)
+    try:
+        push_texts_to(backbone, site, texts, ts_s)
+    finally:
+        backbone.close()
+
+
+def push_texts_to(backbone: Any, site: str, texts: Sequence[str], ts_s: int) -> None:
+    """``push_texts`` through a backbone client opened for ``site`` (the hub's or Convex's)."""
+    memories = [
+        {"site": site, "id": str(i), "text": t, "ts_s": ts_s + i, "agent": "coder", "success": True, "reward": 0.5}
+        for i, t in enumerate(texts, 1)
+    ]
+    backbone.push(list(push_items(memories)), cursor=len(memories))

@@ -112,6 +112,7 @@ def test_without_a_daemon_the_memory_tools_answer_from_this_process(site: SiteFi
         ("search_memory", {}, "query"),
         ("search_memory", {"query": ""}, "query"),
         ("search_memory", {"query": "x", "since": "last tuesday"}, "since 'last tuesday': use a duration"),
+        ("search_memory", {"query": "x", "outcome": "maybe"}, "outcome"),
         ("get_episode", {"id": "x", "neighbours": -1}, "neighbours"),
         ("recent_activity", {"limit": "lots"}, "limit"),
         ("wait_for_approval", {"approval_id": "a", "timeout_s": 10_000}, "timeout_s"),
@@ -194,7 +195,9 @@ def test_search_memory_answers_the_memories_as_data_and_as_text_a_person_reads(s
     thread.start()
 
     async def work(client: Client) -> Any:
-        return await client.call_tool("search_memory", {"query": "E11000 ZQX_7781_A", "all": False})
+        return await client.call_tool(
+            "search_memory", {"query": "E11000 ZQX_7781_A", "all": False, "outcome": "failure"}
+        )
 
     try:
         result = run(work, site)
@@ -203,6 +206,7 @@ def test_search_memory_answers_the_memories_as_data_and_as_text_a_person_reads(s
         server.close()
     assert not result.is_error
     assert asked[0]["request"]["floor"] is None  # the default floor; `all` would ask for 0
+    assert asked[0]["request"]["filter"]["outcome"] == "failure"  # the filter memsync search --outcome builds
     memories = result.structured_content
     assert memories["cut"] == 4
     assert memories["absent"] == ["ZQX_7781_A"]

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import edge_store_of
 
-from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.query.browse import recent
 from sync.search.query.pipeline import search
 from sync.search.request import RecentRequest, SearchRequest
-from sync.search.stores import EdgeStore, SearchFilter, WarmPoint, point_id
+from sync.search.stores import EdgeStore, SearchFilter
 
 NOW_MS = 1_790_000_000_000
 # (text, extra payload): the first two carry a written type; the others were indexed before types.
@@ -29,20 +29,7 @@ POINTS: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.fixture
 def store(tmp_path: Path, local: LocalEmbedder) -> Iterator[EdgeStore]:
-    opened = EdgeStore(tmp_path / "q")
-    opened.open_or_create("c", local.name, local.dims)
-    vectors = local.embed_documents([text for text, _ in POINTS])
-    opened.upsert(
-        [
-            WarmPoint(
-                point_id("laptop", str(i)),
-                vector,
-                bm25.embed_document(text),
-                {"site": "laptop", "sourceId": str(i), "text": text, "ts": NOW_MS + i, "tags": []} | extra,
-            )
-            for i, ((text, extra), vector) in enumerate(zip(POINTS, vectors, strict=True))
-        ]
-    )
+    opened = edge_store_of(tmp_path / "q", local, POINTS, NOW_MS)
     yield opened
     opened.close()
 

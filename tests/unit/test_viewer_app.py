@@ -118,7 +118,15 @@ def test_every_answer_carries_the_policy(client: TestClient, sessions: Sessions)
 
 @pytest.mark.parametrize(
     "path",
-    ["/memory/laptop/1/forget", "/approvals/a1/approve", "/approvals/a1/reject", "/approvals/a1/defer"],
+    [
+        "/memory/laptop/1/forget",
+        "/memory/laptop/1/pin",
+        "/memory/laptop/1/unmerge",
+        "/memory/laptop/m1/retag",
+        "/approvals/a1/approve",
+        "/approvals/a1/reject",
+        "/approvals/a1/defer",
+    ],
 )
 def test_every_action_wants_the_sessions_csrf_value(client: TestClient, sessions: Sessions, path: str) -> None:
     logged_in(client, sessions)
@@ -197,3 +205,25 @@ def test_the_digest_and_fleet_pages_say_why_before_anything_synced_then_show_it(
     assert fleet.status_code == 200
     assert 'id="fleet-live"' in fleet.text
     assert "1 pending approvals" in fleet.text
+
+
+def test_a_memorys_actions_answer_with_what_they_did_or_why_not(
+    client: TestClient, sessions: Sessions, settings: Settings
+) -> None:
+    from daemon.usecases.memory.remember import Memory, remember
+
+    approval(settings)  # the hub exists
+    logged_in(client, sessions)
+    csrf = sessions.csrf(str(client.cookies[COOKIE]))
+    pinned = client.post("/memory/laptop/1/pin", data={"csrf": csrf, "pinned": "yes"})
+    assert "not pinned: no memory laptop:1 in the backbone" in pinned.text
+    unmerged = client.post("/memory/laptop/1/unmerge", data={"csrf": csrf, "step": " "})
+    assert "not undone: no step given" in unmerged.text
+    refused = client.post("/memory/laptop/1/retag", data={"csrf": csrf, "type": "decision", "tags": ""})
+    assert "not corrected: laptop:1 is an agent&#x27;s own episode" in refused.text
+
+    remember(settings, Memory("the okapi cron runs at 02:00", "warning", ["ops"]), now=NOW, nearest=lambda _: [])
+    corrected = client.post("/memory/laptop/m1/retag", data={"csrf": csrf, "type": "", "tags": "billing, cron"})
+    assert "corrected laptop:m1: tags billing, cron (were ops)" in corrected.text
+    again = client.post("/memory/laptop/m1/retag", data={"csrf": csrf, "type": "", "tags": "cron,billing"})
+    assert "already has that type and those tags: nothing changed" in again.text

@@ -246,6 +246,16 @@ def test_sparse_search_scores_are_bm25_with_the_collection_idf(store: VectorStor
     assert hits[0].id == point_id("site-a", "4")
 
 
+def test_sparse_search_without_payloads_gives_the_same_ids_and_scores(store: VectorStore) -> None:
+    query = bm25.embed_query("getUserById upload JIRA-4821 payment E1234 failed")
+    whole = store.sparse_search(query, limit=10)
+    bare = store.sparse_search(query, limit=10, with_payload=False)
+    assert len(whole) > 1
+    assert [(h.id, h.score) for h in bare] == [(h.id, h.score) for h in whole]
+    assert all(h.payload == {} for h in bare)
+    assert all(h.payload for h in whole)
+
+
 def test_sparse_search_respects_the_limit_best_first(store: VectorStore) -> None:
     every = bm25.embed_query("getUserById upload JIRA-4821 payment E1234 failed")
     hits = store.sparse_search(every, limit=2)

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from daemon.cli.common import Commands, add_config, add_json, handled, load, say
+from daemon.cli.common import EX_USAGE, Commands, add_config, add_json, fail, handled, load, say
 from sync.backbone.dreams import DreamStep, key_text
 
 
@@ -32,6 +32,11 @@ def register(commands: Commands) -> None:
     )
     add_config(steps)
     steps.add_argument("--standing", action="store_true", help="only the steps not undone")
+    steps.add_argument(
+        "--memory",
+        metavar="ID",
+        help="only the steps that name this memory (SITE:ID or SITE#ID), as what it consolidated or what folded it",
+    )
     add_json(steps)
     steps.set_defaults(run=steps_main)
 
@@ -109,18 +114,24 @@ def dream_main(args: argparse.Namespace) -> int:
 
 def steps_main(args: argparse.Namespace) -> int:
     from daemon.site import opened_backbone
+    from daemon.usecases.memory.dream import steps
+    from daemon.usecases.memory.uses import key_of
 
     with handled():
+        try:
+            memory = None if args.memory is None else key_of(args.memory)
+        except ValueError as exc:
+            fail(f"dream steps: {exc}", EX_USAGE)
         settings = load(args, log_level="error")
         with opened_backbone(settings, create=False) as backbone:
-            found = backbone.dream_steps(standing_only=args.standing)  # type: ignore[attr-defined]
+            found = steps(backbone, standing_only=args.standing, memory=memory)  # type: ignore[arg-type]
     if args.as_json:
         sys.stdout.write(json.dumps([step_json(s) for s in found], indent=2) + "\n")
         return 0
     for step in found:
         say(_line(step))
     if not found:
-        say("no dream steps yet")
+        say("no dream steps yet" if memory is None else f"no dream step names {key_text(memory)}")
     return 0
 
 

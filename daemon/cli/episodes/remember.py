@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from daemon.cli.common import EX_USAGE, Commands, add_config, fail, handled, load
-from sync.source.types import MEMORY_TYPES
+from sync.source.type_names import MEMORY_TYPES
 
 
 def register(commands: Commands) -> None:

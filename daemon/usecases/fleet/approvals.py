@@ -214,3 +214,8 @@ def decide_as(
             "permission, or list their Telegram user id in telegram.reviewers"
         )
     return decide(settings, backbone, duties, approval_id, verb, name)
+
+
+def about(approvals: Approvals, site: str, source_id: str) -> list[Approval]:
+    """The approvals (every site's, oldest first) an agent asked about the episode ``site:source_id``."""
+    return [a for a in approvals.approvals(None, all_sites=True) if a.site == site and a.source_id == source_id]

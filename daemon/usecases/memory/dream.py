@@ -160,6 +160,19 @@ def writer_of(settings: Settings) -> Writer | None:
     return None
 
 
+def naming(steps: Iterable[DreamStep], key: Key) -> list[DreamStep]:
+    """The steps that name ``key``, as their canonical (what it consolidated or superseded) or as a
+    member (what folded or superseded it), in the order given."""
+    return [s for s in steps if s.canonical == key or key in s.members]
+
+
+def steps(backbone: Dreams, *, standing_only: bool = False, memory: Key | None = None) -> list[DreamStep]:
+    """The dream's steps, newest first (``memsync dream steps``; a memory's page): only those not
+    undone with ``standing_only``; only those that name ``memory``, if given."""
+    found = backbone.dream_steps(standing_only=standing_only)
+    return found if memory is None else naming(found, memory)
+
+
 def unmerge(backbone: Dreams, step_id: str, by: str) -> DreamStep:
     """Undo one step exactly (``Dreams.undo_dream_step``)."""
     return backbone.undo_dream_step(step_id, by)

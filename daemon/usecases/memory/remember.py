@@ -25,7 +25,7 @@ from sync.errors import MemsyncError
 from sync.source.journal.gate import Candidate, Verdict, judge
 from sync.source.journal.store import Entry, Journal
 from sync.source.redaction import redact_fields
-from sync.source.types import check_type
+from sync.source.type_names import check_type
 
 if TYPE_CHECKING:
     from daemon.config import Settings

@@ -1,6 +1,6 @@
 """A search as a person asks for it (words, a mode, filters by site, agent, session, tag, project,
-time) made into the index's request: what ``memsync search`` and the web viewer build alike. The
-search itself is the index's own (``daemon.search_worker.recall``: through the daemon, or in this
+time, type, outcome) made into the index's request: what ``memsync search`` and the web viewer
+build alike. The search itself is the index's own (``daemon.search_worker.recall``: through the daemon, or in this
 process). Light: the standard library and the search's wire types, since ``memsync search`` builds
 its request on an agent's hook's path."""
 
@@ -11,7 +11,7 @@ from typing import Final
 
 from sync.search.query.results_text import parse_since
 from sync.search.request import Mode, SearchFilter, SearchRequest
-from sync.source.types import check_type
+from sync.source.type_names import check_type
 
 # A project is a tag: `memsync context --project P` and the hooks tag a session's episodes so.
 PROJECT_TAG: Final = "project:"
@@ -41,11 +41,13 @@ def search_request(
     types: Iterable[str] = (),
     include_merged: bool = False,
     follow: bool = False,
+    outcome: str | None = None,
 ) -> SearchRequest:
     """The request these ask for, checked. ``since``: 7d, 12h, 30m or an ISO date, as of ``now``;
     ``project``: its tag, beside (any of) ``tags``; ``everything``: near-duplicates and what the
     relevance floor cuts too; ``types``: memory types (any of them); ``include_merged``: also what the
-    dream folded or superseded; ``follow``: one hop from the best hits. ValueError says what is wrong."""
+    dream folded or superseded; ``follow``: one hop from the best hits; ``outcome``: success or failure
+    (None or "": any). ValueError says what is wrong."""
     wanted = [t for t in tags if t]
     if project:
         wanted.append(project_tag(project))
@@ -62,6 +64,7 @@ def search_request(
             since_ms=None if not since else parse_since(since, now),
             types=tuple(check_type(t) for t in types),
             include_merged=include_merged,
+            outcome=outcome or None,
         ),
         collapse=not everything,
         rerank=rerank,

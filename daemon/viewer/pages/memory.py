@@ -14,11 +14,11 @@ from daemon.usecases.memory.search import MODES
 from daemon.viewer.html import Markup, ago, csrf_field, join, notice, render, when
 from sync.search.query.judgement import why_words
 from sync.search.query.results_text import answer_notes, outcome, relevance_words
-from sync.search.request import EpisodeView, SearchAnswer, SearchResult
-from sync.source.types import MEMORY_TYPES
+from sync.search.request import OUTCOMES, EpisodeView, SearchAnswer, SearchResult
+from sync.source.type_names import MEMORY_TYPES
 
 # The form's fields, in the query string's names.
-FIELDS = ("q", "mode", "site", "agent", "type", "tag", "project", "since", "all")
+FIELDS = ("q", "mode", "site", "agent", "type", "tag", "project", "since", "outcome", "all")
 PREVIEW_CHARS = 400
 
 
@@ -34,6 +34,7 @@ class SearchForm:
     tag: str = ""
     project: str = ""
     since: str = ""
+    outcome: str = ""  # success, failure, or "" (any)
     all: bool = False
 
     @classmethod
@@ -78,6 +79,7 @@ def search_form(form: SearchForm, sites: Sequence[str]) -> Markup:
 <label>tag <input name="tag" value="{tag}"></label>
 <label>project <input name="project" value="{project}"></label>
 <label>since <input name="since" value="{since}" placeholder="7d, 12h, 2026-11-01"></label>
+<label>outcome <select name="outcome"><option value="">any</option>{outcomes}</select></label>
 <label><input type="checkbox" name="all" value="1"{all}> everything (near-duplicates, under the floor)</label>
 </details>
 </form>""",
@@ -92,9 +94,13 @@ def search_form(form: SearchForm, sites: Sequence[str]) -> Markup:
         tag=form.tag,
         project=form.project,
         since=form.since,
+        outcomes=join(
+            render('<option value="{o}"{sel}>{o}</option>', o=o, sel=Markup(" selected") if o == form.outcome else "")
+            for o in OUTCOMES
+        ),
         all=Markup(" checked") if form.all else "",
         open=Markup(" open")
-        if any((form.site, form.agent, form.type, form.tag, form.project, form.since, form.all))
+        if any((form.site, form.agent, form.type, form.tag, form.project, form.since, form.outcome, form.all))
         else "",
     )
 
@@ -111,6 +117,8 @@ def why_line(result: SearchResult) -> str:
         parts.append(f"+{result.duplicates} near-duplicate{'s' if result.duplicates > 1 else ''}")
     if result.archived:
         parts.append("archived")
+    if result.dream:
+        parts.append(f"{result.dream} by the dream (hidden from default results)")
     return " · ".join(p for p in parts if p)
 
 
@@ -169,6 +177,7 @@ def memory_page_body(
     csrf: str,
     sections: Sequence[tuple[str, Markup]] = (),
     problem: str | None = None,
+    message: str | None = None,
 ) -> Markup:
     """A memory: its whole text, where and when it came from, its approval's status, its session's
     neighbours, the sections other use cases add (``sections``: title and body), and forget."""
@@ -180,7 +189,7 @@ def memory_page_body(
 <dt>key</dt><dd><code>{key}</code></dd>
 <dt>site</dt><dd>{site}</dd><dt>agent</dt><dd>{agent}</dd><dt>session</dt><dd>{session}</dd>
 <dt>when</dt><dd>{when} ({ago})</dd><dt>outcome</dt><dd>{outcome}</dd><dt>tags</dt><dd>{tags}</dd>
-<dt>approval</dt><dd>{approval}</dd>
+<dt>type</dt><dd class="type">{type}</dd><dt>approval</dt><dd>{approval}</dd>
 </dl>""",
         key=f"{e.site}:{e.source_id}",
         site=e.site,
@@ -190,6 +199,7 @@ def memory_page_body(
         ago=ago(e.ts, now_ms),
         outcome=outcome(e) or "not recorded",
         tags=", ".join(e.tags) or "none",
+        type=_type_words(e),
         approval=e.approval_status or "none asked",
     )
     neighbours = join(
@@ -207,11 +217,12 @@ def memory_page_body(
         csrf=csrf_field(csrf),
     )
     return render(
-        """{problem}<p class="why">{why}</p>{facts}
+        """{problem}{message}<p class="why">{why}</p>{facts}
 <h2>Text</h2><pre class="text whole">{text}</pre>
 <h2>Its session</h2><ol class="neighbours">{neighbours}</ol>
 {extra}{forget}""",
         problem=notice(problem, "problem"),
+        message=notice(message),
         why=why_line(e),
         facts=facts,
         text=e.text,
@@ -219,6 +230,14 @@ def memory_page_body(
         extra=extra,
         forget=forget,
     )
+
+
+def _type_words(result: SearchResult) -> str:
+    """Its type, and whether its writer (or a correction) gave it or the rules read it."""
+    if not result.memory_type:
+        return "not known (indexed before types)"
+    name = result.memory_type.replace("_", " ")
+    return name if result.type_given is None else f"{name} ({'given' if result.type_given else 'inferred'})"
 
 
 def _neighbour(result: SearchResult, current: SearchResult) -> dict[str, object]:

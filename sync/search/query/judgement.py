@@ -35,8 +35,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
-from statistics import median
 from typing import Any, Final
 
 from sync.search.request import SearchResult, Why
@@ -142,6 +140,8 @@ def logit(p: float) -> float:
 def load_calibration(text: str | None = None) -> Calibration:
     """The shipped calibration (``relevance_model.json`` in this package), or one from ``text``."""
     if text is None:
+        from importlib import resources  # here: the search's answer is read without the model
+
         text = resources.files("sync.search.query").joinpath(MODEL_FILE).read_text(encoding="utf-8")
     return Calibration.from_json(json.loads(text))
 
@@ -154,6 +154,8 @@ def shipped_calibration() -> Calibration:
 def pool_median(cosines: Sequence[float]) -> float | None:
     """The median cosine of the query's ``LEAD_DEPTH`` nearest memories (None: too few of them)."""
     nearest = list(cosines[:LEAD_DEPTH])
+    from statistics import median  # here: ``memsync search`` reads the answer without it
+
     return median(nearest) if len(nearest) >= LEAD_MIN else None
 
 

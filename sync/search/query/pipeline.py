@@ -58,7 +58,16 @@ from sync.search.query.query_time import Window, windows, within
 from sync.search.query.rank import Ranked, apply_decay, apply_salience, collapse_duplicates, mmr
 from sync.search.query.rerank import Reranker
 from sync.search.query.rerank_model import LinearModel
-from sync.search.request import Passage, Ranker, SearchAnswer, SearchFilter, SearchRequest, SearchResult, Why
+from sync.search.request import (
+    Passage,
+    Ranker,
+    SearchAnswer,
+    SearchFilter,
+    SearchRequest,
+    SearchResult,
+    Why,
+    outcome_matches,
+)
 from sync.search.stores import Hit, Scored, VectorStore
 
 # Where ``by_episode`` leaves which passage matched, in a result's payload (never stored): its
@@ -82,8 +91,8 @@ SalienceOf = Callable[[str, str, int | None], float]
 
 def candidates_for(request: SearchRequest) -> int:
     """How many fused results to fetch: enough that collapsing and MMR still fill ``limit``, and
-    (the types are read after the store's filter) that a type filter still finds some."""
-    wide = 4 if request.filter.types else 1
+    (the types and the outcome are read after the store's filter) that such a filter still finds some."""
+    wide = 4 if request.filter.types or request.filter.outcome else 1
     return min(max(request.limit * 4, 40) * wide, 200)
 
 
@@ -249,6 +258,8 @@ def rank(
     hits = by_episode(store, pool.hits)
     if request.filter.types:
         hits = [h for h in hits if memory_type_of(h.payload) in request.filter.types]
+    if request.filter.outcome is not None:
+        hits = [h for h in hits if outcome_matches(request.filter.outcome, h.payload)]
     ranked = [Ranked(h.id, h.score, h.similarity, _int(h.payload.get(TS_KEY)), h.payload) for h in hits]
     ranking_score = {r.id: r.score for r in ranked}  # before the decay: what the ranker said
     if decay:

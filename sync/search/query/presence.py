@@ -90,10 +90,11 @@ def _texts_holding_a_term(store: VectorStore, identifier: str, filter: SearchFil
     """The texts of every episode holding one of the identifier's terms (the first term held by
     fewer than ``DEPTH`` points); None when none is, or the identifier has no term."""
     for term in terms_to_try(identifier):
-        hits = store.sparse_search(bm25.SparseVector((term,), (1.0,)), limit=DEPTH, filter=filter)
+        # Ids first: a term held by DEPTH points or more is passed over without reading their texts.
+        hits = store.sparse_search(bm25.SparseVector((term,), (1.0,)), limit=DEPTH, filter=filter, with_payload=False)
         if len(hits) >= DEPTH:
             continue
-        return texts_of(store, [(h.id, h.payload) for h in hits])
+        return texts_of(store, [(p.id, p.payload) for p in store.get([h.id for h in hits])])
     return None
 
 

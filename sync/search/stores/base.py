@@ -192,7 +192,12 @@ class VectorStore(Protocol):
         sparse_query: SparseVector,
         limit: int = 10,
         filter: SearchFilter | None = None,
-    ) -> list[Hit]: ...
+        *,
+        with_payload: bool = True,
+    ) -> list[Hit]:
+        """BM25 hits, best first; ``with_payload=False``: ids and scores only (payloads empty), for a
+        caller that counts or reads a few of them after."""
+        ...
 
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]: ...
 

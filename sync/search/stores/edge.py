@@ -260,6 +260,8 @@ class EdgeStore(StoreBase):
         sparse_query: SparseVector,
         limit: int = 10,
         filter: SearchFilter | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[Hit]:
         import qdrant_edge as qe
 
@@ -269,7 +271,7 @@ class EdgeStore(StoreBase):
             limit=limit,
             query=qe.Query.Nearest(sparse, using=SPARSE),
             filter=_edge_filter(qe, filter),
-            with_payload=True,
+            with_payload=with_payload,
         )
         with self._edge_errors("run a BM25 search"):
             found = shard.query(request)

@@ -69,10 +69,15 @@ class LockedStore:
             return self.inner.dense_search(dense_query, limit, score_threshold, filter)
 
     def sparse_search(
-        self, sparse_query: SparseVector, limit: int = 10, filter: SearchFilter | None = None
+        self,
+        sparse_query: SparseVector,
+        limit: int = 10,
+        filter: SearchFilter | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[Hit]:
         with self._lock:
-            return self.inner.sparse_search(sparse_query, limit, filter)
+            return self.inner.sparse_search(sparse_query, limit, filter, with_payload=with_payload)
 
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
         with self._lock:

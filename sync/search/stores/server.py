@@ -213,6 +213,8 @@ class ServerStore(ServerAliases, ServerAdoption):
         sparse_query: SparseVector,
         limit: int = 10,
         filter: SearchFilter | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[Hit]:
         collection, spec = self._opened()
         with self._client_errors("run a BM25 search"):
@@ -222,7 +224,7 @@ class ServerStore(ServerAliases, ServerAdoption):
                 using=spec.sparse_name,
                 query_filter=_qm_filter(filter),
                 limit=limit,
-                with_payload=True,
+                with_payload=with_payload,
             ).points
         return [Hit(str(p.id), float(p.score), dict(p.payload or {}), None) for p in found]
 

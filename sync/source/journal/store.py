@@ -123,6 +123,16 @@ class Journal:
         row = cursor.fetchone()
         return None if row is None else dict(zip(names, row, strict=True))
 
+    def retag(self, local_id: int, tags: Iterable[str], metadata: Mapping[str, Any]) -> bool:
+        """A saved memory's tags and metadata rewritten in place (``sync.source.journal.correction``:
+        its text, and so its identity, stay); False when there is no such row."""
+        with write_tx(self._conn) as conn:
+            cursor = conn.execute(
+                "UPDATE episodes SET tags = ?, metadata = ? WHERE id = ?",
+                (orjson.dumps(list(tags)).decode(), orjson.dumps(dict(metadata)).decode(), local_id),
+            )
+            return cursor.rowcount == 1
+
     def count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
 
