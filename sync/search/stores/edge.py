@@ -116,6 +116,7 @@ class EdgeStore(StoreBase):
         try:
             built = self._read_record(collection, record_path) or self._adopt(qe, shard, collection, wanted)
             check_mismatch(collection, built, wanted)
+            self._index_missing(qe, shard)
         except BaseException:
             with contextlib.suppress(Exception):
                 shard.close()
@@ -138,8 +139,19 @@ class EdgeStore(StoreBase):
         self._path = shard_path
         with self._edge_errors("open the collection"):
             shard = qe.EdgeShard.load(str(shard_path))
+        self._index_missing(qe, shard)
         self._shard, self._collection, self._spec = shard, collection, built
         return built
+
+    def _index_missing(self, qe: Any, shard: Any) -> None:
+        """Create the payload indexes a collection built by an older memsync lacks (a field indexed
+        since, as the dream's mark), over the points it holds: once, when it is opened."""
+        with self._edge_errors("create payload indexes"):
+            missing = {n: k for n, k in PAYLOAD_INDEXES.items() if n not in shard.info().payload_schema}
+            for name, kind in missing.items():
+                shard.update(qe.UpdateOperation.create_field_index(name, _edge_schema(qe, kind)))
+            if missing:
+                shard.flush()
 
     def _adopt(self, qe: Any, shard: Any, collection: str, wanted: CollectionSpec) -> CollectionSpec:
         """Finish a shard that has no record yet: payload indexes, then the record (written last)."""

@@ -63,7 +63,8 @@ class ServerStore(ServerAliases, ServerAdoption):
         wanted = CollectionSpec(model_name, dims, bm25)
         with self._client_errors("open the collection"):
             if self._client.collection_exists(collection):
-                config = self._client.get_collection(collection).config
+                info = self._client.get_collection(collection)
+                config = info.config
                 record = (config.metadata or {}).get(RECORD_KEY)
                 if not isinstance(record, dict):
                     raise ForeignCollection(
@@ -72,6 +73,8 @@ class ServerStore(ServerAliases, ServerAdoption):
                 built = CollectionSpec.from_record(collection, record)
                 check_mismatch(collection, built, wanted)
                 self._check_layout(collection, config.params, built)
+                # A collection built before a field was indexed (the dream's mark): indexed now.
+                self._index_payload(collection, set(info.payload_schema or {}))
             else:
                 self._client.create_collection(
                     collection,
@@ -79,20 +82,27 @@ class ServerStore(ServerAliases, ServerAdoption):
                     sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
                     metadata={RECORD_KEY: wanted.to_record()},
                 )
-                kinds = {
-                    "keyword": qm.PayloadSchemaType.KEYWORD,
-                    "integer": qm.PayloadSchemaType.INTEGER,
-                    "float": qm.PayloadSchemaType.FLOAT,
-                    "bool": qm.PayloadSchemaType.BOOL,
-                }
-                with warnings.catch_warnings():
-                    # Local mode warns that it ignores payload indexes; a real server builds them.
-                    warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
-                    for name, kind in PAYLOAD_INDEXES.items():
-                        self._client.create_payload_index(collection, name, kinds[kind])
+                self._index_payload(collection, set())
                 built = wanted
         self._collection, self._spec = collection, built
         return built
+
+    def _index_payload(self, collection: str, indexed: set[str]) -> None:
+        """Create the payload indexes the collection lacks (``indexed``: those it has)."""
+        from qdrant_client import models as qm
+
+        kinds = {
+            "keyword": qm.PayloadSchemaType.KEYWORD,
+            "integer": qm.PayloadSchemaType.INTEGER,
+            "float": qm.PayloadSchemaType.FLOAT,
+            "bool": qm.PayloadSchemaType.BOOL,
+        }
+        with warnings.catch_warnings():
+            # Local mode warns that it ignores payload indexes; a real server builds them.
+            warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
+            for name, kind in PAYLOAD_INDEXES.items():
+                if name not in indexed:
+                    self._client.create_payload_index(collection, name, kinds[kind])
 
     def open_as_built(self, collection: str) -> CollectionSpec | None:
         self._validate_name(collection)
