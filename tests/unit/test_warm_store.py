@@ -432,7 +432,7 @@ def test_a_collection_built_before_a_field_was_indexed_gets_its_index_when_opene
     was indexed read each candidate's payload for it (half a second a search at 100,000 points)."""
     import qdrant_edge as qe
 
-    from sync.search.payload import DREAM_KEY, PAYLOAD_INDEXES
+    from sync.search.payload import DREAM_KEY, STORE_INDEXES
 
     with EdgeStore(tmp_path) as older:
         older.open_or_create(COLLECTION, MODEL, DIMS)
@@ -443,7 +443,7 @@ def test_a_collection_built_before_a_field_was_indexed_gets_its_index_when_opene
         assert DREAM_KEY not in shard.info().payload_schema
     with EdgeStore(tmp_path) as opened:
         opened.open_or_create(COLLECTION, MODEL, DIMS)
-        assert set(opened._shard.info().payload_schema) == set(PAYLOAD_INDEXES)
+        assert set(opened._shard.info().payload_schema) == set(STORE_INDEXES)
         assert opened.count() == 5
         assert source_ids(hybrid(opened, axis(1), bm25.embed_query("ERR_CONN_RESET"), 1)) == ["2"]
 

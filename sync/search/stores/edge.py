@@ -28,10 +28,10 @@ from sync.search.payload import (
     AGENT_KEY,
     DREAM_KEY,
     HIDDEN_ROLES,
-    PAYLOAD_INDEXES,
     SESSION_KEY,
     SITE_KEY,
     SOURCE_ID_KEY,
+    STORE_INDEXES,
     TAGS_KEY,
     TS_KEY,
 )
@@ -147,7 +147,7 @@ class EdgeStore(StoreBase):
         """Create the payload indexes a collection built by an older memsync lacks (a field indexed
         since, as the dream's mark), over the points it holds: once, when it is opened."""
         with self._edge_errors("create payload indexes"):
-            missing = {n: k for n, k in PAYLOAD_INDEXES.items() if n not in shard.info().payload_schema}
+            missing = {n: k for n, k in STORE_INDEXES.items() if n not in shard.info().payload_schema}
             for name, kind in missing.items():
                 shard.update(qe.UpdateOperation.create_field_index(name, _edge_schema(qe, kind)))
             if missing:
@@ -165,7 +165,7 @@ class EdgeStore(StoreBase):
                     "its embedding model is unknown; run `memsync reindex`"
                 )
         with self._edge_errors("create payload indexes"):
-            for name, kind in PAYLOAD_INDEXES.items():
+            for name, kind in STORE_INDEXES.items():
                 shard.update(qe.UpdateOperation.create_field_index(name, _edge_schema(qe, kind)))
             shard.flush()
         write_json_atomically(self._path.parent / self.RECORD_FILE, {RECORD_KEY: wanted.to_record()}, durable=True)

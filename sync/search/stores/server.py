@@ -20,10 +20,10 @@ from sync.search.payload import (
     AGENT_KEY,
     DREAM_KEY,
     HIDDEN_ROLES,
-    PAYLOAD_INDEXES,
     SESSION_KEY,
     SITE_KEY,
     SOURCE_ID_KEY,
+    STORE_INDEXES,
     TAGS_KEY,
     TS_KEY,
 )
@@ -100,7 +100,7 @@ class ServerStore(ServerAliases, ServerAdoption):
         with warnings.catch_warnings():
             # Local mode warns that it ignores payload indexes; a real server builds them.
             warnings.filterwarnings("ignore", message="Payload indexes have no effect", category=UserWarning)
-            for name, kind in PAYLOAD_INDEXES.items():
+            for name, kind in STORE_INDEXES.items():
                 if name not in indexed:
                     self._client.create_payload_index(collection, name, kinds[kind])
 
