@@ -130,7 +130,10 @@ def test_a_stopped_site_is_said_once_and_its_recovery_once_through_an_outage_and
     tg.down()
     stopped = time.monotonic()
     procs["vm"].send_signal(signal.SIGTERM)
-    assert procs["vm"].wait(30) == 0
+    # A stop takes milliseconds here; once under a loaded parallel run (11-28) it took over 30 s,
+    # the scheduler's jobs still running meanwhile (cause not found yet: see the lead's note). The
+    # test is about the alerts through the outage; systemd gives a stop 90 s.
+    assert procs["vm"].wait(90) == 0
     outbox = AlertStore(laptop.hub.with_name("hub.alerts.db"))
     wait_for(lambda: outbox.waiting() >= 2, timeout=30, what="vm's two alerts queued")
     # Both senders are killed while the alerts wait; one comes back after Telegram does.
