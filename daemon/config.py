@@ -264,6 +264,13 @@ class WarmSection(_Section):
         description="seconds without embedding after which the search index's worker process lets the model go "
         "and exits; the next episode or search starts it again (about 1.2 s). 0: keep it loaded",
     )
+    optimize_after: float = Field(
+        30.0,
+        ge=0,
+        description="seconds after the search index's worker exits (idle) before the daemon builds the index's "
+        "HNSW graph in a child process, once per batch of new episodes; a search or episode that arrives "
+        "meanwhile stops it. Only the edge store (the Qdrant server builds its own). 0: never",
+    )
     # Every site reaches the collections through the alias, so after the switch only requests already
     # in flight use the old one.
     retire_after: float = Field(

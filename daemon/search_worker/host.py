@@ -8,6 +8,11 @@ episodes this site just pushed (the run loop pokes), another site's episodes on 
 or a purge the index still owes (the cursor file says so; ``sync.search.service.index``).
 While the worker runs it does all of that itself; pokes are passed on to it.
 
+While no worker runs, the daemon optimizes the index in a child process of its own
+(``daemon.search_worker.optimizer``: the HNSW graph, once the index has taken in episodes since
+the last run and the worker has been gone ``warm.optimize_after`` seconds); work that arrives kills
+it first, which the engine survives with the collection whole.
+
 A worker that fails is started again with the project's one backoff; while it is backing off, a
 request is answered with what went wrong instead of being left to time out. A configuration error
 (exit 78) is not retried until the daemon restarts: only a person can fix it.
@@ -31,6 +36,7 @@ import structlog
 from daemon.config import Settings
 from daemon.control.server import listen, unlink
 from daemon.search_worker.files import Collections, cursor_file, read_status
+from daemon.search_worker.optimizer import optimize_due
 from sync.backbone.base import ChangeFeed
 from sync.errors import MemsyncError
 from sync.resilience.pacing import Backoff
@@ -42,6 +48,8 @@ log = structlog.get_logger("memsync.warm")
 EX_CONFIG = 78
 # Starting the worker costs about a second of CPU: never more often than this, even when it fails.
 WORKER_BACKOFF = RetryPolicy(initial=2.0, maximum=300.0, jitter=1.0)
+# How often the host looks whether a running optimizer has finished.
+OPTIMIZER_POLL_S = 1.0
 
 
 class _PipeEvent(threading.Event):
@@ -77,6 +85,7 @@ class WarmHost:
         *,
         stop: threading.Event,
         worker_argv: Callable[[int], list[str]] | None = None,
+        optimizer_argv: Callable[[], list[str]] | None = None,
     ) -> None:
         self.settings = settings
         self.backbone = backbone
@@ -85,6 +94,12 @@ class WarmHost:
         self._listener = listen(settings.socket_path)
         self._worker_argv = worker_argv or self._default_argv
         self._worker: subprocess.Popen[bytes] | None = None
+        self._optimizer_argv = optimizer_argv or self._default_optimizer_argv
+        self._optimizer: subprocess.Popen[bytes] | None = None
+        self._optimizing_through = 0  # the feed position the running optimizer started at
+        self._optimized_through: int | None = None  # ... the last one that finished started at
+        self._idle_since = time.monotonic()  # when the last worker exited (or the host started)
+        self._next_look = time.monotonic() + settings.catch_up_interval  # when to look at the feed again
         self._alive_fd: int | None = None
         self._pushed = False  # the run loop pushed: there is work without asking the backbone
         self._backoff = Backoff(WORKER_BACKOFF)  # the one backoff (sync.resilience.pacing)
@@ -104,7 +119,9 @@ class WarmHost:
             return f"search index stopped: {self._config_error}"
         if self._backoff.failing:
             return "search index failing, restarting with backoff"
-        return "search index worker running" if self._worker is not None else "search index idle"
+        if self._worker is not None:
+            return "search index worker running"
+        return "search index optimizing" if self._optimizer is not None else "search index idle"
 
     def poke(self) -> None:
         """This site pushed episodes: index them now."""
@@ -115,6 +132,7 @@ class WarmHost:
         self.stop.set()
         self.poked.set()
         self._thread.join(timeout=60)
+        self._stop_optimizer()
         self._stop_worker()
         self._listener.close()
         unlink(self.settings.socket_path)
@@ -133,12 +151,17 @@ class WarmHost:
                 self.stop.wait(WORKER_BACKOFF.maximum / 10)
 
     def _wait_for_work(self) -> None:
-        timeout = self.settings.catch_up_interval
-        backing_off = time.monotonic() < self._not_before
+        now = time.monotonic()
+        timeout = max(0.0, self._next_look - now)
+        backing_off = now < self._not_before
         if backing_off:
-            timeout = min(timeout, self._not_before - time.monotonic())
+            timeout = min(timeout, self._not_before - now)
+        if self._optimizer is not None:
+            timeout = min(timeout, OPTIMIZER_POLL_S)
+        elif self._optimize_due(idle_for=float("inf")):
+            timeout = min(timeout, max(0.0, self._idle_since + self.settings.warm.optimize_after - now))
         listener = self._listener.fileno()
-        ready, _, _ = select.select([listener, self.poked.reader], [], [], max(0.0, timeout))
+        ready, _, _ = select.select([listener, self.poked.reader], [], [], timeout)
         if self.stop.is_set():
             return
         self.poked.drain()
@@ -152,8 +175,10 @@ class WarmHost:
             self._start_worker("a request")
         elif pushed:
             self._start_worker("new episodes")
-        elif self._behind():
+        elif (ready or time.monotonic() >= self._next_look) and self._behind():
             self._start_worker("the index is behind the backbone")
+        else:
+            self._tend_optimizer()
 
     def _watch_worker(self) -> None:
         assert self._worker is not None
@@ -172,6 +197,7 @@ class WarmHost:
         anything the index still owes (a purge of forgotten episodes' bytes, a collection an
         interrupted rebuild left)? The latter needs no change in the feed: a daemon that stopped
         mid-purge purges when it starts."""
+        self._next_look = time.monotonic() + self.settings.catch_up_interval
         active = Collections(self.settings).active()
         cursors = cursor_file(self.settings)
         if cursors.owes_work(active):
@@ -191,6 +217,7 @@ class WarmHost:
         return argv
 
     def _start_worker(self, why: str) -> None:
+        self._stop_optimizer()  # the worker needs the store the optimizer holds
         listen_fd = self._listener.fileno()
         alive_r, alive_w = os.pipe()  # the worker holds the write end: EOF here when it exits
         try:
@@ -227,6 +254,7 @@ class WarmHost:
         code = self._worker.wait()
         self._close_worker_pipes()
         self._worker = None
+        self._idle_since = time.monotonic()
         if code == 0:
             self._backoff.succeeded()
             self.problems.recovered("warm")
@@ -282,6 +310,68 @@ class WarmHost:
         if self._worker is not None and self._worker.stdin is not None:
             with contextlib.suppress(OSError):
                 self._worker.stdin.close()
+
+    # -- the optimizer -------------------------------------------------------------------------------
+    def _default_optimizer_argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "daemon.search_worker.optimizer"]
+        if self.settings.config_file is not None:
+            argv += ["--config", str(self.settings.config_file)]
+        return argv
+
+    def _position(self) -> int:
+        return cursor_file(self.settings).read(Collections(self.settings).active())
+
+    def _optimize_due(self, idle_for: float) -> bool:
+        warm = self.settings.warm
+        if warm.store != "edge" or not warm.optimize_after:
+            return False  # before reading the cursor file: nothing to decide
+        if self._config_error is not None or time.monotonic() < self._not_before:
+            return False  # the worker is in trouble: leave the store alone
+        return optimize_due(
+            store=warm.store,
+            after=warm.optimize_after,
+            idle_for=idle_for,
+            position=self._position(),
+            optimized_through=self._optimized_through,
+        )
+
+    def _tend_optimizer(self) -> None:
+        """Reap an optimizer that finished, or start one when it is due."""
+        if self._optimizer is not None:
+            code = self._optimizer.poll()
+            if code is None:
+                return
+            self._optimizer = None
+            # Done or failed (it logged why), not tried again before the next episodes arrive.
+            self._optimized_through = self._optimizing_through
+            if code != 0:
+                log.debug("search index optimizer exited", status=code)
+            return
+        if not self._optimize_due(time.monotonic() - self._idle_since):
+            return
+        self._optimizing_through = self._position()
+        try:
+            self._optimizer = subprocess.Popen(self._optimizer_argv(), stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:
+            self._optimized_through = self._optimizing_through
+            log.warning("could not start the search index's optimizer", error=str(exc))
+            return
+        log.debug("search index optimizer started", pid=self._optimizer.pid)
+
+    def _stop_optimizer(self) -> None:
+        """Kill it outright: the engine keeps the collection whole through a kill, and the work
+        waiting for the store should not wait for the graph."""
+        optimizer, self._optimizer = self._optimizer, None
+        if optimizer is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            optimizer.kill()
+        optimizer.wait()
+        log.debug("search index optimizer stopped for work", pid=optimizer.pid)
+
+    @property
+    def optimizer_pid(self) -> int | None:
+        return None if self._optimizer is None else self._optimizer.pid
 
     @property
     def worker_pid(self) -> int | None:

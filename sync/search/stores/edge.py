@@ -8,7 +8,8 @@ sidecar ``memsync-collection.json`` beside the shard directory, inside the colle
 reserved "config point" was rejected: it would show up in counts, scrolls and every filterless search.
 
 Dense vectors are stored as float16: half the memory and a faster brute-force scan (qdrant-edge
-builds no HNSW index unless ``optimize()`` runs, and that holds the GIL for minutes at 100k points).
+builds no HNSW index unless ``optimize()`` runs, and that holds the GIL for a minute or more at 100k
+points: the daemon runs it in a child process while the index is idle, see ``optimize``).
 A cosine loses about 1e-4, far below any threshold here; ranks on the labelled set are unchanged.
 """
 
@@ -374,6 +375,17 @@ class EdgeStore(StoreBase):
                             "memsync did not make it and never drops it"
                         )
             shutil.rmtree(folder)
+
+    def optimize(self) -> bool:
+        """Build what the engine builds only when asked: the HNSW graph of each segment past the
+        indexing threshold (about 13,000 points of 384 float16 dims), merged segments, vacuumed
+        deletes. True if anything changed. It holds the GIL throughout (about 80 s at 100,000
+        points on two cores), so the daemon runs it in a child process of its own while the index
+        is idle (``daemon.search_worker.optimizer``), and kills it when work arrives: the engine
+        swaps an optimized segment in only once it is whole."""
+        shard = self._live()
+        with self._edge_errors("optimize the collection"):
+            return bool(shard.optimize())
 
     def close(self) -> None:
         shard, self._shard, self._collection, self._spec = self._shard, None, None, None
