@@ -50,6 +50,7 @@ from daemon.mcp.models import (
     RelatedLink,
     Saved,
 )
+from daemon.mcp.schema import publish_flat
 from sync.errors import BackboneNotFound, ControlError, DaemonNotListening, MemsyncError, TransientError
 from sync.search.request import EpisodeRequest, RecentRequest, SearchAnswer, SearchFilter, SearchRequest
 from sync.source.type_names import MEMORY_TYPES, check_type
@@ -617,4 +618,5 @@ def build_server(settings: Settings, *, clock: Callable[[], float] = time.time) 
     ) -> Annotated[CallToolResult, Decision]:
         return compact(await _off_loop(lambda: tools.wait_for_approval(approval_id, timeout_s)))
 
+    publish_flat(server)
     return server

@@ -66,7 +66,7 @@ def test_few_tools_with_tight_schemas_and_the_data_warning(site: SiteFiles) -> N
     search = tools["search_memory"].input_schema
     assert search["required"] == ["query"]
     assert search["properties"]["limit"]["maximum"] == 50
-    memory = tools["search_memory"].output_schema["$defs"]["Memory"]["properties"]
+    memory = tools["search_memory"].output_schema["properties"]["results"]["items"]["properties"]
     # The same fields as `search --json`'s results.
     assert {"pointId", "sourceSite", "sourceId", "agentName", "sessionId", "when", "text", "score"} <= set(memory)
     assert set(tools["wait_for_approval"].input_schema["required"]) == {"approval_id"}
