@@ -28,6 +28,7 @@ folder level finds it).
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -120,6 +121,12 @@ def import_edges(root: Path, packages: Iterable[str]) -> dict[tuple[str, str], l
             if line not in edges[module, target]:
                 edges[module, target].append(line)
     return edges
+
+
+@functools.cache
+def repo_edges() -> dict[tuple[str, str], list[ImportLine]]:
+    """This repository's module imports: parsed once for the tests that read them (seconds each)."""
+    return import_edges(ROOT, PACKAGES)
 
 
 def node_edges(
@@ -331,7 +338,7 @@ def policy_parents_that_import(root: Path, packages: Iterable[str]) -> list[str]
     """The ``__init__`` of a folder holding a ``policy/`` room, where it imports a module of ours:
     importing the policy runs it first, so it would take the folder's imports along."""
     modules = modules_of(root, packages)
-    edges = import_edges(root, packages)
+    edges = repo_edges() if (root, list(packages)) == (ROOT, list(PACKAGES)) else import_edges(root, packages)
     rooms = [path.relative_to(root).parts for path in modules.values()]
     parents = {root.joinpath(*parts[:2], "__init__.py") for parts in rooms if len(parts) >= 4 and parts[2] == POLICY}
     return [str(line) for (source, _), lines in sorted(edges.items()) if modules[source] in parents for line in lines]
@@ -357,7 +364,7 @@ def test_a_folder_holding_a_policy_room_imports_nothing_in_its_init(tmp_path: Pa
 
 
 def test_no_import_cycles_between_the_folders_and_loose_modules_of_daemon_and_sync() -> None:
-    nodes = node_edges(import_edges(ROOT, PACKAGES), modules_of(ROOT, PACKAGES), ROOT)
+    nodes = node_edges(repo_edges(), modules_of(ROOT, PACKAGES), ROOT)
     found = cycles(node_graph(nodes))
     assert not found, "\n\n".join(describe(cycle, nodes) for cycle in found)
 
@@ -387,13 +394,13 @@ def test_a_cycle_inside_one_folder_is_a_cycle_of_modules(tmp_path: Path) -> None
 
 
 def test_no_import_cycles_between_the_modules_of_daemon_and_sync() -> None:
-    edges = import_edges(ROOT, PACKAGES)
+    edges = repo_edges()
     found = cycles(node_graph(edges))
     assert not found, "\n\n".join(describe(cycle, edges, "modules") for cycle in found)
 
 
 def test_sync_never_imports_daemon() -> None:
-    offending = upward(import_edges(ROOT, PACKAGES), library="sync", program="daemon")
+    offending = upward(repo_edges(), library="sync", program="daemon")
     assert not offending, "sync/ imports daemon/ (a library never reaches up into its program):\n" + "\n".join(
         offending
     )
