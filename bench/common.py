@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import cProfile
 import json
+import math
 import os
 import shutil
 import statistics
@@ -21,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -130,11 +132,23 @@ class Figure:
 
 
 def at_most(metric: str, value: float, unit: str, limit: float) -> Figure:
-    return Figure(metric, value, unit, f"<= {limit:g} {unit}", value <= limit)
+    bound = shown_bound(limit, ROUND_CEILING)
+    return Figure(metric, value, unit, f"<= {bound:g} {unit}", value <= bound)
 
 
 def at_least(metric: str, value: float, unit: str, floor: float) -> Figure:
-    return Figure(metric, value, unit, f">= {floor:g} {unit}", value >= floor)
+    bound = shown_bound(floor, ROUND_FLOOR)
+    return Figure(metric, value, unit, f">= {bound:g} {unit}", value >= bound)
+
+
+def shown_bound(x: float, rounding: str) -> float:
+    """``x`` to the six significant digits a target shows, rounded the way that keeps a value equal to
+    ``x`` within the target (a figure equal to its baseline, 64.98945..., is ">= 64.9894", not
+    ">= 64.9895", which it would miss): the target's text and its verdict agree."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    step = Decimal(1).scaleb(math.floor(math.log10(abs(x))) - 5)
+    return float(Decimal(repr(x)).quantize(step, rounding=rounding))
 
 
 def result(name: str, params: dict[str, Any], runs: list[dict[str, Any]], figures: list[Figure]) -> dict[str, Any]:

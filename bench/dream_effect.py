@@ -71,6 +71,7 @@ from bench.recall import (
     Indexed,
     Planned,
     Question,
+    found_share,
     index,
     load_locomo,
     plan_conversation,
@@ -187,6 +188,43 @@ def credited(ranked: Sequence[str], members_of: Mapping[str, Sequence[str]]) -> 
     for key in ranked:
         out += [key, *members_of.get(key, ())]
     return tuple(out)
+
+
+def changed_questions(
+    before: Sequence[Answered], after: Sequence[Answered], members_of: Mapping[str, Sequence[str]]
+) -> list[dict[str, Any]]:
+    """The questions whose share of evidence found in the first ``k`` changed at some k, each with
+    every evidence turn's place before and after (None: not in the results), the fold hiding it,
+    and the turns that left or entered the first five (those hidden by a fold named)."""
+    hidden_in = {m: c for c, ms in members_of.items() for m in ms}
+    out: list[dict[str, Any]] = []
+    for b, a in zip(before, after, strict=True):
+        q = b.question
+        moved = {
+            str(k): [found_share(b.ranked, q.evidence, k), found_share(a.ranked, q.evidence, k)]
+            for k in KS
+            if found_share(b.ranked, q.evidence, k) != found_share(a.ranked, q.evidence, k)
+        }
+        if not moved:
+            continue
+        out.append(
+            {
+                "question": q.text,
+                "evidence": {
+                    e: {"before": place(b.ranked, e), "after": place(a.ranked, e), "hidden_in": hidden_in.get(e)}
+                    for e in sorted(q.evidence)
+                },
+                "shares": moved,
+                "left_top5": {k: hidden_in.get(k) for k in b.ranked[:5] if k not in a.ranked[:5]},
+                "entered_top5": [k for k in a.ranked[:5] if k not in b.ranked[:5]],
+            }
+        )
+    return out
+
+
+def place(ranked: Sequence[str], key: str) -> int | None:
+    """``key``'s place in ``ranked``, from 1 (None: not in it)."""
+    return ranked.index(key) + 1 if key in ranked else None
 
 
 # -- the dream, as a person runs it --------------------------------------------------------------------
@@ -350,6 +388,7 @@ def run_locomo(conversations: Sequence[Conversation], now: float) -> dict[str, A
     record["after"] = recall_of(after)
     record["after_credited"] = recall_of([Answered(a.question, credited(a.ranked, members), a.ms) for a in after])
     record["dream"] = dream_record(night, indexed.keys)
+    record["changed_questions"] = changed_questions(before, after, members)
     record["search_p50_ms"] = {
         "before": median([a.ms for a in before]),
         "after": median([a.ms for a in after]),
@@ -361,6 +400,19 @@ def run_locomo(conversations: Sequence[Conversation], now: float) -> dict[str, A
 # -- the benchmark -----------------------------------------------------------------------------------
 def describe_recall(r: Mapping[str, float]) -> str:
     return "/".join(f"{r[str(k)]:.1f}" for k in KS)
+
+
+def describe_change(c: Mapping[str, Any]) -> str:
+    """One changed question: its shares by k, each evidence turn's places, the first five's changes."""
+    shares = ", ".join(f"R@{k} {b:.2f}->{a:.2f}" for k, (b, a) in c["shares"].items())
+    turns = "; ".join(
+        f"{e} {p['before']}->{p['after']}" + (f" (hidden in {p['hidden_in']})" if p["hidden_in"] else "")
+        for e, p in c["evidence"].items()
+    )
+    left = ", ".join(k + (f" (hidden in {h})" if h else "") for k, h in c["left_top5"].items())
+    return f"{c['question']!r}: {shares}; evidence {turns}; left the first five: {left or '-'}; entered: " + (
+        ", ".join(c["entered_top5"]) or "-"
+    )
 
 
 def describe_blocks(r: Mapping[str, Any]) -> str:
@@ -463,6 +515,9 @@ def markdown(res: Mapping[str, Any]) -> str:
             ]
             for when in ("before", "after", "after_credited"):
                 lines.append(f"| {when} | " + " | ".join(f"{r[when][str(k)]:.1f}%" for k in KS) + " |")
+            changed = r.get("changed_questions", [])
+            lines += ["", f"Questions whose found evidence changed at some k ({len(changed)}):"]
+            lines += [f"- {describe_change(c)}" for c in changed]
             mixed = r["dream"]["across_families"]
             lines += ["", f"Steps ({len(mixed)}):"]
             lines += [f"- {s['kind']}: {s['canonical']} <- {', '.join(s['members'])}" for s in mixed[:40]]

@@ -5,7 +5,9 @@
   near-duplicates only when both tests agree: the dense one (cosine at least ``fold_cosine``,
   ``plain_fold_cosine`` for memories that name no identifier and no number) and the lexical one
   (the same identifiers and numbers, ``signature.Signature.same_fact``, and at least
-  ``fold_words`` of their other words shared, ``signature.Signature.shared_words``). A cluster is built around
+  ``fold_words`` of their other words shared, ``signature.Signature.shared_words``; and the times
+  they say relative to their writing, "today" or "next month", naming the same periods,
+  ``signature.Signature.same_time``). A cluster is built around
   its best memory (its leader): a memory joins the first cluster whose leader it is alike, never by
   a chain of look-alikes.
 - **Supersedes.** Among the memories that stand (canonicals and memories in no cluster), one that
@@ -148,8 +150,9 @@ def _leader_clusters(
     apart: frozenset[frozenset[Key]],
 ) -> list[tuple[int, list[int], float]]:
     """Leader clustering of one block, best first: each memory joins the first leader it is at
-    least ``threshold`` alike, shares at least ``words`` of its other words with, and is not a
-    look-alike of (``Signature.lookalike``), and no member of which a person pulled it apart from."""
+    least ``threshold`` alike, shares at least ``words`` of its other words with, is not a
+    look-alike of (``Signature.lookalike``) and says the same relative times as
+    (``Signature.same_time``), and no member of which a person pulled it apart from."""
     clusters: list[tuple[int, list[int], float]] = []
     leaders: list[int] = []
     for i in block:
@@ -160,6 +163,8 @@ def _leader_clusters(
                 leader, members, worst = clusters[int(c)]
                 mine, theirs = sigs[memories[i].key], sigs[memories[leader].key]
                 if mine.lookalike(theirs) or mine.shared_words(theirs) < words:
+                    continue
+                if not mine.same_time(memories[i].ts, theirs, memories[leader].ts):
                     continue
                 if apart and any(frozenset((memories[i].key, memories[j].key)) in apart for j in (leader, *members)):
                     continue

@@ -11,6 +11,13 @@ worker" are two services' settings, not one changed; "set pool_size to 20 for th
 pool_size from 20 to 30 for the api" differ only in the words that say a value changed
 (``CHANGE_WORDS``).
 
+A time said relative to when it was written ("today", "yesterday", "next month", "3 days ago") is a
+number in disguise: "the deploy failed today" written on Monday and again on Thursday are two
+failures, and "next month" written in July and in August names two months. Two memories are the
+same fact only if the times they say resolve, each against its own writing time, to the same
+periods (``Signature.same_time``; UTC calendar days, Monday weeks, months, years). A memory that
+says no such time has nothing to disagree with.
+
 A number's key is the word or identifier before it, skipping the words that join a key to its
 value ("pool_size = 20", "timeout of 30s", "set workers to 8"); the last value a text gives a key is
 the key's value ("from 20 to 30" is 30).
@@ -21,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Final
 
 from sync.identifiers import identifiers
@@ -127,6 +135,16 @@ STOPWORDS: Final = frozenset(
     ]
 )
 SUBSTITUTION_MAX: Final = 2  # words a look-alike puts in place of others
+# A time said relative to the writing: a day word, "this|last|next <unit>", or "N <unit>s ago".
+_RELATIVE_TIME: Final = re.compile(
+    r"\b(?:(?P<day>today|tonight|yesterday|tomorrow)|(?P<which>this|last|next)\s+(?P<unit>week|month|year)"
+    r"|(?P<n>\d{1,3}|a|an|one|two|three|four|five|six)\s+(?P<ago>day|week|month|year)s?\s+ago)\b",
+    re.IGNORECASE,
+)
+_DAY_OFFSET: Final = {"today": 0, "tonight": 0, "yesterday": -1, "tomorrow": 1}
+_WHICH_OFFSET: Final = {"this": 0, "last": -1, "next": 1}
+_COUNT_WORDS: Final = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+RelativeTime = tuple[str, int]  # (day | week | month | year, periods from the writing's own: -1 is the last)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +156,13 @@ class Signature:
     values: Mapping[str, str] = field(default_factory=dict)
     words: frozenset[str] = frozenset()  # the other words, but those that say a value changed
     tokens: tuple[str, ...] = ()  # every word, case folded, but stopwords: for ``lookalike``
+    times: frozenset[RelativeTime] = frozenset()  # the times it says relative to its writing
+
+    def same_time(self, ts_ms: int, other: Signature, other_ts_ms: int) -> bool:
+        """Whether the relative times the two say (this one written at ``ts_ms``, the other at
+        ``other_ts_ms``) name the same periods; true when either says none (nothing to disagree
+        with: "the deploy failed" may be the day's "the deploy failed today")."""
+        return not self.times or not other.times or periods(self.times, ts_ms) == periods(other.times, other_ts_ms)
 
     @property
     def empty(self) -> bool:
@@ -192,7 +217,32 @@ def signature(text: str) -> Signature:
     )
     tokens = tuple(t.strip(".,;:()") for t in _TOKEN_WORD.findall(folded))
     tokens = tuple(t for t in tokens if t and t not in STOPWORDS)
-    return Signature(ids=ids, numbers=numbers, values=values, words=words, tokens=tokens)
+    return Signature(ids=ids, numbers=numbers, values=values, words=words, tokens=tokens, times=relative_times(text))
+
+
+def relative_times(text: str) -> frozenset[RelativeTime]:
+    """The times ``text`` says relative to its writing ("yesterday" is ("day", -1))."""
+    found: set[RelativeTime] = set()
+    for m in _RELATIVE_TIME.finditer(text):
+        if m["day"]:
+            found.add(("day", _DAY_OFFSET[m["day"].lower()]))
+        elif m["which"]:
+            found.add((m["unit"].lower(), _WHICH_OFFSET[m["which"].lower()]))
+        else:
+            count = m["n"].lower()
+            found.add((m["ago"].lower(), -(_COUNT_WORDS[count] if count in _COUNT_WORDS else int(count))))
+    return frozenset(found)
+
+
+def periods(times: frozenset[RelativeTime], ts_ms: int) -> frozenset[tuple[str, int]]:
+    """``times`` resolved against a writing time: each its unit and the period's index (UTC days
+    since 1970-01-01, Monday weeks, months since year 0, years)."""
+    if not times:
+        return frozenset()
+    at = datetime.fromtimestamp(ts_ms / 1000, tz=UTC)
+    day = ts_ms // 86_400_000
+    index = {"day": day, "week": (day + 3) // 7, "month": at.year * 12 + at.month - 1, "year": at.year}
+    return frozenset((unit, index[unit] + offset) for unit, offset in times)
 
 
 def keyed_values(text: str) -> dict[str, str]:
@@ -212,4 +262,4 @@ def keyed_values(text: str) -> dict[str, str]:
     return values
 
 
-__all__ = ["Signature", "keyed_values", "signature"]
+__all__ = ["RelativeTime", "Signature", "keyed_values", "periods", "relative_times", "signature"]

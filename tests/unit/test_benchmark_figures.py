@@ -10,6 +10,7 @@ import re
 import sys
 from typing import Any
 
+import pytest
 from conftest import ROOT
 
 if str(ROOT) not in sys.path:
@@ -71,6 +72,17 @@ def test_met_agrees_with_each_simple_target() -> None:
     assert met(19.9, "ms", "<= 20 ms") is True
     assert met(20.3, "ms", "<= 20 ms") is False
     assert met(0.85, "x", ">= 0.8 x") is True
+
+
+@pytest.mark.parametrize("baseline", [64.98945279866332, 87.72629490392649, 0.05829596412556054, 310.3, 20.0])
+def test_a_figure_equal_to_its_baseline_meets_its_target_as_written(baseline: float) -> None:
+    from bench.common import at_least, at_most
+
+    for figure in (at_least("r", baseline, "%", baseline), at_most("d", baseline, "ms", baseline)):
+        assert figure.met is True
+        assert met(figure.value, figure.unit, figure.target or "") is True, figure.target
+    assert at_least("r", baseline * 0.999, "%", baseline).met is False
+    assert at_most("d", baseline * 1.001, "ms", baseline).met is False
 
 
 def result(name: str, at: str) -> dict[str, Any]:

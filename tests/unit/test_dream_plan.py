@@ -162,7 +162,8 @@ def test_nothing_to_do() -> None:
         ),
         # One acronym named by both: the same identifiers, another event.
         (
-            "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+            # (its "yesterday" left out: a time the other does not say would not keep them apart)
+            "Caroline: I went to a LGBTQ support group and it was so powerful.",
             "Melanie: Wow, Caroline, can't wait to see your show - the LGBTQ community needs more platforms!",
         ),
     ],
@@ -172,3 +173,31 @@ def test_memories_alike_to_the_model_but_sharing_few_words_stay_apart(a: str, b:
     assert got.folds == ()
     loose = plan([mem("1", a, 5), mem("2", b, 4)], [A, A], now_ms=NOW, thresholds=Thresholds(fold_words=0.0))
     assert len(loose.folds) == 1  # the words alone keep them apart
+
+
+DEPLOY = "The nightly deploy of the api failed today; rolled back to the last build."
+SHOW = "Caroline: Next month I'm having an art show with my paintings - can't wait!"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "hours_ago", "folds"),
+    [
+        # NOW is 16:00 UTC on a Wednesday: 5 and 10 hours ago are the same day, 30 the day before
+        # (the same failure, said a day apart as "today" and "yesterday", folds).
+        (DEPLOY, DEPLOY, (5, 10), True),
+        (DEPLOY, DEPLOY, (5, 30), False),  # two days' failures
+        (DEPLOY, "Yesterday the nightly deploy of the api failed, so we rolled back to the last build.", (30, 5), True),
+        (DEPLOY, DEPLOY.replace(" today", ""), (5, 30), True),  # one says no time: nothing to disagree with
+        # NOW is 11 February: 100 hours ago is 7 February, 15 days ago 27 January (whose "next
+        # month" is this month).
+        (SHOW, SHOW, (5, 100), True),
+        (SHOW, SHOW, (5, 15 * 24), False),  # "next month": March, then February
+        (SHOW, "Caroline: I'm having an art show with my paintings this month - can't wait!", (15 * 24, 5), True),
+        (SHOW, SHOW.replace("Next month", "Three weeks ago"), (5, 100), False),
+    ],
+)
+def test_times_said_relative_to_the_writing_must_name_the_same_periods(
+    a: str, b: str, hours_ago: tuple[float, float], folds: bool
+) -> None:
+    got = plan([mem("1", a, hours_ago[0]), mem("2", b, hours_ago[1], site="s2")], [A, A], now_ms=NOW)
+    assert len(got.folds) == (1 if folds else 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sync.dream.signature import keyed_values, signature
+from sync.dream.signature import keyed_values, periods, relative_times, signature
 
 
 @pytest.mark.parametrize(
@@ -84,3 +84,28 @@ def test_one_subject_across_an_update(older: str, newer: str, same: bool) -> Non
 )
 def test_lookalike_words(a: str, b: str, lookalike: bool) -> None:
     assert signature(a).lookalike(signature(b)) is lookalike
+
+
+@pytest.mark.parametrize(
+    ("text", "times"),
+    [
+        ("The deploy failed today.", {("day", 0)}),
+        ("Tonight, or tomorrow at the latest", {("day", 0), ("day", 1)}),
+        ("Yesterday's fix held; 2 days ago it did not", {("day", -1), ("day", -2)}),
+        ("Next month the show; last week the rehearsal; this year the tour", {("month", 1), ("week", -1), ("year", 0)}),
+        ("three weeks ago, a month ago", {("week", -3), ("month", -1)}),
+        ("The month's report for the next step", set()),
+    ],
+)
+def test_times_said_relative_to_the_writing(text: str, times: set[tuple[str, int]]) -> None:
+    assert relative_times(text) == times
+
+
+def test_relative_times_resolve_against_each_writing_time() -> None:
+    wednesday = 1_000 * 3_600_000  # 1970-02-11 16:00 UTC
+    assert periods(frozenset({("day", -1)}), wednesday) == periods(frozenset({("day", 0)}), wednesday - 86_400_000)
+    monday, sunday = wednesday - 2 * 86_400_000, wednesday - 3 * 86_400_000
+    assert periods(frozenset({("week", 0)}), monday) == periods(frozenset({("week", 0)}), wednesday)
+    assert periods(frozenset({("week", 0)}), sunday) != periods(frozenset({("week", 0)}), monday)
+    assert periods(frozenset({("month", 1)}), wednesday) == {("month", 1970 * 12 + 2)}  # March
+    assert periods(frozenset(), wednesday) == frozenset()

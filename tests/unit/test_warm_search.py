@@ -4,17 +4,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import edge_store_of
 from fake_providers import KEY, FakeProvider, serve
 from test_warm_rerank import ranking, rerank_respond
 
 from sync.resilience.retry import RetryPolicy
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
-from sync.search.query.pipeline import candidates_for, search
+from sync.search.query.pipeline import Ranking, candidates_for, search
 from sync.search.query.rerank import VoyageReranker
 from sync.search.request import SearchRequest, SearchResult, when_words
 from sync.search.stores import EdgeStore, SearchFilter, WarmPoint, point_id
@@ -172,3 +174,35 @@ def test_salience_moves_weaker_matches_by_the_fleets_use_and_never_a_close_one(
     used = next(r for r in weighed if r.source_id == "0")
     before = next(r for r in plain if r.source_id == "0")
     assert used.score == pytest.approx(before.score * 1.1)  # most used: +10% (its cosine is under 0.85)
+
+
+@pytest.mark.parametrize("fusion", ["learned", "relative", "rrf"])
+def test_what_a_dream_hid_leaves_the_results_without_reranking_the_rest(
+    tmp_path: Path, local: LocalEmbedder, fusion: Ranking
+) -> None:
+    """A fold's member is left out of what is shown, not out of what ranks: the best match of the
+    query is hidden, and every memory shown keeps the place and the score it has beside it (its
+    session's support, its share of the best BM25 score, its rank in each list)."""
+    turns = [
+        ("Jon: Hey Gina! How's the store going? I gotta tell you about my biz.", {"session": "s4", "dream": "merged"}),
+        ("Gina: Hey Jon! The store's doing great! It's a wild ride.", {"session": "s4"}),
+        ("Gina: Thanks! Store's going good, keeping up with fashion trends.", {"session": "s7"}),
+        ("Jon: Whoa, your store looks great! All your hard work paid off.", {"session": "s2"}),
+        ("Gina: I launched an ad campaign for my clothing store.", {"session": "s8"}),
+        ("Jon: I lost my job as a banker and want to open a dance studio.", {"session": "s1"}),
+    ]
+    store = edge_store_of(tmp_path / "q", local, turns, NOW_MS)
+    try:
+        query = "How is Gina's store doing?"
+        shown = SearchRequest(query, limit=5, floor=0.0, collapse=False)
+        every = replace(shown, limit=6, filter=SearchFilter(include_merged=True))
+        default = search(store, local, shown, now_ms=NOW_MS, fusion=fusion)
+        everything = search(store, local, every, now_ms=NOW_MS, fusion=fusion)
+        assert everything[0].source_id == "0", "the hidden turn is the query's best match"
+        assert "0" not in [r.source_id for r in default]
+        expected = [r for r in everything if r.source_id != "0"]
+        assert [r.source_id for r in default] == [r.source_id for r in expected][: len(default)]
+        assert len(default) == min(5, len(expected))
+        assert [r.score for r in default] == pytest.approx([r.score for r in expected][: len(default)], rel=1e-9)
+    finally:
+        store.close()

@@ -9,6 +9,13 @@ and the model orders them. How much of the query BM25's first hit holds (one mor
 point's BM25 vector) decides whether the query is the model's to rank (``LinearModel.covers``) or
 the hand-weighted fusion's, over the same two lists. Nothing else is read: a session's strength is
 judged from the pool.
+
+What a dream hid (a fold's members, a superseded fact) is in the pool and left out of what is shown
+(``pool_filter``, ``shows``): hiding a memory takes it out of the results, never re-ranks the
+others. Its session still matched the query and its words still set the lists' best scores, as
+before the dream; were it out of the pool, a turn beside it would lose its session's support and
+every other's share of the best BM25 score would change (bench.dream_effect: three LoCoMo
+questions lost their evidence from the first five so).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from functools import cache
 from typing import Any, Final, Literal
 
 from sync.search.embedders import bm25
+from sync.search.payload import DREAM_KEY, HIDDEN_ROLES
 from sync.search.query.fusion import HEAD, adaptive_weight, fuse, lexical_coverage
 from sync.search.query.query_time import Window, within
 from sync.search.query.rerank_model import Candidate, LinearModel, load_model, pool, rank
@@ -48,8 +56,26 @@ def learned_hybrid(
     """The best ``limit`` of the pool, best first; each hit's score is the model's probability of
     relevance, its similarity its cosine to the query."""
     model = model or shipped_model()
-    found = gather(store, dense_query, sparse_query, model.depth, filter, windows)
-    return [replace(found.points[i], score=score) for i, score in ordered(found, model)[:limit] if i in found.points]
+    found = gather(store, dense_query, sparse_query, model.depth, pool_filter(filter), windows)
+    return shown_hits(found, model, limit, filter)
+
+
+def shown_hits(found: Gathered, model: LinearModel, limit: int, filter: SearchFilter | None) -> list[Hit]:
+    """The best ``limit`` of the pool that ``filter`` shows, best first, each scored by the model."""
+    hits = (replace(found.points[i], score=score) for i, score in ordered(found, model) if i in found.points)
+    return [hit for hit in hits if shows(filter, hit.payload)][:limit]
+
+
+def pool_filter(filter: SearchFilter | None) -> SearchFilter | None:
+    """The filter a pool is gathered under: ``filter`` with what a dream hid let in (the module's
+    docstring: hidden from what is shown, not from what ranks)."""
+    return filter if filter is None or filter.include_merged else replace(filter, include_merged=True)
+
+
+def shows(filter: SearchFilter | None, payload: Mapping[str, Any]) -> bool:
+    """Whether a point of the pool is shown under ``filter``: unless a standing dream step hides it
+    and ``filter`` does not ask for such memories."""
+    return filter is None or filter.include_merged or payload.get(DREAM_KEY) not in HIDDEN_ROLES
 
 
 def ordered(found: Gathered, model: LinearModel) -> list[tuple[str, float]]:

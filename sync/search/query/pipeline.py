@@ -52,7 +52,16 @@ from sync.search.query.judgement import (
     shipped_calibration,
     with_sessions,
 )
-from sync.search.query.learned import LEARNED, Learned, gather, learned_hybrid, ordered, shipped_model
+from sync.search.query.learned import (
+    LEARNED,
+    Learned,
+    gather,
+    learned_hybrid,
+    pool_filter,
+    shipped_model,
+    shown_hits,
+    shows,
+)
 from sync.search.query.presence import presence
 from sync.search.query.query_time import Window, windows, within
 from sync.search.query.rank import Ranked, apply_decay, apply_salience, collapse_duplicates, mmr
@@ -133,14 +142,22 @@ def _fused(
     filter: SearchFilter | None,
     spec: FusionSpec,
 ) -> Pool:
-    found = store.prefetch(dense_query, sparse_query, limit=max(spec.depth, limit), filter=filter)
+    # What a dream hid is fused with the rest and left out of what is shown (``learned.pool_filter``).
+    found = store.prefetch(dense_query, sparse_query, limit=max(spec.depth, limit), filter=pool_filter(filter))
     weight = spec.weight(best_lexical_coverage(store, sparse_query, found.sparse) if spec.adaptive else None)
-    winners = fuse(found.dense, found.sparse, spec.method, alpha=weight, k=spec.k, rrf_weight=weight, head=spec.head)[
-        :limit
-    ]
-    # A winner deleted since the prefetch is simply left out.
-    points = {hit.id: hit for hit in store.score(dense_query, [w.id for w in winners])}
-    hits = [replace(points[w.id], score=w.score) for w in winners if w.id in points]
+    fused = fuse(found.dense, found.sparse, spec.method, alpha=weight, k=spec.k, rrf_weight=weight, head=spec.head)
+    hits: list[Hit] = []
+    start = 0
+    while len(hits) < limit and start < len(fused):  # the winners read until ``limit`` are shown
+        winners = fused[start : start + limit - len(hits)]
+        start += len(winners)
+        # A winner deleted since the prefetch is simply left out.
+        points = {hit.id: hit for hit in store.score(dense_query, [w.id for w in winners])}
+        hits += [
+            replace(points[w.id], score=w.score)
+            for w in winners
+            if w.id in points and shows(filter, points[w.id].payload)
+        ]
     return Pool(hits, "fusion", found.dense, found.sparse, {h.id: h.payload for h in hits})
 
 
@@ -155,8 +172,8 @@ def _learned(
 ) -> Pool:
     """``learned_hybrid``, keeping what the judgement reads: the lists, the pool's payloads, and
     whether the model ranked (or, for a query it does not cover, the fusion)."""
-    found = gather(store, dense_query, sparse_query, model.depth, filter, found_windows)
-    hits = [replace(found.points[i], score=score) for i, score in ordered(found, model)[:limit] if i in found.points]
+    found = gather(store, dense_query, sparse_query, model.depth, pool_filter(filter), found_windows)
+    hits = shown_hits(found, model, limit, filter)
     ranker: Ranker = "learned" if model.covers(found.coverage) else "fusion"
     return Pool(hits, ranker, found.dense, found.sparse, {i: h.payload for i, h in found.points.items()})
 
