@@ -62,8 +62,17 @@ def learned_hybrid(
 
 def shown_hits(found: Gathered, model: LinearModel, limit: int, filter: SearchFilter | None) -> list[Hit]:
     """The best ``limit`` of the pool that ``filter`` shows, best first, each scored by the model."""
-    hits = (replace(found.points[i], score=score) for i, score in ordered(found, model) if i in found.points)
-    return [hit for hit in hits if shows(filter, hit.payload)][:limit]
+    shown: list[Hit] = []
+    if limit <= 0:
+        return shown
+    for i, score in ordered(found, model):
+        point = found.points.get(i)
+        if point is None or not shows(filter, point.payload):
+            continue
+        shown.append(replace(point, score=score))  # only for what is shown: the pool is ~200 points
+        if len(shown) >= limit:
+            break
+    return shown
 
 
 def pool_filter(filter: SearchFilter | None) -> SearchFilter | None:
