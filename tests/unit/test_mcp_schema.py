@@ -60,7 +60,8 @@ MEMORY = {
 def variants(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
     """Each place in ``value`` replaced by null, by a value of another type, and (in an object) a
     key added or taken away: what a validator must tell apart."""
-    for replacement in (None, "text", 3, 2.5, True, [], {}):
+    replacements: tuple[Any, ...] = (None, "text", 3, 2.5, True, [], {})
+    for replacement in replacements:
         yield path, replacement
     if isinstance(value, dict):
         yield (*path, "__add__"), "unexpected"
@@ -93,7 +94,8 @@ def changed(document: Any, path: tuple[Any, ...], replacement: Any) -> Any:
 
 
 def verdict(schema: dict[str, Any], document: Any) -> bool:
-    return jsonschema.validators.validator_for(schema)(schema).is_valid(document)
+    valid: bool = jsonschema.validators.validator_for(schema)(schema).is_valid(document)
+    return valid
 
 
 @pytest.mark.parametrize("model", PUBLISHED, ids=lambda m: m.__name__)
