@@ -1,7 +1,8 @@
 """Fusion variants, measured in process: LoCoMo's dialog turns and the project's labelled set.
 
-A fast loop for tuning ``sync.search.query.fusion`` and ``sync.search.query.rank`` (the CLI benchmark that an agent's
-experience is judged by is ``bench/recall.py``). Both sets go through the product's own parts:
+A fast loop for tuning ``sync.search.query.ranking.fusion`` and ``sync.search.query.ranking.rank``
+(the CLI benchmark that an agent's experience is judged by is ``bench/recall.py``). Both sets go
+through the product's own parts:
 
 - LoCoMo (a folder in its format, e.g. the development half; see its README for where the public
   set lives): each dialog turn is an episode (task ``"<speaker>: <text>"``, plus `` [shares a photo
@@ -204,8 +205,8 @@ def variants() -> list[Variant]:
 def _search(
     store: Any, embedder: Any, variant: Variant, query: str, tags: tuple[str, ...], limit: int, now_ms: int
 ) -> list[Any]:
-    from sync.search.query.fusion import FusionSpec
     from sync.search.query.pipeline import search
+    from sync.search.query.ranking.fusion import FusionSpec
     from sync.search.request import SearchFilter, SearchRequest
 
     request = SearchRequest(

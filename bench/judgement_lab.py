@@ -254,7 +254,7 @@ def fold_models(folder: Path) -> dict[str, Any]:
     """For each LoCoMo conversation, the ranking model trained as the shipped one on the others."""
     from bench import recall_folds
     from bench.rerank_train import choose_l2, fit
-    from sync.search.query.rerank_model import FEATURES
+    from sync.search.query.ranking.rerank_model import FEATURES
 
     lab = recall_folds.Lab.load(folder, calendar=True)
     models = {}

@@ -1,7 +1,7 @@
 """Leave-conversations-out: every tuned choice of search chosen on some conversations, measured on others.
 
 The development half of LoCoMo has five conversations. Each fold holds one out: the learned ranking
-(``sync.search.query.rerank_model``) is trained on the other four (``bench.rerank_train``: its L2 penalty
+(``sync.search.query.ranking.rerank_model``) is trained on the other four (``bench.rerank_train``: its L2 penalty
 chosen by leaving each of those four out in turn) and measured on the held-out one. Beside it, on
 the same held-out questions: the hand-weighted fusion (``relative``, the default before the learned
 ranking; its constants were fitted on this half, so its figures here flatter it), BM25 alone and
@@ -33,7 +33,7 @@ import numpy as np
 from bench import recall_pool
 from bench.common import progress
 from bench.rerank_train import Example, choose_l2, fit, matrix
-from sync.search.query.rerank_model import DEPTH, FEATURES, Candidate, LinearModel, features
+from sync.search.query.ranking.rerank_model import DEPTH, FEATURES, Candidate, LinearModel, features
 
 KS: Final = recall_pool.KS
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -100,7 +100,8 @@ class Lab:
         return sorted({q.conv for q in self.corpus.questions})
 
     def candidates(self, qi: int) -> list[Candidate]:
-        """The pool ``sync.search.query.learned.learned_hybrid`` builds for the question: each list ``DEPTH`` deep."""
+        """The pool ``sync.search.query.ranking.learned.learned_hybrid`` builds for the question: each
+        list ``DEPTH`` deep."""
         if qi not in self._candidates:
             from sync.search.query.query_time import within
 
@@ -140,7 +141,7 @@ class Lab:
     def finish(self, qi: int, scored: Sequence[tuple[int, float]], similarity: bool = True) -> list[int]:
         """The recency decay and the near-duplicate collapse, as ``search`` applies them; the first
         ``LIMIT`` turn indexes."""
-        from sync.search.query.rank import Ranked, apply_decay, collapse_duplicates
+        from sync.search.query.ranking.rank import Ranked, apply_decay, collapse_duplicates
 
         c = self.corpus
         cosine = c.doc_dense @ c.query_dense[qi]
@@ -159,7 +160,7 @@ class Lab:
 
     def relative(self, qi: int) -> list[int]:
         """The hand-weighted fusion (``sync.search.query.pipeline.hybrid`` at its defaults)."""
-        from sync.search.query.fusion import HEAD, adaptive_weight, fuse
+        from sync.search.query.ranking.fusion import HEAD, adaptive_weight, fuse
         from sync.search.stores import Scored
 
         p = self.corpus.pools[qi]
@@ -177,8 +178,8 @@ class Lab:
         return self.finish(qi, list(zip(p.dense.tolist(), p.dense_scores.tolist(), strict=True)))
 
     def learned(self, qi: int, model: LinearModel) -> list[int]:
-        """``sync.search.query.learned.ordered`` over the question's lists, ``DEPTH`` deep."""
-        from sync.search.query.learned import Gathered, ordered
+        """``sync.search.query.ranking.learned.ordered`` over the question's lists, ``DEPTH`` deep."""
+        from sync.search.query.ranking.learned import Gathered, ordered
         from sync.search.stores import Scored
 
         p = self.corpus.pools[qi]
@@ -189,9 +190,9 @@ class Lab:
 
 
 def _coverage(c: recall_pool.Corpus, qi: int) -> float:
-    """The share of the question's BM25 terms that BM25's first hit holds (``sync.search.query.fusion``)."""
+    """The share of the question's BM25 terms that BM25's first hit holds (``sync.search.query.ranking.fusion``)."""
     from sync.search.embedders.bm25 import SparseVector
-    from sync.search.query.fusion import lexical_coverage
+    from sync.search.query.ranking.fusion import lexical_coverage
 
     terms, first = c.query_sparse[qi], c.pools[qi].sparse
     if not len(first):

@@ -1,6 +1,6 @@
-"""The recipe of search's learned ranking (``sync/search/query/rerank_model.json``): numpy only.
+"""The recipe of search's learned ranking (``sync/search/query/ranking/rerank_model.json``): numpy only.
 
-Each training question contributes its whole candidate pool (``sync.search.query.rerank_model.features``
+Each training question contributes its whole candidate pool (``sync.search.query.ranking.rerank_model.features``
 over what hybrid search prefetched for it), labelled 1 for the question's evidence and 0 for the
 rest. The model is a logistic regression over the standardised features, fitted by Newton's method
 with an L2 penalty (no penalty on the bias). The evidence weighs as much as the rest of the pool
@@ -10,7 +10,8 @@ then refitted with every candidate weighing the same, so that the output is agai
 relevance, comparable across queries (the order does not change). The penalty is chosen by leaving one
 training conversation out at a time (``choose_l2``): nothing is chosen on the data it is measured on.
 
-    python -m bench.rerank_train /work/shared/data/locomo-dev --calendar [--out sync/search/query/rerank_model.json]
+    python -m bench.rerank_train /work/shared/data/locomo-dev --calendar \
+        [--out sync/search/query/ranking/rerank_model.json]
 
 trains on every conversation of the folder and writes the model the product ships. It trains on
 the calendar-keeping placement (``bench.recall_pool.load``: sessions moved by whole years, so
@@ -34,7 +35,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from sync.search.query.rerank_model import FEATURES, LinearModel
+from sync.search.query.ranking.rerank_model import FEATURES, LinearModel
 
 L2_GRID: Final = (1.0, 30.0)
 # The model ranks queries like most of its training questions: below this percentile of their
@@ -164,7 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bench.rerank_train", description=__doc__.split("\n")[0])
     parser.add_argument("data", type=Path, help="a folder of LoCoMo conversations (the development half)")
-    parser.add_argument("--out", type=Path, default=ROOT / "sync" / "warm" / "rerank_model.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "sync" / "search" / "query" / "ranking" / "rerank_model.json"
+    )
     parser.add_argument("--calendar", action="store_true", help="train on the calendar-keeping placement")
     args = parser.parse_args(argv)
     lab = recall_folds.Lab.load(args.data, calendar=args.calendar)

@@ -1,5 +1,5 @@
 """Salience as a ranking signal, measured on LoCoMo's development half: does weighing what the fleet
-used (``sync.policy.salience``, ``sync.search.query.rank.apply_salience``) cost recall?
+used (``sync.policy.salience``, ``sync.search.query.ranking.rank.apply_salience``) cost recall?
 
 The ranking is the product's (the shipped learned model over the store's prefetched lists, the
 recency decay and the near-duplicate collapse, as ``bench.recall_folds`` runs it), with and without
@@ -40,7 +40,7 @@ from bench import recall_pool
 from bench.common import Figure, at_least, emit, result
 from bench.recall_folds import KS, LIMIT, Lab, recall_rows
 from sync.policy.salience import DAY_MS, DEFAULT_PARAMS, Use, salience
-from sync.search.query.rank import Ranked, apply_decay, apply_salience, collapse_duplicates
+from sync.search.query.ranking.rank import Ranked, apply_decay, apply_salience, collapse_duplicates
 
 SHIPPED: Final = "used, as shipped (no age decay)"  # what sync.usage.table gives the search
 HANDED: Final = 5  # memories a context block hands over for a question, about
@@ -51,8 +51,8 @@ SalienceOf = Callable[[int], float] | None
 
 def ranker(lab: Lab, salience_of: SalienceOf) -> Callable[[int], list[int]]:
     """The product's ranking of a question (shipped model, decay, salience if given, collapse)."""
-    from sync.search.query.learned import Gathered, ordered, shipped_model
-    from sync.search.query.rerank_model import DEPTH
+    from sync.search.query.ranking.learned import Gathered, ordered, shipped_model
+    from sync.search.query.ranking.rerank_model import DEPTH
     from sync.search.stores import Scored
 
     model = shipped_model()

@@ -20,7 +20,7 @@ from sync.search.embedders.gemini import GeminiEmbedder
 from sync.search.embedders.lazy import LazyEmbedder
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.embedders.voyage import VoyageEmbedder
-from sync.search.query.rerank import Reranker, VoyageReranker
+from sync.search.query.ranking.rerank import Reranker, VoyageReranker
 from sync.search.service.gap import GAP_WAIT
 from sync.search.service.index import IndexService
 from sync.search.service.options import IndexOptions

@@ -21,7 +21,7 @@ keep ``last_accessed`` and ``access_count`` and, nightly, decay the untouched an
 used. ``SalienceParams``' defaults are that design's starting point in numbers: a new memory at
 0.5 (the middle: neither reinforced nor decayed), a floor of 0.1, a 30-day half-life for the
 untouched. How salience enters a search's ranking, and what it did to recall, is in
-``sync.search.query.rank.salience_factor`` and docs/design/salience.md.
+``sync.search.query.ranking.rank.salience_factor`` and docs/design/salience.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ after (in a thread of its own: a search never waits on the backbone), answering 
 salience (``sync.policy.salience``) from memory.
 
 The ranking does not count a memory's age twice: the recency decay already weighs it
-(``sync.search.query.rank.decay``), so a memory nobody used ranks at the policy's initial value
+(``sync.search.query.ranking.rank.decay``), so a memory nobody used ranks at the policy's initial value
 (a factor of 1), and only use (and the time since it) moves a result. Measured on LoCoMo
 (``bench/salience_lab.py``): decaying never-used memories by their age as well cost recall.
 """

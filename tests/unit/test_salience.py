@@ -14,7 +14,7 @@ from sync.policy.salience import (
     salience,
     weighted_uses,
 )
-from sync.search.query.rank import Ranked, apply_salience, salience_factor
+from sync.search.query.ranking.rank import Ranked, apply_salience, salience_factor
 
 NOW = 1_800_000_000_000
 

@@ -10,7 +10,7 @@ import pytest
 
 from sync.search.embedders import bm25
 from sync.search.query.hops import follow_one_hop, session_neighbours
-from sync.search.query.rank import Ranked
+from sync.search.query.ranking.rank import Ranked
 from sync.search.request import SearchRequest
 from sync.search.stores import EdgeStore, WarmPoint
 

@@ -1,11 +1,11 @@
-"""Fusion of the dense and BM25 lists (sync.search.query.fusion), from tables of cases: pure, no store."""
+"""Fusion of the dense and BM25 lists (sync.search.query.ranking.fusion), from tables of cases: pure, no store."""
 
 from __future__ import annotations
 
 import pytest
 
 from sync.search.embedders.bm25 import SparseVector
-from sync.search.query.fusion import (
+from sync.search.query.ranking.fusion import (
     DENSE_WEIGHT_FULL_MATCH,
     DENSE_WEIGHT_NO_MATCH,
     FusionSpec,
@@ -15,7 +15,7 @@ from sync.search.query.fusion import (
     relative_scores,
     spec_of,
 )
-from sync.search.query.fusion import RELATIVE_ALPHA as A
+from sync.search.query.ranking.fusion import RELATIVE_ALPHA as A
 from sync.search.stores import Scored
 
 

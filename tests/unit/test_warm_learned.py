@@ -1,4 +1,4 @@
-"""Tier: unit. Hybrid search ranked by the learned model (sync.search.query.learned) on the real engine
+"""Tier: unit. Hybrid search ranked by the learned model (sync.search.query.ranking.learned) on the real engine
 (qdrant-edge, in process): what it reads into each candidate, when the fusion ranks instead, and the
 shipped model through ``hybrid``'s default."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from sync.search.embedders import bm25
-from sync.search.query.learned import gather, indexed_chars, learned_hybrid
 from sync.search.query.pipeline import hybrid
 from sync.search.query.query_time import windows
-from sync.search.query.rerank_model import LinearModel
+from sync.search.query.ranking.learned import gather, indexed_chars, learned_hybrid
+from sync.search.query.ranking.rerank_model import LinearModel
 from sync.search.stores import EdgeStore, Hit, WarmPoint, point_id
 
 DIMS = 4

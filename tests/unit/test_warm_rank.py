@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sync.search.query.rank import DAY_MS, Ranked, apply_decay, collapse_duplicates, decay, mmr
+from sync.search.query.ranking.rank import DAY_MS, Ranked, apply_decay, collapse_duplicates, decay, mmr
 
 NOW = 1_800_000_000_000
 

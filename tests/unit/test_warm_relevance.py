@@ -5,7 +5,7 @@ identifier (with near-twin distractor episodes carrying another one), half parap
 (its "about" field says how it was built). The episodes are embedded once with the real
 ``LocalEmbedder`` and indexed into a real ``EdgeStore`` and a ``ServerStore`` on qdrant-client's
 local mode; every query then runs hybrid as search does (``sync.search.query.pipeline.hybrid``: the store's
-dense and BM25 prefetch, fused by ``sync.search.query.fusion``), with the default relative fusion and with
+dense and BM25 prefetch, fused by ``sync.search.query.ranking.fusion``), with the default relative fusion and with
 RRF, and dense-only and BM25-only; each mode's MRR@10 is compared, overall and per query class.
 
 Scoring: the reciprocal rank of the first relevant hit in the top 10, 0 if there is none. Hits with

@@ -22,7 +22,7 @@ from fake_providers import (
 
 from sync.errors import ConfigError, PermanentError, QuotaExhausted, TransientError
 from sync.resilience.retry import RetryPolicy
-from sync.search.query.rerank import VOYAGE_MAX_DOCUMENTS, Reranker, VoyageReranker
+from sync.search.query.ranking.rerank import VOYAGE_MAX_DOCUMENTS, Reranker, VoyageReranker
 
 DOCUMENTS = [
     "The bakery sells sourdough bread every morning.",

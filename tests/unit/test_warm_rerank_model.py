@@ -1,4 +1,4 @@
-"""Tier: unit. The learned ranking's pure core (sync.search.query.rerank_model), from tables: features in,
+"""Tier: unit. The learned ranking's pure core (sync.search.query.ranking.rerank_model), from tables: features in,
 order out; the model file's checks; the shipped model."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sync.search.query.rerank_model import (
+from sync.search.query.ranking.rerank_model import (
     DEPTH,
     FEATURES,
     SESSION_TOP,

@@ -17,7 +17,7 @@ from sync.resilience.retry import RetryPolicy
 from sync.search.embedders import bm25
 from sync.search.embedders.local import LocalEmbedder
 from sync.search.query.pipeline import Ranking, candidates_for, search
-from sync.search.query.rerank import VoyageReranker
+from sync.search.query.ranking.rerank import VoyageReranker
 from sync.search.request import SearchRequest, SearchResult, when_words
 from sync.search.stores import EdgeStore, SearchFilter, WarmPoint, point_id
 

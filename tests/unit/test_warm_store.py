@@ -24,8 +24,8 @@ from sync.errors import (
     TransientError,
 )
 from sync.search.embedders import bm25
-from sync.search.query.fusion import DENSE_WEIGHT_FULL_MATCH
 from sync.search.query.pipeline import hybrid
+from sync.search.query.ranking.fusion import DENSE_WEIGHT_FULL_MATCH
 from sync.search.stores import EdgeStore, Hit, SearchFilter, ServerStore, VectorStore, WarmPoint, point_id
 
 DIMS = 8

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from sync.search.indexing.passages import ToEmbed
 from sync.search.payload import DUPLICATE_KEY, PARENT_KEY
-from sync.search.query.rank import cosine
+from sync.search.query.ranking.rank import cosine
 from sync.search.stores import VectorStore
 
 DEFAULT_DUPLICATE_THRESHOLD: Final = 0.95

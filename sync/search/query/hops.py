@@ -16,7 +16,7 @@ from typing import Final
 
 from sync.search.payload import SESSION_KEY, SITE_KEY
 from sync.search.query.browse import MAX_SESSION_SCAN, episodes_only, window
-from sync.search.query.rank import Ranked
+from sync.search.query.ranking.rank import Ranked
 from sync.search.request import SearchFilter
 from sync.search.stores import VectorStore
 

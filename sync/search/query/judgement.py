@@ -1,6 +1,6 @@
 """The judgement on a search's results: how relevant each is, why it ranked, which are cut. Pure.
 
-The ranking (``sync.search.query.rerank_model``, or the fusion for the queries it does not cover)
+The ranking (``sync.search.query.ranking.rerank_model``, or the fusion for the queries it does not cover)
 orders a query's candidates; its score cannot say whether the first of them answers anything: the
 learned model reads features relative to the query's own pool (its best cosine, its best BM25
 score), and the fusion scales each list within the query. A chatty prompt's first result scores

@@ -2,11 +2,11 @@
 
 The pipeline, in order: the query is embedded twice (dense by the collection's own model, BM25 as
 Qdrant computes it); the store runs a dense and a BM25 prefetch under the same filter, in one engine
-call; the pool of both lists is ranked by the learned model (``sync.search.query.learned``, the default:
+call; the pool of both lists is ranked by the learned model (``sync.search.query.ranking.learned``, the default:
 both lists' scores and ranks, the session's strength, the length, the time the query names), or
-the two lists are fused by hand-set weights (``sync.search.query.fusion``: relative scores, or RRF); the
+the two lists are fused by hand-set weights (``sync.search.query.ranking.fusion``: relative scores, or RRF); the
 winners are read back with their payloads and cosine similarity; the fused scores are decayed by
-age, gated by similarity (``sync.search.query.rank``); a long episode's passages are grouped under it, its
+age, gated by similarity (``sync.search.query.ranking.rank``); a long episode's passages are grouped under it, its
 best passage ranking it and shown with it (``by_episode``);
 near-duplicates collapse to their best member (on by default); then, on request, Voyage reranks the
 survivors and MMR trades a little relevance for diversity. More candidates than asked for are
@@ -42,7 +42,6 @@ from sync.search.payload import (
     memory_type_of,
     passage_count,
 )
-from sync.search.query.fusion import Fusion, FusionSpec, fuse, lexical_coverage, spec_of
 from sync.search.query.hops import HOP_SEEDS, follow_one_hop, session_neighbours
 from sync.search.query.judgement import (
     Calibration,
@@ -52,7 +51,10 @@ from sync.search.query.judgement import (
     shipped_calibration,
     with_sessions,
 )
-from sync.search.query.learned import (
+from sync.search.query.presence import presence
+from sync.search.query.query_time import Window, windows, within
+from sync.search.query.ranking.fusion import Fusion, FusionSpec, fuse, lexical_coverage, spec_of
+from sync.search.query.ranking.learned import (
     LEARNED,
     Learned,
     gather,
@@ -62,11 +64,9 @@ from sync.search.query.learned import (
     shown_hits,
     shows,
 )
-from sync.search.query.presence import presence
-from sync.search.query.query_time import Window, windows, within
-from sync.search.query.rank import Ranked, apply_decay, apply_salience, collapse_duplicates, mmr
-from sync.search.query.rerank import Reranker
-from sync.search.query.rerank_model import LinearModel
+from sync.search.query.ranking.rank import Ranked, apply_decay, apply_salience, collapse_duplicates, mmr
+from sync.search.query.ranking.rerank import Reranker
+from sync.search.query.ranking.rerank_model import LinearModel
 from sync.search.request import (
     Passage,
     Ranker,
@@ -179,7 +179,7 @@ def _learned(
 
 
 def best_lexical_coverage(store: VectorStore, sparse_query: bm25.SparseVector, sparse: Sequence[Scored]) -> float:
-    """How much of the query BM25's first hit holds (``sync.search.query.fusion.lexical_coverage``),
+    """How much of the query BM25's first hit holds (``sync.search.query.ranking.fusion.lexical_coverage``),
     read from that point's own sparse vector: one point, so one small read. 0 when BM25 found
     nothing."""
     if not sparse:

@@ -3,7 +3,7 @@
 "What did we decide in June 2023?", "the deploy on 9 November", "what broke last week?": a memory
 from that time is likelier the one meant. ``windows`` reads the dates and the few relative phrases
 people use and gives the windows they name (UTC days); search marks each candidate whose time lies
-in one (``sync.search.query.rerank_model``'s ``in_window``), and the learned ranking weighs it. This is the
+in one (``sync.search.query.ranking.rerank_model``'s ``in_window``), and the learned ranking weighs it. This is the
 time-aware query expansion of LongMemEval (Wu et al., 2024), without a language model: a phrase
 it does not know names no window, and the query ranks as if it named none.
 

@@ -54,7 +54,7 @@ from sync.search.indexing.indexer import PassReport
 from sync.search.indexing.rebuilder import Pointer, Rebuilder
 from sync.search.query import browse
 from sync.search.query.pipeline import SalienceOf, answer
-from sync.search.query.rerank import Reranker
+from sync.search.query.ranking.rerank import Reranker
 from sync.search.request import EpisodeRequest, EpisodeView, RecentRequest, SearchAnswer, SearchRequest, SearchResult
 from sync.search.service.gap import GAP_WAIT, AliasGap
 from sync.search.service.options import IndexOptions

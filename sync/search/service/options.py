@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sync.search.collection.files import IndexFolder
-from sync.search.query.fusion import Fusion
-from sync.search.query.learned import Learned
+from sync.search.query.ranking.fusion import Fusion
+from sync.search.query.ranking.learned import Learned
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from sync.search.embedders.base import Embedder
 from sync.search.indexing.copies import Previous
 from sync.search.indexing.indexer import Indexer
 from sync.search.indexing.rebuilder import Pointer, Rebuilder
-from sync.search.query.rerank import Reranker
+from sync.search.query.ranking.rerank import Reranker
 from sync.search.service.options import IndexOptions
 from sync.search.stores import CollectionSpec, ServerStore, VectorStore
 from sync.search.stores.locked import LockedStore

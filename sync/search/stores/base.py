@@ -11,7 +11,7 @@ Hybrid search is two calls. ``prefetch`` returns a dense and a BM25 list under t
 one engine call (a planned batch on qdrant-edge, one request to a server), ids and scores only: a
 dense score is the cosine to the query, a BM25 score is BM25 with IDF applied by the engine, and a
 BM25 list holds only points sharing at least one term with the query. The store does not fuse them:
-fusion is a pure decision (``sync.search.query.fusion``) and must rank alike on every engine, ties
+fusion is a pure decision (``sync.search.query.ranking.fusion``) and must rank alike on every engine, ties
 included. Then ``score`` fetches just the fused winners, with their payloads and their cosine to the
 query (which the recency decay is gated by, and which a BM25-only winner would otherwise lack), in
 one id-filtered dense query. Payloads are read for the few results shown, not for every candidate.

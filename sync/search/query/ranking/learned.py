@@ -1,4 +1,4 @@
-"""Hybrid search ranked by the learned model: the store's I/O around ``sync.search.query.rerank_model``.
+"""Hybrid search ranked by the learned model: the store's I/O around ``sync.search.query.ranking.rerank_model``.
 
 Two engine calls, as the hand-weighted fusion makes (``sync.search.query.pipeline.hybrid``): the dense and BM25
 prefetch under the filter, each list the model's ``depth`` deep (100: at least ``MAX_LIMIT``; a
@@ -27,9 +27,9 @@ from typing import Any, Final, Literal
 
 from sync.search.embedders import bm25
 from sync.search.payload import DREAM_KEY, HIDDEN_ROLES
-from sync.search.query.fusion import HEAD, adaptive_weight, fuse, lexical_coverage
 from sync.search.query.query_time import Window, within
-from sync.search.query.rerank_model import Candidate, LinearModel, load_model, pool, rank
+from sync.search.query.ranking.fusion import HEAD, adaptive_weight, fuse, lexical_coverage
+from sync.search.query.ranking.rerank_model import Candidate, LinearModel, load_model, pool, rank
 from sync.search.request import SearchFilter
 from sync.search.stores import Hit, Scored, VectorStore
 

@@ -1,5 +1,5 @@
 """How search results are ranked once the dense and BM25 lists are fused
-(``sync.search.query.fusion``): pure.
+(``sync.search.query.ranking.fusion``): pure.
 
 - Recency decay, gated by similarity: a result that matches the query closely keeps its score
   however old it is; weaker matches fade with age, the weakest fastest.

@@ -1,6 +1,6 @@
 """The learned ranking of hybrid search's candidates: features in, order out. Pure, no I/O.
 
-Fusing two lists with hand-set weights (``sync.search.query.fusion``) fitted the conversations it was
+Fusing two lists with hand-set weights (``sync.search.query.ranking.fusion``) fitted the conversations it was
 tuned on and fell below BM25 alone on others. This stage instead ranks a wide pool (each list's
 best ``depth``, 100 by default) by a linear model over signals search already holds for every
 candidate, trained by logistic regression on conversations and measured on others
@@ -26,7 +26,7 @@ The first-stage score that the session features read is reciprocal rank fusion,
 The model ranks the queries it was trained on. A query whose BM25 first hit holds less of its
 terms than ``min_coverage`` (the 10th percentile of the training questions': half of a LoCoMo
 question's terms) is a paraphrase of its memory, or a chatty prompt: few such were in its data,
-and for them lexical hits are noise that the hand-weighted fusion (``sync.search.query.fusion``, whose
+and for them lexical hits are noise that the hand-weighted fusion (``sync.search.query.ranking.fusion``, whose
 dense weight rises as coverage falls) already discounts; it ranks those.
 
 A candidate's score is the model's probability that it is relevant (a logistic of the weighted,
@@ -157,7 +157,7 @@ def _sigmoid(z: float) -> float:
 def load_model(text: str | None = None) -> LinearModel:
     """The shipped model (``rerank_model.json`` in this package), or one from ``text``."""
     if text is None:
-        text = resources.files("sync.search.query").joinpath(MODEL_FILE).read_text(encoding="utf-8")
+        text = resources.files("sync.search.query.ranking").joinpath(MODEL_FILE).read_text(encoding="utf-8")
     return LinearModel.from_json(json.loads(text))
 
 
