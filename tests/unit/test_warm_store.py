@@ -256,6 +256,18 @@ def test_sparse_search_without_payloads_gives_the_same_ids_and_scores(store: Vec
     assert all(h.payload for h in whole)
 
 
+def test_sparse_search_skips_the_first_offset_hits(store: VectorStore) -> None:
+    """``offset=n-1, limit=1``: the n-th hit alone, or nothing when fewer hold the terms (how
+    presence asks whether a term is common without reading every holder)."""
+    query = bm25.embed_query("getUserById upload JIRA-4821 payment E1234 failed")
+    whole = store.sparse_search(query, limit=10, with_payload=False)
+    assert len(whole) >= 3
+    for offset in range(len(whole) + 2):
+        skipped = store.sparse_search(query, limit=1, with_payload=False, offset=offset)
+        # Equal scores may come in either order: the place is held by the score.
+        assert [h.score for h in skipped] == [h.score for h in whole[offset : offset + 1]], offset
+
+
 def test_sparse_search_respects_the_limit_best_first(store: VectorStore) -> None:
     every = bm25.embed_query("getUserById upload JIRA-4821 payment E1234 failed")
     hits = store.sparse_search(every, limit=2)

@@ -90,10 +90,12 @@ def _texts_holding_a_term(store: VectorStore, identifier: str, filter: SearchFil
     """The texts of every episode holding one of the identifier's terms (the first term held by
     fewer than ``DEPTH`` points); None when none is, or the identifier has no term."""
     for term in terms_to_try(identifier):
-        # Ids first: a term held by DEPTH points or more is passed over without reading their texts.
-        hits = store.sparse_search(bm25.SparseVector((term,), (1.0,)), limit=DEPTH, filter=filter, with_payload=False)
-        if len(hits) >= DEPTH:
+        vector = bm25.SparseVector((term,), (1.0,))
+        # A term held by DEPTH points or more is passed over: asked for its DEPTH-th holder alone
+        # (one point read, not DEPTH), then for the ids of a rarer one's holders, then their texts.
+        if store.sparse_search(vector, limit=1, filter=filter, with_payload=False, offset=DEPTH - 1):
             continue
+        hits = store.sparse_search(vector, limit=DEPTH, filter=filter, with_payload=False)
         return texts_of(store, [(p.id, p.payload) for p in store.get([h.id for h in hits])])
     return None
 

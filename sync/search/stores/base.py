@@ -194,9 +194,11 @@ class VectorStore(Protocol):
         filter: SearchFilter | None = None,
         *,
         with_payload: bool = True,
+        offset: int = 0,
     ) -> list[Hit]:
-        """BM25 hits, best first; ``with_payload=False``: ids and scores only (payloads empty), for a
-        caller that counts or reads a few of them after."""
+        """BM25 hits, best first, the first ``offset`` skipped; ``with_payload=False``: ids and
+        scores only (payloads empty), for a caller that counts or reads a few of them after (with
+        ``limit=1, offset=n-1``: whether there are ``n``, one point read instead of ``n``)."""
         ...
 
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]: ...

@@ -275,6 +275,7 @@ class EdgeStore(StoreBase):
         filter: SearchFilter | None = None,
         *,
         with_payload: bool = True,
+        offset: int = 0,
     ) -> list[Hit]:
         import qdrant_edge as qe
 
@@ -282,6 +283,7 @@ class EdgeStore(StoreBase):
         sparse = qe.SparseVector(list(sparse_query.indices), list(sparse_query.values))
         request = qe.QueryRequest(
             limit=limit,
+            offset=offset or None,
             query=qe.Query.Nearest(sparse, using=SPARSE),
             filter=_edge_filter(qe, filter),
             with_payload=with_payload,

@@ -75,9 +75,10 @@ class LockedStore:
         filter: SearchFilter | None = None,
         *,
         with_payload: bool = True,
+        offset: int = 0,
     ) -> list[Hit]:
         with self._lock:
-            return self.inner.sparse_search(sparse_query, limit, filter, with_payload=with_payload)
+            return self.inner.sparse_search(sparse_query, limit, filter, with_payload=with_payload, offset=offset)
 
     def get(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
         with self._lock:

@@ -225,6 +225,7 @@ class ServerStore(ServerAliases, ServerAdoption):
         filter: SearchFilter | None = None,
         *,
         with_payload: bool = True,
+        offset: int = 0,
     ) -> list[Hit]:
         collection, spec = self._opened()
         with self._client_errors("run a BM25 search"):
@@ -234,6 +235,7 @@ class ServerStore(ServerAliases, ServerAdoption):
                 using=spec.sparse_name,
                 query_filter=_qm_filter(filter),
                 limit=limit,
+                offset=offset or None,
                 with_payload=with_payload,
             ).points
         return [Hit(str(p.id), float(p.score), dict(p.payload or {}), None) for p in found]
