@@ -89,6 +89,24 @@ def test_every_setting_named_exists(path: Path) -> None:
     assert not wrong, f"{path.name} names settings that do not exist: {', '.join(sorted(wrong))}"
 
 
+# A path in the repository as the docs write it: a top-level folder, then a file with its suffix.
+TOP = "daemon|sync|tests|bench|cloud_functions|contracts|config|systemd|requirements"
+REPO_PATH = re.compile(rf"^(?:{TOP})/[\w./-]+\.\w+$")
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_file_of_the_repository_named_exists(path: Path) -> None:
+    if path.name == "history.md":
+        return  # a dated record: the paths of its day
+    named = {span.strip("`") for span in CODE.findall(path.read_text(encoding="utf-8")) if "\n" not in span}
+    missing = sorted(
+        n
+        for n in named
+        if REPO_PATH.match(n) and "*" not in n and not n.startswith("bench/results/") and not (ROOT / n).exists()
+    )
+    assert not missing, f"{path.relative_to(ROOT)} names files that do not exist: {', '.join(missing)}"
+
+
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_leads_somewhere(path: Path) -> None:
     broken = [
