@@ -14,6 +14,7 @@ daemon's start (an install from before, or a file made while the opt-in was off)
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import os
 import stat
@@ -97,18 +98,27 @@ def settle(settings: Settings) -> list[Path]:
     if sharing:
         settings.hub_path.parent.mkdir(parents=True, exist_ok=True)  # set-group-id before any file is in it
     private, shared = owned(settings)
-    others = GROUP_UMASK if sharing else PRIVATE_UMASK
+    group = str(settings.backbone.shared_group) if sharing else None
+    return settle_paths(private, shared, GROUP_UMASK if sharing else PRIVATE_UMASK, group)
+
+
+def settle_paths(private: list[Path], shared: list[Path], others: int, group: str | None) -> list[Path]:
+    """``settle`` over paths found a moment ago: one gone since (SQLite deletes a ``-journal`` at
+    the end of every transaction another site's daemon commits) is passed over, not an error."""
     changed = []
     for path in private:
-        mode = stat.S_IMODE(path.lstat().st_mode)
-        if mode & others:
-            os.chmod(path, mode & ~others)
-            changed.append(path)
-    if shared:
-        group = str(settings.backbone.shared_group)
+        with contextlib.suppress(FileNotFoundError):
+            mode = stat.S_IMODE(path.lstat().st_mode)
+            if mode & others:
+                os.chmod(path, mode & ~others)
+                changed.append(path)
+    if shared and group is not None:
         gid = grp.getgrnam(group).gr_gid
         for path in shared:
-            info = path.lstat()
+            try:
+                info = path.lstat()
+            except FileNotFoundError:
+                continue
             want = SHARED_DIR if stat.S_ISDIR(info.st_mode) else SHARED_FILE
             if info.st_gid == gid and stat.S_IMODE(info.st_mode) == want:
                 continue
@@ -116,6 +126,8 @@ def settle(settings: Settings) -> list[Path]:
                 if info.st_gid != gid:
                     os.chown(path, -1, gid)
                 os.chmod(path, want)
+            except FileNotFoundError:
+                continue
             except PermissionError:
                 raise PathProblem(
                     f"cannot give {path} to the group {group!r} (backbone.shared_group) with mode {want:04o}: "
